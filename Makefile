@@ -1,0 +1,40 @@
+# graft: `make demo` and `make test` do everything from a fresh Debian machine.
+BUILD_DIR ?= build
+ASAN_DIR ?= build-asan
+JOBS ?= $(shell nproc)
+GRAFT := $(BUILD_DIR)/bin/graft
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build demo test unit-test asan-test conformance clean
+
+all: build
+
+deps:
+	@bash scripts/install_deps.sh
+
+$(BUILD_DIR)/build.ninja:
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+build: deps $(BUILD_DIR)/build.ninja
+	cmake --build $(BUILD_DIR) -j $(JOBS)
+
+demo: build
+	$(GRAFT) zoo resnet50 -o $(BUILD_DIR)/resnet50.onnx
+	$(GRAFT) run $(BUILD_DIR)/resnet50.onnx --repeat 5 --stats
+
+# Every test: the Release build (unit, conformance, model tests), then the unit
+# tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
+test: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 900
+	$(MAKE) asan-test
+
+asan-test: deps
+	cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGRAFT_SANITIZE=ON -DGRAFT_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+	cmake --build $(ASAN_DIR) -j $(JOBS)
+	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j $(JOBS) -L unit --timeout 900
+
+conformance: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -L conformance
+
+clean:
+	rm -rf $(BUILD_DIR) $(ASAN_DIR)

@@ -1,0 +1,133 @@
+/// \file
+/// Tensor: a dtype, a shape, a device and shared, versioned storage.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "graft/core/device.h"
+#include "graft/core/dtype.h"
+#include "graft/core/shape.h"
+
+namespace graft {
+
+/// A block of bytes, 64-byte aligned when graft allocates it, or borrowed from
+/// elsewhere (a memory-mapped file, an arena) with a release callback.
+/// Storage carries a version counter bumped by every write through the public
+/// API, so that kernels caching converted weights can detect changes.
+class Storage {
+ public:
+  /// Allocates `nbytes` zeroed, 64-byte-aligned bytes.
+  explicit Storage(size_t nbytes);
+  /// Wraps external memory; `release` (may be empty) is called on destruction.
+  Storage(void* data, size_t nbytes, std::function<void()> release);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() { return data_; }
+  const void* data() const { return data_; }
+  size_t nbytes() const { return nbytes_; }
+  /// Incremented on every public-API write; starts at 0.
+  uint64_t version() const { return version_.load(std::memory_order_acquire); }
+  void bump_version() { version_.fetch_add(1, std::memory_order_acq_rel); }
+
+ private:
+  void* data_ = nullptr;
+  size_t nbytes_ = 0;
+  std::function<void()> release_;
+  bool owned_ = false;
+  std::atomic<uint64_t> version_{0};
+};
+
+/// A dense, row-major tensor. Copies share storage (like a shared_ptr); use
+/// clone() for a deep copy.
+class Tensor {
+ public:
+  /// An empty tensor with undefined dtype (is_defined() is false).
+  Tensor() = default;
+  /// Allocates a zero-filled tensor. Throws invalid_argument on a negative or
+  /// overflowing shape, unsupported on a non-storable dtype.
+  Tensor(DType dtype, Shape shape, Device device = {});
+  /// A tensor viewing `storage` at `byte_offset`; checks the view fits.
+  Tensor(DType dtype, Shape shape, std::shared_ptr<Storage> storage, size_t byte_offset = 0,
+         Device device = {});
+
+  /// Makes a tensor holding a copy of `values` with the given shape.
+  template <typename T>
+  static Tensor from_vector(const std::vector<T>& values, Shape shape);
+  /// Makes a 0-d tensor holding `value`.
+  template <typename T>
+  static Tensor scalar(T value) { return from_vector<T>({value}, {}); }
+
+  bool is_defined() const { return dtype_ != DType::undefined; }
+  DType dtype() const { return dtype_; }
+  const Shape& shape() const { return shape_; }
+  int64_t rank() const { return static_cast<int64_t>(shape_.size()); }
+  int64_t dim(int64_t i) const { return shape_.at(static_cast<size_t>(i)); }
+  int64_t numel() const { return numel_; }
+  size_t nbytes() const { return static_cast<size_t>(numel_) * dtype_size(dtype_); }
+  const Device& device() const { return device_; }
+  const std::shared_ptr<Storage>& storage() const { return storage_; }
+  size_t byte_offset() const { return byte_offset_; }
+
+  /// Raw data pointers (nullptr for an empty tensor).
+  void* raw_data();
+  const void* raw_data() const;
+  /// Typed pointers; GRAFT_CHECKs that T matches the dtype.
+  template <typename T> T* data() {
+    check_type(dtype_v<T>);
+    return static_cast<T*>(raw_data());
+  }
+  template <typename T> const T* data() const {
+    check_type(dtype_v<T>);
+    return static_cast<const T*>(raw_data());
+  }
+  template <typename T> std::span<const T> values() const { return {data<T>(), static_cast<size_t>(numel_)}; }
+
+  /// Deep copy with fresh storage.
+  Tensor clone() const;
+  /// Same storage, another shape with the same element count.
+  Tensor reshaped(Shape shape) const;
+  /// Copies `src` (same dtype and element count) into this tensor's storage and
+  /// bumps the storage version: the public way to change a weight in place.
+  void copy_from(const Tensor& src);
+  /// Records a write made through raw pointers (bumps the version).
+  void mark_modified() { if (storage_) storage_->bump_version(); }
+  /// Storage version (0 for an empty tensor).
+  uint64_t version() const { return storage_ ? storage_->version() : 0; }
+
+  /// Reads element i (row-major) converted to double / int64, any dtype.
+  double value_as_double(int64_t i) const;
+  int64_t value_as_int64(int64_t i) const;
+  /// Every element converted to int64 (for shape-like inputs).
+  std::vector<int64_t> to_int64_vector() const;
+  /// "float32[1,3]".
+  std::string type_string() const;
+
+ private:
+  void check_type(DType t) const;
+
+  DType dtype_ = DType::undefined;
+  Shape shape_;
+  int64_t numel_ = 0;
+  Device device_;
+  std::shared_ptr<Storage> storage_;
+  size_t byte_offset_ = 0;
+};
+
+template <typename T>
+Tensor Tensor::from_vector(const std::vector<T>& values, Shape shape) {
+  Tensor t(dtype_v<T>, std::move(shape));
+  GRAFT_CHECK(static_cast<size_t>(t.numel()) == values.size(), "from_vector: ", values.size(),
+              " values for shape ", shape_to_string(t.shape()));
+  T* out = t.data<T>();
+  for (size_t i = 0; i < values.size(); ++i) out[i] = values[i];
+  return t;
+}
+
+}  // namespace graft

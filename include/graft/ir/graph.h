@@ -1,0 +1,149 @@
+/// \file
+/// The graph IR: nodes owned by a Graph, values as (producer, output index).
+/// Graph inputs and weights are nodes too (ops `Input` and `Constant`).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graft/core/device.h"
+#include "graft/core/tensor.h"
+#include "graft/ir/attribute.h"
+#include "graft/ir/op_schema.h"
+
+namespace graft::ir {
+
+/// One dimension of a value's shape: a known extent, or unknown, possibly with
+/// a symbolic name ("batch", "seq") shared by dimensions known to be equal.
+struct Dim {
+  int64_t value = -1;  ///< >= 0 when known
+  std::string symbol;  ///< optional name when unknown
+  static Dim known(int64_t v) { return Dim{v, {}}; }
+  static Dim symbolic(std::string name) { return Dim{-1, std::move(name)}; }
+  bool is_known() const { return value >= 0; }
+  bool operator==(const Dim&) const = default;
+};
+
+/// Element type and (possibly partial) shape of a value.
+struct ValueType {
+  DType dtype = DType::undefined;
+  bool has_rank = false;  ///< false: nothing is known of the shape
+  std::vector<Dim> dims;  ///< meaningful only when has_rank
+
+  /// A fully known type.
+  static ValueType of(DType dtype, const Shape& shape);
+  /// Known dtype, unknown rank.
+  static ValueType of_dtype(DType dtype) { return ValueType{dtype, false, {}}; }
+  /// Every dimension known.
+  bool is_concrete() const;
+  /// The shape when is_concrete(), else nullopt.
+  std::optional<Shape> concrete_shape() const;
+  /// "float32[1,3,?,N]" or "float32[?]" for unknown rank.
+  std::string to_string() const;
+  bool operator==(const ValueType&) const = default;
+};
+
+class Node;
+class Graph;
+
+/// An edge source: output `index` of `node`. A null node marks an absent
+/// optional input.
+struct Value {
+  Node* node = nullptr;
+  int index = 0;
+  explicit operator bool() const { return node != nullptr; }
+  bool operator==(const Value&) const = default;
+};
+
+/// One operation. Owned by its Graph; create through Graph::add_node.
+class Node {
+ public:
+  const OpSchema& schema() const { return *schema_; }
+  /// "Conv", "graft.Subgraph".
+  std::string op_type() const { return schema_->qualified_name(); }
+  /// "node 'conv1' (Conv)": how error messages name the node.
+  std::string describe() const;
+  /// Position in the owning graph's node list (stable until the graph is rebuilt).
+  uint32_t index() const { return index_; }
+  Graph& graph() const { return *graph_; }
+
+  /// The i-th output as a Value.
+  Value output(int i) { return Value{this, i}; }
+  int num_outputs() const { return static_cast<int>(output_types.size()); }
+
+  std::string name;
+  Attributes attributes;
+  std::vector<Value> inputs;
+  std::vector<ValueType> output_types;
+  std::vector<std::string> output_names;  ///< unique within the graph; "" for unnamed
+  int opset_version = 0;                  ///< opset of the node's domain at import
+  Device device;                          ///< placement
+  std::string backend;                    ///< assigned backend ("" = not yet assigned)
+  bool is_backward = false;               ///< autodiff marks backward nodes
+  Tensor constant_value;                  ///< the value of a Constant node
+  std::shared_ptr<Graph> subgraph;        ///< owned body of graft.Subgraph / graft.FusedPointwise
+  int num_captured_inputs = 0;            ///< trailing inputs that are outer-scope values for control-flow bodies
+
+ private:
+  friend class Graph;
+  Node(const OpSchema* schema, Graph* graph, uint32_t index) : schema_(schema), graph_(graph), index_(index) {}
+  const OpSchema* schema_;
+  Graph* graph_;
+  uint32_t index_;
+};
+
+/// A dataflow graph. Nodes are kept in insertion order, which need not be
+/// topological; IndexedGraph gives the topological view.
+class Graph {
+ public:
+  Graph() = default;
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  /// Adds a node of the op `domain`/`op_type` (throws unsupported when the op
+  /// is not in the op table) with `num_outputs` outputs of unknown type.
+  Node* add_node(std::string_view op_type, const std::vector<Value>& inputs, int num_outputs = 1,
+                 std::string name = {}, std::string_view domain = "");
+  /// Adds a graph input (an `Input` node) and registers it as the next input.
+  Node* add_input(const std::string& name, ValueType type);
+  /// Adds a weight or constant (a `Constant` node holding `value`).
+  Node* add_constant(const std::string& name, Tensor value);
+  /// Appends a graph output.
+  void add_output(Value value, std::string name = {});
+
+  const std::vector<std::unique_ptr<Node>>& nodes() const { return nodes_; }
+  size_t num_nodes() const { return nodes_.size(); }
+  const std::vector<Node*>& inputs() const { return inputs_; }
+  const std::vector<Value>& outputs() const { return outputs_; }
+  std::vector<Value>& mutable_outputs() { return outputs_; }
+  const std::vector<std::string>& output_names() const { return output_names_; }
+  std::vector<std::string>& mutable_output_names() { return output_names_; }
+
+  /// Type of a value (the producer's output type).
+  const ValueType& type_of(Value v) const;
+  /// Display name of a value: its output name or "<node>:<index>".
+  std::string value_name(Value v) const;
+
+  /// Opset imports by domain ("" = ai.onnx).
+  std::map<std::string, int64_t> opset_imports;
+  /// Model name and producer, kept for export.
+  std::string name;
+
+  /// Deep copy (subgraphs and attributes included; constants share storage).
+  std::unique_ptr<Graph> clone() const;
+  /// Copies `src` (a node of another graph) into this graph with new inputs;
+  /// keeps name, attributes, types, placement and flags.
+  Node* copy_node(const Node& src, const std::vector<Value>& inputs);
+
+ private:
+  std::vector<std::unique_ptr<Node>> nodes_;
+  std::vector<Node*> inputs_;
+  std::vector<Value> outputs_;
+  std::vector<std::string> output_names_;
+};
+
+}  // namespace graft::ir

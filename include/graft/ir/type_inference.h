@@ -1,0 +1,14 @@
+/// \file
+/// Dtype and shape inference over a whole graph.
+#pragma once
+
+#include "graft/ir/graph.h"
+
+namespace graft::ir {
+
+/// Runs every node's inference in topological order, overwriting output types
+/// (Input and Constant types are kept). Symbolic dimensions propagate.
+/// Throws invalid_model naming the node whose inputs are inconsistent.
+void infer_types(Graph& graph);
+
+}  // namespace graft::ir

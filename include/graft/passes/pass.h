@@ -1,0 +1,47 @@
+/// \file
+/// Graph passes, registered by name in passes.def so that a pipeline is a list
+/// of names (`graft opt --passes a,b,c`).
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graft/ir/graph.h"
+
+namespace graft::passes {
+
+/// Shared state and settings of a pipeline run.
+struct PassContext {
+  bool verify_after_each = false;  ///< run ir::verify after every pass
+  int num_threads = 1;             ///< for passes that evaluate kernels
+};
+
+/// A pass rewrites the graph in place or replaces it with a new one; returns
+/// whether anything changed.
+using PassFn = bool (*)(std::unique_ptr<ir::Graph>& graph, PassContext& ctx);
+
+struct PassInfo {
+  std::string_view name;
+  std::string_view description;
+  PassFn run;
+};
+
+/// Every registered pass, in passes.def order.
+std::span<const PassInfo> all_passes();
+/// A pass by name, or nullptr.
+const PassInfo* find_pass(std::string_view name);
+/// Runs the named passes in order. Throws invalid_argument listing the known
+/// passes when a name is unknown (before running anything).
+void run_pipeline(std::unique_ptr<ir::Graph>& graph, const std::vector<std::string>& names, PassContext& ctx);
+/// The pipeline Session uses by default.
+std::vector<std::string> default_pipeline();
+
+// The passes (one per file under src/passes/).
+#define GRAFT_PASS(name, function, description) bool function(std::unique_ptr<ir::Graph>& graph, PassContext& ctx);
+#include "graft/passes/passes.def"
+#undef GRAFT_PASS
+
+}  // namespace graft::passes

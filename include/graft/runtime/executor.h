@@ -1,0 +1,60 @@
+/// \file
+/// Executor: runs a graph node by node in topological order with each node's
+/// kernel, freeing every intermediate value after its last reader.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "graft/ir/indexed_graph.h"
+#include "graft/runtime/buffer_pool.h"
+
+namespace graft::runtime {
+
+/// Time spent in one node during a profiled run.
+struct NodeTiming {
+  std::string node_name;
+  std::string op_type;
+  std::string backend;
+  double microseconds = 0;
+};
+
+/// Per-run options.
+struct RunOptions {
+  int num_threads = 1;
+  bool profile = false;  ///< record a NodeTiming per node
+};
+
+/// What one run measured.
+struct RunStats {
+  MemoryStats memory;
+  std::vector<NodeTiming> timings;  ///< filled when RunOptions::profile
+};
+
+/// Executes one graph. Immutable after construction, so one Executor serves
+/// concurrent runs (each with its own BufferPool).
+class Executor {
+ public:
+  /// Builds the indexed view and the last-use table. The graph must outlive
+  /// the executor and must not change while it exists.
+  explicit Executor(const ir::Graph& graph);
+
+  /// Runs with one tensor per graph input (in graph input order); returns one
+  /// tensor per graph output. Inputs are not validated here (Session does).
+  std::vector<Tensor> run(std::span<const Tensor> inputs, BufferPool& pool, const RunOptions& options,
+                          RunStats* stats = nullptr) const;
+
+  const ir::IndexedGraph& indexed() const { return indexed_; }
+
+ private:
+  const ir::Graph& graph_;
+  ir::IndexedGraph indexed_;
+  std::vector<uint32_t> last_use_;    // per entry: id of the last node reading it
+  std::vector<bool> keep_;            // per entry: graph output or source value
+  std::vector<int32_t> input_position_;  // per node: position among graph inputs, or -1
+};
+
+}  // namespace graft::runtime

@@ -1,0 +1,78 @@
+/// \file
+/// Session: a model prepared to run. Built from an ONNX file or a graph and
+/// options; run() is safe to call from several threads at once.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "graft/ir/graph.h"
+#include "graft/runtime/executor.h"
+
+namespace graft::runtime {
+
+/// How a Session prepares and runs its model.
+struct SessionOptions {
+  /// Intra-op threads; 0 = GRAFT_NUM_THREADS, else the number of cores.
+  int num_threads = 0;
+  /// Backends in priority order; empty = --backends / GRAFT_BACKENDS / default.
+  std::vector<std::string> backends;
+  /// Pointwise fusion; nullopt = GRAFT_FUSION, else on.
+  std::optional<bool> fusion;
+  /// Passes to run before execution; empty = passes::default_pipeline().
+  std::vector<std::string> passes;
+  /// Run ir::verify after every pass (tests and debug builds).
+  bool verify_after_each_pass = false;
+  /// Record per-node timings in RunStats.
+  bool profile = false;
+};
+
+/// Description of one graph input or output.
+struct ValueInfo {
+  std::string name;
+  ir::ValueType type;
+};
+
+class Session {
+ public:
+  /// Loads an ONNX model file. Throws graft::Error on any problem with it.
+  explicit Session(const std::string& model_path, SessionOptions options = {});
+  /// Takes ownership of a graph.
+  explicit Session(std::unique_ptr<ir::Graph> graph, SessionOptions options = {});
+  ~Session();
+
+  /// Runs with one tensor per input, in input order. Validates count, dtype,
+  /// rank and known dimensions (invalid_argument naming the input otherwise).
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, RunStats* stats = nullptr) const;
+  /// Runs with inputs by name; returns outputs by name.
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs, RunStats* stats = nullptr) const;
+
+  const std::vector<ValueInfo>& inputs() const { return inputs_; }
+  const std::vector<ValueInfo>& outputs() const { return outputs_; }
+  /// The prepared graph (after passes).
+  const ir::Graph& graph() const { return *graph_; }
+  int num_threads() const { return num_threads_; }
+  /// Number of distinct input-shape signatures planned so far.
+  size_t num_plans() const;
+
+ private:
+  struct Plan;
+  void prepare();
+  void validate_inputs(const std::vector<Tensor>& inputs) const;
+  std::shared_ptr<Plan> plan_for(const std::vector<Tensor>& inputs) const;
+
+  SessionOptions options_;
+  std::unique_ptr<ir::Graph> graph_;
+  int num_threads_ = 1;
+  std::vector<ValueInfo> inputs_;
+  std::vector<ValueInfo> outputs_;
+  mutable std::mutex mutex_;
+  mutable std::map<std::string, std::shared_ptr<Plan>> plans_;  // by input-shape signature
+  mutable std::vector<std::unique_ptr<BufferPool>> idle_pools_;
+};
+
+}  // namespace graft::runtime

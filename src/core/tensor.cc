@@ -1,0 +1,103 @@
+#include "graft/core/tensor.h"
+
+#include <cstdlib>
+#include <cstring>
+
+namespace graft {
+
+std::string to_string(const Device& device) {
+  const char* name = device.type == DeviceType::cpu ? "cpu" : device.type == DeviceType::cuda ? "cuda" : "opencl";
+  return std::string(name) + ":" + std::to_string(device.id);
+}
+
+Storage::Storage(size_t nbytes) : nbytes_(nbytes), owned_(true) {
+  size_t rounded = (nbytes + 63) / 64 * 64;
+  if (rounded == 0) rounded = 64;
+  data_ = std::aligned_alloc(64, rounded);
+  if (!data_) fail(ErrorKind::invalid_argument, "out of memory allocating ", nbytes, " bytes");
+  std::memset(data_, 0, rounded);
+}
+
+Storage::Storage(void* data, size_t nbytes, std::function<void()> release)
+    : data_(data), nbytes_(nbytes), release_(std::move(release)) {}
+
+Storage::~Storage() {
+  if (owned_) std::free(data_);
+  else if (release_) release_();
+}
+
+Tensor::Tensor(DType dtype, Shape shape, Device device)
+    : dtype_(dtype), shape_(std::move(shape)), device_(device) {
+  if (!dtype_is_storable(dtype_))
+    fail(ErrorKind::unsupported, "tensors of dtype ", dtype_name(dtype_), " are not supported");
+  numel_ = shape_numel(shape_);
+  storage_ = std::make_shared<Storage>(shape_nbytes(shape_, dtype_size(dtype_)));
+}
+
+Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<Storage> storage, size_t byte_offset, Device device)
+    : dtype_(dtype), shape_(std::move(shape)), device_(device), storage_(std::move(storage)),
+      byte_offset_(byte_offset) {
+  if (!dtype_is_storable(dtype_))
+    fail(ErrorKind::unsupported, "tensors of dtype ", dtype_name(dtype_), " are not supported");
+  numel_ = shape_numel(shape_);
+  size_t need = shape_nbytes(shape_, dtype_size(dtype_));
+  GRAFT_CHECK(storage_ && byte_offset_ <= storage_->nbytes() && need <= storage_->nbytes() - byte_offset_,
+              "tensor view ", type_string(), " does not fit its storage");
+}
+
+void* Tensor::raw_data() {
+  return storage_ ? static_cast<char*>(storage_->data()) + byte_offset_ : nullptr;
+}
+const void* Tensor::raw_data() const {
+  return storage_ ? static_cast<const char*>(storage_->data()) + byte_offset_ : nullptr;
+}
+
+void Tensor::check_type(DType t) const {
+  GRAFT_CHECK(t == dtype_, "tensor of dtype ", dtype_name(dtype_), " accessed as ", dtype_name(t));
+}
+
+Tensor Tensor::clone() const {
+  if (!is_defined()) return {};
+  Tensor t(dtype_, shape_, device_);
+  if (nbytes()) std::memcpy(t.raw_data(), raw_data(), nbytes());
+  return t;
+}
+
+Tensor Tensor::reshaped(Shape shape) const {
+  GRAFT_CHECK(shape_numel(shape) == numel_, "reshape of ", type_string(), " to ", shape_to_string(shape));
+  return Tensor(dtype_, std::move(shape), storage_, byte_offset_, device_);
+}
+
+void Tensor::copy_from(const Tensor& src) {
+  if (src.dtype() != dtype_ || src.numel() != numel_)
+    fail(ErrorKind::invalid_argument, "copy_from: cannot copy ", src.type_string(), " into ", type_string());
+  if (nbytes()) std::memmove(raw_data(), src.raw_data(), nbytes());
+  mark_modified();
+}
+
+double Tensor::value_as_double(int64_t i) const {
+  GRAFT_CHECK(i >= 0 && i < numel_, "element ", i, " out of range");
+  return visit_dtype(dtype_, "value_as_double", [&]<typename T>() {
+    return static_cast<double>(static_cast<compute_t<T>>(data<T>()[i]));
+  });
+}
+
+int64_t Tensor::value_as_int64(int64_t i) const {
+  GRAFT_CHECK(i >= 0 && i < numel_, "element ", i, " out of range");
+  return visit_dtype(dtype_, "value_as_int64", [&]<typename T>() -> int64_t {
+    if constexpr (std::is_floating_point_v<compute_t<T>>)
+      return static_cast<int64_t>(static_cast<compute_t<T>>(data<T>()[i]));
+    else
+      return static_cast<int64_t>(data<T>()[i]);
+  });
+}
+
+std::vector<int64_t> Tensor::to_int64_vector() const {
+  std::vector<int64_t> out(static_cast<size_t>(numel_));
+  for (int64_t i = 0; i < numel_; ++i) out[static_cast<size_t>(i)] = value_as_int64(i);
+  return out;
+}
+
+std::string Tensor::type_string() const { return std::string(dtype_name(dtype_)) + shape_to_string(shape_); }
+
+}  // namespace graft

@@ -1,0 +1,132 @@
+#include "graft/ir/graph.h"
+
+#include <unordered_map>
+
+namespace graft::ir {
+
+ValueType ValueType::of(DType dtype, const Shape& shape) {
+  ValueType t{dtype, true, {}};
+  t.dims.reserve(shape.size());
+  for (int64_t d : shape) t.dims.push_back(Dim::known(d));
+  return t;
+}
+
+bool ValueType::is_concrete() const {
+  if (!has_rank) return false;
+  for (const Dim& d : dims)
+    if (!d.is_known()) return false;
+  return true;
+}
+
+std::optional<Shape> ValueType::concrete_shape() const {
+  if (!is_concrete()) return std::nullopt;
+  Shape s;
+  for (const Dim& d : dims) s.push_back(d.value);
+  return s;
+}
+
+std::string ValueType::to_string() const {
+  std::string s(dtype_name(dtype));
+  if (!has_rank) return s + "[?]";
+  s += "[";
+  for (size_t i = 0; i < dims.size(); ++i) {
+    if (i) s += ",";
+    s += dims[i].is_known() ? std::to_string(dims[i].value) : dims[i].symbol.empty() ? "?" : dims[i].symbol;
+  }
+  return s + "]";
+}
+
+std::string Node::describe() const {
+  return "node '" + (name.empty() ? "#" + std::to_string(index_) : name) + "' (" + op_type() + ")";
+}
+
+Node* Graph::add_node(std::string_view op_type, const std::vector<Value>& inputs, int num_outputs,
+                      std::string name, std::string_view domain) {
+  const OpSchema* schema = find_op(domain, op_type);
+  if (!schema)
+    fail(ErrorKind::unsupported, "unknown op '", domain.empty() ? "" : std::string(domain) + ".", op_type, "'");
+  GRAFT_CHECK(num_outputs >= 0, "negative output count");
+  auto node = std::unique_ptr<Node>(new Node(schema, this, static_cast<uint32_t>(nodes_.size())));
+  node->name = std::move(name);
+  node->attributes.set_owner(node->describe());
+  node->inputs = inputs;
+  node->output_types.resize(static_cast<size_t>(num_outputs));
+  node->output_names.resize(static_cast<size_t>(num_outputs));
+  auto it = opset_imports.find(std::string(domain));
+  node->opset_version = it != opset_imports.end() ? static_cast<int>(it->second) : 0;
+  nodes_.push_back(std::move(node));
+  return nodes_.back().get();
+}
+
+Node* Graph::add_input(const std::string& name, ValueType type) {
+  Node* n = add_node("Input", {}, 1, name);
+  n->output_types[0] = std::move(type);
+  n->output_names[0] = name;
+  inputs_.push_back(n);
+  return n;
+}
+
+Node* Graph::add_constant(const std::string& name, Tensor value) {
+  Node* n = add_node("Constant", {}, 1, name);
+  n->output_types[0] = ValueType::of(value.dtype(), value.shape());
+  n->output_names[0] = name;
+  n->constant_value = std::move(value);
+  return n;
+}
+
+void Graph::add_output(Value value, std::string name) {
+  GRAFT_CHECK(value.node && &value.node->graph() == this, "graph output from another graph");
+  if (name.empty()) name = value_name(value);
+  outputs_.push_back(value);
+  output_names_.push_back(std::move(name));
+}
+
+const ValueType& Graph::type_of(Value v) const {
+  GRAFT_CHECK(v.node && v.index >= 0 && v.index < v.node->num_outputs(), "bad value");
+  return v.node->output_types[static_cast<size_t>(v.index)];
+}
+
+std::string Graph::value_name(Value v) const {
+  if (!v.node) return "<absent>";
+  if (v.index >= 0 && v.index < v.node->num_outputs() && !v.node->output_names[static_cast<size_t>(v.index)].empty())
+    return v.node->output_names[static_cast<size_t>(v.index)];
+  return (v.node->name.empty() ? "#" + std::to_string(v.node->index()) : v.node->name) + ":" + std::to_string(v.index);
+}
+
+Node* Graph::copy_node(const Node& src, const std::vector<Value>& inputs) {
+  Node* n = add_node(src.schema().name, inputs, src.num_outputs(), src.name, src.schema().domain);
+  n->attributes = src.attributes;
+  n->attributes.set_owner(n->describe());
+  n->output_types = src.output_types;
+  n->output_names = src.output_names;
+  n->opset_version = src.opset_version;
+  n->device = src.device;
+  n->backend = src.backend;
+  n->is_backward = src.is_backward;
+  n->constant_value = src.constant_value;
+  n->num_captured_inputs = src.num_captured_inputs;
+  if (src.subgraph) n->subgraph = std::shared_ptr<Graph>(src.subgraph->clone());
+  return n;
+}
+
+std::unique_ptr<Graph> Graph::clone() const {
+  auto g = std::make_unique<Graph>();
+  g->opset_imports = opset_imports;
+  g->name = name;
+  std::unordered_map<const Node*, Node*> map;
+  // Nodes may be in any order; copy in two phases so forward references work.
+  for (const auto& n : nodes_) {
+    Node* c = g->copy_node(*n, {});
+    map[n.get()] = c;
+  }
+  for (const auto& n : nodes_) {
+    Node* c = map[n.get()];
+    for (const Value& v : n->inputs) c->inputs.push_back(v.node ? Value{map.at(v.node), v.index} : Value{});
+  }
+  for (Node* in : inputs_) g->inputs_.push_back(map.at(in));
+  for (size_t i = 0; i < outputs_.size(); ++i)
+    g->add_output(Value{map.at(outputs_[i].node), outputs_[i].index}, output_names_[i]);
+  return g;
+}
+
+}  // namespace graft::ir

@@ -1,0 +1,96 @@
+// Constant folding: one pass in topological order. A node is evaluated with
+// its reference kernel when every input is a Constant in the new graph, and
+// replaced by Constant nodes holding its outputs. Shape and Size nodes are
+// folded as soon as their input's shape is fully known (after type
+// inference), even when the input itself is not constant; this is what
+// collapses the shape computations exporters emit. Random ops and control
+// flow are never folded.
+#include <string_view>
+
+#include "graft/ir/graph_rebuilder.h"
+#include "graft/ops/op_context.h"
+#include "graft/passes/pass.h"
+
+namespace graft::passes {
+
+namespace {
+
+class HeapAllocator : public ops::OutputAllocator {
+ public:
+  Tensor allocate(DType dtype, const Shape& shape) override { return Tensor(dtype, shape); }
+};
+
+bool is_constant(ir::Value v) { return v.node && v.node->schema().name == "Constant" && v.node->schema().domain.empty(); }
+
+bool may_fold(const ir::Node& n) {
+  const ir::OpSchema& s = n.schema();
+  if (s.category == ir::OpCategory::source || s.category == ir::OpCategory::control) return false;
+  if (!s.kernel || !s.domain.empty()) return false;
+  std::string_view name = s.name;
+  return !name.starts_with("Random") && name != "Bernoulli" && name != "Multinomial";
+}
+
+/// Shape/Size of a value whose shape is fully known, else an undefined tensor.
+Tensor fold_shape_query(const ir::Node& n, const ir::ValueType& input_type) {
+  auto shape = input_type.concrete_shape();
+  if (!shape) return {};
+  if (n.schema().name == "Size") return Tensor::scalar<int64_t>(shape_numel(*shape));
+  int64_t rank = static_cast<int64_t>(shape->size());
+  int64_t start = n.attributes.get_int("start", 0), end = n.attributes.get_int("end", rank);
+  if (start < 0) start += rank;
+  if (end < 0) end += rank;
+  start = std::clamp<int64_t>(start, 0, rank);
+  end = std::clamp<int64_t>(end, start, rank);
+  std::vector<int64_t> dims(shape->begin() + start, shape->begin() + end);
+  return Tensor::from_vector(dims, {static_cast<int64_t>(dims.size())});
+}
+
+}  // namespace
+
+bool fold_constants(std::unique_ptr<ir::Graph>& graph, PassContext& ctx) {
+  ir::IndexedGraph indexed(*graph);
+  ir::GraphRebuilder rebuilder(indexed);
+  HeapAllocator allocator;
+  bool changed = false;
+  for (uint32_t id = 0; id < indexed.num_nodes(); ++id) {
+    const ir::Node& n = indexed.node(id);
+    std::vector<ir::Value> inputs = rebuilder.mapped_inputs(id);
+    std::vector<Tensor> outputs;
+    if (may_fold(n) && (n.schema().name == "Shape" || n.schema().name == "Size") && inputs.size() == 1 &&
+        inputs[0]) {
+      Tensor t = fold_shape_query(n, inputs[0].node->graph().type_of(inputs[0]));
+      if (t.is_defined()) outputs.push_back(std::move(t));
+    }
+    if (outputs.empty() && may_fold(n)) {
+      bool all_constant = !inputs.empty();
+      for (const ir::Value& v : inputs)
+        if (v && !is_constant(v)) all_constant = false;
+      if (all_constant) {
+        std::vector<Tensor> values;
+        for (const ir::Value& v : inputs) values.push_back(v ? v.node->constant_value : Tensor());
+        ops::KernelContext kctx(n, std::move(values), {}, allocator, ctx.num_threads);
+        n.schema().kernel(kctx);
+        outputs = kctx.outputs();
+      }
+    }
+    bool folded = !outputs.empty();
+    for (const Tensor& t : outputs)
+      if (!t.is_defined()) folded = false;
+    if (!folded) {
+      rebuilder.copy(id);
+      continue;
+    }
+    changed = true;
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      std::string name = n.output_names[k].empty() ? n.name + "_folded_" + std::to_string(k) : n.output_names[k];
+      ir::Node* c = rebuilder.target().add_constant(name, outputs[k]);
+      c->name = name;
+      rebuilder.alias(id, static_cast<uint32_t>(k), c->output(0));
+    }
+  }
+  if (!changed) return false;
+  graph = rebuilder.finish();
+  return true;
+}
+
+}  // namespace graft::passes

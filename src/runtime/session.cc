@@ -1,0 +1,130 @@
+#include "graft/runtime/session.h"
+
+#include "graft/core/parallel.h"
+#include "graft/frontend/onnx_import.h"
+#include "graft/ir/type_inference.h"
+#include "graft/passes/pass.h"
+
+namespace graft::runtime {
+
+/// What is prepared per input-shape signature: the graph specialized to the
+/// concrete input shapes (types inferred throughout) and its executor.
+struct Session::Plan {
+  std::unique_ptr<ir::Graph> graph;
+  std::unique_ptr<Executor> executor;
+};
+
+Session::Session(const std::string& model_path, SessionOptions options)
+    : Session(frontend::load_onnx(model_path), std::move(options)) {}
+
+Session::Session(std::unique_ptr<ir::Graph> graph, SessionOptions options)
+    : options_(std::move(options)), graph_(std::move(graph)) {
+  GRAFT_CHECK(graph_, "Session needs a graph");
+  if (options_.num_threads < 0 || options_.num_threads > 1024)
+    fail(ErrorKind::invalid_argument, "thread count ", options_.num_threads, " is out of range (expected 1..1024)");
+  num_threads_ = options_.num_threads > 0 ? options_.num_threads : default_num_threads();
+  prepare();
+}
+
+Session::~Session() = default;
+
+void Session::prepare() {
+  passes::PassContext ctx;
+  ctx.verify_after_each = options_.verify_after_each_pass;
+  ctx.num_threads = num_threads_;
+  auto pipeline = options_.passes.empty() ? passes::default_pipeline() : options_.passes;
+  passes::run_pipeline(graph_, pipeline, ctx);
+  for (const ir::Node* in : graph_->inputs()) inputs_.push_back({in->output_names[0], in->output_types[0]});
+  for (size_t i = 0; i < graph_->outputs().size(); ++i)
+    outputs_.push_back({graph_->output_names()[i], graph_->type_of(graph_->outputs()[i])});
+}
+
+void Session::validate_inputs(const std::vector<Tensor>& inputs) const {
+  if (inputs.size() != inputs_.size())
+    fail(ErrorKind::invalid_argument, "the model takes ", inputs_.size(), " inputs, got ", inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const ValueInfo& info = inputs_[i];
+    const Tensor& t = inputs[i];
+    if (!t.is_defined()) fail(ErrorKind::invalid_argument, "input '", info.name, "' is missing");
+    if (info.type.dtype != DType::undefined && t.dtype() != info.type.dtype)
+      fail(ErrorKind::invalid_argument, "input '", info.name, "': expected dtype ", dtype_name(info.type.dtype),
+           ", got ", dtype_name(t.dtype()));
+    if (!info.type.has_rank) continue;
+    if (t.rank() != static_cast<int64_t>(info.type.dims.size()))
+      fail(ErrorKind::invalid_argument, "input '", info.name, "': expected shape ", info.type.to_string(),
+           " (rank ", info.type.dims.size(), "), got ", t.type_string());
+    for (size_t d = 0; d < info.type.dims.size(); ++d)
+      if (info.type.dims[d].is_known() && info.type.dims[d].value != t.dim(static_cast<int64_t>(d)))
+        fail(ErrorKind::invalid_argument, "input '", info.name, "': expected shape ", info.type.to_string(),
+             ", got ", t.type_string(), " (dimension ", d, " differs)");
+  }
+}
+
+std::shared_ptr<Session::Plan> Session::plan_for(const std::vector<Tensor>& inputs) const {
+  std::string key;
+  for (const Tensor& t : inputs) key += t.type_string() + ";";
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = plans_.find(key);
+  if (it != plans_.end()) return it->second;
+  auto plan = std::make_shared<Plan>();
+  plan->graph = graph_->clone();
+  for (size_t i = 0; i < inputs.size(); ++i)
+    plan->graph->inputs()[i]->output_types[0] = ir::ValueType::of(inputs[i].dtype(), inputs[i].shape());
+  ir::infer_types(*plan->graph);
+  plan->executor = std::make_unique<Executor>(*plan->graph);
+  plans_.emplace(key, plan);
+  return plan;
+}
+
+size_t Session::num_plans() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return plans_.size();
+}
+
+std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, RunStats* stats) const {
+  validate_inputs(inputs);
+  std::shared_ptr<Plan> plan = plan_for(inputs);
+  std::unique_ptr<BufferPool> pool;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!idle_pools_.empty()) {
+      pool = std::move(idle_pools_.back());
+      idle_pools_.pop_back();
+    }
+  }
+  if (!pool) pool = std::make_unique<BufferPool>();
+  RunOptions run_options;
+  run_options.num_threads = num_threads_;
+  run_options.profile = options_.profile;
+  std::vector<Tensor> outputs;
+  try {
+    outputs = plan->executor->run(inputs, *pool, run_options, stats);
+  } catch (...) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    idle_pools_.push_back(std::move(pool));
+    throw;
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  idle_pools_.push_back(std::move(pool));
+  return outputs;
+}
+
+std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& inputs, RunStats* stats) const {
+  std::vector<Tensor> ordered;
+  for (const ValueInfo& info : inputs_) {
+    auto it = inputs.find(info.name);
+    if (it == inputs.end()) fail(ErrorKind::invalid_argument, "input '", info.name, "' is missing");
+    ordered.push_back(it->second);
+  }
+  for (const auto& [name, tensor] : inputs) {
+    bool known = false;
+    for (const ValueInfo& info : inputs_) known = known || info.name == name;
+    if (!known) fail(ErrorKind::invalid_argument, "the model has no input named '", name, "'");
+  }
+  std::vector<Tensor> outs = run(ordered, stats);
+  std::map<std::string, Tensor> result;
+  for (size_t i = 0; i < outs.size(); ++i) result[outputs_[i].name] = outs[i];
+  return result;
+}
+
+}  // namespace graft::runtime
