@@ -1,0 +1,17 @@
+/// \file
+/// Reading ONNX TensorProto files (the ONNX backend test data format).
+#pragma once
+
+#include <string>
+
+#include "graft/core/tensor.h"
+
+namespace graft::frontend {
+
+/// Reads a serialized onnx.TensorProto file (input_0.pb, output_0.pb).
+/// Checks sizes against the data before allocating; throws Error(io) or
+/// Error(invalid_model) naming the file. `name` receives the tensor's name
+/// when non-null.
+Tensor load_tensor_pb(const std::string& path, std::string* name = nullptr);
+
+}  // namespace graft::frontend
