@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <cmath>
+
 #include "graft/core/tensor.h"
 
 using namespace graft;
