@@ -1,0 +1,116 @@
+#include <gtest/gtest.h>
+
+#include "graft/ir/type_inference.h"
+#include "graft/passes/pass.h"
+#include "support/graph_runner.h"
+
+using namespace graft;
+using namespace graft::ir;
+using graft::testing::expect_close;
+using graft::testing::random_tensor;
+using graft::testing::run_graph;
+
+namespace {
+
+size_t count_ops(const Graph& g, std::string_view op) {
+  size_t n = 0;
+  for (const auto& node : g.nodes()) n += node->schema().name == op;
+  return n;
+}
+
+std::unique_ptr<Graph> apply(const Graph& g, std::vector<std::string> names) {
+  auto out = g.clone();
+  passes::PassContext ctx;
+  ctx.verify_after_each = true;
+  passes::run_pipeline(out, names, ctx);
+  return out;
+}
+
+}  // namespace
+
+TEST(DeadCodeElimination, RemovesUnusedNodesKeepsInputs) {
+  Graph g;
+  g.opset_imports[""] = 17;
+  Node* x = g.add_input("x", ValueType::of(DType::float32, {8}));
+  Node* unused_in = g.add_input("unused", ValueType::of(DType::float32, {8}));
+  Node* dead = g.add_node("Neg", {unused_in->output(0)}, 1, "dead");
+  g.add_node("Relu", {dead->output(0)}, 1, "dead2");
+  Node* live = g.add_node("Relu", {x->output(0)}, 1, "live");
+  g.add_output(live->output(0), "y");
+  auto out = apply(g, {"eliminate-dead-code"});
+  EXPECT_EQ(out->num_nodes(), 3u);  // two inputs + live
+  EXPECT_EQ(out->inputs().size(), 2u);
+  EXPECT_EQ(count_ops(*out, "Neg"), 0u);
+  std::vector<Tensor> in = {random_tensor({8}, 1), random_tensor({8}, 2)};
+  expect_close(run_graph(*out, in)[0], run_graph(g, in)[0]);
+}
+
+TEST(EliminateIdentity, ForwardsAndKeepsOutputName) {
+  Graph g;
+  g.opset_imports[""] = 17;
+  Node* x = g.add_input("x", ValueType::of(DType::float32, {4}));
+  Node* id = g.add_node("Identity", {x->output(0)}, 1, "id");
+  Node* r = g.add_node("Relu", {id->output(0)}, 1, "r");
+  Node* d = g.add_node("Dropout", {r->output(0)}, 1, "drop");
+  g.add_output(d->output(0), "y");
+  auto out = apply(g, {"eliminate-identity"});
+  EXPECT_EQ(count_ops(*out, "Identity"), 0u);
+  EXPECT_EQ(count_ops(*out, "Dropout"), 0u);
+  EXPECT_EQ(out->output_names()[0], "y");
+  std::vector<Tensor> in = {random_tensor({4}, 3)};
+  expect_close(run_graph(*out, in)[0], run_graph(g, in)[0]);
+}
+
+TEST(FoldConstants, EvaluatesConstantSubgraphs) {
+  Graph g;
+  g.opset_imports[""] = 17;
+  Node* x = g.add_input("x", ValueType::of(DType::float32, {2, 3}));
+  Node* a = g.add_constant("a", Tensor::from_vector<float>({1, 2, 3}, {3}));
+  Node* b = g.add_constant("b", Tensor::from_vector<float>({10, 20, 30}, {3}));
+  Node* ab = g.add_node("Add", {a->output(0), b->output(0)}, 1, "ab");
+  Node* neg = g.add_node("Neg", {ab->output(0)}, 1, "neg_ab");
+  Node* y = g.add_node("Mul", {x->output(0), neg->output(0)}, 1, "y");
+  g.add_output(y->output(0), "y");
+  auto out = apply(g, {"fold-constants", "eliminate-dead-code"});
+  EXPECT_EQ(count_ops(*out, "Add"), 0u);
+  EXPECT_EQ(count_ops(*out, "Neg"), 0u);
+  EXPECT_EQ(count_ops(*out, "Mul"), 1u);
+  std::vector<Tensor> in = {random_tensor({2, 3}, 4)};
+  expect_close(run_graph(*out, in)[0], run_graph(g, in)[0]);
+}
+
+TEST(FoldConstants, FoldsShapeOfKnownShapes) {
+  Graph g;
+  g.opset_imports[""] = 17;
+  Node* x = g.add_input("x", ValueType::of(DType::float32, {2, 6}));
+  Node* shape = g.add_node("Shape", {x->output(0)}, 1, "shape");
+  Node* r = g.add_node("Reshape", {x->output(0), shape->output(0)}, 1, "reshape");
+  g.add_output(r->output(0), "y");
+  auto out = apply(g, {"infer", "fold-constants", "eliminate-dead-code"});
+  EXPECT_EQ(count_ops(*out, "Shape"), 0u);
+  std::vector<Tensor> in = {random_tensor({2, 6}, 5)};
+  expect_close(run_graph(*out, in)[0], run_graph(g, in)[0]);
+}
+
+TEST(FoldConstants, LeavesSymbolicShapesAlone) {
+  Graph g;
+  g.opset_imports[""] = 17;
+  Node* x = g.add_input("x", ValueType{DType::float32, true, {Dim::symbolic("batch"), Dim::known(6)}});
+  Node* shape = g.add_node("Shape", {x->output(0)}, 1, "shape");
+  g.add_output(shape->output(0), "s");
+  auto out = apply(g, {"infer", "fold-constants"});
+  EXPECT_EQ(count_ops(*out, "Shape"), 1u);
+}
+
+TEST(PassRegistry, UnknownPassListsKnownOnes) {
+  Graph g;
+  auto p = g.clone();
+  passes::PassContext ctx;
+  try {
+    passes::run_pipeline(p, {"verify", "no-such-pass"}, ctx);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("fold-constants"), std::string::npos) << e.what();
+  }
+}
