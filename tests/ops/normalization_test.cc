@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <map>
 
 #include "ops/math_op_runner.h"
 
@@ -171,4 +172,65 @@ TEST(InstanceAndGroupNorm, MatchFormula) {
   Tensor gs = random_tensor({2}, 3), gb = random_tensor({2}, 4);
   check(run_op("GroupNormalization", {x, gs, gb}, attrs({{"num_groups", int64_t{2}}}), 18)[0], 2, gs, gb);
   EXPECT_THROW(run_op("GroupNormalization", {x, scale, bias}, attrs({{"num_groups", int64_t{3}}}), 18), Error);
+}
+
+TEST(Lrn, MatchesWindowedFormula) {
+  Tensor x = random_tensor({2, 5, 3, 2}, 21);
+  const int64_t size = 4;
+  const double alpha = 0.02, beta = 0.6, bias = 1.5;
+  Tensor y = run_op("LRN", {x}, attrs({{"size", size}, {"alpha", 0.02f}, {"beta", 0.6f}, {"bias", 1.5f}}), 13)[0];
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t c = 0; c < 5; ++c)
+      for (int64_t s = 0; s < 6; ++s) {
+        double sum = 0;
+        for (int64_t w = std::max<int64_t>(0, c - 1); w <= std::min<int64_t>(4, c + 2); ++w)
+          sum += std::pow(x.data<float>()[(n * 5 + w) * 6 + s], 2);
+        const int64_t i = (n * 5 + c) * 6 + s;
+        EXPECT_NEAR(y.data<float>()[i], x.data<float>()[i] / std::pow(bias + alpha / size * sum, beta), 1e-6);
+      }
+}
+
+TEST(MeanVarianceNormalization, DefaultAndCustomAxes) {
+  Tensor x = random_tensor({2, 3, 2, 2}, 31);
+  auto check = [&](const Tensor& y, const std::vector<int>& reduced_dims) {
+    // Group elements by their kept coordinates.
+    std::map<std::vector<int64_t>, std::vector<int64_t>> groups;
+    for (int64_t i = 0; i < 24; ++i) {
+      std::vector<int64_t> coords = {i / 12, i / 4 % 3, i / 2 % 2, i % 2}, key;
+      for (int d = 0; d < 4; ++d)
+        if (std::find(reduced_dims.begin(), reduced_dims.end(), d) == reduced_dims.end()) key.push_back(coords[d]);
+      groups[key].push_back(i);
+    }
+    for (auto& [key, members] : groups) {
+      double m = 0, v = 0;
+      for (int64_t i : members) m += x.data<float>()[i];
+      m /= members.size();
+      for (int64_t i : members) v += std::pow(x.data<float>()[i] - m, 2);
+      v /= members.size();
+      for (int64_t i : members) EXPECT_NEAR(y.data<float>()[i], (x.data<float>()[i] - m) / (std::sqrt(v) + 1e-9), 1e-5);
+    }
+  };
+  check(run_op("MeanVarianceNormalization", {x}, {}, 13)[0], {0, 2, 3});
+  check(run_op("MeanVarianceNormalization", {x}, attrs({{"axes", std::vector<int64_t>{1}}}), 13)[0], {1});
+  check(run_op("MeanVarianceNormalization", {x}, attrs({{"axes", std::vector<int64_t>{2, 3}}}), 13)[0], {2, 3});
+}
+
+TEST(LpNormalization, L1AndL2AlongAxis) {
+  Tensor x = random_tensor({3, 4}, 41);
+  for (int64_t p : {1, 2})
+    for (int64_t axis : {0, 1}) {
+      Tensor y = run_op("LpNormalization", {x}, attrs({{"p", p}, {"axis", axis}}), 13)[0];
+      for (int64_t i = 0; i < 3; ++i)
+        for (int64_t j = 0; j < 4; ++j) {
+          double norm = 0;
+          for (int64_t k = 0; k < (axis == 0 ? 3 : 4); ++k) {
+            double v = x.data<float>()[axis == 0 ? k * 4 + j : i * 4 + k];
+            norm += p == 1 ? std::abs(v) : v * v;
+          }
+          if (p == 2) norm = std::sqrt(norm);
+          EXPECT_NEAR(y.data<float>()[i * 4 + j], x.data<float>()[i * 4 + j] / norm, 1e-6);
+        }
+    }
+  Tensor zeros(DType::float32, {2, 2});
+  EXPECT_EQ(run_op("LpNormalization", {zeros}, {}, 13)[0].data<float>()[0], 0.0f);
 }
