@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <variant>
 
 #include "graft/core/parallel.h"
 
@@ -243,6 +244,21 @@ template void im2col<double>(const double*, int64_t, const Geometry3d&, int64_t,
 template void im2col<int32_t>(const int32_t*, int64_t, const Geometry3d&, int64_t, int64_t, int32_t*, int64_t);
 template void col2im_add<float>(const float*, int64_t, const Geometry3d&, float*);
 template void col2im_add<double>(const double*, int64_t, const Geometry3d&, double*);
+
+int64_t read_lp_order(const ir::Node& node) {
+  auto it = node.attributes.all().find("p");
+  if (it == node.attributes.all().end()) return 2;
+  int64_t p = 0;
+  if (const float* f = std::get_if<float>(&it->second)) {
+    p = static_cast<int64_t>(*f);
+    if (static_cast<float>(p) != *f)
+      graft::fail(ErrorKind::unsupported, node.describe(), ": non-integer p ", *f, " is not supported");
+  } else {
+    p = node.attributes.get_int("p");
+  }
+  if (p < 1) fail_node(node, "attribute 'p' is ", p, ", expected at least 1");
+  return p;
+}
 
 Tensor to_float32(const Tensor& t) {
   if (t.dtype() != DType::float16 && t.dtype() != DType::bfloat16) return t;

@@ -129,6 +129,10 @@ void matmul(bool trans_a, int64_t M, int64_t N, int64_t K, const T* A, int64_t l
   }
 }
 
+/// The order p of LpPool / GlobalLpPool: an int attribute (a float one
+/// before opset 2), default 2; fails unless it is a positive integer.
+int64_t read_lp_order(const ir::Node& node);
+
 /// Converts a float16/bfloat16 tensor to float32 (other dtypes unchanged).
 Tensor to_float32(const Tensor& t);
 /// Converts float32 `values` into `out` of dtype float16/bfloat16.
