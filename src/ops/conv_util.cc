@@ -206,13 +206,13 @@ void im2col(const T* input, int64_t channels, const Geometry3d& g, int64_t colum
 }
 
 template <typename T>
-void col2im_add(const T* col, int64_t channels, const Geometry3d& g, T* output) {
+void col2im_add(const T* col, int64_t channels, const Geometry3d& g, int64_t column_begin, int64_t column_end,
+                int64_t ld, T* output) {
   const int64_t out_w = g.output[2], out_h = g.output[1];
   const int64_t in_d = g.input[0], in_h = g.input[1], in_w = g.input[2];
   const int64_t kernel_size = g.kernel_size();
-  const int64_t columns = g.output_size();
   const int64_t plane = g.input_size();
-  const int64_t row_count = g.output[0] * out_h;
+  const int64_t row_begin = column_begin / out_w, row_end = (column_end + out_w - 1) / out_w;
   parallel_for(channels, 1, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
       T* target = output + c * plane;
@@ -220,11 +220,11 @@ void col2im_add(const T* col, int64_t channels, const Geometry3d& g, T* output) 
         const int64_t kw = k % g.kernel[2];
         const int64_t kh = (k / g.kernel[2]) % g.kernel[1];
         const int64_t kd = k / (g.kernel[2] * g.kernel[1]);
-        const T* src_row = col + (c * kernel_size + k) * columns;
+        const T* src_row = col + (c * kernel_size + k) * ld - column_begin;
         const int64_t w_offset = kw * g.dilation[2] - g.pad_begin[2];
         int64_t lo, hi;
         valid_range(w_offset, g.stride[2], in_w, out_w, lo, hi);
-        for (int64_t orow = 0; orow < row_count; ++orow) {
+        for (int64_t orow = row_begin; orow < row_end; ++orow) {
           const int64_t od = orow / out_h, oh = orow % out_h;
           const int64_t id = od * g.stride[0] - g.pad_begin[0] + kd * g.dilation[0];
           const int64_t ih = oh * g.stride[1] - g.pad_begin[1] + kh * g.dilation[1];
@@ -242,8 +242,8 @@ void col2im_add(const T* col, int64_t channels, const Geometry3d& g, T* output) 
 template void im2col<float>(const float*, int64_t, const Geometry3d&, int64_t, int64_t, float*, int64_t);
 template void im2col<double>(const double*, int64_t, const Geometry3d&, int64_t, int64_t, double*, int64_t);
 template void im2col<int32_t>(const int32_t*, int64_t, const Geometry3d&, int64_t, int64_t, int32_t*, int64_t);
-template void col2im_add<float>(const float*, int64_t, const Geometry3d&, float*);
-template void col2im_add<double>(const double*, int64_t, const Geometry3d&, double*);
+template void col2im_add<float>(const float*, int64_t, const Geometry3d&, int64_t, int64_t, int64_t, float*);
+template void col2im_add<double>(const double*, int64_t, const Geometry3d&, int64_t, int64_t, int64_t, double*);
 
 int64_t read_lp_order(const ir::Node& node) {
   auto it = node.attributes.all().find("p");

@@ -98,12 +98,15 @@ template <typename T>
 void im2col(const T* input, int64_t channels, const Geometry3d& g, int64_t column_begin, int64_t column_end, T* col,
             int64_t ld);
 
-/// The transpose of im2col for ConvTranspose: adds each column entry into the
-/// output plane position it came from (entries that fall into padding are
-/// dropped). `output` holds `channels` planes of g.input extents, where g
-/// describes the forward convolution (output plane = g.input).
+/// The transpose of im2col for ConvTranspose: adds each entry of columns
+/// [column_begin, column_end) (leading dimension `ld`, row c * kernel_size +
+/// kernel offset) into the output position it came from; entries that fall
+/// into padding are dropped. `output` holds `channels` planes of g.input
+/// extents, where g describes the forward convolution (output plane = g.input).
+/// `column_begin` must be a multiple of the innermost extent of g.output.
 template <typename T>
-void col2im_add(const T* col, int64_t channels, const Geometry3d& g, T* output);
+void col2im_add(const T* col, int64_t channels, const Geometry3d& g, int64_t column_begin, int64_t column_end,
+                int64_t ld, T* output);
 
 /// C = A * B (+ C when accumulate) through gemm_f32 / gemm_f64 for float and
 /// double, a plain loop otherwise (integer convolutions).

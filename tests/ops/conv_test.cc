@@ -54,7 +54,7 @@ Tensor naive_conv(const ConvCase& c, const Tensor& x, const Tensor& w, const Ten
   for (int64_t n = 0; n < c.batch; ++n)
     for (int64_t m = 0; m < c.out_channels; ++m)
       for (int64_t o = 0; o < out_size; ++o) {
-        Shape oi(r);
+        int64_t oi[3];
         for (int64_t rem = o, d = static_cast<int64_t>(r) - 1; d >= 0; --d) {
           oi[d] = rem % out[d];
           rem /= out[d];
@@ -63,7 +63,7 @@ Tensor naive_conv(const ConvCase& c, const Tensor& x, const Tensor& w, const Ten
         int64_t grp = m / mg;
         for (int64_t ci = 0; ci < cg; ++ci)
           for (int64_t k = 0; k < k_size; ++k) {
-            Shape ki(r);
+            int64_t ki[3];
             for (int64_t rem = k, d = static_cast<int64_t>(r) - 1; d >= 0; --d) {
               ki[d] = rem % c.kernel[d];
               rem /= c.kernel[d];
