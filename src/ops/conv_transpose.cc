@@ -9,11 +9,12 @@
 //
 // Output extents and padding, per spatial dimension, following the ONNX
 // operator document (window = (kernel - 1) * dilation + 1):
-//   output_shape given: out = output_shape; total padding
-//     stride * (in - 1) + output_padding + window - out, split as for
-//     SAME_UPPER (pad_begin = total / 2) unless auto_pad is SAME_LOWER
-//     (pad_begin = total - total / 2); a negative total extends the end;
-//   auto_pad SAME_UPPER / SAME_LOWER: out = in * stride, padding as above;
+//   output_shape given, or auto_pad SAME_UPPER / SAME_LOWER (then
+//     out = in * stride): total padding stride * (in - 1) + output_padding +
+//     window - out; SAME_UPPER pads floor(total / 2) at the beginning,
+//     SAME_LOWER total - floor(total / 2) (the ONNX reference); otherwise the
+//     explicit pads' beginning, or without pads max(0, total) / 2 (ONNX
+//     Runtime), so that a negative total extends the end;
 //   otherwise out = stride * (in - 1) + output_padding + window - pads.
 #include <algorithm>
 #include <vector>
@@ -35,6 +36,7 @@ struct TransposeAttributes {
   conv::WindowAttributes window;
   std::vector<int64_t> output_padding;
   std::vector<int64_t> output_shape;  // spatial extents, empty when not given
+  bool explicit_pads = false;         // the pads attribute is present
 };
 
 TransposeAttributes read_transpose_attributes(const ir::Node& node, size_t spatial,
@@ -47,6 +49,7 @@ TransposeAttributes read_transpose_attributes(const ir::Node& node, size_t spati
                 " values, expected ", spatial);
   for (int64_t v : a.output_padding)
     if (v < 0) graft::fail(ErrorKind::invalid_model, node.describe(), ": negative output_padding ", v);
+  a.explicit_pads = node.attributes.has("pads");
   a.output_shape = node.attributes.get_ints("output_shape", {});
   if (a.output_shape.size() == spatial + 2) a.output_shape.erase(a.output_shape.begin(), a.output_shape.begin() + 2);
   if (!a.output_shape.empty() && a.output_shape.size() != spatial)
@@ -69,7 +72,15 @@ void transpose_dim(const ir::Node& node, const TransposeAttributes& a, size_t d,
   if (!a.output_shape.empty() || same) {
     out = !a.output_shape.empty() ? a.output_shape[d] : in * w.strides[d];
     const int64_t total = natural - out;
-    pad_begin = w.auto_pad == conv::AutoPad::same_lower ? total - floor_half(total) : floor_half(total);
+    if (w.auto_pad == conv::AutoPad::same_upper) {
+      pad_begin = floor_half(total);
+    } else if (w.auto_pad == conv::AutoPad::same_lower) {
+      pad_begin = total - floor_half(total);
+    } else if (a.explicit_pads) {
+      pad_begin = w.pads[d];
+    } else {
+      pad_begin = std::max<int64_t>(0, total) / 2;
+    }
   } else if (w.auto_pad == conv::AutoPad::valid) {
     out = natural;
     pad_begin = 0;
