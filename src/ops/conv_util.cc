@@ -27,8 +27,10 @@ std::vector<int64_t> read_list(const ir::Node& node, const char* name, size_t ex
   return values;
 }
 
-// Largest extent a dimension may have: keeps every product of extents below int64 overflow.
-constexpr int64_t kMaxExtent = int64_t{1} << 40;
+// Largest kernel extent, stride, dilation or pad: keeps window arithmetic far from int64 overflow.
+constexpr int64_t kMaxExtent = int64_t{1} << 31;
+// Largest number of taps in one window; more is a malformed or hostile model, not a network.
+constexpr int64_t kMaxKernelSize = int64_t{1} << 32;
 
 }  // namespace
 
@@ -130,6 +132,13 @@ Geometry3d make_geometry(const ir::Node& node, const WindowAttributes& attrs, co
                 " spatial dimensions are not supported (at most 3)");
   if (attrs.kernel.size() != rank)
     fail_node(node, "kernel has ", attrs.kernel.size(), " dimensions, the input has ", rank, " spatial dimensions");
+  int64_t taps = 1;
+  for (int64_t k : attrs.kernel) {
+    taps *= k;  // each k <= kMaxExtent, so the running product is checked before it could overflow
+    if (taps > kMaxKernelSize)
+      graft::fail(ErrorKind::unsupported, node.describe(), ": kernel ", shape_to_string(attrs.kernel),
+                  " has more than ", kMaxKernelSize, " taps");
+  }
   Geometry3d g;
   const size_t lead = 3 - rank;
   for (size_t d = 0; d < rank; ++d) {
@@ -168,7 +177,8 @@ void infer_conv_output(InferContext& ctx, size_t x_index, size_t w_index, DType 
     if (w.dims.size() != x.dims.size())
       ctx.fail("weight W has rank ", w.dims.size(), ", expected ", x.dims.size(), " like X");
     out_channels = w.dims[0];
-    if (w.dims[1].is_known() && x.dims[1].is_known() && w.dims[1].value * group != x.dims[1].value)
+    if (w.dims[1].is_known() && x.dims[1].is_known() &&
+        (x.dims[1].value % group != 0 || x.dims[1].value / group != w.dims[1].value))
       ctx.fail("X has ", x.dims[1].value, " channels, expected W's ", w.dims[1].value, " times group ", group);
     for (size_t d = 2; d < w.dims.size(); ++d) {
       if (!w.dims[d].is_known()) {
@@ -195,7 +205,7 @@ ConvProblem prepare_conv(const KernelContext& ctx, const Tensor& x, const Tensor
   p.group = ctx.attrs().get_int("group", 1);
   p.spatial_rank = static_cast<size_t>(x.rank() - 2);
   if (p.group < 1) ctx.fail("attribute 'group' is ", p.group, ", expected at least 1");
-  if (w.dim(1) * p.group != p.in_channels)
+  if (p.in_channels % p.group != 0 || p.in_channels / p.group != w.dim(1))
     ctx.fail("X has ", p.in_channels, " channels, expected W's ", w.dim(1), " times group ", p.group);
   if (p.out_channels % p.group != 0)
     ctx.fail("W has ", p.out_channels, " output channels, not a multiple of group ", p.group);

@@ -17,7 +17,7 @@ namespace {
 enum class WindowKind { hann, hamming, blackman };
 
 // Largest window graft allocates (elements); a size above it is a malformed input.
-constexpr int64_t kMaxWindow = int64_t{1} << 31;
+constexpr int64_t kMaxWindow = int64_t{1} << 28;
 
 DType output_dtype(const ir::Node& node) {
   DType dtype = dtype_from_onnx(static_cast<int32_t>(node.attributes.get_int("output_datatype", 1)));
