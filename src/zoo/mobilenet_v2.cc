@@ -42,7 +42,8 @@ std::string build_mobilenet_v2(uint64_t seed) {
       int64_t hidden = in_channels * stage.expand_ratio;
       std::string y = x;
       int layer = 0;
-      if (stage.expand_ratio != 1) y = conv_bn_relu6(b, prefix + "." + std::to_string(layer++), y, in_channels, hidden, 1, 1, 1);
+      if (stage.expand_ratio != 1)
+        y = conv_bn_relu6(b, prefix + "." + std::to_string(layer++), y, in_channels, hidden, 1, 1, 1);
       y = conv_bn_relu6(b, prefix + "." + std::to_string(layer++), y, hidden, hidden, 3, stride, hidden);
       y = b.conv(prefix + "." + std::to_string(layer++), y, hidden, stage.channels, 1, 1, 0);
       bool residual = stride == 1 && in_channels == stage.channels;

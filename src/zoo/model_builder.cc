@@ -146,8 +146,7 @@ std::string ModelBuilder::add_float_initializer(const std::string& name, const s
   return name;
 }
 
-std::string ModelBuilder::normal_weight(const std::string& name, const std::vector<int64_t>& shape,
-                                        double stddev) {
+std::string ModelBuilder::normal_weight(const std::string& name, const std::vector<int64_t>& shape, double stddev) {
   std::vector<float> values(static_cast<size_t>(numel(shape)));
   for (float& v : values) v = static_cast<float>(stddev * random_.normal());
   return add_float_initializer(name, shape, values);
@@ -210,8 +209,9 @@ std::string ModelBuilder::conv(const std::string& prefix, const std::string& x, 
                                int64_t out_channels, int64_t kernel, int64_t stride, int64_t pad, int64_t groups,
                                bool bias) {
   int64_t fan_in = in_channels / groups * kernel * kernel;
-  std::vector<std::string> inputs{x, normal_weight(prefix + ".weight", {out_channels, in_channels / groups, kernel, kernel},
-                                                   std::sqrt(2.0 / static_cast<double>(fan_in)))};
+  std::vector<std::string> inputs{
+      x, normal_weight(prefix + ".weight", {out_channels, in_channels / groups, kernel, kernel},
+                       std::sqrt(2.0 / static_cast<double>(fan_in)))};
   if (bias) {
     double bound = 1.0 / std::sqrt(static_cast<double>(fan_in));
     inputs.push_back(uniform_weight(prefix + ".bias", {out_channels}, -bound, bound));
@@ -254,8 +254,7 @@ std::string ModelBuilder::linear_matmul(const std::string& prefix, const std::st
   return op(scope, "Add", {bias, product});
 }
 
-std::string ModelBuilder::layer_norm(const std::string& prefix, const std::string& x, int64_t features,
-                                     float epsilon) {
+std::string ModelBuilder::layer_norm(const std::string& prefix, const std::string& x, int64_t features, float epsilon) {
   std::string weight = uniform_weight(prefix + ".weight", {features}, 0.9, 1.1);
   std::string bias = uniform_weight(prefix + ".bias", {features}, -0.05, 0.05);
   return op(scope_of(prefix), "LayerNormalization", {x, weight, bias},

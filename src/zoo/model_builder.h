@@ -37,8 +37,8 @@ class ZooRandom {
 struct DimSpec {
   int64_t value = -1;
   std::string symbol;
-  DimSpec(int64_t v) : value(v) {}                   // NOLINT: implicit on purpose
-  DimSpec(const char* s) : symbol(s) {}              // NOLINT
+  DimSpec(int64_t v) : value(v) {}                  // NOLINT: implicit on purpose
+  DimSpec(const char* s) : symbol(s) {}             // NOLINT
   DimSpec(std::string s) : symbol(std::move(s)) {}  // NOLINT
 };
 
@@ -94,15 +94,14 @@ class ModelBuilder {
                    int64_t kernel, int64_t stride, int64_t pad, int64_t groups = 1, bool bias = false);
   /// nn.BatchNorm2d in eval mode with non-trivial statistics. `gamma_scale`
   /// scales the learned weight (smaller for the last BN of a residual branch).
-  std::string batch_norm(const std::string& prefix, const std::string& x, int64_t channels,
-                         double gamma_scale = 1.0);
+  std::string batch_norm(const std::string& prefix, const std::string& x, int64_t channels, double gamma_scale = 1.0);
   /// nn.Linear exported as Gemm(transB=1) (2-D input) with Xavier weight.
-  std::string linear_gemm(const std::string& prefix, const std::string& x, int64_t in_features,
-                          int64_t out_features, double gain = 1.0);
+  std::string linear_gemm(const std::string& prefix, const std::string& x, int64_t in_features, int64_t out_features,
+                          double gain = 1.0);
   /// nn.Linear on a >2-D input exported as MatMul with the transposed weight
   /// and an Add of the bias.
-  std::string linear_matmul(const std::string& prefix, const std::string& x, int64_t in_features,
-                            int64_t out_features, double gain = 1.0);
+  std::string linear_matmul(const std::string& prefix, const std::string& x, int64_t in_features, int64_t out_features,
+                            double gain = 1.0);
   /// nn.LayerNorm over the last dimension (LayerNormalization, opset 17).
   std::string layer_norm(const std::string& prefix, const std::string& x, int64_t features, float epsilon);
   std::string relu(const std::string& scope, const std::string& x) { return op(scope, "Relu", {x}); }

@@ -13,8 +13,8 @@ namespace graft::zoo::detail {
 
 namespace {
 
-std::string fire(ModelBuilder& b, const std::string& prefix, const std::string& x, int64_t in_channels,
-                 int64_t squeeze, int64_t expand1x1, int64_t expand3x3) {
+std::string fire(ModelBuilder& b, const std::string& prefix, const std::string& x, int64_t in_channels, int64_t squeeze,
+                 int64_t expand1x1, int64_t expand3x3) {
   std::string s = b.conv(prefix + ".squeeze", x, in_channels, squeeze, 1, 1, 0, 1, true);
   s = b.relu(scope_of(prefix + ".squeeze_activation"), s);
   std::string e1 = b.conv(prefix + ".expand1x1", s, squeeze, expand1x1, 1, 1, 0, 1, true);

@@ -86,8 +86,8 @@ class CliTest : public ::testing::Test {
     ++counter;
     fs::path out = dir_ / ("stdout_" + std::to_string(counter));
     fs::path err = dir_ / ("stderr_" + std::to_string(counter));
-    std::string command = environment + " " + quote(std::string(GRAFT_BINARY_DIR) + "/bin/graft") + " " + args +
-                          " >" + quote(out.string()) + " 2>" + quote(err.string()) + " </dev/null";
+    std::string command = environment + " " + quote(std::string(GRAFT_BINARY_DIR) + "/bin/graft") + " " + args + " >" +
+                          quote(out.string()) + " 2>" + quote(err.string()) + " </dev/null";
     int status = std::system(command.c_str());
     CommandResult r;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
@@ -193,16 +193,16 @@ TEST_F(CliTest, OptRunsPassesAndKeepsOutputs) {
   EXPECT_NE(list.out.find("fold-constants"), std::string::npos) << list.out;
 
   std::string optimized = path("mlp_opt.onnx");
-  CommandResult r = graft("opt " + quote(mlp_) + " --passes infer,fold-constants,eliminate-dead-code -o " +
-                          quote(optimized));
+  CommandResult r =
+      graft("opt " + quote(mlp_) + " --passes infer,fold-constants,eliminate-dead-code -o " + quote(optimized));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   CommandResult before = graft("run " + quote(mlp_));
   CommandResult after = graft("run " + quote(optimized));
   ASSERT_EQ(after.exit_code, 0) << after.err;
   EXPECT_EQ(checksum_line(after.out), checksum_line(before.out));
 
-  expect_one_line_error(graft("opt " + quote(mlp_) + " --passes no-such-pass -o " + quote(optimized)),
-                        "no-such-pass", "unknown pass");
+  expect_one_line_error(graft("opt " + quote(mlp_) + " --passes no-such-pass -o " + quote(optimized)), "no-such-pass",
+                        "unknown pass");
 }
 
 TEST_F(CliTest, BadModelFilesAreOneLineErrors) {
@@ -313,8 +313,7 @@ TEST_F(CliTest, OnnxTestReportsEachCaseAndASummary) {
   EXPECT_NE(r.out.find("NoSuchOp"), std::string::npos) << r.out;
   EXPECT_LT(r.out.find("a_pass"), r.out.find("b_fail")) << "cases print in order";
   EXPECT_LT(r.out.find("c_error"), r.out.find("d_unsupported")) << "cases print in order";
-  EXPECT_NE(r.out.find("summary: 1 passed, 2 failed, 1 unsupported, 0 crashed, 0 timed out of 4"),
-            std::string::npos)
+  EXPECT_NE(r.out.find("summary: 1 passed, 2 failed, 1 unsupported, 0 crashed, 0 timed out of 4"), std::string::npos)
       << r.out;
 
   EXPECT_EQ(graft("onnx-test --min-pass 1 " + quote(cases.string())).exit_code, 0);
@@ -331,7 +330,8 @@ TEST_F(CliTest, OnnxTestKillsCasesPastTheTimeout) {
   write_bytes(slow / "model.onnx", mlp_bytes_);
   graft::Tensor input(graft::DType::float32, {4000, 784});
   write_bytes(slow / "test_data_set_0" / "input_0.pb", tensor_pb(input, "input"));
-  write_bytes(slow / "test_data_set_0" / "output_0.pb", tensor_pb(graft::Tensor(graft::DType::float32, {4000, 10}), ""));
+  write_bytes(slow / "test_data_set_0" / "output_0.pb",
+              tensor_pb(graft::Tensor(graft::DType::float32, {4000, 10}), ""));
   CommandResult r = graft("onnx-test --timeout 0.05 " + quote((dir_ / "slow_cases").string()));
   EXPECT_NE(r.out.find("TIMEOUT slow"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("0 crashed, 1 timed out of 1"), std::string::npos) << r.out;

@@ -1,6 +1,8 @@
 // The model zoo: names, determinism, and that each model is a valid ONNX
 // model with the architecture's node counts. (resnet50 and bert are left to
 // the slower model tests: building them takes seconds.)
+#include "graft/zoo/zoo.h"
+
 #include <gtest/gtest.h>
 #include <onnx/checker.h>
 #include <onnx/onnx_pb.h>
@@ -10,7 +12,6 @@
 #include <map>
 
 #include "graft/core/error.h"
-#include "graft/zoo/zoo.h"
 
 namespace {
 

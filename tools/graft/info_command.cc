@@ -47,12 +47,15 @@ std::string describe_type(const onnx::TypeProto& type) {
       }
       return text + "]";
     }
-    case onnx::TypeProto::kSequenceType: return "sequence<" + describe_type(type.sequence_type().elem_type()) + ">";
-    case onnx::TypeProto::kOptionalType: return "optional<" + describe_type(type.optional_type().elem_type()) + ">";
+    case onnx::TypeProto::kSequenceType:
+      return "sequence<" + describe_type(type.sequence_type().elem_type()) + ">";
+    case onnx::TypeProto::kOptionalType:
+      return "optional<" + describe_type(type.optional_type().elem_type()) + ">";
     case onnx::TypeProto::kMapType:
       return "map<" + elem_type_name(type.map_type().key_type()) + "," + describe_type(type.map_type().value_type()) +
              ">";
-    default: return "(no type)";
+    default:
+      return "(no type)";
   }
 }
 
@@ -125,7 +128,8 @@ int show_info(const std::string& path) {
   std::cout << "\nops:\n";
   std::vector<std::pair<std::pair<std::string, std::string>, int64_t>> histogram(counts.by_op.begin(),
                                                                                  counts.by_op.end());
-  std::stable_sort(histogram.begin(), histogram.end(), [](const auto& a, const auto& b) { return a.second > b.second; });
+  std::stable_sort(histogram.begin(), histogram.end(),
+                   [](const auto& a, const auto& b) { return a.second > b.second; });
   size_t width = 0;
   for (const auto& [op, count] : histogram) width = std::max(width, qualified(op).size());
   std::vector<std::string> unsupported;

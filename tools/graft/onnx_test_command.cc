@@ -66,12 +66,18 @@ enum class Outcome { pass, fail, unsupported, error, crash, timeout };
 
 const char* outcome_name(Outcome o) {
   switch (o) {
-    case Outcome::pass: return "PASS";
-    case Outcome::fail: return "FAIL";
-    case Outcome::unsupported: return "UNSUPPORTED";
-    case Outcome::error: return "ERROR";
-    case Outcome::crash: return "CRASH";
-    case Outcome::timeout: return "TIMEOUT";
+    case Outcome::pass:
+      return "PASS";
+    case Outcome::fail:
+      return "FAIL";
+    case Outcome::unsupported:
+      return "UNSUPPORTED";
+    case Outcome::error:
+      return "ERROR";
+    case Outcome::crash:
+      return "CRASH";
+    case Outcome::timeout:
+      return "TIMEOUT";
   }
   return "?";
 }
@@ -230,8 +236,8 @@ CaseResult run_case(const fs::path& dir, const OnnxTestOptions& options) {
       loaded.push_back(frontend::load_tensor_pb(file.string(), &names.back()));
     }
     if (loaded.size() != session.inputs().size())
-      return {Outcome::error, detail::concat(set_name, " has ", loaded.size(), " inputs, the model takes ",
-                                             session.inputs().size())};
+      return {Outcome::error,
+              detail::concat(set_name, " has ", loaded.size(), " inputs, the model takes ", session.inputs().size())};
     std::vector<size_t> order = match_positions(names, session.inputs());
     std::vector<Tensor> inputs(loaded.size());
     for (size_t i = 0; i < loaded.size(); ++i) inputs[order[i]] = loaded[i];
@@ -245,8 +251,8 @@ CaseResult run_case(const fs::path& dir, const OnnxTestOptions& options) {
       expected.push_back(frontend::load_tensor_pb(file.string(), &names.back()));
     }
     if (expected.size() != outputs.size())
-      return {Outcome::error, detail::concat(set_name, " has ", expected.size(), " expected outputs, the model has ",
-                                             outputs.size())};
+      return {Outcome::error,
+              detail::concat(set_name, " has ", expected.size(), " expected outputs, the model has ", outputs.size())};
     order = match_positions(names, session.outputs());
     for (size_t i = 0; i < expected.size(); ++i) {
       std::string difference = compare_tensors(outputs[order[i]], expected[i], options.rtol, options.atol);
@@ -329,12 +335,22 @@ struct Tally {
   int64_t passed = 0, failed = 0, unsupported = 0, crashed = 0, timed_out = 0;
   void add(Outcome o) {
     switch (o) {
-      case Outcome::pass: ++passed; break;
+      case Outcome::pass:
+        ++passed;
+        break;
       case Outcome::fail:
-      case Outcome::error: ++failed; break;
-      case Outcome::unsupported: ++unsupported; break;
-      case Outcome::crash: ++crashed; break;
-      case Outcome::timeout: ++timed_out; break;
+      case Outcome::error:
+        ++failed;
+        break;
+      case Outcome::unsupported:
+        ++unsupported;
+        break;
+      case Outcome::crash:
+        ++crashed;
+        break;
+      case Outcome::timeout:
+        ++timed_out;
+        break;
     }
   }
   int64_t total() const { return passed + failed + unsupported + crashed + timed_out; }

@@ -150,8 +150,8 @@ int run_model(const RunCommandOptions& options) {
       bool known = std::any_of(session.inputs().begin(), session.inputs().end(),
                                [&](const runtime::ValueInfo& info) { return info.name == name; });
       if (!known)
-        fail(ErrorKind::invalid_argument, flag, " names '", name, "', which is not an input of the model (inputs: ",
-             input_names, ")");
+        fail(ErrorKind::invalid_argument, flag, " names '", name,
+             "', which is not an input of the model (inputs: ", input_names, ")");
     }
   };
   check_names(shapes, "--shape");
@@ -191,8 +191,8 @@ int run_model(const RunCommandOptions& options) {
       times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count());
     }
     std::sort(times.begin(), times.end());
-    double median = times.size() % 2 ? times[times.size() / 2]
-                                     : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
+    double median =
+        times.size() % 2 ? times[times.size() / 2] : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
     char buffer[200];
     std::snprintf(buffer, sizeof(buffer),
                   "latency: median %.3f ms, min %.3f ms over %lld runs (first run %.3f ms, %d threads)\n", median,
@@ -202,9 +202,9 @@ int run_model(const RunCommandOptions& options) {
 
   if (options.stats) {
     const runtime::MemoryStats& m = stats.memory;
-    double percent = m.total_allocated_bytes ? 100.0 * static_cast<double>(m.peak_bytes) /
-                                                   static_cast<double>(m.total_allocated_bytes)
-                                             : 0.0;
+    double percent = m.total_allocated_bytes
+                         ? 100.0 * static_cast<double>(m.peak_bytes) / static_cast<double>(m.total_allocated_bytes)
+                         : 0.0;
     char buffer[64];
     std::snprintf(buffer, sizeof(buffer), "%.1f%%", percent);
     std::cout << "memory: peak " << format_bytes(m.peak_bytes) << " of intermediates held at once, "
