@@ -87,7 +87,9 @@ TEST(Session, ReusesBuffersAndReportsPeak) {
   runtime::Session s(std::move(g));
   runtime::RunStats stats;
   s.run({random_tensor({262144}, 3)}, &stats);
-  EXPECT_EQ(stats.memory.total_allocated_bytes, 8u * 1048576u);
+  // At most one buffer per op; elementwise ops whose input dies run in place.
+  EXPECT_LE(stats.memory.total_allocated_bytes, 8u * 1048576u);
+  EXPECT_GE(stats.memory.total_allocated_bytes, 1u * 1048576u);
   EXPECT_LE(stats.memory.peak_bytes, 2u * 1048576u);
 }
 
