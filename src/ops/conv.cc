@@ -23,77 +23,13 @@
 namespace graft::ops {
 namespace {
 
+using conv::ConvProblem;
 using conv::Geometry3d;
 
 // Bound on the im2col buffer (elements) per image and group; larger problems are cut into row chunks.
 constexpr int64_t kColumnBudget = int64_t{1} << 21;
 
-struct ConvProblem {
-  int64_t batch = 0;
-  int64_t in_channels = 0;
-  int64_t out_channels = 0;
-  int64_t group = 1;
-  size_t spatial_rank = 0;
-  Geometry3d geometry;
-};
-
-void conv_infer(InferContext& ctx) {
-  const ir::ValueType& x = ctx.input_type(0);
-  const ir::ValueType& w = ctx.input_type(1);
-  if (!x.has_rank) {
-    set_output_dtype_only(ctx, 0, x.dtype);
-    return;
-  }
-  if (x.dims.size() < 3) ctx.fail("input X has rank ", x.dims.size(), ", expected at least 3 (N, C, spatial...)");
-  const size_t spatial = x.dims.size() - 2;
-  const int64_t group = ctx.attrs().get_int("group", 1);
-  if (group < 1) ctx.fail("attribute 'group' is ", group, ", expected at least 1");
-  std::vector<int64_t> kernel;
-  ir::Dim out_channels;
-  if (w.has_rank) {
-    if (w.dims.size() != x.dims.size())
-      ctx.fail("weight W has rank ", w.dims.size(), ", expected ", x.dims.size(), " like X");
-    out_channels = w.dims[0];
-    if (w.dims[1].is_known() && x.dims[1].is_known() && w.dims[1].value * group != x.dims[1].value)
-      ctx.fail("X has ", x.dims[1].value, " channels, expected W's ", w.dims[1].value, " times group ", group);
-    for (size_t d = 2; d < w.dims.size(); ++d) {
-      if (!w.dims[d].is_known()) {
-        kernel.clear();
-        break;
-      }
-      kernel.push_back(w.dims[d].value);
-    }
-  }
-  conv::WindowAttributes attrs = conv::read_window_attributes(ctx.node(), spatial, kernel, false);
-  std::vector<ir::Dim> dims = {x.dims[0], out_channels};
-  std::vector<ir::Dim> input_spatial(x.dims.begin() + 2, x.dims.end());
-  for (const ir::Dim& d : conv::infer_spatial_dims(ctx.node(), attrs, input_spatial)) dims.push_back(d);
-  ctx.set_output(0, ir::ValueType{x.dtype, true, std::move(dims)});
-}
-
-ConvProblem prepare(const KernelContext& ctx, const Tensor& x, const Tensor& w, const Tensor* bias) {
-  if (x.rank() < 3) ctx.fail("input X has rank ", x.rank(), ", expected at least 3 (N, C, spatial...)");
-  if (w.rank() != x.rank()) ctx.fail("weight W has rank ", w.rank(), ", expected ", x.rank(), " like X");
-  if (w.dtype() != x.dtype())
-    ctx.fail("weight W is ", dtype_name(w.dtype()), ", expected ", dtype_name(x.dtype()), " like X");
-  ConvProblem p;
-  p.batch = x.dim(0);
-  p.in_channels = x.dim(1);
-  p.out_channels = w.dim(0);
-  p.group = ctx.attrs().get_int("group", 1);
-  p.spatial_rank = static_cast<size_t>(x.rank() - 2);
-  if (p.group < 1) ctx.fail("attribute 'group' is ", p.group, ", expected at least 1");
-  if (w.dim(1) * p.group != p.in_channels)
-    ctx.fail("X has ", p.in_channels, " channels, expected W's ", w.dim(1), " times group ", p.group);
-  if (p.out_channels % p.group != 0)
-    ctx.fail("W has ", p.out_channels, " output channels, not a multiple of group ", p.group);
-  if (bias && (bias->rank() != 1 || bias->dim(0) != p.out_channels || bias->dtype() != x.dtype()))
-    ctx.fail("bias B is ", bias->type_string(), ", expected ", dtype_name(x.dtype()), "[", p.out_channels, "]");
-  Shape kernel(w.shape().begin() + 2, w.shape().end());
-  conv::WindowAttributes attrs = conv::read_window_attributes(ctx.node(), p.spatial_rank, kernel, false);
-  p.geometry = conv::make_geometry(ctx.node(), attrs, Shape(x.shape().begin() + 2, x.shape().end()));
-  return p;
-}
+void conv_infer(InferContext& ctx) { conv::infer_conv_output(ctx, 0, 1, ctx.input_type(0).dtype); }
 
 // One input channel per group: each output plane is a sum of shifted, scaled input rows.
 template <typename T>
@@ -207,9 +143,12 @@ void conv_kernel(KernelContext& ctx) {
   const Tensor& w = ctx.input(1);
   const Tensor* bias = ctx.has_input(2) ? &ctx.input(2) : nullptr;
   if (!dtype_is_float(x.dtype())) ctx.unsupported("input X is ", dtype_name(x.dtype()), ", expected a float type");
-  ConvProblem p = prepare(ctx, x, w, bias);
-  Shape out_shape = {p.batch, p.out_channels};
-  for (int64_t e : conv::geometry_output_shape(p.geometry, p.spatial_rank)) out_shape.push_back(e);
+  if (w.dtype() != x.dtype())
+    ctx.fail("weight W is ", dtype_name(w.dtype()), ", expected ", dtype_name(x.dtype()), " like X");
+  ConvProblem p = conv::prepare_conv(ctx, x, w);
+  if (bias && (bias->rank() != 1 || bias->dim(0) != p.out_channels || bias->dtype() != x.dtype()))
+    ctx.fail("bias B is ", bias->type_string(), ", expected ", dtype_name(x.dtype()), "[", p.out_channels, "]");
+  const Shape out_shape = p.output_shape();
   Tensor& y = ctx.allocate_output(0, x.dtype(), out_shape);
   if (x.dtype() == DType::float32) {
     conv_compute<float>(p, x.data<float>(), w.data<float>(), bias ? bias->data<float>() : nullptr, y.data<float>());

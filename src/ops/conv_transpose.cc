@@ -9,11 +9,12 @@
 //
 // Output extents and padding, per spatial dimension, following the ONNX
 // operator document (window = (kernel - 1) * dilation + 1):
-//   output_shape given: out = output_shape; total padding
-//     stride * (in - 1) + output_padding + window - out, split as for
-//     SAME_UPPER (pad_begin = total / 2) unless auto_pad is SAME_LOWER
-//     (pad_begin = total - total / 2); a negative total extends the end;
-//   auto_pad SAME_UPPER / SAME_LOWER: out = in * stride, padding as above;
+//   output_shape given, or auto_pad SAME_UPPER / SAME_LOWER (then
+//     out = in * stride): total padding stride * (in - 1) + output_padding +
+//     window - out; SAME_UPPER pads floor(total / 2) at the beginning,
+//     SAME_LOWER total - floor(total / 2) (the ONNX reference); otherwise the
+//     explicit pads' beginning, or without pads max(0, total) / 2 (ONNX
+//     Runtime), so that a negative total extends the end;
 //   otherwise out = stride * (in - 1) + output_padding + window - pads.
 #include <algorithm>
 #include <vector>
@@ -35,6 +36,7 @@ struct TransposeAttributes {
   conv::WindowAttributes window;
   std::vector<int64_t> output_padding;
   std::vector<int64_t> output_shape;  // spatial extents, empty when not given
+  bool explicit_pads = false;         // the pads attribute is present
 };
 
 TransposeAttributes read_transpose_attributes(const ir::Node& node, size_t spatial,
@@ -46,7 +48,9 @@ TransposeAttributes read_transpose_attributes(const ir::Node& node, size_t spati
     graft::fail(ErrorKind::invalid_model, node.describe(), ": attribute 'output_padding' has ", a.output_padding.size(),
                 " values, expected ", spatial);
   for (int64_t v : a.output_padding)
-    if (v < 0) graft::fail(ErrorKind::invalid_model, node.describe(), ": negative output_padding ", v);
+    if (v < 0 || v > (int64_t{1} << 31))
+      graft::fail(ErrorKind::invalid_model, node.describe(), ": output_padding ", v, " is out of range");
+  a.explicit_pads = node.attributes.has("pads");
   a.output_shape = node.attributes.get_ints("output_shape", {});
   if (a.output_shape.size() == spatial + 2) a.output_shape.erase(a.output_shape.begin(), a.output_shape.begin() + 2);
   if (!a.output_shape.empty() && a.output_shape.size() != spatial)
@@ -64,12 +68,23 @@ void transpose_dim(const ir::Node& node, const TransposeAttributes& a, size_t d,
   const conv::WindowAttributes& w = a.window;
   const size_t rank = w.kernel.size();
   const int64_t window = (w.kernel[d] - 1) * w.dilations[d] + 1;
-  const int64_t natural = w.strides[d] * (in - 1) + a.output_padding[d] + window;
+  int64_t natural = 0;
+  if (__builtin_mul_overflow(w.strides[d], in - 1, &natural) ||
+      __builtin_add_overflow(natural, a.output_padding[d] + window, &natural))
+    graft::fail(ErrorKind::invalid_model, node.describe(), ": output extent overflows in spatial dimension ", d);
   const bool same = w.auto_pad == conv::AutoPad::same_upper || w.auto_pad == conv::AutoPad::same_lower;
   if (!a.output_shape.empty() || same) {
     out = !a.output_shape.empty() ? a.output_shape[d] : in * w.strides[d];
     const int64_t total = natural - out;
-    pad_begin = w.auto_pad == conv::AutoPad::same_lower ? total - floor_half(total) : floor_half(total);
+    if (w.auto_pad == conv::AutoPad::same_upper) {
+      pad_begin = floor_half(total);
+    } else if (w.auto_pad == conv::AutoPad::same_lower) {
+      pad_begin = total - floor_half(total);
+    } else if (a.explicit_pads) {
+      pad_begin = w.pads[d];
+    } else {
+      pad_begin = std::max<int64_t>(0, total) / 2;
+    }
   } else if (w.auto_pad == conv::AutoPad::valid) {
     out = natural;
     pad_begin = 0;
@@ -98,7 +113,8 @@ void conv_transpose_infer(InferContext& ctx) {
   if (w.has_rank) {
     if (w.dims.size() != x.dims.size())
       ctx.fail("weight W has rank ", w.dims.size(), ", expected ", x.dims.size(), " like X");
-    if (w.dims[1].is_known()) out_channels = ir::Dim::known(w.dims[1].value * group);
+    if (w.dims[1].is_known() && x.dims[1].is_known() && group <= std::max<int64_t>(1, x.dims[1].value))
+      out_channels = ir::Dim::known(w.dims[1].value * group);
     for (size_t d = 2; d < w.dims.size(); ++d) {
       if (!w.dims[d].is_known()) {
         kernel.clear();
@@ -190,7 +206,8 @@ void conv_transpose_kernel(KernelContext& ctx) {
   p.group = ctx.attrs().get_int("group", 1);
   if (p.group < 1) ctx.fail("attribute 'group' is ", p.group, ", expected at least 1");
   if (w.dim(0) != p.in_channels) ctx.fail("W has ", w.dim(0), " input channels, X has ", p.in_channels);
-  if (p.in_channels % p.group != 0) ctx.fail("X has ", p.in_channels, " channels, not a multiple of group ", p.group);
+  if (p.in_channels % p.group != 0 || p.group > std::max<int64_t>(1, p.in_channels))
+    ctx.fail("X has ", p.in_channels, " channels, not a multiple of group ", p.group);
   p.out_channels = w.dim(1) * p.group;
   if (bias && (bias->rank() != 1 || bias->dim(0) != p.out_channels || bias->dtype() != x.dtype()))
     ctx.fail("bias B is ", bias->type_string(), ", expected ", dtype_name(x.dtype()), "[", p.out_channels, "]");

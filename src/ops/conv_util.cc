@@ -27,8 +27,10 @@ std::vector<int64_t> read_list(const ir::Node& node, const char* name, size_t ex
   return values;
 }
 
-// Largest extent a dimension may have: keeps every product of extents below int64 overflow.
-constexpr int64_t kMaxExtent = int64_t{1} << 40;
+// Largest kernel extent, stride, dilation or pad: keeps window arithmetic far from int64 overflow.
+constexpr int64_t kMaxExtent = int64_t{1} << 31;
+// Largest number of taps in one window; more is a malformed or hostile model, not a network.
+constexpr int64_t kMaxKernelSize = int64_t{1} << 32;
 
 }  // namespace
 
@@ -130,6 +132,13 @@ Geometry3d make_geometry(const ir::Node& node, const WindowAttributes& attrs, co
                 " spatial dimensions are not supported (at most 3)");
   if (attrs.kernel.size() != rank)
     fail_node(node, "kernel has ", attrs.kernel.size(), " dimensions, the input has ", rank, " spatial dimensions");
+  int64_t taps = 1;
+  for (int64_t k : attrs.kernel) {
+    taps *= k;  // each k <= kMaxExtent, so the running product is checked before it could overflow
+    if (taps > kMaxKernelSize)
+      graft::fail(ErrorKind::unsupported, node.describe(), ": kernel ", shape_to_string(attrs.kernel),
+                  " has more than ", kMaxKernelSize, " taps");
+  }
   Geometry3d g;
   const size_t lead = 3 - rank;
   for (size_t d = 0; d < rank; ++d) {
@@ -143,6 +152,67 @@ Geometry3d make_geometry(const ir::Node& node, const WindowAttributes& attrs, co
     g.pad_end[lead + d] = r.pad_end;
   }
   return g;
+}
+
+Shape ConvProblem::output_shape() const {
+  Shape shape = {batch, out_channels};
+  for (int64_t e : geometry_output_shape(geometry, spatial_rank)) shape.push_back(e);
+  return shape;
+}
+
+void infer_conv_output(InferContext& ctx, size_t x_index, size_t w_index, DType dtype) {
+  const ir::ValueType& x = ctx.input_type(x_index);
+  const ir::ValueType& w = ctx.input_type(w_index);
+  if (!x.has_rank) {
+    ctx.set_output(0, ir::ValueType::of_dtype(dtype));
+    return;
+  }
+  if (x.dims.size() < 3) ctx.fail("input X has rank ", x.dims.size(), ", expected at least 3 (N, C, spatial...)");
+  const size_t spatial = x.dims.size() - 2;
+  const int64_t group = ctx.attrs().get_int("group", 1);
+  if (group < 1) ctx.fail("attribute 'group' is ", group, ", expected at least 1");
+  std::vector<int64_t> kernel;
+  ir::Dim out_channels;
+  if (w.has_rank) {
+    if (w.dims.size() != x.dims.size())
+      ctx.fail("weight W has rank ", w.dims.size(), ", expected ", x.dims.size(), " like X");
+    out_channels = w.dims[0];
+    if (w.dims[1].is_known() && x.dims[1].is_known() &&
+        (x.dims[1].value % group != 0 || x.dims[1].value / group != w.dims[1].value))
+      ctx.fail("X has ", x.dims[1].value, " channels, expected W's ", w.dims[1].value, " times group ", group);
+    for (size_t d = 2; d < w.dims.size(); ++d) {
+      if (!w.dims[d].is_known()) {
+        kernel.clear();
+        break;
+      }
+      kernel.push_back(w.dims[d].value);
+    }
+  }
+  WindowAttributes attrs = read_window_attributes(ctx.node(), spatial, kernel, false);
+  std::vector<ir::Dim> dims = {x.dims[0], out_channels};
+  std::vector<ir::Dim> input_spatial(x.dims.begin() + 2, x.dims.end());
+  for (const ir::Dim& d : infer_spatial_dims(ctx.node(), attrs, input_spatial)) dims.push_back(d);
+  ctx.set_output(0, ir::ValueType{dtype, true, std::move(dims)});
+}
+
+ConvProblem prepare_conv(const KernelContext& ctx, const Tensor& x, const Tensor& w) {
+  if (x.rank() < 3) ctx.fail("input X has rank ", x.rank(), ", expected at least 3 (N, C, spatial...)");
+  if (w.rank() != x.rank()) ctx.fail("weight W has rank ", w.rank(), ", expected ", x.rank(), " like X");
+  ConvProblem p;
+  p.batch = x.dim(0);
+  p.in_channels = x.dim(1);
+  p.out_channels = w.dim(0);
+  p.group = ctx.attrs().get_int("group", 1);
+  p.spatial_rank = static_cast<size_t>(x.rank() - 2);
+  if (p.group < 1) ctx.fail("attribute 'group' is ", p.group, ", expected at least 1");
+  if (p.in_channels % p.group != 0 || p.in_channels / p.group != w.dim(1))
+    ctx.fail("X has ", p.in_channels, " channels, expected W's ", w.dim(1), " times group ", p.group);
+  if (p.out_channels % p.group != 0)
+    ctx.fail("W has ", p.out_channels, " output channels, not a multiple of group ", p.group);
+  Shape kernel(w.shape().begin() + 2, w.shape().end());
+  WindowAttributes attrs = read_window_attributes(ctx.node(), p.spatial_rank, kernel, false);
+  p.geometry = make_geometry(ctx.node(), attrs, Shape(x.shape().begin() + 2, x.shape().end()));
+  return p;
 }
 
 Shape geometry_output_shape(const Geometry3d& g, size_t spatial_rank) {

@@ -23,6 +23,7 @@
 #include "graft/core/dtype.h"
 #include "graft/ir/graph.h"
 #include "graft/ops/gemm.h"
+#include "graft/ops/op_context.h"
 
 namespace graft::ops::conv {
 
@@ -84,6 +85,27 @@ Geometry3d make_geometry(const ir::Node& node, const WindowAttributes& attrs, co
 
 /// The spatial output extents of a geometry for `spatial_rank` dimensions.
 Shape geometry_output_shape(const Geometry3d& g, size_t spatial_rank);
+
+/// A convolution's sizes (Conv, ConvInteger, QLinearConv).
+struct ConvProblem {
+  int64_t batch = 0;
+  int64_t in_channels = 0;
+  int64_t out_channels = 0;
+  int64_t group = 1;
+  size_t spatial_rank = 0;
+  Geometry3d geometry;
+
+  /// Output shape [N, M, spatial...].
+  Shape output_shape() const;
+};
+
+/// Sets output 0 of a convolution node to `dtype` with the shape computed from
+/// input `x_index` (data) and `w_index` (weight); symbolic dims pass through.
+void infer_conv_output(InferContext& ctx, size_t x_index, size_t w_index, DType dtype);
+
+/// Validates the ranks and channel counts of data `x` and weight `w` and
+/// resolves the window attributes of ctx's node (dtypes are the caller's).
+ConvProblem prepare_conv(const KernelContext& ctx, const Tensor& x, const Tensor& w);
 
 /// The outputs o in [lo, hi) of a window row whose input index o * stride +
 /// offset falls inside [0, limit); o ranges over [0, extent).

@@ -1,8 +1,9 @@
-// MaxUnpool (ONNX): the partial inverse of MaxPool. The output is zero except
-// at the positions named by the indices (MaxPool's Indices output: offsets
-// into the flattened output tensor), which receive the input values. The
-// output shape is the optional output_shape input, else per spatial dimension
-// (in - 1) * stride + kernel - pad_begin - pad_end.
+// MaxUnpool (ONNX): the partial inverse of MaxPool. The unpooled shape has,
+// per spatial dimension, (in - 1) * stride + kernel - pad_begin - pad_end;
+// it is zero except at the positions named by the indices (MaxPool's Indices
+// output: offsets into the flattened unpooled tensor), which receive the
+// input values. A larger output_shape input holds the unpooled tensor in its
+// leading corner, zero elsewhere (as the ONNX reference does).
 #include <algorithm>
 #include <cstring>
 
@@ -59,18 +60,20 @@ void max_unpool_kernel(KernelContext& ctx) {
     ctx.fail("indices I is ", indices.type_string(), ", expected int64", shape_to_string(x.shape()), " like X");
   const size_t spatial = static_cast<size_t>(x.rank() - 2);
   conv::WindowAttributes attrs = unpool_attributes(ctx.node(), spatial);
-  Shape out_shape;
+  Shape inferred = {x.dim(0), x.dim(1)};
+  for (size_t d = 0; d < spatial; ++d) inferred.push_back(default_extent(attrs, d, x.dim(static_cast<int64_t>(d) + 2)));
+  for (int64_t e : inferred)
+    if (e < 0) ctx.fail("unpooled shape ", shape_to_string(inferred), " has a negative extent");
+  Shape out_shape = inferred;
   if (ctx.has_input(2)) {
     out_shape = ctx.input(2).to_int64_vector();
-    if (out_shape.size() != x.shape().size())
+    if (out_shape.size() != inferred.size())
       ctx.fail("output_shape has ", out_shape.size(), " values, expected ", x.rank());
-  } else {
-    out_shape = {x.dim(0), x.dim(1)};
-    for (size_t d = 0; d < spatial; ++d)
-      out_shape.push_back(default_extent(attrs, d, x.dim(static_cast<int64_t>(d) + 2)));
+    for (size_t d = 0; d < inferred.size(); ++d)
+      if (out_shape[d] < inferred[d])
+        ctx.fail("output_shape ", shape_to_string(out_shape), " is smaller than the unpooled shape ",
+                 shape_to_string(inferred));
   }
-  for (int64_t e : out_shape)
-    if (e < 0) ctx.fail("output shape ", shape_to_string(out_shape), " has a negative extent");
   Tensor& y = ctx.allocate_output(0, x.dtype(), out_shape);
   const size_t element = dtype_size(x.dtype());
   if (element == 0) ctx.unsupported("dtype ", dtype_name(x.dtype()), " is not supported");
@@ -78,11 +81,23 @@ void max_unpool_kernel(KernelContext& ctx) {
   const int64_t* index = indices.data<int64_t>();
   const auto* source = static_cast<const unsigned char*>(x.raw_data());
   auto* target = static_cast<unsigned char*>(y.raw_data());
-  const int64_t limit = y.numel();
+  const int64_t limit = shape_numel(inferred);
+  const bool same_shape = out_shape == inferred;
   for (int64_t i = 0; i < x.numel(); ++i) {
     if (index[i] < 0 || index[i] >= limit)
-      ctx.fail("index ", index[i], " at position ", i, " is outside the output of ", limit, " elements");
-    std::memcpy(target + static_cast<size_t>(index[i]) * element, source + static_cast<size_t>(i) * element, element);
+      ctx.fail("index ", index[i], " at position ", i, " is outside the unpooled tensor of ", limit, " elements");
+    // Indices address the unpooled shape; a larger output_shape keeps it in its leading corner.
+    int64_t offset = index[i];
+    if (!same_shape) {
+      offset = 0;
+      int64_t rest = index[i], scale = 1;
+      for (size_t d = inferred.size(); d-- > 0;) {
+        offset += (rest % inferred[d]) * scale;
+        rest /= inferred[d];
+        scale *= out_shape[d];
+      }
+    }
+    std::memcpy(target + static_cast<size_t>(offset) * element, source + static_cast<size_t>(i) * element, element);
   }
 }
 

@@ -2,10 +2,11 @@
 // sliding-window reductions over 1 to 3 spatial dimensions with strides,
 // dilations, explicit or automatic padding and ceil_mode.
 //
-// Each (image, channel) plane is independent; planes run in parallel. For an
-// output position, the taps of the window that fall inside the input are a
-// contiguous range of kernel indices per dimension, computed once per
-// position, so the inner loops carry no bounds checks. Padding never takes
+// Each (image, channel) plane is independent; planes run in parallel. Within
+// a plane the loops run tap by tap: for one kernel tap, the output positions
+// of a row whose input lies inside the image are one contiguous range, so the
+// inner loop is a bounds-check-free (and for stride 1 vectorizable) sweep
+// that folds one input row into one row of accumulators. Padding never takes
 // part in a max or an Lp norm; AveragePool divides by the taps inside the
 // input, or with count_include_pad by the taps inside the explicitly padded
 // extent (taps that ceil_mode adds beyond the padding are never counted, as
@@ -15,6 +16,7 @@
 // (storage_order 0) or with the spatial dimensions column-major (1).
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "conv_util.h"
 #include "graft/core/parallel.h"
@@ -64,119 +66,141 @@ struct PoolOptions {
   bool column_major_indices = false;  // MaxPool storage_order 1
 };
 
-// Runs fn(plane, od, oh, ow, ranges[3][2], output offset) for every output position, planes in parallel.
-template <typename Fn>
-void for_each_window(const Geometry3d& g, int64_t planes, Fn&& fn) {
-  const int64_t out_size = g.output_size();
-  parallel_for(planes, std::max<int64_t>(1, 4096 / std::max<int64_t>(1, out_size * g.kernel_size())),
-               [&](int64_t begin, int64_t end) {
-                 for (int64_t plane = begin; plane < end; ++plane) {
-                   int64_t position = plane * out_size;
-                   for (int64_t od = 0; od < g.output[0]; ++od)
-                     for (int64_t oh = 0; oh < g.output[1]; ++oh)
-                       for (int64_t ow = 0; ow < g.output[2]; ++ow) {
-                         const int64_t o[3] = {od, oh, ow};
-                         int64_t start[3], lo[3], hi[3];
-                         for (int d = 0; d < 3; ++d) {
-                           start[d] = o[d] * g.stride[d] - g.pad_begin[d];
-                           tap_range(start[d], g.dilation[d], g.kernel[d], 0, g.input[d], lo[d], hi[d]);
-                         }
-                         fn(plane, start, lo, hi, position++);
-                       }
-                 }
-               });
+// Visits every kernel tap of one plane: fn(input row, output row, lo, hi, stride, id, ih, w_offset) for
+// each output row (od, oh) whose tap row lies inside the input, with [lo, hi) the output columns whose
+// tap column does; output column ow reads input row[ow * stride].
+template <typename T, typename Fn>
+void for_each_tap(const Geometry3d& g, const T* plane, Fn&& fn) {
+  for (int64_t kd = 0; kd < g.kernel[0]; ++kd)
+    for (int64_t kh = 0; kh < g.kernel[1]; ++kh)
+      for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+        const int64_t w_offset = kw * g.dilation[2] - g.pad_begin[2];
+        int64_t lo, hi;
+        conv::valid_range(w_offset, g.stride[2], g.input[2], g.output[2], lo, hi);
+        if (lo >= hi) continue;
+        for (int64_t od = 0; od < g.output[0]; ++od) {
+          const int64_t id = od * g.stride[0] - g.pad_begin[0] + kd * g.dilation[0];
+          if (id < 0 || id >= g.input[0]) continue;
+          for (int64_t oh = 0; oh < g.output[1]; ++oh) {
+            const int64_t ih = oh * g.stride[1] - g.pad_begin[1] + kh * g.dilation[1];
+            if (ih < 0 || ih >= g.input[1]) continue;
+            fn(plane + (id * g.input[1] + ih) * g.input[2] + w_offset, (od * g.output[1] + oh) * g.output[2], lo, hi,
+               id, ih, w_offset);
+          }
+        }
+      }
+}
+
+int64_t plane_grain(const Geometry3d& g) {
+  return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, g.output_size() * g.kernel_size()));
 }
 
 template <typename T>
 void max_pool(const Geometry3d& g, int64_t planes, const PoolOptions& options, const T* x, T* y, int64_t* indices) {
   using C = compute_t<T>;
-  const int64_t in_size = g.input_size();
-  for_each_window(g, planes,
-                  [&](int64_t plane, const int64_t* start, const int64_t* lo, const int64_t* hi, int64_t position) {
-                    const T* source = x + plane * in_size;
-                    C best = std::numeric_limits<C>::lowest();
-                    int64_t best_d = -1, best_h = 0, best_w = 0;
-                    if constexpr (std::numeric_limits<C>::has_infinity) best = -std::numeric_limits<C>::infinity();
-                    for (int64_t kd = lo[0]; kd < hi[0]; ++kd) {
-                      const int64_t id = start[0] + kd * g.dilation[0];
-                      for (int64_t kh = lo[1]; kh < hi[1]; ++kh) {
-                        const int64_t ih = start[1] + kh * g.dilation[1];
-                        const T* row = source + (id * g.input[1] + ih) * g.input[2];
-                        for (int64_t kw = lo[2]; kw < hi[2]; ++kw) {
-                          const int64_t iw = start[2] + kw * g.dilation[2];
-                          const C v = static_cast<C>(row[iw]);
-                          if (v > best || best_d < 0) {
-                            best = v;
-                            best_d = id;
-                            best_h = ih;
-                            best_w = iw;
-                          }
-                        }
-                      }
-                    }
-                    y[position] = static_cast<T>(best);
-                    if (indices) {
-                      if (best_d < 0) {
-                        indices[position] = -1;
-                      } else if (options.column_major_indices) {
-                        indices[position] = plane * in_size + best_d + g.input[0] * (best_h + g.input[1] * best_w);
-                      } else {
-                        indices[position] = plane * in_size + (best_d * g.input[1] + best_h) * g.input[2] + best_w;
-                      }
-                    }
-                  });
+  const int64_t in_size = g.input_size(), out_size = g.output_size(), stride = g.stride[2];
+  const C lowest =
+      std::numeric_limits<C>::has_infinity ? -std::numeric_limits<C>::infinity() : std::numeric_limits<C>::lowest();
+  parallel_for(planes, plane_grain(g), [&](int64_t begin, int64_t end) {
+    std::vector<C> best(static_cast<size_t>(out_size));
+    std::vector<int64_t> where(indices ? static_cast<size_t>(out_size) : 0);
+    for (int64_t plane = begin; plane < end; ++plane) {
+      std::fill(best.begin(), best.end(), lowest);
+      std::fill(where.begin(), where.end(), int64_t{-1});
+      for_each_tap(
+          g, x + plane * in_size,
+          [&](const T* row, int64_t out_row, int64_t lo, int64_t hi, int64_t id, int64_t ih, int64_t w_offset) {
+            C* b = best.data() + out_row;
+            if (!indices) {
+              for (int64_t ow = lo; ow < hi; ++ow) b[ow] = std::max(b[ow], static_cast<C>(row[ow * stride]));
+              return;
+            }
+            int64_t* at = where.data() + out_row;
+            for (int64_t ow = lo; ow < hi; ++ow) {
+              const C v = static_cast<C>(row[ow * stride]);
+              if (v > b[ow] || at[ow] < 0) {
+                const int64_t iw = ow * stride + w_offset;
+                b[ow] = v;
+                at[ow] = options.column_major_indices ? id + g.input[0] * (ih + g.input[1] * iw)
+                                                      : (id * g.input[1] + ih) * g.input[2] + iw;
+              }
+            }
+          });
+      T* out = y + plane * out_size;
+      for (int64_t i = 0; i < out_size; ++i) out[i] = static_cast<T>(best[static_cast<size_t>(i)]);
+      if (indices)
+        for (int64_t i = 0; i < out_size; ++i) {
+          const int64_t at = where[static_cast<size_t>(i)];
+          indices[plane * out_size + i] = at < 0 ? -1 : plane * in_size + at;
+        }
+    }
+  });
+}
+
+// Per output position along one dimension: the number of taps inside the input (or the padded extent).
+std::vector<int64_t> tap_counts(const Geometry3d& g, int d, bool include_pad) {
+  std::vector<int64_t> counts(static_cast<size_t>(g.output[d]));
+  for (int64_t o = 0; o < g.output[d]; ++o) {
+    int64_t lo, hi;
+    const int64_t start = o * g.stride[d] - g.pad_begin[d];
+    if (include_pad)
+      tap_range(start, g.dilation[d], g.kernel[d], -g.pad_begin[d], g.input[d] + g.pad_end[d], lo, hi);
+    else
+      tap_range(start, g.dilation[d], g.kernel[d], 0, g.input[d], lo, hi);
+    counts[static_cast<size_t>(o)] = hi - lo;
+  }
+  return counts;
 }
 
 template <typename T>
 void average_or_lp_pool(const Geometry3d& g, int64_t planes, const PoolOptions& options, const T* x, T* y) {
   using C = compute_t<T>;
-  const int64_t in_size = g.input_size();
+  const int64_t in_size = g.input_size(), out_size = g.output_size(), stride = g.stride[2];
   const C p = static_cast<C>(options.p);
-  for_each_window(
-      g, planes, [&](int64_t plane, const int64_t* start, const int64_t* lo, const int64_t* hi, int64_t position) {
-        const T* source = x + plane * in_size;
-        C sum = 0;
-        for (int64_t kd = lo[0]; kd < hi[0]; ++kd) {
-          const int64_t id = start[0] + kd * g.dilation[0];
-          for (int64_t kh = lo[1]; kh < hi[1]; ++kh) {
-            const int64_t ih = start[1] + kh * g.dilation[1];
-            const T* row = source + (id * g.input[1] + ih) * g.input[2];
-            for (int64_t kw = lo[2]; kw < hi[2]; ++kw) {
-              const C v = static_cast<C>(row[start[2] + kw * g.dilation[2]]);
-              if (options.kind == PoolKind::average) {
-                sum += v;
-              } else if (options.p == 1) {
-                sum += std::abs(v);
-              } else if (options.p == 2) {
-                sum += v * v;
-              } else {
-                sum += std::pow(std::abs(v), p);
-              }
-            }
-          }
-        }
+  const bool average = options.kind == PoolKind::average;
+  std::vector<C> divisor;
+  if (average) {
+    const auto cd = tap_counts(g, 0, options.count_include_pad), ch = tap_counts(g, 1, options.count_include_pad),
+               cw = tap_counts(g, 2, options.count_include_pad);
+    for (int64_t c0 : cd)
+      for (int64_t c1 : ch)
+        for (int64_t c2 : cw) divisor.push_back(static_cast<C>(c0 * c1 * c2));
+  }
+  parallel_for(planes, plane_grain(g), [&](int64_t begin, int64_t end) {
+    std::vector<C> sum(static_cast<size_t>(out_size));
+    for (int64_t plane = begin; plane < end; ++plane) {
+      std::fill(sum.begin(), sum.end(), C(0));
+      for_each_tap(g, x + plane * in_size,
+                   [&](const T* row, int64_t out_row, int64_t lo, int64_t hi, int64_t, int64_t, int64_t) {
+                     C* acc = sum.data() + out_row;
+                     if (average) {
+                       for (int64_t ow = lo; ow < hi; ++ow) acc[ow] += static_cast<C>(row[ow * stride]);
+                     } else if (options.p == 1) {
+                       for (int64_t ow = lo; ow < hi; ++ow) acc[ow] += std::abs(static_cast<C>(row[ow * stride]));
+                     } else if (options.p == 2) {
+                       for (int64_t ow = lo; ow < hi; ++ow) {
+                         const C v = static_cast<C>(row[ow * stride]);
+                         acc[ow] += v * v;
+                       }
+                     } else {
+                       for (int64_t ow = lo; ow < hi; ++ow)
+                         acc[ow] += std::pow(std::abs(static_cast<C>(row[ow * stride])), p);
+                     }
+                   });
+      T* out = y + plane * out_size;
+      for (int64_t i = 0; i < out_size; ++i) {
+        const C v = sum[static_cast<size_t>(i)];
         C result;
-        if (options.kind == PoolKind::average) {
-          int64_t count = 1;
-          for (int d = 0; d < 3; ++d) {
-            if (options.count_include_pad) {
-              int64_t a, b;
-              tap_range(start[d], g.dilation[d], g.kernel[d], -g.pad_begin[d], g.input[d] + g.pad_end[d], a, b);
-              count *= b - a;
-            } else {
-              count *= hi[d] - lo[d];
-            }
-          }
-          result = count > 0 ? sum / static_cast<C>(count) : std::numeric_limits<C>::quiet_NaN();
-        } else if (options.p == 1) {
-          result = sum;
-        } else if (options.p == 2) {
-          result = std::sqrt(sum);
+        if (average) {
+          const C count = divisor[static_cast<size_t>(i)];
+          result = count > 0 ? v / count : std::numeric_limits<C>::quiet_NaN();
         } else {
-          result = std::pow(sum, C(1) / p);
+          result = options.p == 1 ? v : options.p == 2 ? std::sqrt(v) : std::pow(v, C(1) / p);
         }
-        y[position] = static_cast<T>(result);
-      });
+        out[i] = static_cast<T>(result);
+      }
+    }
+  });
 }
 
 void pool_kernel(KernelContext& ctx, PoolKind kind) {

@@ -355,8 +355,9 @@ void rnn_kernel(KernelContext& ctx, CellKind kind) {
   p.input_size = x_in.dim(2);
   const Tensor& r_in = ctx.input(2);
   if (r_in.rank() != 3) ctx.fail("input R has rank ", r_in.rank(), ", expected 3");
-  p.hidden = ctx.attrs().get_int("hidden_size", r_in.dim(2));
-  if (p.hidden < 0) ctx.fail("attribute 'hidden_size' is negative");
+  p.hidden = r_in.dim(2);
+  if (ctx.attrs().get_int("hidden_size", p.hidden) != p.hidden)
+    ctx.fail("attribute 'hidden_size' is ", ctx.attrs().get_int("hidden_size"), ", R has hidden size ", p.hidden);
   p.linear_before_reset = ctx.attrs().get_int("linear_before_reset", 0) != 0;
   p.input_forget = ctx.attrs().get_int("input_forget", 0) != 0;
   p.has_clip = ctx.attrs().has("clip");

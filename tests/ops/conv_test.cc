@@ -247,3 +247,33 @@ TEST(Conv, RejectsMismatchedChannels) {
     EXPECT_NE(std::string(e.what()).find("conv"), std::string::npos) << e.what();
   }
 }
+
+TEST(Conv, RejectsMalformedAttributes) {
+  struct BadCase {
+    std::string attribute;
+    ir::AttributeValue value;
+  };
+  std::vector<BadCase> cases = {{"pads", std::vector<int64_t>{1, 1}},
+                                {"strides", std::vector<int64_t>{0, 1}},
+                                {"auto_pad", std::string("SAME")},
+                                {"kernel_shape", std::vector<int64_t>{5, 5}},
+                                {"group", int64_t{4}},
+                                {"dilations", std::vector<int64_t>{9, 9}}};  // window 19 > input 6
+  for (const BadCase& bad : cases) {
+    auto g = std::make_unique<Graph>();
+    g->opset_imports[""] = 13;
+    Node* x = g->add_input("x", ValueType{DType::float32, true, {Dim::known(1), Dim{}, Dim{}, Dim{}}});
+    Node* w = g->add_input("w", ValueType{DType::float32, true, {Dim::known(2), Dim{}, Dim{}, Dim{}}});
+    Node* conv = g->add_node("Conv", {x->output(0), w->output(0)}, 1, "conv");
+    conv->attributes.set(bad.attribute, bad.value);
+    g->add_output(conv->output(0), "y");
+    SCOPED_TRACE(bad.attribute);
+    try {
+      run_graph(*g, {random_tensor({1, 2, 6, 6}, 1), random_tensor({2, 2, 3, 3}, 2)});
+      ADD_FAILURE() << "expected an error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::invalid_model) << e.what();
+      EXPECT_NE(std::string(e.what()).find("conv"), std::string::npos) << e.what();
+    }
+  }
+}

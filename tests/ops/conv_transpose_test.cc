@@ -31,7 +31,12 @@ Tensor naive(const TransposeCase& c, const Tensor& x, const Tensor& w, const Ten
       out[d] = c.output_shape.empty() ? c.input[d] * c.strides[d] : c.output_shape[d];
       int64_t total = natural - out[d];
       int64_t half = static_cast<int64_t>(std::floor(total / 2.0));
-      pad[d] = c.auto_pad == "SAME_LOWER" ? total - half : half;
+      if (c.auto_pad == "SAME_UPPER")
+        pad[d] = half;
+      else if (c.auto_pad == "SAME_LOWER")
+        pad[d] = total - half;
+      else
+        pad[d] = std::max<int64_t>(0, total) / 2;  // output_shape without pads
     } else {
       out[d] = natural - c.pads[d] - c.pads[d + r];
       pad[d] = c.pads[d];

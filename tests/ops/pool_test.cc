@@ -254,3 +254,24 @@ TEST(Pool, MaxUnpoolRejectsOutOfRangeIndices) {
   Tensor bad = Tensor::from_vector<int64_t>({0, 5, 16, 3}, {1, 1, 2, 2});
   EXPECT_THROW(run_graph(*g, {random_tensor({1, 1, 2, 2}, 1), bad}), Error);
 }
+
+TEST(Pool, MaxUnpoolWithLargerOutputShape) {
+  // Indices address the unpooled 1x1x4x4 tensor; a 1x1x5x5 output keeps it in its leading corner.
+  auto g = std::make_unique<Graph>();
+  g->opset_imports[""] = 11;
+  Node* x = g->add_input("x", ValueType::of(DType::float32, {1, 1, 2, 2}));
+  Node* i = g->add_input("i", ValueType::of(DType::int64, {1, 1, 2, 2}));
+  Node* shape = g->add_input("shape", ValueType::of(DType::int64, {4}));
+  Node* unpool = g->add_node("MaxUnpool", {x->output(0), i->output(0), shape->output(0)}, 1, "unpool");
+  unpool->attributes.set("kernel_shape", std::vector<int64_t>{2, 2});
+  unpool->attributes.set("strides", std::vector<int64_t>{2, 2});
+  g->add_output(unpool->output(0), "y");
+  Tensor values = Tensor::from_vector<float>({5, 6, 7, 8}, {1, 1, 2, 2});
+  Tensor indices = Tensor::from_vector<int64_t>({5, 7, 13, 15}, {1, 1, 2, 2});
+  Tensor y = run_graph(*g, {values, indices, Tensor::from_vector<int64_t>({1, 1, 5, 5}, {4})})[0];
+  ASSERT_EQ(y.shape(), (Shape{1, 1, 5, 5}));
+  for (int64_t k = 0; k < 25; ++k) {
+    float want = k == 6 ? 5 : k == 8 ? 6 : k == 16 ? 7 : k == 18 ? 8 : 0;
+    EXPECT_EQ(y.data<float>()[k], want) << k;
+  }
+}
