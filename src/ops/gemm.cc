@@ -30,6 +30,7 @@
 #include <new>
 #include <vector>
 
+#include "gemm_internal.h"
 #include "graft/core/error.h"
 #include "graft/core/parallel.h"
 
@@ -329,6 +330,7 @@ GRAFT_ALWAYS_INLINE void gemv_column(const GemmProblem& p, int64_t m0, int64_t m
 /// One entry point per instruction set: the block sizes, the vector type and
 /// the register tile of that set.
 struct KernelSet {
+  const char* name;
   void (*rectangle)(const GemmProblem&, int64_t, int64_t, int64_t, int64_t);
   void (*gemv_row)(const GemmProblem&, int64_t, int64_t);
   void (*gemv_column)(const GemmProblem&, int64_t, int64_t);
@@ -368,18 +370,21 @@ __attribute__((target("avx512f,avx2,fma"))) void gemv_column_avx512(const GemmPr
 }
 #endif
 
-const KernelSet& kernel_set() {
-  static const KernelSet set = [] {
+/// The kernel sets this CPU can run, widest first.
+const std::vector<KernelSet>& available_kernel_sets() {
+  static const std::vector<KernelSet> sets = [] {
+    std::vector<KernelSet> found;
 #ifdef GRAFT_GEMM_X86_DISPATCH
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f"))
-      return KernelSet{rectangle_avx512, gemv_row_avx512, gemv_column_avx512, 8, 32};
+      found.push_back({"avx512", rectangle_avx512, gemv_row_avx512, gemv_column_avx512, 8, 32});
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-      return KernelSet{rectangle_avx2, gemv_row_avx2, gemv_column_avx2, 6, 16};
+      found.push_back({"avx2", rectangle_avx2, gemv_row_avx2, gemv_column_avx2, 6, 16});
 #endif
-    return KernelSet{rectangle_base, gemv_row_base, gemv_column_base, 6, 8};
+    found.push_back({"baseline", rectangle_base, gemv_row_base, gemv_column_base, 6, 8});
+    return found;
   }();
-  return set;
+  return sets;
 }
 
 /// C = beta * C over M x N (the whole product when K == 0 or alpha == 0).
@@ -425,10 +430,9 @@ void choose_grid(int64_t M, int64_t N, int mr, int nr, int threads, int& tm, int
   }
 }
 
-}  // namespace
-
-void gemm_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
-              const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+/// gemm_f32 on the given kernel set.
+void gemm_f32_on(const KernelSet& kernels, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha,
+                 const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
   check_arguments(trans_a, trans_b, M, N, K, lda, ldb, ldc);
   if (M == 0 || N == 0) return;
   if (K == 0 || alpha == 0.0f) {
@@ -436,7 +440,6 @@ void gemm_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float
     return;
   }
   const GemmProblem p{trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc};
-  const KernelSet& kernels = kernel_set();
   // Below ~32^3 multiply-adds per thread the threads cost more than they save.
   const double flops = static_cast<double>(M) * static_cast<double>(N) * static_cast<double>(K);
   int threads = static_cast<int>(std::min<double>(current_num_threads(), std::max(1.0, flops / 32768.0)));
@@ -470,6 +473,32 @@ void gemm_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float
     for (int64_t index = b; index < e; ++index) run_rectangle(index);
   });
 }
+
+}  // namespace
+
+void gemm_f32(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, float alpha, const float* A, int64_t lda,
+              const float* B, int64_t ldb, float beta, float* C, int64_t ldc) {
+  gemm_f32_on(available_kernel_sets().front(), trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+}
+
+namespace detail {
+
+std::vector<std::string> gemm_f32_instruction_sets() {
+  std::vector<std::string> names;
+  for (const KernelSet& set : available_kernel_sets()) names.push_back(set.name);
+  return names;
+}
+
+void gemm_f32_with(const std::string& instruction_set, bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
+                   float alpha, const float* A, int64_t lda, const float* B, int64_t ldb, float beta, float* C,
+                   int64_t ldc) {
+  for (const KernelSet& set : available_kernel_sets())
+    if (instruction_set == set.name)
+      return gemm_f32_on(set, trans_a, trans_b, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  fail(ErrorKind::invalid_argument, "gemm: instruction set '", instruction_set, "' is not available on this CPU");
+}
+
+}  // namespace detail
 
 void gemm_f64(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, double alpha, const double* A, int64_t lda,
               const double* B, int64_t ldb, double beta, double* C, int64_t ldc) {

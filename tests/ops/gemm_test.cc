@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "../src/ops/gemm_internal.h"
 #include "graft/core/error.h"
 #include "graft/core/parallel.h"
 
@@ -46,8 +47,10 @@ Case random_case(std::mt19937& rng) {
   return c;
 }
 
+/// Runs one case (float32 on `instruction_set`, or the public entry point when
+/// empty) and compares with a naive triple loop in double.
 template <typename T>
-void check_case(const Case& c, std::mt19937& rng, double tolerance) {
+void check_case(const Case& c, std::mt19937& rng, double tolerance, const std::string& instruction_set = "") {
   std::uniform_real_distribution<double> dist(-1.0, 1.0);
   std::vector<T> A(static_cast<size_t>((c.trans_a ? c.K : c.M) * c.lda + 1));
   std::vector<T> B(static_cast<size_t>((c.trans_b ? c.N : c.K) * c.ldb + 1));
@@ -61,8 +64,12 @@ void check_case(const Case& c, std::mt19937& rng, double tolerance) {
     for (int64_t i = 0; i < c.M; ++i)
       for (int64_t j = 0; j < c.N; ++j) C[static_cast<size_t>(i * c.ldc + j)] = std::numeric_limits<T>::quiet_NaN();
   if constexpr (std::is_same_v<T, float>)
-    ops::gemm_f32(c.trans_a, c.trans_b, c.M, c.N, c.K, static_cast<float>(c.alpha), A.data(), c.lda, B.data(), c.ldb,
-                  static_cast<float>(c.beta), C.data(), c.ldc);
+    if (!instruction_set.empty())
+      ops::detail::gemm_f32_with(instruction_set, c.trans_a, c.trans_b, c.M, c.N, c.K, static_cast<float>(c.alpha),
+                                 A.data(), c.lda, B.data(), c.ldb, static_cast<float>(c.beta), C.data(), c.ldc);
+    else
+      ops::gemm_f32(c.trans_a, c.trans_b, c.M, c.N, c.K, static_cast<float>(c.alpha), A.data(), c.lda, B.data(), c.ldb,
+                    static_cast<float>(c.beta), C.data(), c.ldc);
   else
     ops::gemm_f64(c.trans_a, c.trans_b, c.M, c.N, c.K, c.alpha, A.data(), c.lda, B.data(), c.ldb, c.beta, C.data(),
                   c.ldc);
@@ -92,12 +99,30 @@ void check_case(const Case& c, std::mt19937& rng, double tolerance) {
 
 TEST(Gemm, F32MatchesNaiveOnRandomCases) {
   std::mt19937 rng(12345);
-  for (int iteration = 0; iteration < 400; ++iteration) {
+  for (int iteration = 0; iteration < 300; ++iteration) {
     Case c = random_case(rng);
     ScopedNumThreads threads(1 + static_cast<int>(rng() % 3));
     check_case<float>(c, rng, 2e-5);
     if (HasFatalFailure()) return;
   }
+}
+
+TEST(Gemm, F32EveryInstructionSetMatchesNaive) {
+  const std::vector<std::string> sets = ops::detail::gemm_f32_instruction_sets();
+  ASSERT_FALSE(sets.empty());
+  EXPECT_EQ(sets.back(), "baseline");
+  for (const std::string& set : sets) {
+    SCOPED_TRACE(set);
+    std::mt19937 rng(4242);
+    for (int iteration = 0; iteration < 120; ++iteration) {
+      Case c = random_case(rng);
+      ScopedNumThreads threads(1 + static_cast<int>(rng() % 2));
+      check_case<float>(c, rng, 2e-5, set);
+      if (HasFatalFailure()) return;
+    }
+  }
+  float a = 1, b = 1, c = 0;
+  EXPECT_THROW(ops::detail::gemm_f32_with("no-such-set", false, false, 1, 1, 1, 1, &a, 1, &b, 1, 0, &c, 1), Error);
 }
 
 TEST(Gemm, F64MatchesNaiveOnRandomCases) {

@@ -1,0 +1,150 @@
+// Linear quantization: QuantizeLinear, DequantizeLinear and
+// DynamicQuantizeLinear.
+//   quantize:   y = saturate(round_half_to_even(x / scale) + zero_point)
+//   dequantize: y = (x - zero_point) * scale
+// scale and zero_point are scalars (per tensor) or 1-D along `axis` (per
+// axis, opset 13; default axis 1). DynamicQuantizeLinear picks the uint8
+// scale and zero point that map [min(x, 0), max(x, 0)] onto [0, 255].
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "graft/core/parallel.h"
+#include "graft/ops/op_context.h"
+#include "math_common.h"
+
+namespace graft::ops {
+namespace {
+
+/// For per-axis parameters: the [outer, channels, inner] view of x along axis.
+struct AxisView {
+  int64_t channels = 1, inner = 1;
+};
+
+/// Checks that `param` (scale or zero point) is a scalar or 1-D along axis.
+AxisView parameter_view(const KernelContext& ctx, const Tensor& x, const Tensor& param, const char* what) {
+  AxisView v;
+  if (param.numel() == 1 && param.rank() <= 1) return v;
+  if (param.rank() != 1) ctx.fail(what, " must be a scalar or 1-D, got ", param.type_string());
+  const int64_t axis = normalize_axis(ctx.attrs().get_int("axis", 1), x.rank(), ctx.node().describe());
+  if (param.dim(0) != x.dim(axis))
+    ctx.fail(what, " ", param.type_string(), " must hold one value per index of axis ", axis, " of ", x.type_string());
+  v.channels = x.dim(axis);
+  for (int64_t d = axis + 1; d < x.rank(); ++d) v.inner *= x.dim(d);
+  return v;
+}
+
+/// Index into a per-axis parameter for element i of x.
+inline int64_t parameter_index(const AxisView& v, int64_t i) {
+  return v.channels == 1 ? 0 : (i / v.inner) % v.channels;
+}
+
+void infer_quantize(InferContext& ctx) {
+  const ir::ValueType& x = ctx.input_type(0);
+  const DType out = ctx.has_input(2) ? ctx.input_type(2).dtype : DType::uint8;
+  ctx.set_output(0, ir::ValueType{out, x.has_rank, x.dims});
+}
+
+void quantize_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& scale = ctx.input(1);
+  const Tensor* zero_point = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  const DType out_dtype = zero_point ? zero_point->dtype() : DType::uint8;
+  if (!dtype_is_float(scale.dtype())) ctx.fail("y_scale must be a float tensor, got ", scale.type_string());
+  const AxisView sv = parameter_view(ctx, x, scale, "y_scale");
+  AxisView zv;
+  if (zero_point) zv = parameter_view(ctx, x, *zero_point, "y_zero_point");
+  const std::vector<float> scales = tensor_to_vector<float>(scale);
+  const std::vector<float> zeros = zero_point ? tensor_to_vector<float>(*zero_point) : std::vector<float>{0.0f};
+  Tensor& y = ctx.allocate_output(0, out_dtype, x.shape());
+  const int64_t n = x.numel();
+  const std::vector<float> values = tensor_to_vector<float>(x);
+  visit_dtype(out_dtype, ctx.node().describe(), [&]<typename Q>() {
+    if constexpr (std::is_same_v<Q, uint8_t> || std::is_same_v<Q, int8_t> || std::is_same_v<Q, uint16_t> ||
+                  std::is_same_v<Q, int16_t>) {
+      Q* out = y.data<Q>();
+      const float lo = std::numeric_limits<Q>::min(), hi = std::numeric_limits<Q>::max();
+      parallel_for(n, 16384, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) {
+          const float s = scales[static_cast<size_t>(parameter_index(sv, i))];
+          const float z = zeros[static_cast<size_t>(parameter_index(zv, i))];
+          const float v = std::nearbyint(values[static_cast<size_t>(i)] / s) + z;
+          out[i] = static_cast<Q>(std::clamp(std::isnan(v) ? 0.0f : v, lo, hi));
+        }
+      });
+    } else {
+      ctx.unsupported("output dtype ", dtype_name(out_dtype), " (expected int8 or uint8)");
+    }
+  });
+}
+
+void infer_dequantize(InferContext& ctx) {
+  const ir::ValueType& x = ctx.input_type(0);
+  ctx.set_output(0, ir::ValueType{ctx.input_type(1).dtype, x.has_rank, x.dims});
+}
+
+void dequantize_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& scale = ctx.input(1);
+  const Tensor* zero_point = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  if (!dtype_is_float(scale.dtype())) ctx.fail("x_scale must be a float tensor, got ", scale.type_string());
+  if (!dtype_is_integer(x.dtype())) ctx.fail("x must be an integer tensor, got ", x.type_string());
+  if (zero_point && zero_point->dtype() != x.dtype())
+    ctx.fail("x_zero_point dtype ", dtype_name(zero_point->dtype()), " differs from x ", dtype_name(x.dtype()));
+  const AxisView sv = parameter_view(ctx, x, scale, "x_scale");
+  AxisView zv;
+  if (zero_point) zv = parameter_view(ctx, x, *zero_point, "x_zero_point");
+  const std::vector<double> scales = tensor_to_vector<double>(scale);
+  const std::vector<double> zeros = zero_point ? tensor_to_vector<double>(*zero_point) : std::vector<double>{0.0};
+  Tensor& y = ctx.allocate_output(0, scale.dtype(), x.shape());
+  const std::vector<double> values = tensor_to_vector<double>(x);
+  visit_float_dtype(y.dtype(), ctx.node().describe(), [&]<typename T>() {
+    T* out = y.data<T>();
+    parallel_for(x.numel(), 16384, [&](int64_t begin, int64_t end) {
+      for (int64_t i = begin; i < end; ++i) {
+        const double v = (values[static_cast<size_t>(i)] - zeros[static_cast<size_t>(parameter_index(zv, i))]) *
+                         scales[static_cast<size_t>(parameter_index(sv, i))];
+        out[i] = static_cast<T>(static_cast<compute_t<T>>(v));
+      }
+    });
+  });
+}
+
+void infer_dynamic_quantize(InferContext& ctx) {
+  const ir::ValueType& x = ctx.input_type(0);
+  ctx.set_output(0, ir::ValueType{DType::uint8, x.has_rank, x.dims});
+  ctx.set_output(1, ir::ValueType::of(DType::float32, {}));
+  ctx.set_output(2, ir::ValueType::of(DType::uint8, {}));
+}
+
+void dynamic_quantize_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  if (x.dtype() != DType::float32) ctx.unsupported("x must be float32, got ", x.type_string());
+  const float* in = x.data<float>();
+  const int64_t n = x.numel();
+  float lo = 0.0f, hi = 0.0f;
+  for (int64_t i = 0; i < n; ++i) {
+    lo = std::min(lo, in[i]);
+    hi = std::max(hi, in[i]);
+  }
+  const float scale = (hi - lo) / 255.0f;
+  const float zero = scale == 0.0f ? 0.0f : std::clamp(std::nearbyint(-lo / scale), 0.0f, 255.0f);
+  Tensor& y = ctx.allocate_output(0, DType::uint8, x.shape());
+  ctx.allocate_output(1, DType::float32, {}).data<float>()[0] = scale;
+  ctx.allocate_output(2, DType::uint8, {}).data<uint8_t>()[0] = static_cast<uint8_t>(zero);
+  uint8_t* out = y.data<uint8_t>();
+  parallel_for(n, 16384, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      const float v = scale == 0.0f ? 0.0f : std::nearbyint(in[i] / scale) + zero;
+      out[i] = static_cast<uint8_t>(std::clamp(std::isnan(v) ? 0.0f : v, 0.0f, 255.0f));
+    }
+  });
+}
+
+}  // namespace
+
+GRAFT_REGISTER_OP("", "QuantizeLinear", infer_quantize, quantize_kernel);
+GRAFT_REGISTER_OP("", "DequantizeLinear", infer_dequantize, dequantize_kernel);
+GRAFT_REGISTER_OP("", "DynamicQuantizeLinear", infer_dynamic_quantize, dynamic_quantize_kernel);
+
+}  // namespace graft::ops

@@ -1,0 +1,129 @@
+// NegativeLogLikelihoodLoss / SoftmaxCrossEntropyLoss (weights, ignore_index,
+// reductions) and the linear quantization ops.
+#include <gtest/gtest.h>
+
+#include <cmath>
+
+#include "ops/math_op_runner.h"
+
+using namespace graft;
+using namespace graft::testing;
+
+namespace {
+
+/// Reference NLL over [N, C, D] log-probabilities with optional weights and ignore_index.
+double reference_nll(const Tensor& input, const std::vector<int64_t>& target, const std::vector<float>* weight,
+                     std::optional<int64_t> ignore, const std::string& reduction, std::vector<double>* per_position) {
+  const int64_t N = input.dim(0), C = input.dim(1), D = input.numel() / (N * C);
+  double total = 0, total_weight = 0;
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t d = 0; d < D; ++d) {
+      int64_t t = target[static_cast<size_t>(n * D + d)];
+      double loss = 0, w = 0;
+      if (!(ignore && t == *ignore)) {
+        w = weight ? (*weight)[static_cast<size_t>(t)] : 1.0;
+        loss = -input.value_as_double((n * C + t) * D + d) * w;
+      }
+      if (per_position) per_position->push_back(loss);
+      total += loss;
+      total_weight += w;
+    }
+  return reduction == "sum" ? total : total / total_weight;
+}
+
+}  // namespace
+
+TEST(Losses, NegativeLogLikelihoodAllReductions) {
+  Tensor input = random_tensor({3, 5, 2}, 1);
+  std::vector<int64_t> targets = {0, 4, 2, -1, 1, 3};
+  Tensor target = Tensor::from_vector<int64_t>(targets, {3, 2});
+  std::vector<float> weights = {0.5f, 1.0f, 2.0f, 0.25f, 3.0f};
+  Tensor weight = Tensor::from_vector<float>(weights, {5});
+  for (const std::string reduction : {"none", "sum", "mean"}) {
+    for (bool with_weight : {false, true}) {
+      SCOPED_TRACE(reduction + (with_weight ? " weighted" : ""));
+      auto a = attrs({{"reduction", reduction}, {"ignore_index", int64_t{-1}}});
+      std::vector<Tensor> ins = {input, target};
+      if (with_weight) ins.push_back(weight);
+      Tensor y = run_op("NegativeLogLikelihoodLoss", ins, a, 13)[0];
+      std::vector<double> per;
+      double want = reference_nll(input, targets, with_weight ? &weights : nullptr, -1, reduction, &per);
+      if (reduction == "none") {
+        ASSERT_EQ(y.shape(), (Shape{3, 2}));
+        for (int i = 0; i < 6; ++i) EXPECT_NEAR(y.data<float>()[i], per[i], 1e-6);
+      } else {
+        ASSERT_EQ(y.shape(), Shape{});
+        EXPECT_NEAR(y.data<float>()[0], want, 1e-5);
+      }
+    }
+  }
+  // Out-of-range targets are an error unless ignored.
+  EXPECT_THROW(run_op("NegativeLogLikelihoodLoss", {input, target}, {}, 13), Error);
+  EXPECT_THROW(run_op("NegativeLogLikelihoodLoss", {input, Tensor::from_vector<int64_t>({0, 1, 2}, {3})}, {}, 13),
+               Error);
+}
+
+TEST(Losses, SoftmaxCrossEntropyWithLogProb) {
+  Tensor scores = random_tensor({2, 4, 3}, 7);
+  std::vector<int64_t> targets = {1, 3, 0, 2, 2, 1};
+  Tensor target = Tensor::from_vector<int64_t>(targets, {2, 3});
+  Tensor weight = Tensor::from_vector<float>({1.0f, 2.0f, 0.5f, 1.5f}, {4});
+  auto outs = run_op("SoftmaxCrossEntropyLoss", {scores, target, weight}, {}, 13, 2);
+  ASSERT_EQ(outs[1].shape(), scores.shape());
+  // log_prob is log_softmax over axis 1.
+  Tensor log_prob(DType::float32, scores.shape());
+  for (int64_t n = 0; n < 2; ++n)
+    for (int64_t d = 0; d < 3; ++d) {
+      double s = 0;
+      for (int64_t c = 0; c < 4; ++c) s += std::exp(scores.data<float>()[(n * 4 + c) * 3 + d]);
+      for (int64_t c = 0; c < 4; ++c)
+        log_prob.data<float>()[(n * 4 + c) * 3 + d] = scores.data<float>()[(n * 4 + c) * 3 + d] - std::log(s);
+    }
+  expect_close(outs[1], log_prob, 1e-5, 1e-6);
+  std::vector<float> w = {1.0f, 2.0f, 0.5f, 1.5f};
+  EXPECT_NEAR(outs[0].data<float>()[0], reference_nll(log_prob, targets, &w, std::nullopt, "mean", nullptr), 1e-5);
+  Tensor none = run_op("SoftmaxCrossEntropyLoss", {scores, target}, attrs({{"reduction", std::string("none")}}), 13)[0];
+  EXPECT_EQ(none.shape(), (Shape{2, 3}));
+  EXPECT_NEAR(none.data<float>()[0], -log_prob.data<float>()[1 * 3 + 0], 1e-5);
+  auto t =
+      infer_op("SoftmaxCrossEntropyLoss",
+               {ir::ValueType{DType::float32, true, {sym("N"), dim(4)}}, ir::ValueType{DType::int64, true, {sym("N")}}},
+               attrs({{"reduction", std::string("none")}}), 13, 2);
+  EXPECT_EQ(t[0], (ir::ValueType{DType::float32, true, {sym("N")}}));
+  EXPECT_EQ(t[1], (ir::ValueType{DType::float32, true, {sym("N"), dim(4)}}));
+}
+
+TEST(Quantize, QuantizeDequantizeRoundTripAndPerAxis) {
+  Tensor x = Tensor::from_vector<float>({0.0f, 2.0f, 3.0f, 1000.0f, -254.0f, -1000.0f, 2.5f, 3.5f}, {8});
+  Tensor y = run_op("QuantizeLinear", {x, Tensor::scalar(2.0f), Tensor::scalar<uint8_t>(128)}, {}, 13)[0];
+  ASSERT_EQ(y.dtype(), DType::uint8);
+  // 2.5 / 2 = 1.25 -> 1; 3.5 / 2 = 1.75 -> 2; 3 / 2 = 1.5 -> 2 (ties to even); saturation at 0 and 255.
+  EXPECT_EQ(y.to_int64_vector(), (std::vector<int64_t>{128, 129, 130, 255, 1, 0, 129, 130}));
+  Tensor yi = run_op("QuantizeLinear", {x, Tensor::scalar(2.0f), Tensor::scalar<int8_t>(-1)}, {}, 13)[0];
+  EXPECT_EQ(yi.to_int64_vector(), (std::vector<int64_t>{-1, 0, 1, 127, -128, -128, 0, 1}));
+  Tensor d = run_op("DequantizeLinear", {y, Tensor::scalar(2.0f), Tensor::scalar<uint8_t>(128)}, {}, 13)[0];
+  EXPECT_EQ(std::vector<float>(d.values<float>().begin(), d.values<float>().end()),
+            (std::vector<float>{0, 2, 4, 254, -254, -256, 2, 4}));
+  // Per axis 1 on [2, 3]: scale and zero point per column.
+  Tensor x2 = Tensor::from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor scales = Tensor::from_vector<float>({1, 2, 4}, {3});
+  Tensor zeros = Tensor::from_vector<uint8_t>({0, 10, 20}, {3});
+  Tensor q = run_op("QuantizeLinear", {x2, scales, zeros}, {}, 13)[0];
+  EXPECT_EQ(q.to_int64_vector(), (std::vector<int64_t>{1, 11, 21, 4, 12, 22}));
+  Tensor dq = run_op("DequantizeLinear", {q, scales, zeros}, attrs({{"axis", int64_t{-1}}}), 13)[0];
+  EXPECT_EQ(dq.value_as_double(4), 4.0);
+  EXPECT_THROW(run_op("QuantizeLinear", {x2, Tensor::from_vector<float>({1, 2}, {2})}, {}, 13), Error);
+  // Without zero point: uint8.
+  EXPECT_EQ(run_op("QuantizeLinear", {x2, Tensor::scalar(0.5f)}, {}, 10)[0].dtype(), DType::uint8);
+}
+
+TEST(Quantize, DynamicQuantizeLinear) {
+  Tensor x = Tensor::from_vector<float>({0, 2, -3, -2.5f, 1.34f, 0.5f}, {6});
+  auto outs = run_op("DynamicQuantizeLinear", {x}, {}, 11, 3);
+  const float scale = 5.0f / 255.0f;
+  EXPECT_FLOAT_EQ(outs[1].data<float>()[0], scale);
+  EXPECT_EQ(outs[2].data<uint8_t>()[0], 153);  // round(3 / scale) = 153
+  EXPECT_EQ(outs[0].to_int64_vector(), (std::vector<int64_t>{153, 255, 0, 26, 221, 179}));
+  auto zero = run_op("DynamicQuantizeLinear", {Tensor::from_vector<float>({0, 0}, {2})}, {}, 11, 3);
+  EXPECT_EQ(zero[0].to_int64_vector(), (std::vector<int64_t>{0, 0}));
+}
