@@ -195,14 +195,25 @@ void infer_celu(InferContext& ctx) {
   infer_unary<DTypeSet::float_types>(ctx);
 }
 
-// PRelu: y = x < 0 ? slope * x : x, slope broadcast to X's shape.
+// PRelu: y = x < 0 ? slope * x : x, slope broadcast (numpy style) to X's
+// shape. Before opset 7 a 1-D slope of X's channel count (dimension 1) is
+// per channel, as PyTorch exported it: it is read as [C, 1, ..., 1].
+
+/// Whether the node uses the per-channel slope of opsets 1-6.
+bool slope_is_per_channel(int opset, size_t x_rank, size_t slope_rank, int64_t slope_extent, int64_t channels) {
+  return opset < 7 && x_rank >= 2 && slope_rank == 1 && slope_extent > 1 && slope_extent == channels;
+}
 
 void infer_prelu(InferContext& ctx) {
   require_input_dtype(ctx, 0, DTypeSet::numeric);
   require_same_dtype(ctx, 0, 1);
   const ir::ValueType& x = ctx.input_type(0);
-  const ir::ValueType& slope = ctx.input_type(1);
+  ir::ValueType slope = ctx.input_type(1);
   if (x.has_rank && slope.has_rank) {
+    if (slope.dims.size() == 1 && x.dims.size() >= 2 &&
+        slope_is_per_channel(ctx.opset(), x.dims.size(), 1, slope.dims[0].value,
+                             x.dims[1].is_known() ? x.dims[1].value : slope.dims[0].value))
+      slope.dims.resize(x.dims.size() - 1, ir::Dim::known(1));
     if (slope.dims.size() > x.dims.size())
       ctx.fail("slope of rank ", slope.dims.size(), " does not broadcast to X of rank ", x.dims.size());
     auto dims = broadcast_dims(ctx, {x, slope});
@@ -231,8 +242,14 @@ struct PReluOp {
 
 void prelu_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
-  const Tensor& slope = ctx.input(1);
+  Tensor slope = ctx.input(1);
   require_same_dtype(ctx, 0, 1);
+  if (x.rank() >= 2 && slope.rank() == 1 &&
+      slope_is_per_channel(ctx.opset(), static_cast<size_t>(x.rank()), 1, slope.dim(0), x.dim(1))) {
+    Shape per_channel(static_cast<size_t>(x.rank() - 1), 1);
+    per_channel[0] = slope.dim(0);
+    slope = slope.reshaped(per_channel);
+  }
   Shape shape = broadcast_shapes(x.shape(), slope.shape(), ctx.node().describe());
   if (shape != x.shape())
     ctx.fail("slope of shape ", shape_to_string(slope.shape()), " does not broadcast to X of shape ",

@@ -74,8 +74,7 @@ void infer_mod(InferContext& ctx) {
   int64_t fmod = ctx.attrs().get_int("fmod", 0);
   if (fmod != 0 && fmod != 1) ctx.fail("attribute 'fmod' must be 0 or 1, got ", fmod);
   DType dtype = ctx.input_type(0).dtype;
-  if (fmod == 0 && dtype_is_float(dtype))
-    ctx.fail("float inputs (", dtype_name(dtype), ") need attribute fmod=1");
+  if (fmod == 0 && dtype_is_float(dtype)) ctx.fail("float inputs (", dtype_name(dtype), ") need attribute fmod=1");
   infer_broadcast_same_dtype<DTypeSet::numeric>(ctx);
 }
 
@@ -112,7 +111,7 @@ constexpr DTypeSet kPowExponent = DTypeSet::numeric;
 void infer_pow(InferContext& ctx) {
   require_input_dtype(ctx, 0, kPowBase);
   require_input_dtype(ctx, 1, kPowExponent);
-  infer_broadcast(ctx);
+  infer_binary_broadcast(ctx, ctx.input_type(0).dtype);
 }
 
 /// base^exponent for integers, wrapping modulo 2^bits.
@@ -155,8 +154,9 @@ B power(B base, E exponent) {
 
 void pow_kernel(KernelContext& ctx) {
   const Tensor& base = ctx.input(0);
-  const Tensor& exponent = ctx.input(1);
-  Shape shape = broadcast_input_shapes(ctx, 2);
+  const std::optional<Tensor> legacy_exponent = legacy_operand_b(ctx);
+  const Tensor& exponent = legacy_exponent ? *legacy_exponent : ctx.input(1);
+  Shape shape = broadcast_shapes(base.shape(), exponent.shape(), ctx.node().describe());
   visit_dtype_in<kPowBase>(base.dtype(), ctx, [&]<typename B>() {
     Tensor& y = allocate_elementwise_output(ctx, base.dtype(), shape, {0});
     // x^2, the common case (variance, squared error), as one multiply.

@@ -73,7 +73,6 @@ GRAFT_REGISTER_OP("", "BitwiseAnd", infer_broadcast_same_dtype<kInteger>, (binar
 GRAFT_REGISTER_OP("", "BitwiseOr", infer_broadcast_same_dtype<kInteger>, (binary_kernel<kInteger, BitwiseOrOp>));
 GRAFT_REGISTER_OP("", "BitwiseXor", infer_broadcast_same_dtype<kInteger>, (binary_kernel<kInteger, BitwiseXorOp>));
 GRAFT_REGISTER_OP("", "BitwiseNot", infer_unary<kInteger>, (unary_kernel<kInteger, BitwiseNotOp>));
-GRAFT_REGISTER_OP("", "BitShift", infer_bit_shift,
-                  (binary_kernel<DTypeSet::unsigned_integer, BitShiftOp>));
+GRAFT_REGISTER_OP("", "BitShift", infer_bit_shift, (binary_kernel<DTypeSet::unsigned_integer, BitShiftOp>));
 
 }  // namespace graft::ops

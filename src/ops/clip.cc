@@ -25,7 +25,8 @@ void infer_clip(InferContext& ctx) {
         if (bound.is_concrete()) {
           int64_t n = 1;
           for (const ir::Dim& d : bound.dims) n *= d.value;
-          if (n != 1) ctx.fail("input ", i, " (", i == 1 ? "min" : "max", ") must be a scalar, got ", bound.to_string());
+          if (n != 1)
+            ctx.fail("input ", i, " (", i == 1 ? "min" : "max", ") must be a scalar, got ", bound.to_string());
         }
       }
     }

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <initializer_list>
 #include <limits>
+#include <optional>
 #include <string_view>
 #include <type_traits>
 
@@ -36,14 +37,14 @@ namespace graft::ops::elementwise {
 
 /// The dtypes an op accepts for an input.
 enum class DTypeSet {
-  float_types,      ///< float16, bfloat16, float32, float64
-  signed_numeric,   ///< float types and signed integers
-  numeric,          ///< float types and all integers
-  integer,          ///< signed and unsigned integers
-  unsigned_integer, ///< uint8 .. uint64
-  boolean,          ///< bool
-  numeric_or_bool,  ///< numeric and bool
-  any,              ///< every storable dtype
+  float_types,       ///< float16, bfloat16, float32, float64
+  signed_numeric,    ///< float types and signed integers
+  numeric,           ///< float types and all integers
+  integer,           ///< signed and unsigned integers
+  unsigned_integer,  ///< uint8 .. uint64
+  boolean,           ///< bool
+  numeric_or_bool,   ///< numeric and bool
+  any,               ///< every storable dtype
 };
 
 template <typename T>
@@ -59,14 +60,22 @@ inline constexpr bool is_half_type_v = std::is_same_v<T, float16_t> || std::is_s
 template <DTypeSet set, typename T>
 constexpr bool type_in_set() {
   switch (set) {
-    case DTypeSet::float_types: return is_float_type_v<T>;
-    case DTypeSet::signed_numeric: return is_float_type_v<T> || (is_integer_type_v<T> && std::is_signed_v<T>);
-    case DTypeSet::numeric: return is_float_type_v<T> || is_integer_type_v<T>;
-    case DTypeSet::integer: return is_integer_type_v<T>;
-    case DTypeSet::unsigned_integer: return is_integer_type_v<T> && std::is_unsigned_v<T>;
-    case DTypeSet::boolean: return std::is_same_v<T, bool>;
-    case DTypeSet::numeric_or_bool: return is_float_type_v<T> || std::is_integral_v<T>;
-    case DTypeSet::any: return true;
+    case DTypeSet::float_types:
+      return is_float_type_v<T>;
+    case DTypeSet::signed_numeric:
+      return is_float_type_v<T> || (is_integer_type_v<T> && std::is_signed_v<T>);
+    case DTypeSet::numeric:
+      return is_float_type_v<T> || is_integer_type_v<T>;
+    case DTypeSet::integer:
+      return is_integer_type_v<T>;
+    case DTypeSet::unsigned_integer:
+      return is_integer_type_v<T> && std::is_unsigned_v<T>;
+    case DTypeSet::boolean:
+      return std::is_same_v<T, bool>;
+    case DTypeSet::numeric_or_bool:
+      return is_float_type_v<T> || std::is_integral_v<T>;
+    case DTypeSet::any:
+      return true;
   }
   return false;
 }
@@ -77,14 +86,22 @@ inline bool dtype_in_set(DType dtype, DTypeSet set) {
   bool is_signed_integer =
       dtype == DType::int8 || dtype == DType::int16 || dtype == DType::int32 || dtype == DType::int64;
   switch (set) {
-    case DTypeSet::float_types: return dtype_is_float(dtype);
-    case DTypeSet::signed_numeric: return dtype_is_float(dtype) || is_signed_integer;
-    case DTypeSet::numeric: return dtype_is_float(dtype) || dtype_is_integer(dtype);
-    case DTypeSet::integer: return dtype_is_integer(dtype);
-    case DTypeSet::unsigned_integer: return dtype_is_integer(dtype) && !is_signed_integer;
-    case DTypeSet::boolean: return dtype == DType::boolean;
-    case DTypeSet::numeric_or_bool: return true;
-    case DTypeSet::any: return true;
+    case DTypeSet::float_types:
+      return dtype_is_float(dtype);
+    case DTypeSet::signed_numeric:
+      return dtype_is_float(dtype) || is_signed_integer;
+    case DTypeSet::numeric:
+      return dtype_is_float(dtype) || dtype_is_integer(dtype);
+    case DTypeSet::integer:
+      return dtype_is_integer(dtype);
+    case DTypeSet::unsigned_integer:
+      return dtype_is_integer(dtype) && !is_signed_integer;
+    case DTypeSet::boolean:
+      return dtype == DType::boolean;
+    case DTypeSet::numeric_or_bool:
+      return true;
+    case DTypeSet::any:
+      return true;
   }
   return false;
 }
@@ -92,14 +109,22 @@ inline bool dtype_in_set(DType dtype, DTypeSet set) {
 /// What a set holds, for messages ("a float type").
 inline std::string_view describe_set(DTypeSet set) {
   switch (set) {
-    case DTypeSet::float_types: return "a float type (float16, bfloat16, float32, float64)";
-    case DTypeSet::signed_numeric: return "a float or signed integer type";
-    case DTypeSet::numeric: return "a numeric type";
-    case DTypeSet::integer: return "an integer type";
-    case DTypeSet::unsigned_integer: return "an unsigned integer type";
-    case DTypeSet::boolean: return "bool";
-    case DTypeSet::numeric_or_bool: return "a numeric type or bool";
-    case DTypeSet::any: return "a storable type";
+    case DTypeSet::float_types:
+      return "a float type (float16, bfloat16, float32, float64)";
+    case DTypeSet::signed_numeric:
+      return "a float or signed integer type";
+    case DTypeSet::numeric:
+      return "a numeric type";
+    case DTypeSet::integer:
+      return "an integer type";
+    case DTypeSet::unsigned_integer:
+      return "an unsigned integer type";
+    case DTypeSet::boolean:
+      return "bool";
+    case DTypeSet::numeric_or_bool:
+      return "a numeric type or bool";
+    case DTypeSet::any:
+      return "a storable type";
   }
   return "?";
 }
@@ -265,8 +290,7 @@ void zip(const Tensor& a, const Tensor& b, Tensor& out, const Fn& fn) {
                             GRAFT_SIMD_LOOP
                             for (int64_t k = 0; k < count; ++k) y[k] = fn(scalar, x1[k]);
                           } else {
-                            for (int64_t k = 0; k < count; ++k)
-                              y[k] = fn(x0[k * strides[0]], x1[k * strides[1]]);
+                            for (int64_t k = 0; k < count; ++k) y[k] = fn(x0[k * strides[0]], x1[k * strides[1]]);
                           }
                         });
 }
@@ -319,6 +343,51 @@ inline Shape broadcast_input_shapes(const KernelContext& ctx, size_t n) {
 }
 
 // ---------------------------------------------------------------------------
+// Opsets 1-6: `broadcast` and `axis` attributes
+
+/// For opsets before 7, binary ops broadcast B to A only with attribute
+/// broadcast=1, aligning B's dimensions with A's starting at `axis` (default:
+/// trailing alignment, which is numpy's). Returns the rank-`a_rank` extents B
+/// is read with (B's extents then trailing 1s), or nullopt when numpy
+/// broadcasting applies unchanged.
+template <typename Context>
+std::optional<size_t> legacy_broadcast_axis(const Context& ctx, size_t a_rank, size_t b_rank) {
+  if (ctx.opset() >= 7 || ctx.attrs().get_int("broadcast", 0) == 0 || !ctx.attrs().has("axis")) return std::nullopt;
+  int64_t axis = ctx.attrs().get_int("axis");
+  if (axis < 0) axis += static_cast<int64_t>(a_rank);
+  if (axis < 0 || static_cast<size_t>(axis) + b_rank > a_rank)
+    ctx.fail("attribute 'axis' (", ctx.attrs().get_int("axis"), ") does not place B of rank ", b_rank,
+             " inside A of rank ", a_rank);
+  return static_cast<size_t>(axis);
+}
+
+/// Input B of a binary op reshaped for legacy axis broadcasting, or nullopt
+/// when B is read as it is. (Not a copy of B in the common case: a copy would
+/// hold B's buffer and prevent its in-place reuse.)
+inline std::optional<Tensor> legacy_operand_b(const KernelContext& ctx) {
+  const Tensor& a = ctx.input(0);
+  const Tensor& b = ctx.input(1);
+  auto axis = legacy_broadcast_axis(ctx, static_cast<size_t>(a.rank()), static_cast<size_t>(b.rank()));
+  if (!axis) return std::nullopt;
+  Shape shape = b.shape();
+  shape.resize(static_cast<size_t>(a.rank()) - *axis, 1);
+  return b.reshaped(shape);
+}
+
+/// Output 0 of a two-input op: `dtype` and the broadcast of A and B (with
+/// legacy axis alignment before opset 7).
+inline void infer_binary_broadcast(InferContext& ctx, DType dtype) {
+  ir::ValueType a = ctx.input_type(0);
+  ir::ValueType b = ctx.input_type(1);
+  if (a.has_rank && b.has_rank) {
+    if (auto axis = legacy_broadcast_axis(ctx, a.dims.size(), b.dims.size()))
+      b.dims.resize(a.dims.size() - *axis, ir::Dim::known(1));
+  }
+  auto dims = broadcast_dims(ctx, {a, b});
+  ctx.set_output(0, ir::ValueType{dtype, dims.has_value(), dims.value_or(std::vector<ir::Dim>{})});
+}
+
+// ---------------------------------------------------------------------------
 // Inference
 
 /// Output 0: input 0's type; input 0 must be in `set`.
@@ -346,7 +415,10 @@ void infer_broadcast_same_dtype(InferContext& ctx) {
     require_input_dtype(ctx, i, set);
     require_same_dtype(ctx, 0, i);
   }
-  infer_broadcast(ctx);
+  if (ctx.num_inputs() == 2)
+    infer_binary_broadcast(ctx, ctx.input_type(0).dtype);
+  else
+    infer_broadcast(ctx);
 }
 
 /// Like infer_broadcast_same_dtype but the output is bool (comparisons, logic).
@@ -357,7 +429,10 @@ void infer_broadcast_same_dtype_to_bool(InferContext& ctx) {
     require_input_dtype(ctx, i, set);
     require_same_dtype(ctx, 0, i);
   }
-  infer_broadcast_bool(ctx);
+  if (ctx.num_inputs() == 2)
+    infer_binary_broadcast(ctx, DType::boolean);
+  else
+    infer_broadcast_bool(ctx);
 }
 
 // ---------------------------------------------------------------------------
@@ -374,8 +449,7 @@ void unary_kernel(KernelContext& ctx) {
   visit_dtype_in<set>(x.dtype(), ctx, [&]<typename T>() {
     const T* in = x.data<T>();
     Tensor& y = allocate_elementwise_output(ctx, x.dtype(), x.shape(), {0});
-    map(in, y.data<T>(), x.numel(), Op::grain,
-        [&](T value) { return static_cast<T>(op(to_compute(value))); });
+    map(in, y.data<T>(), x.numel(), Op::grain, [&](T value) { return static_cast<T>(op(to_compute(value))); });
   });
 }
 
@@ -385,9 +459,10 @@ void unary_kernel(KernelContext& ctx) {
 template <DTypeSet set, typename Op, bool to_bool = false>
 void binary_kernel(KernelContext& ctx) {
   const Tensor& a = ctx.input(0);
-  const Tensor& b = ctx.input(1);
+  const std::optional<Tensor> legacy_b = legacy_operand_b(ctx);
+  const Tensor& b = legacy_b ? *legacy_b : ctx.input(1);
   require_same_dtype(ctx, 0, 1);
-  Shape shape = broadcast_input_shapes(ctx, 2);
+  Shape shape = broadcast_shapes(a.shape(), b.shape(), ctx.node().describe());
   const Op op(ctx);
   visit_dtype_in<set>(a.dtype(), ctx, [&]<typename T>() {
     using Out = std::conditional_t<to_bool, bool, T>;

@@ -13,13 +13,13 @@ using namespace elementwise;
 
 /// Declares an Op functor `name` applying `expression` (of `x`) in compute type C.
 #define GRAFT_UNARY_FUNCTION(name, grain_value, expression) \
-  struct name {                                              \
-    static constexpr int64_t grain = grain_value;            \
-    explicit name(const KernelContext&) {}                   \
-    template <typename C>                                    \
-    C operator()(C x) const {                                \
-      return expression;                                     \
-    }                                                        \
+  struct name {                                             \
+    static constexpr int64_t grain = grain_value;           \
+    explicit name(const KernelContext&) {}                  \
+    template <typename C>                                   \
+    C operator()(C x) const {                               \
+      return expression;                                    \
+    }                                                       \
   }
 
 GRAFT_UNARY_FUNCTION(AcosOp, kCostlyGrain, std::acos(x));

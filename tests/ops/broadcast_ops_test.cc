@@ -42,9 +42,12 @@ Tensor reference_binary(const Tensor& a, const Tensor& b, const std::function<do
       r /= shape[d];
     }
     double v = f(a.value_as_double(offset(a.shape(), index)), b.value_as_double(offset(b.shape(), index)));
-    if (out_dtype == DType::float32) out.data<float>()[i] = static_cast<float>(v);
-    else if (out_dtype == DType::boolean) out.data<bool>()[i] = v != 0;
-    else GRAFT_CHECK(false, "unsupported reference dtype");
+    if (out_dtype == DType::float32)
+      out.data<float>()[i] = static_cast<float>(v);
+    else if (out_dtype == DType::boolean)
+      out.data<bool>()[i] = v != 0;
+    else
+      GRAFT_CHECK(false, "unsupported reference dtype");
   }
   return out;
 }
@@ -81,7 +84,8 @@ TEST(Broadcast, ShapesCombineLikeNumpy) {
     }
     SCOPED_TRACE("Less");
     Tensor less = run_op("Less", {a, b})[0];
-    Tensor want = reference_binary(a, b, [](double x, double y) { return x < y; }, DType::boolean);
+    Tensor want = reference_binary(
+        a, b, [](double x, double y) { return x < y; }, DType::boolean);
     EXPECT_EQ(values_of<bool>(less), values_of<bool>(want));
   }
   EXPECT_THROW(run_op("Add", {random_tensor({2, 3}, 1), random_tensor({4}, 2)}), Error);
@@ -91,22 +95,25 @@ TEST(Broadcast, LargeInputsRunInParallel) {
   Tensor a = random_tensor({300, 1000}, 3);
   Tensor row = random_tensor({1000}, 4);
   Tensor col = random_tensor({300, 1}, 5);
-  expect_close(run_op("Mul", {a, row})[0],
-               reference_binary(a, row, [](double x, double y) { return x * y; }, DType::float32));
-  expect_close(run_op("Sub", {col, a})[0],
-               reference_binary(col, a, [](double x, double y) { return x - y; }, DType::float32));
+  expect_close(run_op("Mul", {a, row})[0], reference_binary(
+                                               a, row, [](double x, double y) { return x * y; }, DType::float32));
+  expect_close(run_op("Sub", {col, a})[0], reference_binary(
+                                               col, a, [](double x, double y) { return x - y; }, DType::float32));
 }
 
 TEST(Broadcast, EveryNumericDtype) {
   // int8 and uint8 wrap; int64 and double are exact; float16 computes in float.
   Tensor i8 = run_op("Add", {Tensor::from_vector<int8_t>({100, -100, 5}, {3}), Tensor::scalar<int8_t>(100)})[0];
   EXPECT_EQ(values_of<int8_t>(i8), (std::vector<int8_t>{-56, 0, 105}));
-  Tensor u8 = run_op("Sub", {Tensor::from_vector<uint8_t>({1, 200}, {2}), Tensor::from_vector<uint8_t>({2, 100}, {2})})[0];
+  Tensor u8 =
+      run_op("Sub", {Tensor::from_vector<uint8_t>({1, 200}, {2}), Tensor::from_vector<uint8_t>({2, 100}, {2})})[0];
   EXPECT_EQ(values_of<uint8_t>(u8), (std::vector<uint8_t>{255, 100}));
-  Tensor u16 = run_op("Mul", {Tensor::from_vector<uint16_t>({65535}, {1}), Tensor::from_vector<uint16_t>({65535}, {1})})[0];
+  Tensor u16 =
+      run_op("Mul", {Tensor::from_vector<uint16_t>({65535}, {1}), Tensor::from_vector<uint16_t>({65535}, {1})})[0];
   EXPECT_EQ(u16.values<uint16_t>()[0], 1);  // 65535^2 mod 2^16, without signed overflow
   const int64_t big = std::numeric_limits<int64_t>::max();
-  Tensor i64 = run_op("Add", {Tensor::from_vector<int64_t>({big, 3}, {2}), Tensor::from_vector<int64_t>({1, 4}, {2})})[0];
+  Tensor i64 =
+      run_op("Add", {Tensor::from_vector<int64_t>({big, 3}, {2}), Tensor::from_vector<int64_t>({1, 4}, {2})})[0];
   EXPECT_EQ(values_of<int64_t>(i64), (std::vector<int64_t>{std::numeric_limits<int64_t>::min(), 7}));
   Tensor f64 = run_op("Div", {Tensor::from_vector<double>({1.0, 2.0}, {2}), Tensor::scalar(3.0)})[0];
   EXPECT_DOUBLE_EQ(f64.values<double>()[0], 1.0 / 3.0);
@@ -160,8 +167,9 @@ TEST(Broadcast, PowMixesBaseAndExponentDtypes) {
   Tensor fi = run_op("Pow", {base, Tensor::from_vector<int64_t>({2, 3, 3}, {3})}, {}, 15)[0];
   ASSERT_EQ(fi.dtype(), DType::float32);
   EXPECT_EQ(values_of<float>(fi), (std::vector<float>{2.25f, 8.0f, -27.0f}));
-  Tensor ii = run_op("Pow", {Tensor::from_vector<int32_t>({2, 3, -2, 1, -1, 5}, {6}),
-                             Tensor::from_vector<int32_t>({10, 3, 3, -4, -3, -1}, {6})},
+  Tensor ii = run_op("Pow",
+                     {Tensor::from_vector<int32_t>({2, 3, -2, 1, -1, 5}, {6}),
+                      Tensor::from_vector<int32_t>({10, 3, 3, -4, -3, -1}, {6})},
                      {}, 15)[0];
   EXPECT_EQ(values_of<int32_t>(ii), (std::vector<int32_t>{1024, 27, -8, 1, -1, 0}));
   Tensor i_f = run_op("Pow", {Tensor::from_vector<int32_t>({1, 2, 3}, {3}), Tensor::from_vector<float>({1, 2, 3}, {3})},
@@ -182,7 +190,8 @@ TEST(Broadcast, ComparisonsAndLogic) {
   Tensor b = Tensor::scalar(2.0f);
   EXPECT_EQ(values_of<bool>(run_op("Equal", {a, b})[0]), (std::vector<bool>{false, true, false, false}));
   EXPECT_EQ(values_of<bool>(run_op("Greater", {a, b})[0]), (std::vector<bool>{false, false, true, false}));
-  EXPECT_EQ(values_of<bool>(run_op("GreaterOrEqual", {a, b}, {}, 16)[0]), (std::vector<bool>{false, true, true, false}));
+  EXPECT_EQ(values_of<bool>(run_op("GreaterOrEqual", {a, b}, {}, 16)[0]),
+            (std::vector<bool>{false, true, true, false}));
   EXPECT_EQ(values_of<bool>(run_op("Less", {a, b})[0]), (std::vector<bool>{true, false, false, false}));
   EXPECT_EQ(values_of<bool>(run_op("LessOrEqual", {a, b}, {}, 16)[0]), (std::vector<bool>{true, true, false, false}));
   Tensor ia = Tensor::from_vector<int64_t>({-1, 5}, {2, 1});
@@ -224,11 +233,12 @@ TEST(Broadcast, PReluSlopeBroadcastsToX) {
   Tensor x = random_tensor({3, 4, 5}, 9);
   Tensor slope = random_tensor({5}, 10);
   Tensor y = run_op("PRelu", {x, slope}, {}, 16)[0];
-  expect_close(y, reference_binary(x, slope, [](double v, double s) { return v < 0 ? s * v : v; }, DType::float32));
+  expect_close(y, reference_binary(
+                      x, slope, [](double v, double s) { return v < 0 ? s * v : v; }, DType::float32));
   Tensor channel_slope = random_tensor({3, 1, 1}, 11);
   expect_close(run_op("PRelu", {x, channel_slope}, {}, 16)[0],
-               reference_binary(x, channel_slope, [](double v, double s) { return v < 0 ? s * v : v; },
-                                DType::float32));
+               reference_binary(
+                   x, channel_slope, [](double v, double s) { return v < 0 ? s * v : v; }, DType::float32));
   // The slope may not grow X.
   EXPECT_THROW(run_op("PRelu", {random_tensor({5}, 1), random_tensor({3, 5}, 2)}, {}, 16), Error);
   Tensor xi = Tensor::from_vector<int32_t>({-4, 4}, {2});
@@ -256,7 +266,8 @@ TEST(Broadcast, VariadicSumMeanMaxMin) {
     EXPECT_TRUE(std::isnan(y.values<float>()[0])) << op;
     EXPECT_TRUE(std::isnan(y.values<float>()[1])) << op;
   }
-  Tensor ints = run_op("Max", {Tensor::from_vector<uint32_t>({1, 9}, {2}), Tensor::from_vector<uint32_t>({4, 2}, {2})})[0];
+  Tensor ints =
+      run_op("Max", {Tensor::from_vector<uint32_t>({1, 9}, {2}), Tensor::from_vector<uint32_t>({4, 2}, {2})})[0];
   EXPECT_EQ(values_of<uint32_t>(ints), (std::vector<uint32_t>{4, 9}));
   EXPECT_THROW(run_op("Sum", {a, Tensor::from_vector<double>({1, 2}, {2})}), Error);
 }
@@ -352,4 +363,24 @@ TEST(Broadcast, InPlaceReuseGivesCorrectOutputs) {
   // Fewer buffers than ops: Relu, Neg and Max run in place.
   EXPECT_LT(stats.memory.allocations, 5u);
   EXPECT_GT(stats.memory.allocations, 0u);
+}
+
+TEST(Broadcast, LegacyOpsetsAlignAtAxis) {
+  // Opset 6: B of shape [3] placed at axis 1 of A [2,3,4] is read as [3,1].
+  Tensor a = random_tensor({2, 3, 4}, 31);
+  Tensor b = Tensor::from_vector<float>({10, 20, 30}, {3});
+  Tensor y = run_op("Add", {a, b}, attrs({{"broadcast", int64_t{1}}, {"axis", int64_t{1}}}), 6)[0];
+  ASSERT_EQ(y.shape(), (Shape{2, 3, 4}));
+  for (int64_t i = 0; i < 24; ++i) EXPECT_FLOAT_EQ(y.data<float>()[i], a.data<float>()[i] + 10.0f * (1 + (i / 4) % 3));
+  EXPECT_EQ(infer_op("Mul", {ir::ValueType::of(DType::float32, {2, 3, 4}), ir::ValueType::of(DType::float32, {3})},
+                     attrs({{"broadcast", int64_t{1}}, {"axis", int64_t{1}}}), 6)[0],
+            ir::ValueType::of(DType::float32, {2, 3, 4}));
+  EXPECT_THROW(run_op("Add", {a, b}, attrs({{"broadcast", int64_t{1}}, {"axis", int64_t{2}}}), 6), Error);
+  // Opset 6 PRelu: a 1-D slope of the channel count is per channel.
+  Tensor x = random_tensor({2, 3, 4}, 32);
+  Tensor y_prelu = run_op("PRelu", {x, b}, {}, 6)[0];
+  for (int64_t i = 0; i < 24; ++i) {
+    float v = x.data<float>()[i];
+    EXPECT_FLOAT_EQ(y_prelu.data<float>()[i], v < 0 ? v * 10.0f * (1 + (i / 4) % 3) : v);
+  }
 }

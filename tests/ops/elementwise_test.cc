@@ -246,8 +246,8 @@ TEST(Elementwise, CastFloatToFloat16AndBack) {
   Tensor back = run1("Cast", h, attrs({{"to", int64_t{1}}}));
   ASSERT_EQ(back.dtype(), DType::float32);
   ASSERT_EQ(back.shape(), (Shape{2, 4}));
-  std::vector<float> want = {0.0f, 1.0f, 1.0f, 1.0f + 0x1p-9f, -2.5f, 65504.0f,
-                             std::numeric_limits<float>::infinity(), 0.0f};
+  std::vector<float> want = {0.0f, 1.0f, 1.0f, 1.0f + 0x1p-9f, -2.5f, 65504.0f, std::numeric_limits<float>::infinity(),
+                             0.0f};
   for (size_t i = 0; i < want.size(); ++i) EXPECT_EQ(back.data<float>()[i], want[i]) << i;
 }
 
@@ -295,8 +295,8 @@ TEST(Elementwise, CastLikeTakesInputOnesDtype) {
   ASSERT_EQ(y.shape(), (Shape{2}));
   EXPECT_EQ(y.values<int32_t>()[0], 1);
   EXPECT_EQ(y.values<int32_t>()[1], -2);
-  auto types = infer_op("CastLike", {ir::ValueType::of(DType::float32, {2, 3}), ir::ValueType::of(DType::float16, {})},
-                        {}, 15);
+  auto types =
+      infer_op("CastLike", {ir::ValueType::of(DType::float32, {2, 3}), ir::ValueType::of(DType::float16, {})}, {}, 15);
   EXPECT_EQ(types[0], ir::ValueType::of(DType::float16, {2, 3}));
 }
 
