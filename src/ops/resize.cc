@@ -184,17 +184,17 @@ void resize_infer_common(InferContext& ctx, bool upsample) {
     return;
   }
   const InputLayout layout = input_layout(upsample, ctx.opset());
-  std::optional<std::vector<double>> scales;
+  std::optional<std::vector<double>> scales = std::vector<double>{};
   std::optional<std::vector<int64_t>> sizes = std::vector<int64_t>{};
   if (layout.scales_attribute) {
     std::vector<float> f = ctx.attrs().get_floats("scales", {});
     scales = std::vector<double>(f.begin(), f.end());
-  } else {
-    scales = ctx.has_input(static_cast<size_t>(layout.scales))
-                 ? constant_input_doubles(ctx, static_cast<size_t>(layout.scales))
-                 : std::vector<double>{};
+  } else if (ctx.has_input(static_cast<size_t>(layout.scales)) &&
+             known_length(ctx, static_cast<size_t>(layout.scales)) != 0) {
+    scales = constant_input_doubles(ctx, static_cast<size_t>(layout.scales));
   }
-  if (layout.sizes >= 0 && ctx.has_input(static_cast<size_t>(layout.sizes)))
+  if (layout.sizes >= 0 && ctx.has_input(static_cast<size_t>(layout.sizes)) &&
+      known_length(ctx, static_cast<size_t>(layout.sizes)) != 0)
     sizes = constant_input_ints(ctx, static_cast<size_t>(layout.sizes));
   std::vector<ir::Dim> dims = unknown_dims(x.dims.size());
   if (scales && sizes && (!scales->empty() || !sizes->empty())) {
