@@ -11,6 +11,7 @@
 #include "graft/ops/broadcast.h"
 #include "graft/ops/op_context.h"
 #include "math_common.h"
+#include "vector_math.h"
 
 namespace graft::ops {
 namespace {
@@ -75,6 +76,17 @@ void layer_norm_typed(KernelContext& ctx, const Tensor& x, int64_t rows, int64_t
   parallel_for(rows, grain, [&](int64_t begin, int64_t end) {
     std::vector<S> row(static_cast<size_t>(width));
     for (int64_t r = begin; r < end; ++r) {
+      if constexpr (std::is_same_v<T, float> && std::is_same_v<S, float>) {
+        const float* src = in + r * width;
+        const float mean = vector_math::sum(src, width) / static_cast<float>(width);
+        const float variance = vector_math::squared_deviation_sum(src, width, mean) / static_cast<float>(width);
+        const float inv_std = 1.0f / std::sqrt(variance + epsilon);
+        vector_math::normalize(src, out + r * width, width, mean, inv_std, scale.data(),
+                               bias.empty() ? nullptr : bias.data());
+        if (mean_out) means[static_cast<size_t>(r)] = mean;
+        if (inv_std_out) inv_stds[static_cast<size_t>(r)] = inv_std;
+        continue;
+      }
       const T* src = in + r * width;
       S sum = 0;
       for (int64_t i = 0; i < width; ++i) {

@@ -14,6 +14,7 @@
 #include "graft/core/parallel.h"
 #include "graft/ops/infer_util.h"
 #include "graft/ops/op_context.h"
+#include "vector_math.h"
 
 namespace graft::ops {
 namespace {
@@ -49,6 +50,19 @@ void infer_softmax(InferContext& ctx) {
 /// Normalizes one contiguous row of n values (in the compute type W).
 template <typename W, bool kLog>
 void softmax_row(W* row, int64_t n) {
+  if constexpr (std::is_same_v<W, float>) {
+    const float max_value = vector_math::max(row, n);
+    if constexpr (kLog) {
+      const float log_sum = std::log(vector_math::exp_shifted_sum(row, nullptr, n, max_value));
+      // (x - max) - log_sum, in two steps: x - (max + log_sum) would lose x's low bits.
+      vector_math::scale_and_offset(row, n, 1.0f, -max_value);
+      vector_math::scale_and_offset(row, n, 1.0f, -log_sum);
+    } else {
+      const float sum = vector_math::exp_shifted_sum(row, row, n, max_value);
+      vector_math::scale_and_offset(row, n, 1.0f / sum, 0.0f);
+    }
+    return;
+  }
   W max_value = -std::numeric_limits<W>::infinity();
   for (int64_t i = 0; i < n; ++i) max_value = std::max(max_value, row[i]);
   W sum = 0;
