@@ -410,12 +410,12 @@ void interpolate(const Tensor& x, Tensor& y, const std::vector<Taps>& taps, doub
   const Taps& last = taps[rank - 1];
   parallel_for(rows, std::max<int64_t>(1, 2048 / row), [&](int64_t begin, int64_t end) {
     std::vector<std::pair<int64_t, double>> combos, next;
+    std::vector<int64_t> coordinate(rank, 0);
     for (int64_t r = begin; r < end; ++r) {
       // Taps of the outer dims combined: (input offset, weight) pairs.
       combos.assign(1, {0, 1.0});
       bool outside = false;
       int64_t rem = r;
-      std::vector<int64_t> coordinate(rank, 0);
       for (size_t d = rank - 1; d-- > 0;) {
         coordinate[d] = rem % out_shape[d];
         rem /= out_shape[d];

@@ -69,6 +69,8 @@ TEST(Concat, NegativeAxisAndEmptyInputs) {
   EXPECT_EQ(out[0].shape(), (Shape{2, 3}));
   EXPECT_EQ(values_of<float>(out[0]), (std::vector<float>{0, 1, 9, 2, 3, 8}));
   expect_error(ErrorKind::invalid_model, [&] { run_op("Concat", {a, b}, attrs({{"axis", int64_t{0}}})); });
+  expect_error(ErrorKind::invalid_model, [&] { run_op("Concat", {a, b}); });  // axis is required from opset 4
+  EXPECT_EQ(run_op("Concat", {a, b}, {}, 1)[0].shape(), (Shape{2, 3}));        // opset 1: axis 1 by default
   auto t = infer_op("Concat", {ir::ValueType{DType::float32, true, {sym("n"), dim(2)}},
                                ir::ValueType{DType::float32, true, {sym("n"), dim(3)}}},
                     attrs({{"axis", int64_t{1}}}));
@@ -86,6 +88,8 @@ TEST(Split, AttributeInputAndNumOutputs) {
   auto v18 = run_op("Split", {x}, attrs({{"axis", int64_t{1}}, {"num_outputs", int64_t{2}}}), 18, 2);
   EXPECT_EQ(v18[0].shape(), (Shape{2, 3}));
   EXPECT_EQ(v18[1].shape(), (Shape{2, 2}));
+  auto v1 = run_op("Split", {x, ints({1, 4})}, attrs({{"axis", int64_t{1}}}), 1, 2);  // opset 1: split as input
+  EXPECT_EQ(v1[1].shape(), (Shape{2, 4}));
   auto even = run_op("Split", {x}, {}, 13, 2);
   EXPECT_EQ(even[0].shape(), (Shape{1, 5}));
   expect_error(ErrorKind::invalid_model, [&] { run_op("Split", {x}, attrs({{"axis", int64_t{1}}}), 13, 2); });
