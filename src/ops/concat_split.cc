@@ -58,7 +58,8 @@ void concat_infer(InferContext& ctx) {
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
     if (!ctx.has_input(i)) ctx.fail("input ", i, " is absent");
     const ir::ValueType& t = ctx.input_type(i);
-    if (dtype == DType::undefined) dtype = t.dtype;
+    if (dtype == DType::undefined)
+      dtype = t.dtype;
     else if (t.dtype != DType::undefined && t.dtype != dtype)
       ctx.fail("input ", i, " has dtype ", dtype_name(t.dtype), ", expected ", dtype_name(dtype));
     if (!t.has_rank) {
@@ -86,8 +87,10 @@ void concat_infer(InferContext& ctx) {
     if (!t.has_rank) continue;
     for (size_t d = 0; d < t.dims.size(); ++d)
       if (d != axis) out[d] = merge_equal_dims(ctx, out[d], t.dims[d], d);
-    if (t.dims[axis].is_known()) axis_sum += t.dims[axis].value;
-    else axis_known = false;
+    if (t.dims[axis].is_known())
+      axis_sum += t.dims[axis].value;
+    else
+      axis_known = false;
   }
   out[axis] = axis_known ? ir::Dim::known(axis_sum) : (ctx.num_inputs() == 1 ? out[axis] : ir::Dim{});
   ctx.set_output(0, ranked_type(dtype, std::move(out)));
@@ -135,8 +138,7 @@ template <typename Context>
 std::vector<int64_t> split_sizes(const Context& ctx, int64_t extent, const std::optional<std::vector<int64_t>>& given,
                                  size_t outputs) {
   if (given) {
-    if (given->size() != outputs)
-      ctx.fail("split has ", given->size(), " entries for ", outputs, " outputs");
+    if (given->size() != outputs) ctx.fail("split has ", given->size(), " entries for ", outputs, " outputs");
     int64_t sum = 0;
     for (int64_t s : *given) {
       if (s < 0) ctx.fail("split has a negative entry ", s);

@@ -32,9 +32,12 @@ ir::Dim inferred_extent(const Context& ctx, const std::vector<ir::Dim>& in, cons
   int64_t in_product = 1, out_product = 1;
   std::vector<std::string> in_symbols;
   for (const ir::Dim& d : in) {
-    if (d.is_known()) in_product *= d.value;
-    else if (d.symbol.empty()) return ir::Dim{};
-    else in_symbols.push_back(d.symbol);
+    if (d.is_known())
+      in_product *= d.value;
+    else if (d.symbol.empty())
+      return ir::Dim{};
+    else
+      in_symbols.push_back(d.symbol);
   }
   for (size_t i = 0; i < out.size(); ++i) {
     if (i == position) continue;
@@ -105,19 +108,23 @@ void reshape_infer(InferContext& ctx) {
   auto request = reshape_request(ctx);
   if (!request) {
     auto length = ctx.opset() >= 5 ? known_length(ctx, 1) : std::nullopt;
-    if (length) ctx.set_output(0, ranked_type(x.dtype, unknown_dims(static_cast<size_t>(*length))));
-    else set_output_dtype_only(ctx, 0, x.dtype);
+    if (length)
+      ctx.set_output(0, ranked_type(x.dtype, unknown_dims(static_cast<size_t>(*length))));
+    else
+      set_output_dtype_only(ctx, 0, x.dtype);
     return;
   }
-  ctx.set_output(0, ranked_type(x.dtype, reshape_dims(ctx, x.dims, x.has_rank, *request,
-                                                      reshape_allows_zero(ctx.node()))));
+  ctx.set_output(
+      0, ranked_type(x.dtype, reshape_dims(ctx, x.dims, x.has_rank, *request, reshape_allows_zero(ctx.node()))));
 }
 
 void reshape_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   std::vector<int64_t> request;
-  if (ctx.opset() < 5 && ctx.attrs().has("shape")) request = ctx.attrs().get_ints("shape");
-  else request = input_ints(ctx, 1, "shape");
+  if (ctx.opset() < 5 && ctx.attrs().has("shape"))
+    request = ctx.attrs().get_ints("shape");
+  else
+    request = input_ints(ctx, 1, "shape");
   auto dims = reshape_dims(ctx, dims_of(x.shape()), true, request, reshape_allows_zero(ctx.node()));
   Shape shape;
   for (const ir::Dim& d : dims) {
@@ -200,8 +207,10 @@ void squeeze_infer(InferContext& ctx) {
   const int64_t rank = static_cast<int64_t>(x.dims.size());
   if (!axes) {
     auto length = known_length(ctx, 1);
-    if (length && *length <= rank) ctx.set_output(0, ranked_type(x.dtype, unknown_dims(static_cast<size_t>(rank - *length))));
-    else set_output_dtype_only(ctx, 0, x.dtype);
+    if (length && *length <= rank)
+      ctx.set_output(0, ranked_type(x.dtype, unknown_dims(static_cast<size_t>(rank - *length))));
+    else
+      set_output_dtype_only(ctx, 0, x.dtype);
     return;
   }
   std::vector<bool> drop(x.dims.size(), false);
@@ -264,8 +273,10 @@ void unsqueeze_infer(InferContext& ctx) {
   }
   if (!axes) {
     auto length = known_length(ctx, 1);
-    if (length) ctx.set_output(0, ranked_type(x.dtype, unknown_dims(x.dims.size() + static_cast<size_t>(*length))));
-    else set_output_dtype_only(ctx, 0, x.dtype);
+    if (length)
+      ctx.set_output(0, ranked_type(x.dtype, unknown_dims(x.dims.size() + static_cast<size_t>(*length))));
+    else
+      set_output_dtype_only(ctx, 0, x.dtype);
     return;
   }
   const int64_t out_rank = static_cast<int64_t>(x.dims.size() + axes->size());

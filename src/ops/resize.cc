@@ -65,10 +65,14 @@ Settings read_settings(const Context& ctx, bool upsample) {
   s.upsample = upsample;
   const ir::Attributes& a = ctx.attrs();
   const std::string mode = a.get_string("mode", "nearest");
-  if (mode == "nearest") s.mode = Mode::nearest;
-  else if (mode == "linear" || mode == "bilinear" || mode == "trilinear") s.mode = Mode::linear;
-  else if (mode == "cubic" && !upsample && ctx.opset() >= 11) s.mode = Mode::cubic;
-  else ctx.fail("mode '", mode, "' is not supported at opset ", ctx.opset());
+  if (mode == "nearest")
+    s.mode = Mode::nearest;
+  else if (mode == "linear" || mode == "bilinear" || mode == "trilinear")
+    s.mode = Mode::linear;
+  else if (mode == "cubic" && !upsample && ctx.opset() >= 11)
+    s.mode = Mode::cubic;
+  else
+    ctx.fail("mode '", mode, "' is not supported at opset ", ctx.opset());
   if (upsample || ctx.opset() < 11) {
     // Upsample and Resize-10: asymmetric coordinates; nearest rounds down
     // when upsampling and up when downsampling (as ONNX Runtime does).
@@ -77,30 +81,47 @@ Settings read_settings(const Context& ctx, bool upsample) {
     return s;
   }
   const std::string coordinate = a.get_string("coordinate_transformation_mode", "half_pixel");
-  if (coordinate == "half_pixel") s.coordinate = CoordinateMode::half_pixel;
-  else if (coordinate == "half_pixel_symmetric" && ctx.opset() >= 19) s.coordinate = CoordinateMode::half_pixel_symmetric;
-  else if (coordinate == "pytorch_half_pixel") s.coordinate = CoordinateMode::pytorch_half_pixel;
-  else if (coordinate == "align_corners") s.coordinate = CoordinateMode::align_corners;
-  else if (coordinate == "asymmetric") s.coordinate = CoordinateMode::asymmetric;
-  else if (coordinate == "tf_half_pixel_for_nn" && ctx.opset() < 13) s.coordinate = CoordinateMode::tf_half_pixel_for_nn;
-  else if (coordinate == "tf_crop_and_resize") s.coordinate = CoordinateMode::tf_crop_and_resize;
-  else ctx.fail("coordinate_transformation_mode '", coordinate, "' is not valid at opset ", ctx.opset());
+  if (coordinate == "half_pixel")
+    s.coordinate = CoordinateMode::half_pixel;
+  else if (coordinate == "half_pixel_symmetric" && ctx.opset() >= 19)
+    s.coordinate = CoordinateMode::half_pixel_symmetric;
+  else if (coordinate == "pytorch_half_pixel")
+    s.coordinate = CoordinateMode::pytorch_half_pixel;
+  else if (coordinate == "align_corners")
+    s.coordinate = CoordinateMode::align_corners;
+  else if (coordinate == "asymmetric")
+    s.coordinate = CoordinateMode::asymmetric;
+  else if (coordinate == "tf_half_pixel_for_nn" && ctx.opset() < 13)
+    s.coordinate = CoordinateMode::tf_half_pixel_for_nn;
+  else if (coordinate == "tf_crop_and_resize")
+    s.coordinate = CoordinateMode::tf_crop_and_resize;
+  else
+    ctx.fail("coordinate_transformation_mode '", coordinate, "' is not valid at opset ", ctx.opset());
   const std::string nearest = a.get_string("nearest_mode", "round_prefer_floor");
-  if (nearest == "round_prefer_floor") s.nearest = NearestMode::round_prefer_floor;
-  else if (nearest == "round_prefer_ceil") s.nearest = NearestMode::round_prefer_ceil;
-  else if (nearest == "floor") s.nearest = NearestMode::floor;
-  else if (nearest == "ceil") s.nearest = NearestMode::ceil;
-  else ctx.fail("nearest_mode '", nearest, "' is not valid");
+  if (nearest == "round_prefer_floor")
+    s.nearest = NearestMode::round_prefer_floor;
+  else if (nearest == "round_prefer_ceil")
+    s.nearest = NearestMode::round_prefer_ceil;
+  else if (nearest == "floor")
+    s.nearest = NearestMode::floor;
+  else if (nearest == "ceil")
+    s.nearest = NearestMode::ceil;
+  else
+    ctx.fail("nearest_mode '", nearest, "' is not valid");
   s.cubic_a = a.get_float("cubic_coeff_a", -0.75f);
   s.exclude_outside = a.get_int("exclude_outside", 0) != 0;
   s.extrapolation = a.get_float("extrapolation_value", 0.0f);
   if (ctx.opset() >= 18) {
     s.antialias = a.get_int("antialias", 0) != 0;
     const std::string policy = a.get_string("keep_aspect_ratio_policy", "stretch");
-    if (policy == "stretch") s.policy = AspectPolicy::stretch;
-    else if (policy == "not_larger") s.policy = AspectPolicy::not_larger;
-    else if (policy == "not_smaller") s.policy = AspectPolicy::not_smaller;
-    else ctx.fail("keep_aspect_ratio_policy '", policy, "' is not valid");
+    if (policy == "stretch")
+      s.policy = AspectPolicy::stretch;
+    else if (policy == "not_larger")
+      s.policy = AspectPolicy::not_larger;
+    else if (policy == "not_smaller")
+      s.policy = AspectPolicy::not_smaller;
+    else
+      ctx.fail("keep_aspect_ratio_policy '", policy, "' is not valid");
     s.axes = a.get_ints("axes", {});
   }
   return s;
@@ -215,9 +236,12 @@ void resize_infer_common(InferContext& ctx, bool upsample) {
     if (per_axis || axes_known) {
       Geometry g = compute_geometry(ctx, s, in, *scales, *sizes);
       for (size_t d = 0; d < x.dims.size(); ++d) {
-        if (!resized[d]) dims[d] = x.dims[d];
-        else if (x.dims[d].is_known() || !sizes->empty()) dims[d] = ir::Dim::known(g.out[d]);
-        else if (g.scale[d] == 1.0) dims[d] = x.dims[d];
+        if (!resized[d])
+          dims[d] = x.dims[d];
+        else if (x.dims[d].is_known() || !sizes->empty())
+          dims[d] = ir::Dim::known(g.out[d]);
+        else if (g.scale[d] == 1.0)
+          dims[d] = x.dims[d];
       }
     } else {
       for (size_t d = 0; d < x.dims.size(); ++d)
@@ -255,19 +279,24 @@ double original_coordinate(const Settings& s, double x, double scale, int64_t in
   const double in_w = static_cast<double>(in);
   const double out_w = scale * in_w;
   switch (s.coordinate) {
-    case CoordinateMode::half_pixel: return (x + 0.5) / scale - 0.5;
+    case CoordinateMode::half_pixel:
+      return (x + 0.5) / scale - 0.5;
     case CoordinateMode::half_pixel_symmetric: {
       const double adjustment = static_cast<double>(out) / out_w;
       const double offset = in_w / 2 * (1 - adjustment);
       return offset + (x + 0.5) / scale - 0.5;
     }
-    case CoordinateMode::pytorch_half_pixel: return out_w == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
-    case CoordinateMode::align_corners: return out_w == 1 ? 0.0 : x * (in_w - 1) / (out_w - 1);
-    case CoordinateMode::asymmetric: return x / scale;
-    case CoordinateMode::tf_half_pixel_for_nn: return (x + 0.5) / scale;
+    case CoordinateMode::pytorch_half_pixel:
+      return out_w == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
+    case CoordinateMode::align_corners:
+      return out_w == 1 ? 0.0 : x * (in_w - 1) / (out_w - 1);
+    case CoordinateMode::asymmetric:
+      return x / scale;
+    case CoordinateMode::tf_half_pixel_for_nn:
+      return (x + 0.5) / scale;
     case CoordinateMode::tf_crop_and_resize: {
-      const double x_ori = out_w == 1 ? (roi_end - roi_start) * (in_w - 1) / 2
-                                      : x * (roi_end - roi_start) * (in_w - 1) / (out_w - 1);
+      const double x_ori =
+          out_w == 1 ? (roi_end - roi_start) * (in_w - 1) / 2 : x * (roi_end - roi_start) * (in_w - 1) / (out_w - 1);
       return x_ori + roi_start * (in_w - 1);
     }
   }
@@ -282,11 +311,16 @@ std::vector<double> coefficients(const Settings& s, double ratio, double scale, 
       *start = 0;
       if (ratio == 1) return {0, 1};
       switch (s.nearest) {
-        case NearestMode::round_prefer_floor: return {ratio <= 0.5 ? 1.0 : 0.0, ratio > 0.5 ? 1.0 : 0.0};
-        case NearestMode::round_prefer_ceil: return {ratio < 0.5 ? 1.0 : 0.0, ratio >= 0.5 ? 1.0 : 0.0};
-        case NearestMode::floor: return {1, 0};
-        case NearestMode::ceil: return {0, 1};
-        case NearestMode::simple: return upsampling ? std::vector<double>{1, 0} : std::vector<double>{0, 1};
+        case NearestMode::round_prefer_floor:
+          return {ratio <= 0.5 ? 1.0 : 0.0, ratio > 0.5 ? 1.0 : 0.0};
+        case NearestMode::round_prefer_ceil:
+          return {ratio < 0.5 ? 1.0 : 0.0, ratio >= 0.5 ? 1.0 : 0.0};
+        case NearestMode::floor:
+          return {1, 0};
+        case NearestMode::ceil:
+          return {0, 1};
+        case NearestMode::simple:
+          return upsampling ? std::vector<double>{1, 0} : std::vector<double>{0, 1};
       }
       return {1, 0};
     }

@@ -26,8 +26,8 @@ Tensor naive_transpose(const Tensor& x, const std::vector<int64_t>& perm) {
       src += (rem % out_shape[d]) * in_strides[static_cast<size_t>(perm[d])];
       rem /= out_shape[d];
     }
-    std::memcpy(static_cast<char*>(y.raw_data()) + i * element,
-                static_cast<const char*>(x.raw_data()) + src * element, element);
+    std::memcpy(static_cast<char*>(y.raw_data()) + i * element, static_cast<const char*>(x.raw_data()) + src * element,
+                element);
   }
   return y;
 }
@@ -59,8 +59,9 @@ TEST(Transpose, DefaultReversesAndInfers) {
   auto t = infer_op("Transpose", {ir::ValueType{DType::float32, true, {sym("b"), dim(3), sym("s")}}},
                     attrs({{"perm", std::vector<int64_t>{2, 0, 1}}}));
   EXPECT_EQ(t[0].dims, (std::vector<ir::Dim>{sym("s"), sym("b"), dim(3)}));
-  expect_error(ErrorKind::invalid_model,
-               [&] { run_op("Transpose", {x}, attrs({{"perm", std::vector<int64_t>{0, 0}}})); });
+  expect_error(ErrorKind::invalid_model, [&] {
+    run_op("Transpose", {x}, attrs({{"perm", std::vector<int64_t>{0, 0}}}));
+  });
 }
 
 TEST(Concat, NegativeAxisAndEmptyInputs) {
@@ -70,9 +71,10 @@ TEST(Concat, NegativeAxisAndEmptyInputs) {
   EXPECT_EQ(values_of<float>(out[0]), (std::vector<float>{0, 1, 9, 2, 3, 8}));
   expect_error(ErrorKind::invalid_model, [&] { run_op("Concat", {a, b}, attrs({{"axis", int64_t{0}}})); });
   expect_error(ErrorKind::invalid_model, [&] { run_op("Concat", {a, b}); });  // axis is required from opset 4
-  EXPECT_EQ(run_op("Concat", {a, b}, {}, 1)[0].shape(), (Shape{2, 3}));        // opset 1: axis 1 by default
-  auto t = infer_op("Concat", {ir::ValueType{DType::float32, true, {sym("n"), dim(2)}},
-                               ir::ValueType{DType::float32, true, {sym("n"), dim(3)}}},
+  EXPECT_EQ(run_op("Concat", {a, b}, {}, 1)[0].shape(), (Shape{2, 3}));       // opset 1: axis 1 by default
+  auto t = infer_op("Concat",
+                    {ir::ValueType{DType::float32, true, {sym("n"), dim(2)}},
+                     ir::ValueType{DType::float32, true, {sym("n"), dim(3)}}},
                     attrs({{"axis", int64_t{1}}}));
   EXPECT_EQ(t[0].dims, (std::vector<ir::Dim>{sym("n"), dim(5)}));
 }
@@ -93,9 +95,11 @@ TEST(Split, AttributeInputAndNumOutputs) {
   auto even = run_op("Split", {x}, {}, 13, 2);
   EXPECT_EQ(even[0].shape(), (Shape{1, 5}));
   expect_error(ErrorKind::invalid_model, [&] { run_op("Split", {x}, attrs({{"axis", int64_t{1}}}), 13, 2); });
-  expect_error(ErrorKind::invalid_model, [&] { run_op("Split", {x, ints({1, 1})}, attrs({{"axis", int64_t{1}}}), 13, 2); });
-  auto t = infer_op("Split", {ir::ValueType{DType::float32, true, {sym("b"), dim(6)}}},
-                    attrs({{"axis", int64_t{1}}}), 13, 3);
+  expect_error(ErrorKind::invalid_model, [&] {
+    run_op("Split", {x, ints({1, 1})}, attrs({{"axis", int64_t{1}}}), 13, 2);
+  });
+  auto t = infer_op("Split", {ir::ValueType{DType::float32, true, {sym("b"), dim(6)}}}, attrs({{"axis", int64_t{1}}}),
+                    13, 3);
   EXPECT_EQ(t[2].dims, (std::vector<ir::Dim>{sym("b"), dim(2)}));
 }
 
@@ -114,10 +118,11 @@ TEST(Slice, NegativeStepsAndClamping) {
 
 TEST(Slice, Opset9AttributesAndInference) {
   Tensor x = iota_floats({3, 4});
-  auto out = run_op("Slice", {x},
-                    attrs({{"starts", std::vector<int64_t>{1}}, {"ends", std::vector<int64_t>{-1}},
-                           {"axes", std::vector<int64_t>{1}}}),
-                    9);
+  auto out = run_op(
+      "Slice", {x},
+      attrs(
+          {{"starts", std::vector<int64_t>{1}}, {"ends", std::vector<int64_t>{-1}}, {"axes", std::vector<int64_t>{1}}}),
+      9);
   EXPECT_EQ(values_of<float>(out[0]), (std::vector<float>{1, 2, 5, 6, 9, 10}));
   auto t = infer_op("Slice", {ir::ValueType{DType::float32, true, {sym("b"), dim(10)}}, {}, {}, {}, {}}, {}, 13, 1,
                     {{1, ints({8})}, {2, ints({1})}, {3, ints({1})}, {4, ints({-3})}});
@@ -130,8 +135,8 @@ TEST(Expand, BroadcastsBothWays) {
   EXPECT_EQ(out[0].shape(), (Shape{2, 3, 2}));
   EXPECT_EQ(values_of<float>(out[0]), (std::vector<float>{1, 1, 2, 2, 3, 3, 1, 1, 2, 2, 3, 3}));
   expect_error(ErrorKind::invalid_model, [&] { run_op("Expand", {x, ints({2, 2})}); });
-  auto t = infer_op("Expand", {ir::ValueType{DType::float32, true, {sym("n"), dim(1)}}, {}}, {}, 13, 1,
-                    {{1, ints({1, 4})}});
+  auto t =
+      infer_op("Expand", {ir::ValueType{DType::float32, true, {sym("n"), dim(1)}}, {}}, {}, 13, 1, {{1, ints({1, 4})}});
   EXPECT_EQ(t[0].dims, (std::vector<ir::Dim>{sym("n"), dim(4)}));
 }
 
@@ -142,14 +147,15 @@ TEST(Tile, RepeatsEveryDimension) {
   const std::vector<float> got = values_of<float>(out[0]);
   EXPECT_EQ(std::vector<float>(got.begin(), got.begin() + 6), (std::vector<float>{1, 2, 1, 2, 1, 2}));
   EXPECT_EQ(std::vector<float>(got.begin() + 18, got.end()), (std::vector<float>{3, 4, 3, 4, 3, 4}));
-  auto t = infer_op("Tile", {ir::ValueType{DType::float32, true, {sym("n"), dim(2)}}, {}}, {}, 13, 1,
-                    {{1, ints({1, 3})}});
+  auto t =
+      infer_op("Tile", {ir::ValueType{DType::float32, true, {sym("n"), dim(2)}}, {}}, {}, 13, 1, {{1, ints({1, 3})}});
   EXPECT_EQ(t[0].dims, (std::vector<ir::Dim>{sym("n"), dim(6)}));
 }
 
 TEST(Pad, ModesAndNegativePads) {
   Tensor x = floats({1, 2, 3}, {1, 3});
-  auto constant = run_op("Pad", {x, ints({0, 2, 0, 1}), Tensor::scalar(9.0f)}, attrs({{"mode", std::string("constant")}}), 13);
+  auto constant =
+      run_op("Pad", {x, ints({0, 2, 0, 1}), Tensor::scalar(9.0f)}, attrs({{"mode", std::string("constant")}}), 13);
   EXPECT_EQ(values_of<float>(constant[0]), (std::vector<float>{9, 9, 1, 2, 3, 9}));
   auto reflect = run_op("Pad", {x, ints({0, 2, 0, 2})}, attrs({{"mode", std::string("reflect")}}), 13);
   EXPECT_EQ(values_of<float>(reflect[0]), (std::vector<float>{3, 2, 1, 2, 3, 2, 1}));

@@ -28,9 +28,12 @@ TEST(Gather, OutOfRangeIndexIsAnError) {
   expect_error(ErrorKind::invalid_model, [&] { run_op("Gather", {data, ints({-4})}); });
   expect_error(ErrorKind::invalid_model, [&] { run_op("GatherElements", {data, ints({0, 5}, {1, 2})}); });
   expect_error(ErrorKind::invalid_model, [&] { run_op("GatherND", {data, ints({1, 4}, {1, 2})}); });
-  expect_error(ErrorKind::invalid_model,
-               [&] { run_op("ScatterElements", {data, ints({7}, {1, 1}), floats({1}, {1, 1})}); });
-  expect_error(ErrorKind::invalid_model, [&] { run_op("ScatterND", {data, ints({3}, {1, 1}), floats({1, 2, 3, 4}, {1, 4})}); });
+  expect_error(ErrorKind::invalid_model, [&] {
+    run_op("ScatterElements", {data, ints({7}, {1, 1}), floats({1}, {1, 1})});
+  });
+  expect_error(ErrorKind::invalid_model, [&] {
+    run_op("ScatterND", {data, ints({3}, {1, 1}), floats({1, 2, 3, 4}, {1, 4})});
+  });
 }
 
 TEST(Gather, Inference) {
@@ -76,7 +79,8 @@ TEST(Scatter, ElementsNdAndReductions) {
                     attrs({{"reduction", std::string("max")}}), 18);
   EXPECT_EQ(values_of<float>(max[0]), (std::vector<float>{0, 1, 2, 9}));
   expect_error(ErrorKind::invalid_model, [&] {
-    run_op("ScatterND", {grid, ints({1, 1}, {1, 2}), floats({10}, {1})}, attrs({{"reduction", std::string("max")}}), 16);
+    run_op("ScatterND", {grid, ints({1, 1}, {1, 2}), floats({10}, {1})}, attrs({{"reduction", std::string("max")}}),
+           16);
   });
 }
 
@@ -124,8 +128,8 @@ TEST(ReverseSequence, TimeMajorAndBatchMajor) {
   auto out = run_op("ReverseSequence", {x, ints({3, 1})});
   EXPECT_EQ(values_of<float>(out[0]), (std::vector<float>{4, 1, 2, 3, 0, 5}));
   Tensor b = iota_floats({2, 3});  // [batch, time]
-  auto batch_major = run_op("ReverseSequence", {b, ints({2, 3})},
-                            attrs({{"batch_axis", int64_t{0}}, {"time_axis", int64_t{1}}}));
+  auto batch_major =
+      run_op("ReverseSequence", {b, ints({2, 3})}, attrs({{"batch_axis", int64_t{0}}, {"time_axis", int64_t{1}}}));
   EXPECT_EQ(values_of<float>(batch_major[0]), (std::vector<float>{1, 0, 2, 5, 4, 3}));
   expect_error(ErrorKind::invalid_model, [&] { run_op("ReverseSequence", {x, ints({4, 1})}); });
 }

@@ -40,8 +40,8 @@ TEST(Reshape, InfersFromConstantShapeAndSymbols) {
   auto batch = infer_op("Reshape", {ir::ValueType{DType::float32, true, {sym("batch"), dim(3), dim(4)}}, {}}, {}, 13, 1,
                         {{1, ints({-1, 12})}});
   EXPECT_EQ(batch[0].dims, (std::vector<ir::Dim>{sym("batch"), dim(12)}));
-  auto concrete = infer_op("Reshape", {ir::ValueType::of(DType::float32, {2, 3, 4}), {}}, {}, 13, 1,
-                           {{1, ints({-1, 6})}});
+  auto concrete =
+      infer_op("Reshape", {ir::ValueType::of(DType::float32, {2, 3, 4}), {}}, {}, 13, 1, {{1, ints({-1, 6})}});
   EXPECT_EQ(concrete[0], ir::ValueType::of(DType::float32, {4, 6}));
   // A non-constant shape of known length gives the rank.
   auto ranked = infer_op("Reshape", {ir::ValueType::of(DType::float32, {2, 3}), ir::ValueType::of(DType::int64, {3})});

@@ -36,8 +36,10 @@ TEST(Resize, NearestModes) {
   expect_floats(with("round_prefer_floor"), {1, 1, 2, 2, 3, 3});
   Tensor five = ints({5});  // align_corners: 0, 0.5, 1, 1.5, 2 (exact ties)
   auto tie = [&](const std::string& mode) {
-    return resize(x, attrs({{"mode", std::string("nearest")}, {"nearest_mode", mode},
-                            {"coordinate_transformation_mode", std::string("align_corners")}}),
+    return resize(x,
+                  attrs({{"mode", std::string("nearest")},
+                         {"nearest_mode", mode},
+                         {"coordinate_transformation_mode", std::string("align_corners")}}),
                   Tensor(), five);
   };
   expect_floats(tie("round_prefer_floor"), {1, 1, 2, 2, 3});
@@ -50,19 +52,23 @@ TEST(Resize, Linear2dHalfPixelAndAlignCorners) {
   expect_floats(std::vector<float>(half.begin(), half.begin() + 4), {1, 1.25, 1.75, 2});
   expect_floats(std::vector<float>(half.begin() + 4, half.begin() + 8), {1.5, 1.75, 2.25, 2.5});
   Tensor row = floats({1, 2});
-  expect_floats(resize(row, attrs({{"mode", std::string("linear")}, {"coordinate_transformation_mode", std::string("align_corners")}}),
-                       Tensor(), ints({4})),
-                {1, 4.0f / 3, 5.0f / 3, 2});
+  expect_floats(
+      resize(row,
+             attrs({{"mode", std::string("linear")}, {"coordinate_transformation_mode", std::string("align_corners")}}),
+             Tensor(), ints({4})),
+      {1, 4.0f / 3, 5.0f / 3, 2});
   // Like the reference, align_corners with scales uses scale * input as the output length.
-  expect_floats(resize(floats({1, 2, 3, 4}),
-                       attrs({{"mode", std::string("linear")}, {"coordinate_transformation_mode", std::string("align_corners")}}),
-                       floats({0.6f})),
-                {1, 1 + 3 / 1.4f});
+  expect_floats(
+      resize(floats({1, 2, 3, 4}),
+             attrs({{"mode", std::string("linear")}, {"coordinate_transformation_mode", std::string("align_corners")}}),
+             floats({0.6f})),
+      {1, 1 + 3 / 1.4f});
 }
 
 TEST(Resize, CubicCoefficientsAndExcludeOutside) {
   Tensor spike = floats({0, 0, 1, 0, 0});
-  ir::Attributes cubic = attrs({{"mode", std::string("cubic")}, {"coordinate_transformation_mode", std::string("asymmetric")}});
+  ir::Attributes cubic =
+      attrs({{"mode", std::string("cubic")}, {"coordinate_transformation_mode", std::string("asymmetric")}});
   auto out = resize(spike, cubic, floats({2}));
   // Keys kernel with a = -0.75 at distance 0.5: 0.59375; at an integer position: the sample.
   EXPECT_NEAR(out[3], 0.59375f, 1e-6);
@@ -91,8 +97,9 @@ TEST(Resize, TfCropAndResizeExtrapolates) {
 TEST(Resize, AntialiasWidensTheFilterWhenDownscaling) {
   Tensor x = floats({0, 0, 4, 4});
   expect_floats(resize(x, attrs({{"mode", std::string("linear")}}), floats({0.5f}), {}, {}, 18), {0, 4});
-  expect_floats(resize(x, attrs({{"mode", std::string("linear")}, {"antialias", int64_t{1}}}), floats({0.5f}), {}, {}, 18),
-                {0.5, 3.5});
+  expect_floats(
+      resize(x, attrs({{"mode", std::string("linear")}, {"antialias", int64_t{1}}}), floats({0.5f}), {}, {}, 18),
+      {0.5, 3.5});
 }
 
 TEST(Resize, AxesAndKeepAspectRatio) {

@@ -46,8 +46,9 @@ TEST(Range, FloatAndIntegerLengths) {
   expect_error(ErrorKind::invalid_model, [&] {
     run_op("Range", {Tensor::scalar<int64_t>(0), Tensor::scalar<int64_t>(1), Tensor::scalar<int64_t>(0)});
   });
-  auto t = infer_op("Range", {{}, {}, {}}, {}, 13, 1,
-                    {{0, Tensor::scalar<int64_t>(0)}, {1, Tensor::scalar<int64_t>(10)}, {2, Tensor::scalar<int64_t>(3)}});
+  auto t =
+      infer_op("Range", {{}, {}, {}}, {}, 13, 1,
+               {{0, Tensor::scalar<int64_t>(0)}, {1, Tensor::scalar<int64_t>(10)}, {2, Tensor::scalar<int64_t>(3)}});
   EXPECT_EQ(t[0], ir::ValueType::of(DType::int64, {4}));
 }
 

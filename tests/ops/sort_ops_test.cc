@@ -15,7 +15,8 @@ TEST(ArgMax, TiesKeepdimsAndLastIndex) {
   auto first = run_op("ArgMax", {x}, attrs({{"axis", int64_t{-1}}}));
   EXPECT_EQ(first[0].shape(), (Shape{2, 1}));
   EXPECT_EQ(values_of<int64_t>(first[0]), (std::vector<int64_t>{1, 1}));
-  auto last = run_op("ArgMax", {x}, attrs({{"axis", int64_t{1}}, {"keepdims", int64_t{0}}, {"select_last_index", int64_t{1}}}));
+  auto last =
+      run_op("ArgMax", {x}, attrs({{"axis", int64_t{1}}, {"keepdims", int64_t{0}}, {"select_last_index", int64_t{1}}}));
   EXPECT_EQ(last[0].shape(), (Shape{2}));
   EXPECT_EQ(values_of<int64_t>(last[0]), (std::vector<int64_t>{2, 2}));
   auto argmin = run_op("ArgMin", {x}, attrs({{"axis", int64_t{0}}}));
@@ -33,7 +34,8 @@ TEST(TopK, LargestSmallestAndTies) {
   auto smallest = run_op("TopK", {x, ints({3})}, attrs({{"largest", int64_t{0}}}), 11, 2);
   EXPECT_EQ(values_of<float>(smallest[0]), (std::vector<float>{0, 1, 1}));
   EXPECT_EQ(values_of<int64_t>(smallest[1]), (std::vector<int64_t>{5, 1, 4}));
-  auto v1 = run_op("TopK", {Tensor::from_vector<float>({1, 5, 2, 4}, {2, 2})}, attrs({{"k", int64_t{1}}, {"axis", int64_t{0}}}), 9, 2);
+  auto v1 = run_op("TopK", {Tensor::from_vector<float>({1, 5, 2, 4}, {2, 2})},
+                   attrs({{"k", int64_t{1}}, {"axis", int64_t{0}}}), 9, 2);
   EXPECT_EQ(values_of<float>(v1[0]), (std::vector<float>{2, 5}));
   expect_error(ErrorKind::invalid_model, [&] { run_op("TopK", {x, ints({7})}, {}, 11, 2); });
   auto t = infer_op("TopK", {ir::ValueType{DType::float32, true, {sym("b"), dim(6)}}, {}}, {}, 11, 2, {{1, ints({2})}});
