@@ -26,6 +26,10 @@ const std::vector<CommandSetup>& commands() { return registry(); }
 int main(int argc, char** argv) {
   CLI::App app{"graft: partition, fuse, compile and run neural networks (ONNX)"};
   app.require_subcommand(1);
+  // Usage errors read like every other error: one line, exit code 2. Set
+  // before the commands register so that their subcommands inherit it.
+  app.failure_message(
+      [](const CLI::App*, const CLI::Error& e) { return std::string("graft: error: ") + e.what() + "\n"; });
   std::vector<std::pair<CLI::App*, std::function<int()>>> handlers;
   for (const auto& setup : graft::cli::commands()) {
     size_t before = app.get_subcommands({}).size();

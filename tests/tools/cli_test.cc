@@ -1,0 +1,345 @@
+// The graft command-line tool, run as a process: zoo + run on the small mlp
+// model, the other commands, and every kind of bad input, each of which must
+// end with exit code 2 and exactly one "graft: error: ..." line on stderr.
+#include <gtest/gtest.h>
+#include <onnx/onnx_pb.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "graft/core/tensor.h"
+#include "graft/frontend/npy.h"
+#include "graft/runtime/session.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+void write_bytes(const fs::path& path, const std::string& bytes) {
+  fs::create_directories(path.parent_path());
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string quote(const std::string& s) { return "'" + s + "'"; }
+
+/// A .npy (version 1.0) file with `shape` in the header and `values` as data;
+/// the two need not agree.
+std::string npy_bytes(const std::vector<int64_t>& shape, const std::vector<float>& values) {
+  std::string dims;
+  for (int64_t d : shape) dims += std::to_string(d) + ", ";
+  std::string header = "{'descr': '<f4', 'fortran_order': False, 'shape': (" + dims + "), }";
+  while ((10 + header.size() + 1) % 64 != 0) header += ' ';
+  header += '\n';
+  std::string bytes = "\x93NUMPY";
+  bytes += '\x01';
+  bytes += '\x00';
+  bytes += static_cast<char>(header.size() & 0xff);
+  bytes += static_cast<char>(header.size() >> 8);
+  bytes += header;
+  bytes.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+  return bytes;
+}
+
+std::string tensor_pb(const graft::Tensor& t, const std::string& name) {
+  onnx::TensorProto proto;
+  proto.set_name(name);
+  proto.set_data_type(static_cast<int32_t>(t.dtype()));
+  for (int64_t d : t.shape()) proto.add_dims(d);
+  proto.set_raw_data(std::string(static_cast<const char*>(t.raw_data()), t.nbytes()));
+  return proto.SerializeAsString();
+}
+
+class CliTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = fs::temp_directory_path() / ("graft_cli_test_" + std::to_string(getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    mlp_ = (dir_ / "mlp.onnx").string();
+    CommandResult r = graft("zoo mlp -o " + quote(mlp_));
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    mlp_bytes_ = read_text(mlp_);
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir_); }
+
+  static CommandResult graft(const std::string& args, const std::string& environment = "") {
+    static int counter = 0;
+    ++counter;
+    fs::path out = dir_ / ("stdout_" + std::to_string(counter));
+    fs::path err = dir_ / ("stderr_" + std::to_string(counter));
+    std::string command = environment + " " + quote(std::string(GRAFT_BINARY_DIR) + "/bin/graft") + " " + args + " >" +
+                          quote(out.string()) + " 2>" + quote(err.string()) + " </dev/null";
+    int status = std::system(command.c_str());
+    CommandResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = read_text(out);
+    r.err = read_text(err);
+    return r;
+  }
+
+  /// Exit code 2 and one line "graft: error: ..." mentioning `needle`.
+  static void expect_one_line_error(const CommandResult& r, const std::string& needle, const std::string& what) {
+    EXPECT_EQ(r.exit_code, 2) << what << "\nstdout: " << r.out << "\nstderr: " << r.err;
+    EXPECT_EQ(r.err.rfind("graft: error: ", 0), 0u) << what << ": " << r.err;
+    ASSERT_FALSE(r.err.empty()) << what;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << what << ": not one line: " << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << what << ": '" << needle << "' not in: " << r.err;
+  }
+
+  static std::string path(const std::string& name) { return (dir_ / name).string(); }
+
+  static inline fs::path dir_;
+  static inline std::string mlp_;
+  static inline std::string mlp_bytes_;
+};
+
+std::string checksum_line(const std::string& out) {
+  size_t at = out.find("checksum:");
+  return at == std::string::npos ? "" : out.substr(at, out.find('\n', at) - at);
+}
+
+TEST_F(CliTest, ZooListNamesEveryModel) {
+  CommandResult r = graft("zoo --list");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* name : {"mlp", "resnet18", "resnet50", "mobilenet_v2", "squeezenet", "bert", "gru"})
+    EXPECT_NE(r.out.find(name), std::string::npos) << name;
+}
+
+TEST_F(CliTest, RunPrintsOutputsDeterministically) {
+  CommandResult r = graft("run " + quote(mlp_));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("input 'input': float32[1,784] random (seed 0)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("output 'output': float32[1,10]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("values: "), std::string::npos) << r.out;
+  std::string checksum = checksum_line(r.out);
+  EXPECT_NE(checksum.find("sum of abs"), std::string::npos) << r.out;
+
+  CommandResult again = graft("run " + quote(mlp_) + " --threads 2");
+  EXPECT_EQ(checksum_line(again.out), checksum);
+  CommandResult other_seed = graft("run " + quote(mlp_) + " --seed 1");
+  EXPECT_NE(checksum_line(other_seed.out), checksum);
+}
+
+TEST_F(CliTest, RunWithShapeRepeatAndStats) {
+  CommandResult r = graft("run " + quote(mlp_) + " --shape input=3,784 --repeat 3 --stats");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("output 'output': float32[3,10]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("latency: median "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("over 3 runs"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("memory: peak "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("allocations"), std::string::npos) << r.out;
+}
+
+TEST_F(CliTest, RunReadsNpyInputAndWritesNpyOutputs) {
+  std::vector<float> values(2 * 784);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 17) / 17.0f - 0.5f;
+  write_bytes(path("in.npy"), npy_bytes({2, 784}, values));
+  CommandResult r = graft("run " + quote(mlp_) + " --input input=" + quote(path("in.npy")) + " --output-dir " +
+                          quote(path("outputs")));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  graft::Tensor written = graft::frontend::load_npy(path("outputs/output.npy"));
+  ASSERT_EQ(written.shape(), (graft::Shape{2, 10}));
+
+  graft::runtime::Session session(mlp_);
+  graft::Tensor input = graft::Tensor::from_vector(values, {2, 784});
+  graft::Tensor expected = session.run(std::vector<graft::Tensor>{input})[0];
+  for (int64_t i = 0; i < expected.numel(); ++i)
+    EXPECT_FLOAT_EQ(written.data<float>()[i], expected.data<float>()[i]) << i;
+}
+
+TEST_F(CliTest, InfoDescribesTheModel) {
+  CommandResult r = graft("info " + quote(mlp_));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("input: float32[batch,784]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("output: float32[batch,10]"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("nodes: 5"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Gemm  3"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("unsupported ops: none"), std::string::npos) << r.out;
+}
+
+TEST_F(CliTest, InfoListsUnsupportedOpsOfModelsTheImporterRefuses) {
+  onnx::ModelProto model;
+  ASSERT_TRUE(model.ParseFromString(mlp_bytes_));
+  model.mutable_graph()->mutable_node(1)->set_op_type("NoSuchOp");
+  write_bytes(path("unknown_op.onnx"), model.SerializeAsString());
+  CommandResult r = graft("info " + quote(path("unknown_op.onnx")));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("unsupported ops: NoSuchOp"), std::string::npos) << r.out;
+  expect_one_line_error(graft("run " + quote(path("unknown_op.onnx"))), "NoSuchOp", "run with an unknown op");
+}
+
+TEST_F(CliTest, OptRunsPassesAndKeepsOutputs) {
+  CommandResult list = graft("opt --list");
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_NE(list.out.find("fold-constants"), std::string::npos) << list.out;
+
+  std::string optimized = path("mlp_opt.onnx");
+  CommandResult r =
+      graft("opt " + quote(mlp_) + " --passes infer,fold-constants,eliminate-dead-code -o " + quote(optimized));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  CommandResult before = graft("run " + quote(mlp_));
+  CommandResult after = graft("run " + quote(optimized));
+  ASSERT_EQ(after.exit_code, 0) << after.err;
+  EXPECT_EQ(checksum_line(after.out), checksum_line(before.out));
+
+  expect_one_line_error(graft("opt " + quote(mlp_) + " --passes no-such-pass -o " + quote(optimized)), "no-such-pass",
+                        "unknown pass");
+}
+
+TEST_F(CliTest, BadModelFilesAreOneLineErrors) {
+  expect_one_line_error(graft("run " + quote(path("missing.onnx"))), "missing.onnx", "missing file");
+  write_bytes(path("empty.onnx"), "");
+  expect_one_line_error(graft("run " + quote(path("empty.onnx"))), "empty.onnx", "empty file");
+  expect_one_line_error(graft("info " + quote(path("empty.onnx"))), "empty.onnx", "info of an empty file");
+  write_bytes(path("truncated.onnx"), mlp_bytes_.substr(0, mlp_bytes_.size() / 2));
+  expect_one_line_error(graft("run " + quote(path("truncated.onnx"))), "truncated.onnx", "truncated model");
+  write_bytes(path("text.onnx"), "this is not an ONNX model, it is a text file\n");
+  expect_one_line_error(graft("run " + quote(path("text.onnx"))), "text.onnx", "non-ONNX file");
+  expect_one_line_error(graft("info " + quote(path("text.onnx"))), "text.onnx", "info of a non-ONNX file");
+
+  // A flipped bit in an op type ("Gemm" -> "gemm") and in a weight's dims.
+  std::string flipped = mlp_bytes_;
+  size_t at = flipped.find(std::string("\x22\x04Gemm", 6));
+  ASSERT_NE(at, std::string::npos);
+  flipped[at + 2] ^= 0x20;
+  write_bytes(path("flipped_op.onnx"), flipped);
+  expect_one_line_error(graft("run " + quote(path("flipped_op.onnx"))), "gemm", "bit-flipped op type");
+  onnx::ModelProto model;
+  ASSERT_TRUE(model.ParseFromString(mlp_bytes_));
+  auto* weight = model.mutable_graph()->mutable_initializer(0);
+  weight->set_dims(1, weight->dims(1) ^ 1);
+  write_bytes(path("flipped_dims.onnx"), model.SerializeAsString());
+  expect_one_line_error(graft("run " + quote(path("flipped_dims.onnx"))), "flipped_dims.onnx",
+                        "bit-flipped weight dims");
+}
+
+TEST_F(CliTest, BitFlipsNeverCrash) {
+  // Flip one bit at several places in the model's structure (the header and
+  // the node list at the end; the middle is weight data, where any flip is a
+  // valid model). Each run either works or fails with one line.
+  std::vector<size_t> offsets;
+  for (size_t i = 0; i < 48; i += 3) offsets.push_back(i);
+  for (size_t i = 1; i <= 16; ++i) offsets.push_back(mlp_bytes_.size() - i * 37);
+  for (size_t offset : offsets) {
+    std::string bytes = mlp_bytes_;
+    bytes[offset] ^= static_cast<char>(1 << (offset % 8));
+    write_bytes(path("flip.onnx"), bytes);
+    CommandResult r = graft("run " + quote(path("flip.onnx")));
+    if (r.exit_code != 0) expect_one_line_error(r, "", "bit flip at " + std::to_string(offset));
+  }
+}
+
+TEST_F(CliTest, BadInputsAreOneLineErrors) {
+  std::vector<float> values(10, 0.5f);
+  write_bytes(path("lying.npy"), npy_bytes({1, 784}, values));
+  expect_one_line_error(graft("run " + quote(mlp_) + " --input input=" + quote(path("lying.npy"))), "lying.npy",
+                        "npy header lies about its size");
+  write_bytes(path("wrong_shape.npy"), npy_bytes({1, 783}, std::vector<float>(783, 0.25f)));
+  expect_one_line_error(graft("run " + quote(mlp_) + " --input input=" + quote(path("wrong_shape.npy"))), "input",
+                        "wrong-shape input");
+  expect_one_line_error(graft("run " + quote(mlp_) + " --input nosuch=" + quote(path("wrong_shape.npy"))), "nosuch",
+                        "--input for an unknown name");
+  expect_one_line_error(graft("run " + quote(mlp_) + " --input input=" + quote(path("missing.npy"))), "missing.npy",
+                        "missing npy");
+}
+
+TEST_F(CliTest, BadFlagsAreOneLineErrors) {
+  for (const char* threads : {"-1", "0", "100000", "abc"})
+    expect_one_line_error(graft("run " + quote(mlp_) + " --threads " + threads), "--threads",
+                          std::string("--threads ") + threads);
+  expect_one_line_error(graft("run " + quote(mlp_) + " --shape nosuch=1,784"), "nosuch", "--shape for unknown input");
+  expect_one_line_error(graft("run " + quote(mlp_) + " --shape input=1,x"), "--shape", "malformed dims");
+  expect_one_line_error(graft("run " + quote(mlp_) + " --shape input=1,-3"), "--shape", "negative dims");
+  expect_one_line_error(graft("run " + quote(mlp_) + " --shape input=1,783"), "input", "--shape against a known dim");
+  expect_one_line_error(graft("run " + quote(mlp_) + " --repeat abc"), "--repeat", "bad --repeat");
+  expect_one_line_error(graft("run " + quote(mlp_), "GRAFT_NUM_THREADS=banana"), "GRAFT_NUM_THREADS",
+                        "GRAFT_NUM_THREADS=banana");
+  expect_one_line_error(graft("run"), "model", "no model");
+  expect_one_line_error(graft("frobnicate"), "frobnicate", "unknown command");
+  expect_one_line_error(graft("zoo nosuchmodel -o " + quote(path("x.onnx"))), "nosuchmodel", "unknown zoo model");
+}
+
+/// Writes an ONNX backend test case for the mlp: input_0.pb and output_0.pb
+/// (graft's own output, optionally perturbed at element 3).
+void write_mlp_case(const fs::path& dir, const std::string& model_bytes, int64_t batch, float perturbation) {
+  write_bytes(dir / "model.onnx", model_bytes);
+  std::vector<float> values(static_cast<size_t>(batch) * 784);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 13) / 13.0f;
+  graft::Tensor input = graft::Tensor::from_vector(values, {batch, 784});
+  write_bytes(dir / "test_data_set_0" / "input_0.pb", tensor_pb(input, "input"));
+  graft::runtime::Session session((dir / "model.onnx").string());
+  graft::Tensor output = session.run(std::vector<graft::Tensor>{input})[0];
+  output.data<float>()[3] += perturbation;
+  write_bytes(dir / "test_data_set_0" / "output_0.pb", tensor_pb(output, ""));
+}
+
+TEST_F(CliTest, OnnxTestReportsEachCaseAndASummary) {
+  fs::path cases = dir_ / "cases";
+  write_mlp_case(cases / "a_pass", mlp_bytes_, 1, 0.0f);
+  write_mlp_case(cases / "b_fail", mlp_bytes_, 1, 1.0f);
+  write_bytes(cases / "c_error" / "model.onnx", "garbage");
+  onnx::ModelProto model;
+  ASSERT_TRUE(model.ParseFromString(mlp_bytes_));
+  model.mutable_graph()->mutable_node(1)->set_op_type("NoSuchOp");
+  write_bytes(cases / "d_unsupported" / "model.onnx", model.SerializeAsString());
+
+  CommandResult r = graft("onnx-test --jobs 3 " + quote(cases.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("PASS a_pass\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("FAIL b_fail: test_data_set_0, output 'output': 1 of 10 elements differ; worst at [0,3]"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("ERROR c_error: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("UNSUPPORTED d_unsupported: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("NoSuchOp"), std::string::npos) << r.out;
+  EXPECT_LT(r.out.find("a_pass"), r.out.find("b_fail")) << "cases print in order";
+  EXPECT_LT(r.out.find("c_error"), r.out.find("d_unsupported")) << "cases print in order";
+  EXPECT_NE(r.out.find("summary: 1 passed, 2 failed, 1 unsupported, 0 crashed, 0 timed out of 4"), std::string::npos)
+      << r.out;
+
+  EXPECT_EQ(graft("onnx-test --min-pass 1 " + quote(cases.string())).exit_code, 0);
+  CommandResult below = graft("onnx-test --min-pass 2 " + quote(cases.string()));
+  EXPECT_EQ(below.exit_code, 1) << below.out;
+  // A single case folder works too.
+  CommandResult single = graft("onnx-test " + quote((cases / "a_pass").string()));
+  EXPECT_NE(single.out.find("summary: 1 passed, 0 failed"), std::string::npos) << single.out;
+}
+
+TEST_F(CliTest, OnnxTestKillsCasesPastTheTimeout) {
+  // A batch of 4000 takes far longer than 50 ms through the mlp.
+  fs::path slow = dir_ / "slow_cases" / "slow";
+  write_bytes(slow / "model.onnx", mlp_bytes_);
+  graft::Tensor input(graft::DType::float32, {4000, 784});
+  write_bytes(slow / "test_data_set_0" / "input_0.pb", tensor_pb(input, "input"));
+  write_bytes(slow / "test_data_set_0" / "output_0.pb",
+              tensor_pb(graft::Tensor(graft::DType::float32, {4000, 10}), ""));
+  CommandResult r = graft("onnx-test --timeout 0.05 " + quote((dir_ / "slow_cases").string()));
+  EXPECT_NE(r.out.find("TIMEOUT slow"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("0 crashed, 1 timed out of 1"), std::string::npos) << r.out;
+}
+
+TEST_F(CliTest, OnnxTestMissingFolder) {
+  expect_one_line_error(graft("onnx-test " + quote(path("no_such_suite"))), "no_such_suite", "missing suite");
+  EXPECT_EQ(graft("onnx-test --skip-missing " + quote(path("no_such_suite"))).exit_code, 77);
+}
+
+}  // namespace

@@ -1,0 +1,97 @@
+#include "cli_support.h"
+
+#include <cctype>
+#include <charconv>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "graft/core/error.h"
+
+namespace graft::cli {
+
+std::pair<std::string, std::string> split_assignment(const std::string& text, const std::string& flag) {
+  size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+    fail(ErrorKind::invalid_argument, flag, " '", text, "' is not of the form NAME=VALUE");
+  return {text.substr(0, eq), text.substr(eq + 1)};
+}
+
+namespace {
+
+bool parse_int64(const std::string& text, int64_t& value) {
+  if (text.empty()) return false;
+  const char* begin = text.data();
+  const char* end = begin + text.size();
+  auto [ptr, error] = std::from_chars(begin, end, value);
+  return error == std::errc() && ptr == end;
+}
+
+}  // namespace
+
+std::vector<int64_t> parse_dims(const std::string& text, const std::string& flag) {
+  std::vector<int64_t> dims;
+  if (text.empty()) return dims;
+  std::stringstream parts(text);
+  std::string part;
+  while (std::getline(parts, part, ',')) {
+    int64_t d = 0;
+    if (!parse_int64(part, d) || d < 0)
+      fail(ErrorKind::invalid_argument, flag, " '", text, "': '", part,
+           "' is not a dimension (expected non-negative integers separated by commas)");
+    dims.push_back(d);
+  }
+  if (text.back() == ',')
+    fail(ErrorKind::invalid_argument, flag, " '", text, "': trailing comma (expected e.g. 1,3,224,224)");
+  return dims;
+}
+
+int parse_thread_count(const std::string& text, const std::string& flag) {
+  int64_t v = 0;
+  if (!parse_int64(text, v) || v < 1 || v > 1024)
+    fail(ErrorKind::invalid_argument, flag, " '", text, "' is not a thread count (expected an integer in 1..1024)");
+  return static_cast<int>(v);
+}
+
+int64_t parse_count(const std::string& text, const std::string& flag, int64_t max) {
+  int64_t v = 0;
+  if (!parse_int64(text, v) || v < 0 || v > max)
+    fail(ErrorKind::invalid_argument, flag, " '", text, "' is not a count (expected an integer in 0..", max, ")");
+  return v;
+}
+
+std::string format_bytes(uint64_t bytes) {
+  char buffer[64];
+  if (bytes < 1024) {
+    std::snprintf(buffer, sizeof(buffer), "%llu B", static_cast<unsigned long long>(bytes));
+  } else if (bytes < 1024ull * 1024) {
+    std::snprintf(buffer, sizeof(buffer), "%.2f KiB", static_cast<double>(bytes) / 1024);
+  } else if (bytes < 1024ull * 1024 * 1024) {
+    std::snprintf(buffer, sizeof(buffer), "%.2f MiB", static_cast<double>(bytes) / (1024.0 * 1024));
+  } else {
+    std::snprintf(buffer, sizeof(buffer), "%.2f GiB", static_cast<double>(bytes) / (1024.0 * 1024 * 1024));
+  }
+  return buffer;
+}
+
+std::string read_file(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) fail(ErrorKind::io, "'", path, "' is a directory, not a file");
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(ErrorKind::io, "cannot open '", path, "'");
+  std::ostringstream contents;
+  contents << in.rdbuf();
+  if (in.bad()) fail(ErrorKind::io, "cannot read '", path, "'");
+  return contents.str();
+}
+
+std::string file_name_for(const std::string& value_name) {
+  std::string name = value_name;
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
+  if (name.empty() || name == "." || name == "..") name = "output";
+  return name;
+}
+
+}  // namespace graft::cli

@@ -1,0 +1,37 @@
+/// \file
+/// Small helpers shared by the CLI's commands: parsing NAME=VALUE flags,
+/// dimension lists and thread counts (each bad value is a one-line
+/// Error(invalid_argument) naming the flag), and formatting sizes.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace graft::cli {
+
+/// Splits "NAME=VALUE" given to `flag`; both parts must be non-empty.
+std::pair<std::string, std::string> split_assignment(const std::string& text, const std::string& flag);
+
+/// Parses "1,3,224,224" (non-negative integers, comma-separated; "" is a
+/// scalar's empty shape) for `flag`.
+std::vector<int64_t> parse_dims(const std::string& text, const std::string& flag);
+
+/// Parses a thread count given to `flag`: an integer in 1..1024.
+int parse_thread_count(const std::string& text, const std::string& flag);
+
+/// Parses a non-negative integer no larger than `max` given to `flag`.
+int64_t parse_count(const std::string& text, const std::string& flag, int64_t max);
+
+/// "1.50 MiB", "312 B".
+std::string format_bytes(uint64_t bytes);
+
+/// Reads a whole file; Error(io) naming it when it cannot be read.
+std::string read_file(const std::string& path);
+
+/// A file name made from a value name: characters other than letters, digits,
+/// '.', '-' and '_' become '_' (ONNX names often hold '/' and ':').
+std::string file_name_for(const std::string& value_name);
+
+}  // namespace graft::cli

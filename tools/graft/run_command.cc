@@ -1,0 +1,254 @@
+// graft run MODEL: loads a model into a runtime::Session, feeds it the given
+// .npy inputs or seeded random ones, runs it and prints every output (shape,
+// dtype, first values, checksums), optionally the latency over repeated runs
+// and the memory statistics, and writes the outputs as .npy files.
+//
+// Random inputs: float types are uniform in [-1, 1), integer types uniform in
+// [0, 100), bool a fair coin; drawn from std::mt19937_64 seeded with --seed
+// (default 0), inputs in model order. A dimension the model leaves symbolic
+// takes its --shape value, or 1.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <random>
+#include <set>
+
+#include "cli_support.h"
+#include "command.h"
+#include "graft/core/error.h"
+#include "graft/frontend/npy.h"
+#include "graft/runtime/session.h"
+
+namespace graft::cli {
+
+namespace {
+
+/// Generated inputs larger than this are refused (a typo in --shape should not
+/// exhaust the machine's memory).
+constexpr size_t kMaxGeneratedInputBytes = size_t{4} << 30;
+
+struct RunCommandOptions {
+  std::string model;
+  std::vector<std::string> inputs;
+  std::vector<std::string> shapes;
+  std::string output_dir;
+  std::string threads;
+  std::string repeat;
+  std::string show = "8";
+  uint64_t seed = 0;
+  bool stats = false;
+};
+
+Tensor random_tensor(DType dtype, const Shape& shape, std::mt19937_64& random, const std::string& name) {
+  size_t nbytes = shape_nbytes(shape, std::max<size_t>(dtype_size(dtype), 1), "input '" + name + "'");
+  if (nbytes > kMaxGeneratedInputBytes)
+    fail(ErrorKind::invalid_argument, "input '", name, "' of shape ", shape_to_string(shape), " would take ",
+         format_bytes(nbytes), " (random inputs are limited to ", format_bytes(kMaxGeneratedInputBytes), ")");
+  Tensor t(dtype, shape);
+  visit_dtype(dtype, "random input '" + name + "'", [&]<typename T>() {
+    T* data = t.data<T>();
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      uint64_t bits = random();
+      if constexpr (std::is_same_v<T, bool>) {
+        data[i] = (bits >> 63) != 0;
+      } else if constexpr (std::is_integral_v<T>) {
+        data[i] = static_cast<T>(bits % 100);
+      } else {
+        double unit = static_cast<double>(bits >> 11) * 0x1.0p-53;
+        data[i] = T(static_cast<float>(2.0 * unit - 1.0));
+      }
+    }
+  });
+  return t;
+}
+
+/// The shape of a generated input: --shape when given (checked against the
+/// model's known dimensions), else the model's dimensions with 1 for the
+/// symbolic ones.
+Shape generated_shape(const runtime::ValueInfo& info, const std::map<std::string, Shape>& shapes) {
+  auto given = shapes.find(info.name);
+  if (given != shapes.end()) {
+    const Shape& shape = given->second;
+    if (info.type.has_rank) {
+      if (shape.size() != info.type.dims.size())
+        fail(ErrorKind::invalid_argument, "--shape ", info.name, ": rank ", shape.size(), " given, the model declares ",
+             info.type.to_string(), " (rank ", info.type.dims.size(), ")");
+      for (size_t d = 0; d < shape.size(); ++d)
+        if (info.type.dims[d].is_known() && info.type.dims[d].value != shape[d])
+          fail(ErrorKind::invalid_argument, "--shape ", info.name, "=", shape_to_string(shape),
+               " does not fit the model's ", info.type.to_string(), " (dimension ", d, ")");
+    }
+    return shape;
+  }
+  if (!info.type.has_rank)
+    fail(ErrorKind::invalid_argument, "input '", info.name, "' has no known rank; give --shape ", info.name,
+         "=D0,D1,...");
+  Shape shape;
+  for (const ir::Dim& d : info.type.dims) shape.push_back(d.is_known() ? d.value : 1);
+  return shape;
+}
+
+std::string format_element(const Tensor& t, int64_t i) {
+  char buffer[64];
+  if (dtype_is_float(t.dtype()))
+    std::snprintf(buffer, sizeof(buffer), "%.6g", t.value_as_double(i));
+  else
+    std::snprintf(buffer, sizeof(buffer), "%lld", static_cast<long long>(t.value_as_int64(i)));
+  return buffer;
+}
+
+void print_output(const std::string& name, const Tensor& t, int64_t show) {
+  std::cout << "output '" << name << "': " << t.type_string() << "\n";
+  if (dtype_size(t.dtype()) == 0) return;
+  std::cout << "  values:";
+  int64_t shown = std::min<int64_t>(show, t.numel());
+  for (int64_t i = 0; i < shown; ++i) std::cout << (i ? ", " : " ") << format_element(t, i);
+  if (shown < t.numel()) std::cout << (shown ? ", ..." : " ...");
+  if (t.numel() == 0) std::cout << " (empty)";
+  std::cout << "\n";
+  double sum = 0, sum_abs = 0;
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    double v = t.value_as_double(i);
+    sum += v;
+    sum_abs += std::fabs(v);
+  }
+  char buffer[128];
+  std::snprintf(buffer, sizeof(buffer), "  checksum: sum %.9g, sum of abs %.9g\n", sum, sum_abs);
+  std::cout << buffer;
+}
+
+int run_model(const RunCommandOptions& options) {
+  runtime::SessionOptions session_options;
+  if (!options.threads.empty()) session_options.num_threads = parse_thread_count(options.threads, "--threads");
+  int64_t repeat = options.repeat.empty() ? 0 : parse_count(options.repeat, "--repeat", 1000000);
+  if (!options.repeat.empty() && repeat < 1)
+    fail(ErrorKind::invalid_argument, "--repeat '", options.repeat, "' must be at least 1");
+  int64_t show = parse_count(options.show, "--show", 1000000);
+
+  std::map<std::string, Shape> shapes;
+  for (const std::string& text : options.shapes) {
+    auto [name, dims] = split_assignment(text, "--shape");
+    if (!shapes.emplace(name, parse_dims(dims, "--shape " + name)).second)
+      fail(ErrorKind::invalid_argument, "--shape given twice for '", name, "'");
+  }
+  std::map<std::string, std::string> files;
+  for (const std::string& text : options.inputs) {
+    auto [name, path] = split_assignment(text, "--input");
+    if (!files.emplace(name, path).second) fail(ErrorKind::invalid_argument, "--input given twice for '", name, "'");
+  }
+
+  runtime::Session session(options.model, session_options);
+  std::string input_names;
+  for (const auto& info : session.inputs()) input_names += (input_names.empty() ? "'" : ", '") + info.name + "'";
+  if (input_names.empty()) input_names = "none";
+  auto check_names = [&](const auto& given, const char* flag) {
+    for (const auto& [name, value] : given) {
+      bool known = std::any_of(session.inputs().begin(), session.inputs().end(),
+                               [&](const runtime::ValueInfo& info) { return info.name == name; });
+      if (!known)
+        fail(ErrorKind::invalid_argument, flag, " names '", name,
+             "', which is not an input of the model (inputs: ", input_names, ")");
+    }
+  };
+  check_names(shapes, "--shape");
+  check_names(files, "--input");
+  for (const auto& [name, path] : files)
+    if (shapes.count(name))
+      fail(ErrorKind::invalid_argument, "input '", name, "' has both --input and --shape (the file gives the shape)");
+
+  std::mt19937_64 random(options.seed);
+  std::vector<Tensor> inputs;
+  for (const runtime::ValueInfo& info : session.inputs()) {
+    auto file = files.find(info.name);
+    if (file != files.end()) {
+      inputs.push_back(frontend::load_npy(file->second));
+      std::cout << "input '" << info.name << "': " << inputs.back().type_string() << " from " << file->second << "\n";
+    } else {
+      if (info.type.dtype == DType::undefined)
+        fail(ErrorKind::invalid_argument, "input '", info.name, "' has no known dtype; give it with --input");
+      inputs.push_back(random_tensor(info.type.dtype, generated_shape(info, shapes), random, info.name));
+      std::cout << "input '" << info.name << "': " << inputs.back().type_string() << " random (seed " << options.seed
+                << ")\n";
+    }
+  }
+
+  runtime::RunStats stats;
+  auto start = std::chrono::steady_clock::now();
+  std::vector<Tensor> outputs = session.run(inputs, &stats);
+  double first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+
+  for (size_t i = 0; i < outputs.size(); ++i) print_output(session.outputs()[i].name, outputs[i], show);
+
+  if (repeat > 0) {
+    std::vector<double> times;
+    for (int64_t r = 0; r < repeat; ++r) {
+      auto begin = std::chrono::steady_clock::now();
+      session.run(inputs);
+      times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count());
+    }
+    std::sort(times.begin(), times.end());
+    double median =
+        times.size() % 2 ? times[times.size() / 2] : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
+    char buffer[200];
+    std::snprintf(buffer, sizeof(buffer),
+                  "latency: median %.3f ms, min %.3f ms over %lld runs (first run %.3f ms, %d threads)\n", median,
+                  times.front(), static_cast<long long>(repeat), first_ms, session.num_threads());
+    std::cout << buffer;
+  }
+
+  if (options.stats) {
+    const runtime::MemoryStats& m = stats.memory;
+    double percent = m.total_allocated_bytes
+                         ? 100.0 * static_cast<double>(m.peak_bytes) / static_cast<double>(m.total_allocated_bytes)
+                         : 0.0;
+    char buffer[64];
+    std::snprintf(buffer, sizeof(buffer), "%.1f%%", percent);
+    std::cout << "memory: peak " << format_bytes(m.peak_bytes) << " of intermediates held at once, "
+              << format_bytes(m.total_allocated_bytes) << " allocated in total (" << buffer << "); " << m.allocations
+              << " allocations, " << m.reused << " reused a freed buffer\n";
+  }
+
+  if (!options.output_dir.empty()) {
+    std::error_code error;
+    std::filesystem::create_directories(options.output_dir, error);
+    if (error) fail(ErrorKind::io, "cannot create --output-dir '", options.output_dir, "': ", error.message());
+    std::set<std::string> written;
+    for (size_t i = 0; i < outputs.size(); ++i) {
+      std::string file = file_name_for(session.outputs()[i].name);
+      while (!written.insert(file).second) file += "_";
+      std::string path = (std::filesystem::path(options.output_dir) / (file + ".npy")).string();
+      frontend::save_npy(outputs[i], path);
+      std::cout << "wrote " << path << "\n";
+    }
+  }
+  return 0;
+}
+
+std::function<int()> setup_run(CLI::App& app) {
+  auto options = std::make_shared<RunCommandOptions>();
+  CLI::App* sub = app.add_subcommand("run", "run a model on given or random inputs and print its outputs");
+  sub->add_option("model", options->model, "the .onnx model")->required();
+  sub->add_option("--input", options->inputs, "NAME=FILE.npy: the value of input NAME (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  sub->add_option("--shape", options->shapes, "NAME=D0,D1,...: the shape of random input NAME (repeatable)")
+      ->expected(1)
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
+  sub->add_option("--output-dir", options->output_dir, "write each output to DIR/OUTPUTNAME.npy");
+  sub->add_option("--threads", options->threads, "intra-op threads, 1..1024 (default: GRAFT_NUM_THREADS or cores)");
+  sub->add_option("--repeat", options->repeat, "run N more times and print the median and min latency");
+  sub->add_flag("--stats", options->stats, "print peak and total intermediate memory and buffer reuse");
+  sub->add_option("--seed", options->seed, "seed of the random inputs (default 0)");
+  sub->add_option("--show", options->show, "how many leading values of each output to print (default 8)");
+  return [options] { return run_model(*options); };
+}
+
+}  // namespace
+
+GRAFT_CLI_COMMAND(setup_run);
+
+}  // namespace graft::cli
