@@ -25,7 +25,7 @@ namespace graft::frontend {
 namespace {
 
 constexpr size_t kMaxModelBytes = size_t{2} << 30;  // protobuf's own limit
-constexpr int kMinOpset = 7, kMaxOpset = 18;
+constexpr int kMinOpset = 1, kMaxOpset = 18;
 constexpr int kMaxNesting = 64;
 
 std::string canonical_domain(const std::string& domain) { return domain == "ai.onnx" ? "" : domain; }

@@ -17,7 +17,6 @@
 
 #include "conv_util.h"
 #include "graft/core/parallel.h"
-#include "graft/ops/infer_util.h"
 #include "graft/ops/op_context.h"
 
 namespace graft::ops {

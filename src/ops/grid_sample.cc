@@ -1,11 +1,12 @@
-// GridSample (ONNX opset 16, and the 2-D case of opset 20): samples the
-// N x C x H x W input at the normalized (x, y) locations of the
-// N x H_out x W_out x 2 grid, following the ONNX reference (PyTorch's
-// grid_sample):
+// GridSample (ONNX opsets 16 and 20): samples the N x C x D1 x ... input (1
+// to 3 spatial dimensions) at the normalized locations of the
+// N x O1 x ... x r grid (coordinates innermost axis first: x, y, z),
+// following the ONNX reference (PyTorch's grid_sample):
 //   - denormalize: x = ((g + 1) * W - 1) / 2, or (g + 1) / 2 * (W - 1) with
 //     align_corners;
-//   - nearest rounds half to even; linear (bilinear) blends the 2x2 and
-//     cubic (bicubic, Keys with a = -0.75) the 4x4 neighbourhood;
+//   - nearest rounds half to even (half away from zero in 3-D, as PyTorch);
+//     linear (bilinear) blends the 2^r and cubic (bicubic, Keys with
+//     a = -0.75) the 4^r neighbourhood, one axis at a time;
 //   - a location outside [-0.5, W - 0.5] ([0, W - 1] with align_corners) is
 //     clamped (border) or reflected (reflection) first; neighbours outside
 //     the image read 0 (zeros), the nearest edge pixel (border) or their
@@ -88,11 +89,14 @@ void grid_sample_infer(InferContext& ctx) {
 void grid_sample_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& grid = ctx.input(1);
-  if (x.rank() != 4) ctx.unsupported("input X has rank ", x.rank(), "; only 2-D sampling (rank 4) is supported");
-  const int64_t N = x.dim(0), C = x.dim(1), H = x.dim(2), W = x.dim(3);
-  if (grid.rank() != 4 || grid.dim(0) != N || grid.dim(3) != 2 || !dtype_is_float(grid.dtype()))
-    ctx.fail("input grid is ", grid.type_string(), ", expected float[", N, ", H_out, W_out, 2]");
-  const int64_t out_h = grid.dim(1), out_w = grid.dim(2);
+  const int64_t spatial = x.rank() - 2;
+  if (spatial < 1 || spatial > 3)
+    ctx.unsupported("input X has rank ", x.rank(), "; 1 to 3 spatial dimensions are supported");
+  const int64_t N = x.dim(0), C = x.dim(1);
+  bool grid_ok = grid.rank() == x.rank() && grid.dim(0) == N && grid.dim(grid.rank() - 1) == spatial &&
+                 dtype_is_float(grid.dtype());
+  if (!grid_ok)
+    ctx.fail("input grid is ", grid.type_string(), ", expected a float tensor [", N, ", out..., ", spatial, "]");
   const std::string mode_name = ctx.attrs().get_string("mode", ctx.opset() >= 20 ? "linear" : "bilinear");
   SampleMode mode;
   if (mode_name == "nearest")
@@ -114,14 +118,20 @@ void grid_sample_kernel(KernelContext& ctx) {
   else
     ctx.fail("attribute 'padding_mode' is '", padding_name, "', expected zeros, border or reflection");
   const bool align_corners = ctx.attrs().get_int("align_corners", 0) != 0;
-  Tensor& y = ctx.allocate_output(0, x.dtype(), {N, C, out_h, out_w});
+  Shape out_shape = {N, C};
+  for (int64_t d = 1; d <= spatial; ++d) out_shape.push_back(grid.dim(d));
+  Tensor& y = ctx.allocate_output(0, x.dtype(), out_shape);
   if (y.numel() == 0) return;
-  if (H == 0 || W == 0) ctx.fail("input X has an empty image (", H, "x", W, ")");
-  auto axis_of = [&](int64_t size) {
-    return align_corners ? Axis{size, 0.0, static_cast<double>(size - 1)}
-                         : Axis{size, -0.5, static_cast<double>(size) - 0.5};
-  };
-  const Axis axis_x = axis_of(W), axis_y = axis_of(H);
+  Axis axes[3];
+  int64_t in_plane = 1;
+  for (int64_t d = 0; d < spatial; ++d) {
+    const int64_t size = x.dim(d + 2);
+    if (size == 0) ctx.fail("input X has an empty spatial dimension ", d);
+    axes[d] = align_corners ? Axis{size, 0.0, static_cast<double>(size - 1)}
+                            : Axis{size, -0.5, static_cast<double>(size) - 0.5};
+    in_plane *= size;
+  }
+  const int64_t out_plane = y.numel() / (N * C);
   auto denormalize = [&](double g, int64_t size) {
     return align_corners ? (g + 1) / 2 * static_cast<double>(size - 1) : ((g + 1) * static_cast<double>(size) - 1) / 2;
   };
@@ -134,68 +144,67 @@ void grid_sample_kernel(KernelContext& ctx) {
   visit_float_dtype(x.dtype(), ctx.node().describe(), [&]<typename T>() {
     const T* data = x.data<T>();
     T* out = y.data<T>();
-    parallel_for(N * out_h, 1, [&](int64_t r0, int64_t r1) {
-      for (int64_t row = r0; row < r1; ++row) {
-        const int64_t n = row / out_h, oh = row % out_h;
-        for (int64_t ow = 0; ow < out_w; ++ow) {
-          const int64_t g = ((n * out_h + oh) * out_w + ow) * 2;
-          double px = denormalize(grid.value_as_double(g), W);
-          double py = denormalize(grid.value_as_double(g + 1), H);
-          if (!std::isfinite(px) || !std::isfinite(py)) {
-            for (int64_t c = 0; c < C; ++c) out[((n * C + c) * out_h + oh) * out_w + ow] = static_cast<T>(0.0f);
-            continue;
+    parallel_for(N * out_plane, 256, [&](int64_t p0, int64_t p1) {
+      for (int64_t position = p0; position < p1; ++position) {
+        const int64_t n = position / out_plane, o = position % out_plane;
+        // Taps along each axis: input indices (-1 reads zero) and weights.
+        int64_t index[3][4];
+        double weight[3][4];
+        int taps = 1;
+        bool finite = true;
+        for (int64_t d = 0; d < spatial; ++d) {
+          const Axis& axis = axes[d];
+          // The grid lists coordinates innermost axis first (x, y, z).
+          double v = denormalize(grid.value_as_double(position * spatial + (spatial - 1 - d)), axis.size);
+          if (!std::isfinite(v)) {
+            finite = false;
+            break;
           }
-          if (mode == SampleMode::nearest) {
-            px = std::nearbyint(px);
-            py = std::nearbyint(py);
-          }
-          px = fix_location(px, axis_x);
-          py = fix_location(py, axis_y);
-          // Taps along each axis: indices (-1 = zero) and weights.
-          int64_t xi[4], yi[4];
-          double xw[4], yw[4];
-          int taps = 0;
+          if (mode == SampleMode::nearest) v = spatial == 3 ? std::round(v) : std::nearbyint(v);
+          v = fix_location(v, axis);
           // Bounded before the integer conversion (zeros padding keeps far-away locations).
-          px = std::clamp(px, -4.0 - static_cast<double>(W), 4.0 + 2.0 * static_cast<double>(W));
-          py = std::clamp(py, -4.0 - static_cast<double>(H), 4.0 + 2.0 * static_cast<double>(H));
+          const double size = static_cast<double>(axis.size);
+          v = std::clamp(v, -4.0 - size, 4.0 + 2.0 * size);
           if (mode == SampleMode::nearest) {
             taps = 1;
-            xi[0] = resolve_index(static_cast<int64_t>(px), axis_x, padding);
-            yi[0] = resolve_index(static_cast<int64_t>(py), axis_y, padding);
-            xw[0] = yw[0] = 1;
+            index[d][0] = resolve_index(static_cast<int64_t>(v), axis, padding);
+            weight[d][0] = 1;
+            continue;
+          }
+          const double floor_v = std::floor(v);
+          const int64_t base = static_cast<int64_t>(floor_v);
+          if (mode == SampleMode::linear) {
+            taps = 2;
+            weight[d][0] = 1 - (v - floor_v);
+            weight[d][1] = v - floor_v;
+            for (int k = 0; k < 2; ++k) index[d][k] = resolve_index(base + k, axis, padding);
           } else {
-            const double fx = std::floor(px), fy = std::floor(py);
-            const int64_t x0 = static_cast<int64_t>(fx), y0 = static_cast<int64_t>(fy);
-            if (mode == SampleMode::linear) {
-              taps = 2;
-              xw[0] = 1 - (px - fx), xw[1] = px - fx;
-              yw[0] = 1 - (py - fy), yw[1] = py - fy;
-              for (int k = 0; k < 2; ++k) {
-                xi[k] = resolve_index(x0 + k, axis_x, padding);
-                yi[k] = resolve_index(y0 + k, axis_y, padding);
-              }
-            } else {
-              taps = 4;
-              cubic_coefficients(px - fx, xw);
-              cubic_coefficients(py - fy, yw);
-              for (int k = 0; k < 4; ++k) {
-                xi[k] = resolve_index(x0 - 1 + k, axis_x, padding);
-                yi[k] = resolve_index(y0 - 1 + k, axis_y, padding);
+            taps = 4;
+            cubic_coefficients(v - floor_v, weight[d]);
+            for (int k = 0; k < 4; ++k) index[d][k] = resolve_index(base - 1 + k, axis, padding);
+          }
+        }
+        for (int64_t d = spatial; d < 3; ++d) {  // unused leading axes: one tap of weight 1
+          index[d][0] = 0;
+          weight[d][0] = 1;
+        }
+        const int taps0 = spatial >= 1 ? taps : 1, taps1 = spatial >= 2 ? taps : 1, taps2 = spatial >= 3 ? taps : 1;
+        const int64_t extent1 = spatial >= 2 ? axes[1].size : 1, extent2 = spatial >= 3 ? axes[2].size : 1;
+        for (int64_t c = 0; c < C; ++c) {
+          const T* plane = data + (n * C + c) * in_plane;
+          double value = 0;
+          for (int a = 0; a < taps0 && finite; ++a) {
+            if (index[0][a] < 0) continue;
+            for (int b = 0; b < taps1; ++b) {
+              if (index[1][b] < 0) continue;
+              const int64_t row = (index[0][a] * extent1 + index[1][b]) * extent2;
+              for (int e = 0; e < taps2; ++e) {
+                if (index[2][e] < 0) continue;
+                value += weight[0][a] * weight[1][b] * weight[2][e] * static_cast<double>(plane[row + index[2][e]]);
               }
             }
           }
-          for (int64_t c = 0; c < C; ++c) {
-            const T* plane = data + (n * C + c) * H * W;
-            double value = 0;
-            for (int a = 0; a < taps; ++a) {
-              if (yi[a] < 0) continue;
-              double row_value = 0;
-              for (int b = 0; b < taps; ++b)
-                if (xi[b] >= 0) row_value += xw[b] * static_cast<double>(plane[yi[a] * W + xi[b]]);
-              value += yw[a] * row_value;
-            }
-            out[((n * C + c) * out_h + oh) * out_w + ow] = static_cast<T>(static_cast<compute_t<T>>(value));
-          }
+          out[(n * C + c) * out_plane + o] = static_cast<T>(static_cast<compute_t<T>>(value));
         }
       }
     });

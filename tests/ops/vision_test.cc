@@ -152,3 +152,35 @@ TEST(Window, MatchesFormulas) {
       }
     }
 }
+
+TEST(GridSample, VolumetricIdentityAndShift) {
+  // opset 20: 3-D sampling; the identity grid reproduces the input, and a half-voxel shift along x averages
+  // neighbours under linear interpolation.
+  const int64_t D = 3, H = 4, W = 5;
+  Tensor x = random_tensor({1, 2, D, H, W}, 8);
+  for (double shift : {0.0, 0.5}) {
+    Tensor grid(DType::float32, {1, D, H, W, 3});
+    for (int64_t d = 0; d < D; ++d)
+      for (int64_t i = 0; i < H; ++i)
+        for (int64_t j = 0; j < W; ++j) {
+          float* g = grid.data<float>() + ((d * H + i) * W + j) * 3;
+          g[0] = static_cast<float>(-1 + 2 * (static_cast<double>(j) + shift) / (W - 1));
+          g[1] = -1 + 2 * static_cast<float>(i) / (H - 1);
+          g[2] = -1 + 2 * static_cast<float>(d) / (D - 1);
+        }
+    auto g = single_node("GridSample", {x, grid}, 20, [&](Node* n) {
+      n->attributes.set("mode", std::string("linear"));
+      n->attributes.set("padding_mode", std::string("border"));
+      n->attributes.set("align_corners", int64_t{1});
+    });
+    Tensor want = x.clone();
+    if (shift > 0)
+      for (int64_t r = 0; r < 2 * D * H; ++r)
+        for (int64_t j = 0; j < W; ++j) {
+          const float* src = x.data<float>() + r * W;
+          want.data<float>()[r * W + j] = j + 1 < W ? 0.5f * (src[j] + src[j + 1]) : src[j];
+        }
+    SCOPED_TRACE(shift);
+    expect_close(run_graph(*g, {x, grid})[0], want, 1e-5, 1e-5);
+  }
+}

@@ -233,12 +233,13 @@ TEST_F(CliTest, BadModelFilesAreOneLineErrors) {
 }
 
 TEST_F(CliTest, BitFlipsNeverCrash) {
-  // Flip one bit at several places in the model's structure (the header and
-  // the node list at the end; the middle is weight data, where any flip is a
-  // valid model). Each run either works or fails with one line.
+  // Flip one bit at places in the model's structure: the header and node
+  // list at the start, the graph's inputs, outputs and opset at the end (the
+  // middle is weight data, where any flip gives a valid model). Each run
+  // either works or fails with one line; none may crash.
   std::vector<size_t> offsets;
-  for (size_t i = 0; i < 48; i += 3) offsets.push_back(i);
-  for (size_t i = 1; i <= 16; ++i) offsets.push_back(mlp_bytes_.size() - i * 37);
+  for (size_t i = 0; i < 400; i += 11) offsets.push_back(i);
+  for (size_t i = 1; i < 150; i += 11) offsets.push_back(mlp_bytes_.size() - i);
   for (size_t offset : offsets) {
     std::string bytes = mlp_bytes_;
     bytes[offset] ^= static_cast<char>(1 << (offset % 8));

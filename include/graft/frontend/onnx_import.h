@@ -9,7 +9,8 @@
 
 namespace graft::frontend {
 
-/// Loads an ONNX model file into a graft graph. Opsets 7 to 18. Initializers
+/// Loads an ONNX model file into a graft graph. Default-domain opsets 1 to 18
+/// (ops keep their semantics of the model's opset). Initializers
 /// and Constant ops become Constant nodes; graph inputs that are also
 /// initializers become Constants. External data is read only from files inside
 /// the model's folder. Every tensor size is checked for overflow and against

@@ -1,0 +1,267 @@
+// Activation functions: Relu, Sigmoid, Softplus, Softsign, Elu, Celu, Selu,
+// LeakyRelu, HardSigmoid, HardSwish, ThresholdedRelu, Shrink, Mish, Gelu and
+// PRelu (whose slope broadcasts unidirectionally to X). Attribute defaults
+// follow the ONNX specification. Sigmoid and Softplus use the forms that do
+// not overflow for large |x|.
+#include <cmath>
+#include <numbers>
+
+#include "elementwise_kernels.h"
+
+namespace graft::ops {
+namespace {
+
+using namespace elementwise;
+
+struct ReluOp {
+  static constexpr int64_t grain = kCheapGrain;
+  explicit ReluOp(const KernelContext&) {}
+  template <typename C>
+  C operator()(C x) const {
+    return x < C(0) ? C(0) : x;  // NaN stays NaN
+  }
+};
+
+/// log(1 + exp(x)) without overflow.
+template <typename C>
+C softplus(C x) {
+  return x > C(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
+}
+
+struct SigmoidOp {
+  static constexpr int64_t grain = kCostlyGrain;
+  explicit SigmoidOp(const KernelContext&) {}
+  template <typename C>
+  C operator()(C x) const {
+    if (x >= C(0)) return C(1) / (C(1) + std::exp(-x));
+    C e = std::exp(x);
+    return e / (C(1) + e);
+  }
+};
+
+struct SoftplusOp {
+  static constexpr int64_t grain = kCostlyGrain;
+  explicit SoftplusOp(const KernelContext&) {}
+  template <typename C>
+  C operator()(C x) const {
+    return softplus(x);
+  }
+};
+
+struct SoftsignOp {
+  static constexpr int64_t grain = kCheapGrain;
+  explicit SoftsignOp(const KernelContext&) {}
+  template <typename C>
+  C operator()(C x) const {
+    return x / (C(1) + std::abs(x));
+  }
+};
+
+struct MishOp {
+  static constexpr int64_t grain = kCostlyGrain;
+  explicit MishOp(const KernelContext&) {}
+  template <typename C>
+  C operator()(C x) const {
+    return x * std::tanh(softplus(x));
+  }
+};
+
+struct EluOp {
+  static constexpr int64_t grain = kCostlyGrain;
+  float alpha;
+  explicit EluOp(const KernelContext& ctx) : alpha(ctx.attrs().get_float("alpha", 1.0f)) {}
+  template <typename C>
+  C operator()(C x) const {
+    return x < C(0) ? C(alpha) * std::expm1(x) : x;
+  }
+};
+
+struct CeluOp {
+  static constexpr int64_t grain = kCostlyGrain;
+  float alpha;
+  explicit CeluOp(const KernelContext& ctx) : alpha(ctx.attrs().get_float("alpha", 1.0f)) {
+    if (alpha == 0.0f) ctx.fail("attribute 'alpha' must not be 0");
+  }
+  template <typename C>
+  C operator()(C x) const {
+    C a = C(alpha);
+    return std::max(C(0), x) + std::min(C(0), a * std::expm1(x / a));
+  }
+};
+
+struct SeluOp {
+  static constexpr int64_t grain = kCostlyGrain;
+  float alpha, gamma;
+  explicit SeluOp(const KernelContext& ctx)
+      : alpha(ctx.attrs().get_float("alpha", 1.67326319217681884765625f)),
+        gamma(ctx.attrs().get_float("gamma", 1.05070102214813232421875f)) {}
+  template <typename C>
+  C operator()(C x) const {
+    return x > C(0) ? C(gamma) * x : C(gamma) * (C(alpha) * std::exp(x) - C(alpha));
+  }
+};
+
+struct LeakyReluOp {
+  static constexpr int64_t grain = kCheapGrain;
+  float alpha;
+  explicit LeakyReluOp(const KernelContext& ctx) : alpha(ctx.attrs().get_float("alpha", 0.01f)) {}
+  template <typename C>
+  C operator()(C x) const {
+    return x < C(0) ? C(alpha) * x : x;
+  }
+};
+
+struct HardSigmoidOp {
+  static constexpr int64_t grain = kCheapGrain;
+  float alpha, beta;
+  explicit HardSigmoidOp(const KernelContext& ctx)
+      : alpha(ctx.attrs().get_float("alpha", 0.2f)), beta(ctx.attrs().get_float("beta", 0.5f)) {}
+  template <typename C>
+  C operator()(C x) const {
+    return std::max(C(0), std::min(C(1), C(alpha) * x + C(beta)));
+  }
+};
+
+struct HardSwishOp {
+  static constexpr int64_t grain = kCheapGrain;
+  explicit HardSwishOp(const KernelContext&) {}
+  template <typename C>
+  C operator()(C x) const {
+    return x * std::max(C(0), std::min(C(1), x / C(6) + C(0.5)));
+  }
+};
+
+struct ThresholdedReluOp {
+  static constexpr int64_t grain = kCheapGrain;
+  float alpha;
+  explicit ThresholdedReluOp(const KernelContext& ctx) : alpha(ctx.attrs().get_float("alpha", 1.0f)) {}
+  template <typename C>
+  C operator()(C x) const {
+    return x > C(alpha) ? x : C(0);
+  }
+};
+
+/// Shrink: x + bias below -lambd, x - bias above lambd, else 0. Integer inputs
+/// compute in double and convert back.
+struct ShrinkOp {
+  static constexpr int64_t grain = kCheapGrain;
+  float bias, lambd;
+  explicit ShrinkOp(const KernelContext& ctx)
+      : bias(ctx.attrs().get_float("bias", 0.0f)), lambd(ctx.attrs().get_float("lambd", 0.5f)) {}
+  template <typename C>
+  C operator()(C x) const {
+    if constexpr (is_integer_type_v<C>) {
+      double v = static_cast<double>(x);
+      if (v < -double(lambd)) return from_double<C>(v + bias);
+      if (v > double(lambd)) return from_double<C>(v - bias);
+      return C(0);
+    } else {
+      if (x < C(-lambd)) return x + C(bias);
+      if (x > C(lambd)) return x - C(bias);
+      return C(0);
+    }
+  }
+};
+
+/// Gelu (opset 20): approximate = "none" (erf form) or "tanh".
+struct GeluOp {
+  static constexpr int64_t grain = kCostlyGrain;
+  bool tanh_approximation;
+  explicit GeluOp(const KernelContext& ctx) {
+    std::string approximate = ctx.attrs().get_string("approximate", "none");
+    if (approximate != "none" && approximate != "tanh")
+      ctx.fail("attribute 'approximate' must be \"none\" or \"tanh\", got \"", approximate, "\"");
+    tanh_approximation = approximate == "tanh";
+  }
+  template <typename C>
+  C operator()(C x) const {
+    if (tanh_approximation) {
+      const C scale = C(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);  // sqrt(2 / pi)
+      return C(0.5) * x * (C(1) + std::tanh(scale * (x + C(0.044715) * x * x * x)));
+    }
+    return C(0.5) * x * (C(1) + std::erf(x * C(std::numbers::sqrt2 / 2)));
+  }
+};
+
+void infer_gelu(InferContext& ctx) {
+  std::string approximate = ctx.attrs().get_string("approximate", "none");
+  if (approximate != "none" && approximate != "tanh")
+    ctx.fail("attribute 'approximate' must be \"none\" or \"tanh\", got \"", approximate, "\"");
+  infer_unary<DTypeSet::float_types>(ctx);
+}
+
+void infer_celu(InferContext& ctx) {
+  if (ctx.attrs().get_float("alpha", 1.0f) == 0.0f) ctx.fail("attribute 'alpha' must not be 0");
+  infer_unary<DTypeSet::float_types>(ctx);
+}
+
+// PRelu: y = x < 0 ? slope * x : x, slope broadcast to X's shape.
+
+void infer_prelu(InferContext& ctx) {
+  require_input_dtype(ctx, 0, DTypeSet::numeric);
+  require_same_dtype(ctx, 0, 1);
+  const ir::ValueType& x = ctx.input_type(0);
+  const ir::ValueType& slope = ctx.input_type(1);
+  if (x.has_rank && slope.has_rank) {
+    if (slope.dims.size() > x.dims.size())
+      ctx.fail("slope of rank ", slope.dims.size(), " does not broadcast to X of rank ", x.dims.size());
+    auto dims = broadcast_dims(ctx, {x, slope});
+    if (dims) {
+      for (size_t d = 0; d < x.dims.size(); ++d)
+        if (x.dims[d].is_known() && (*dims)[d].is_known() && x.dims[d].value != (*dims)[d].value)
+          ctx.fail("slope of type ", slope.to_string(), " does not broadcast to X of type ", x.to_string());
+    }
+  }
+  infer_same_as_input(ctx);
+}
+
+struct PReluOp {
+  explicit PReluOp(const KernelContext&) {}
+  template <typename C>
+  C operator()(C x, C slope) const {
+    if constexpr (is_integer_type_v<C>) {
+      if constexpr (std::is_unsigned_v<C>) return x;
+      using W = wrapping_t<C>;
+      return x < C(0) ? static_cast<C>(static_cast<W>(slope) * static_cast<W>(x)) : x;
+    } else {
+      return x < C(0) ? slope * x : x;
+    }
+  }
+};
+
+void prelu_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const Tensor& slope = ctx.input(1);
+  require_same_dtype(ctx, 0, 1);
+  Shape shape = broadcast_shapes(x.shape(), slope.shape(), ctx.node().describe());
+  if (shape != x.shape())
+    ctx.fail("slope of shape ", shape_to_string(slope.shape()), " does not broadcast to X of shape ",
+             shape_to_string(x.shape()));
+  const PReluOp op(ctx);
+  visit_dtype_in<DTypeSet::numeric>(x.dtype(), ctx, [&]<typename T>() {
+    Tensor& y = allocate_elementwise_output(ctx, x.dtype(), shape, {0});
+    zip<T, T, T>(x, slope, y, [&](T u, T v) { return static_cast<T>(op(to_compute(u), to_compute(v))); });
+  });
+}
+
+constexpr DTypeSet kFloat = DTypeSet::float_types;
+
+}  // namespace
+
+GRAFT_REGISTER_OP("", "Relu", infer_unary<DTypeSet::signed_numeric>, (unary_kernel<DTypeSet::signed_numeric, ReluOp>));
+GRAFT_REGISTER_OP("", "Sigmoid", infer_unary<kFloat>, (unary_kernel<kFloat, SigmoidOp>));
+GRAFT_REGISTER_OP("", "Softplus", infer_unary<kFloat>, (unary_kernel<kFloat, SoftplusOp>));
+GRAFT_REGISTER_OP("", "Softsign", infer_unary<kFloat>, (unary_kernel<kFloat, SoftsignOp>));
+GRAFT_REGISTER_OP("", "Mish", infer_unary<kFloat>, (unary_kernel<kFloat, MishOp>));
+GRAFT_REGISTER_OP("", "Elu", infer_unary<kFloat>, (unary_kernel<kFloat, EluOp>));
+GRAFT_REGISTER_OP("", "Celu", infer_celu, (unary_kernel<kFloat, CeluOp>));
+GRAFT_REGISTER_OP("", "Selu", infer_unary<kFloat>, (unary_kernel<kFloat, SeluOp>));
+GRAFT_REGISTER_OP("", "LeakyRelu", infer_unary<kFloat>, (unary_kernel<kFloat, LeakyReluOp>));
+GRAFT_REGISTER_OP("", "HardSigmoid", infer_unary<kFloat>, (unary_kernel<kFloat, HardSigmoidOp>));
+GRAFT_REGISTER_OP("", "HardSwish", infer_unary<kFloat>, (unary_kernel<kFloat, HardSwishOp>));
+GRAFT_REGISTER_OP("", "ThresholdedRelu", infer_unary<kFloat>, (unary_kernel<kFloat, ThresholdedReluOp>));
+GRAFT_REGISTER_OP("", "Shrink", infer_unary<DTypeSet::numeric>, (unary_kernel<DTypeSet::numeric, ShrinkOp>));
+GRAFT_REGISTER_OP("", "Gelu", infer_gelu, (unary_kernel<kFloat, GeluOp>));
+GRAFT_REGISTER_OP("", "PRelu", infer_prelu, prelu_kernel);
+
+}  // namespace graft::ops

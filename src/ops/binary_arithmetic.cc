@@ -1,0 +1,189 @@
+// Add, Sub, Mul, Div, Mod and Pow with numpy broadcasting.
+//
+// Integer semantics (ONNX leaves overflow and division by zero undefined;
+// graft defines them so that no input can crash the process):
+// - Add, Sub, Mul wrap modulo 2^bits.
+// - Div truncates toward zero like C. x / 0 gives 0; INT_MIN / -1 wraps to INT_MIN.
+// - Mod with fmod=0 takes the sign of the divisor (Python's %), with fmod=1 the
+//   sign of the dividend (C's %). x mod 0 gives 0.
+// Float Mod requires fmod=1 (C fmod), as the specification says.
+// Pow: the output has the base's dtype; the exponent may be of any numeric
+// dtype. Float bases with float32-or-narrower exponents compute in float,
+// other mixes in double; integer bases with integer exponents use exact
+// wrapping integer powers (negative exponents give the truncated quotient
+// 1 / base^-e: 1 or -1 for bases 1 and -1, else 0).
+#include <cmath>
+
+#include "elementwise_kernels.h"
+
+namespace graft::ops {
+namespace {
+
+using namespace elementwise;
+
+struct AddOp {
+  explicit AddOp(const KernelContext&) {}
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (is_integer_type_v<C>)
+      return static_cast<C>(static_cast<wrapping_t<C>>(a) + static_cast<wrapping_t<C>>(b));
+    else
+      return a + b;
+  }
+};
+
+struct SubOp {
+  explicit SubOp(const KernelContext&) {}
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (is_integer_type_v<C>)
+      return static_cast<C>(static_cast<wrapping_t<C>>(a) - static_cast<wrapping_t<C>>(b));
+    else
+      return a - b;
+  }
+};
+
+struct MulOp {
+  explicit MulOp(const KernelContext&) {}
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (is_integer_type_v<C>)
+      return static_cast<C>(static_cast<wrapping_t<C>>(a) * static_cast<wrapping_t<C>>(b));
+    else
+      return a * b;
+  }
+};
+
+struct DivOp {
+  explicit DivOp(const KernelContext&) {}
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (is_integer_type_v<C>) {
+      if (b == 0) return 0;
+      if constexpr (std::is_signed_v<C>) {
+        if (b == -1) return static_cast<C>(wrapping_t<C>(0) - static_cast<wrapping_t<C>>(a));
+      }
+      return static_cast<C>(a / b);
+    } else {
+      return a / b;
+    }
+  }
+};
+
+void infer_mod(InferContext& ctx) {
+  int64_t fmod = ctx.attrs().get_int("fmod", 0);
+  if (fmod != 0 && fmod != 1) ctx.fail("attribute 'fmod' must be 0 or 1, got ", fmod);
+  DType dtype = ctx.input_type(0).dtype;
+  if (fmod == 0 && dtype_is_float(dtype))
+    ctx.fail("float inputs (", dtype_name(dtype), ") need attribute fmod=1");
+  infer_broadcast_same_dtype<DTypeSet::numeric>(ctx);
+}
+
+struct ModOp {
+  bool c_fmod;
+  explicit ModOp(const KernelContext& ctx) : c_fmod(ctx.attrs().get_int("fmod", 0) != 0) {
+    if (!c_fmod && dtype_is_float(ctx.input(0).dtype()))
+      ctx.fail("float inputs (", dtype_name(ctx.input(0).dtype()), ") need attribute fmod=1");
+  }
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (is_integer_type_v<C>) {
+      if (b == 0) return 0;
+      if constexpr (std::is_signed_v<C>) {
+        if (b == -1) return 0;  // also avoids INT_MIN % -1, which traps
+        C remainder = static_cast<C>(a % b);
+        if (!c_fmod && remainder != 0 && ((remainder < 0) != (b < 0))) remainder = static_cast<C>(remainder + b);
+        return remainder;
+      } else {
+        return static_cast<C>(a % b);
+      }
+    } else {
+      return std::fmod(a, b);
+    }
+  }
+};
+
+// ---------------------------------------------------------------------------
+// Pow
+
+constexpr DTypeSet kPowBase = DTypeSet::numeric;
+constexpr DTypeSet kPowExponent = DTypeSet::numeric;
+
+void infer_pow(InferContext& ctx) {
+  require_input_dtype(ctx, 0, kPowBase);
+  require_input_dtype(ctx, 1, kPowExponent);
+  infer_broadcast(ctx);
+}
+
+/// base^exponent for integers, wrapping modulo 2^bits.
+template <typename B, typename E>
+B integer_power(B base, E exponent) {
+  if constexpr (std::is_signed_v<E>) {
+    if (exponent < 0) {
+      if (base == 1) return 1;
+      if constexpr (std::is_signed_v<B>) {
+        if (base == -1) return (exponent & 1) ? B(-1) : B(1);
+      }
+      return 0;
+    }
+  }
+  using W = wrapping_t<B>;
+  W result = 1, factor = static_cast<W>(base);
+  auto e = static_cast<std::make_unsigned_t<E>>(exponent);
+  while (e != 0) {
+    if (e & 1u) result = static_cast<W>(result * factor);
+    factor = static_cast<W>(factor * factor);
+    e = static_cast<decltype(e)>(e >> 1);
+  }
+  return static_cast<B>(result);
+}
+
+template <typename T>
+inline constexpr bool is_narrow_float_v = std::is_same_v<T, float> || is_half_type_v<T>;
+
+/// One element of Pow with base storage type B and exponent storage type E.
+template <typename B, typename E>
+B power(B base, E exponent) {
+  if constexpr (is_integer_type_v<B> && is_integer_type_v<E>) {
+    return integer_power(base, exponent);
+  } else if constexpr (is_narrow_float_v<B> && is_narrow_float_v<E>) {
+    return static_cast<B>(std::pow(static_cast<float>(base), static_cast<float>(exponent)));
+  } else {
+    return from_double<B>(std::pow(static_cast<double>(to_compute(base)), static_cast<double>(to_compute(exponent))));
+  }
+}
+
+void pow_kernel(KernelContext& ctx) {
+  const Tensor& base = ctx.input(0);
+  const Tensor& exponent = ctx.input(1);
+  Shape shape = broadcast_input_shapes(ctx, 2);
+  visit_dtype_in<kPowBase>(base.dtype(), ctx, [&]<typename B>() {
+    Tensor& y = allocate_elementwise_output(ctx, base.dtype(), shape, {0});
+    // x^2, the common case (variance, squared error), as one multiply.
+    if constexpr (is_float_type_v<B>) {
+      if (exponent.numel() == 1 && exponent.value_as_double(0) == 2.0 && shape == base.shape()) {
+        map(base.data<B>(), y.data<B>(), base.numel(), kCheapGrain, [](B v) {
+          auto c = to_compute(v);
+          return static_cast<B>(c * c);
+        });
+        return;
+      }
+    }
+    visit_dtype_in<kPowExponent>(exponent.dtype(), ctx, [&]<typename E>() {
+      zip<B, E, B>(base, exponent, y, [](B u, E v) { return power(u, v); });
+    });
+  });
+}
+
+constexpr DTypeSet kNumeric = DTypeSet::numeric;
+
+}  // namespace
+
+GRAFT_REGISTER_OP("", "Add", infer_broadcast_same_dtype<kNumeric>, (binary_kernel<kNumeric, AddOp>));
+GRAFT_REGISTER_OP("", "Sub", infer_broadcast_same_dtype<kNumeric>, (binary_kernel<kNumeric, SubOp>));
+GRAFT_REGISTER_OP("", "Mul", infer_broadcast_same_dtype<kNumeric>, (binary_kernel<kNumeric, MulOp>));
+GRAFT_REGISTER_OP("", "Div", infer_broadcast_same_dtype<kNumeric>, (binary_kernel<kNumeric, DivOp>));
+GRAFT_REGISTER_OP("", "Mod", infer_mod, (binary_kernel<kNumeric, ModOp>));
+GRAFT_REGISTER_OP("", "Pow", infer_pow, pow_kernel);
+
+}  // namespace graft::ops

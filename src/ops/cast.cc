@@ -1,0 +1,67 @@
+// Cast (to the dtype of attribute `to`) and CastLike (to the dtype of input 1)
+// between every dtype graft stores. Conversions are those of
+// elementwise::convert_value: float to integer truncates toward zero, float to
+// float16/bfloat16 rounds to nearest even, anything to bool is `!= 0`. Strings
+// are not stored by graft, so casts from or to string are unsupported.
+#include "elementwise_kernels.h"
+
+namespace graft::ops {
+namespace {
+
+using namespace elementwise;
+
+/// The dtype a cast produces; throws unsupported for string and complex.
+DType cast_target(const ir::Node& node, DType target) {
+  if (!dtype_is_storable(target))
+    fail(ErrorKind::unsupported, node.describe(), ": cast to ", dtype_name(target), " is not supported");
+  return target;
+}
+
+void infer_cast_to(InferContext& ctx, DType target) {
+  require_input_dtype(ctx, 0, DTypeSet::any);
+  ir::ValueType type = ctx.input_type(0);
+  type.dtype = cast_target(ctx.node(), target);
+  ctx.set_output(0, std::move(type));
+}
+
+void infer_cast(InferContext& ctx) {
+  if (!ctx.attrs().has("to")) ctx.fail("attribute 'to' is required");
+  infer_cast_to(ctx, dtype_from_onnx(static_cast<int32_t>(ctx.attrs().get_int("to"))));
+}
+
+void infer_cast_like(InferContext& ctx) {
+  DType target = ctx.input_type(1).dtype;
+  if (target == DType::undefined) {
+    ctx.set_output(0, ir::ValueType{DType::undefined, ctx.input_type(0).has_rank, ctx.input_type(0).dims});
+    return;
+  }
+  infer_cast_to(ctx, target);
+}
+
+void cast_tensor(KernelContext& ctx, const Tensor& x, DType target) {
+  cast_target(ctx.node(), target);
+  if (x.dtype() == target) {
+    ctx.set_output(0, x);
+    return;
+  }
+  visit_dtype_in<DTypeSet::any>(x.dtype(), ctx, [&]<typename From>() {
+    visit_dtype_in<DTypeSet::any>(target, ctx, [&]<typename To>() {
+      Tensor& y = ctx.allocate_output(0, target, x.shape());
+      map(x.data<From>(), y.data<To>(), x.numel(), kCheapGrain,
+          [](From value) { return convert_value<To, From>(value); });
+    });
+  });
+}
+
+void cast_kernel(KernelContext& ctx) {
+  cast_tensor(ctx, ctx.input(0), dtype_from_onnx(static_cast<int32_t>(ctx.attrs().get_int("to"))));
+}
+
+void cast_like_kernel(KernelContext& ctx) { cast_tensor(ctx, ctx.input(0), ctx.input(1).dtype()); }
+
+}  // namespace
+
+GRAFT_REGISTER_OP("", "Cast", infer_cast, cast_kernel);
+GRAFT_REGISTER_OP("", "CastLike", infer_cast_like, cast_like_kernel);
+
+}  // namespace graft::ops

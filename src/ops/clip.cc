@@ -1,0 +1,75 @@
+// Clip: y = min(max(x, min), max). Before opset 11 the bounds are the float
+// attributes `min` and `max`; from opset 11 they are optional one-element
+// inputs of X's dtype. An absent bound is the dtype's lowest or highest
+// finite value, as the specification states. When min > max every element
+// becomes max.
+#include <algorithm>
+#include <limits>
+
+#include "elementwise_kernels.h"
+
+namespace graft::ops {
+namespace {
+
+using namespace elementwise;
+
+void infer_clip(InferContext& ctx) {
+  if (ctx.opset() < 11) {
+    require_input_dtype(ctx, 0, DTypeSet::float_types);
+  } else {
+    require_input_dtype(ctx, 0, DTypeSet::numeric);
+    for (size_t i = 1; i < 3; ++i) {
+      require_same_dtype(ctx, 0, i);
+      if (ctx.has_input(i)) {
+        const ir::ValueType& bound = ctx.input_type(i);
+        if (bound.is_concrete()) {
+          int64_t n = 1;
+          for (const ir::Dim& d : bound.dims) n *= d.value;
+          if (n != 1) ctx.fail("input ", i, " (", i == 1 ? "min" : "max", ") must be a scalar, got ", bound.to_string());
+        }
+      }
+    }
+  }
+  infer_same_as_input(ctx);
+}
+
+/// The bound in input `i` (opset >= 11) as compute type C, or `fallback`.
+template <typename T>
+compute_t<T> bound_input(const KernelContext& ctx, size_t i, compute_t<T> fallback) {
+  if (!ctx.has_input(i)) return fallback;
+  const Tensor& bound = ctx.input(i);
+  if (bound.dtype() != ctx.input(0).dtype())
+    ctx.fail("input ", i, " has dtype ", dtype_name(bound.dtype()), ", expected ", dtype_name(ctx.input(0).dtype()));
+  if (bound.numel() != 1)
+    ctx.fail("input ", i, " (", i == 1 ? "min" : "max", ") must be a scalar, got shape ",
+             shape_to_string(bound.shape()));
+  return to_compute(bound.data<T>()[0]);
+}
+
+void clip_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  visit_dtype_in<DTypeSet::numeric>(x.dtype(), ctx, [&]<typename T>() {
+    using C = compute_t<T>;
+    C low, high;
+    if (ctx.opset() < 11) {
+      if constexpr (!is_float_type_v<T>) {
+        ctx.unsupported("dtype ", dtype_name(x.dtype()), " needs opset 11 or later");
+      } else {
+        low = static_cast<C>(ctx.attrs().get_float("min", std::numeric_limits<float>::lowest()));
+        high = static_cast<C>(ctx.attrs().get_float("max", std::numeric_limits<float>::max()));
+      }
+    } else {
+      low = bound_input<T>(ctx, 1, std::numeric_limits<C>::lowest());
+      high = bound_input<T>(ctx, 2, std::numeric_limits<C>::max());
+    }
+    Tensor& y = allocate_elementwise_output(ctx, x.dtype(), x.shape(), {0});
+    map(x.data<T>(), y.data<T>(), x.numel(), kCheapGrain,
+        [=](T v) { return static_cast<T>(std::min(std::max(to_compute(v), low), high)); });
+  });
+}
+
+}  // namespace
+
+GRAFT_REGISTER_OP("", "Clip", infer_clip, clip_kernel);
+
+}  // namespace graft::ops

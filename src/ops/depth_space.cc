@@ -1,0 +1,92 @@
+// DepthToSpace and SpaceToDepth: rearranging NCHW blocks between the channel
+// and the spatial dimensions. Each is a 6-D transpose of a reshaped view
+// (the ONNX definition), run by the shared transpose copy.
+#include "data_movement.h"
+#include "graft/ops/infer_util.h"
+#include "transpose.h"
+
+namespace graft::ops {
+namespace {
+
+template <typename Context>
+int64_t read_blocksize(const Context& ctx) {
+  if (!ctx.attrs().has("blocksize")) ctx.fail("attribute 'blocksize' is required");
+  const int64_t b = ctx.attrs().get_int("blocksize");
+  if (b <= 0) ctx.fail("blocksize must be positive, got ", b);
+  return b;
+}
+
+// DCR (default) or CRD (opset 11+).
+template <typename Context>
+bool depth_to_space_is_crd(const Context& ctx) {
+  const std::string mode = ctx.attrs().get_string("mode", "DCR");
+  if (mode != "DCR" && mode != "CRD") ctx.fail("mode '", mode, "' is not DCR or CRD");
+  return mode == "CRD";
+}
+
+ir::Dim scaled(const ir::Dim& d, int64_t factor) {
+  return d.is_known() ? ir::Dim::known(d.value * factor) : ir::Dim{};
+}
+
+template <typename Context>
+ir::Dim divided(const Context& ctx, const ir::Dim& d, int64_t divisor, const char* what) {
+  if (!d.is_known()) return ir::Dim{};
+  if (d.value % divisor != 0) ctx.fail(what, " ", d.value, " is not divisible by ", divisor);
+  return ir::Dim::known(d.value / divisor);
+}
+
+void depth_to_space_infer(InferContext& ctx) {
+  const ir::ValueType& x = ctx.input_type(0);
+  const int64_t b = read_blocksize(ctx);
+  depth_to_space_is_crd(ctx);
+  if (!x.has_rank) {
+    ctx.set_output(0, ranked_type(x.dtype, unknown_dims(4)));
+    return;
+  }
+  if (x.dims.size() != 4) ctx.fail("input must be 4-D (NCHW), got ", x.to_string());
+  ctx.set_output(0, ranked_type(x.dtype, {x.dims[0], divided(ctx, x.dims[1], b * b, "channel count"),
+                                          scaled(x.dims[2], b), scaled(x.dims[3], b)}));
+}
+
+void space_to_depth_infer(InferContext& ctx) {
+  const ir::ValueType& x = ctx.input_type(0);
+  const int64_t b = read_blocksize(ctx);
+  if (!x.has_rank) {
+    ctx.set_output(0, ranked_type(x.dtype, unknown_dims(4)));
+    return;
+  }
+  if (x.dims.size() != 4) ctx.fail("input must be 4-D (NCHW), got ", x.to_string());
+  ctx.set_output(0, ranked_type(x.dtype, {x.dims[0], scaled(x.dims[1], b * b), divided(ctx, x.dims[2], b, "height"),
+                                          divided(ctx, x.dims[3], b, "width")}));
+}
+
+void depth_to_space_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int64_t b = read_blocksize(ctx);
+  if (x.rank() != 4) ctx.fail("input must be 4-D (NCHW), got ", x.type_string());
+  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
+  if (c % (b * b) != 0) ctx.fail("channel count ", c, " is not divisible by blocksize^2 = ", b * b);
+  const int64_t oc = c / (b * b);
+  Tensor& y = ctx.allocate_output(0, x.dtype(), {n, oc, h * b, w * b});
+  if (depth_to_space_is_crd(ctx))
+    transpose_bytes(x.raw_data(), y.raw_data(), {n, oc, b, b, h, w}, {0, 1, 4, 2, 5, 3}, dtype_size(x.dtype()));
+  else
+    transpose_bytes(x.raw_data(), y.raw_data(), {n, b, b, oc, h, w}, {0, 3, 4, 1, 5, 2}, dtype_size(x.dtype()));
+}
+
+void space_to_depth_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  const int64_t b = read_blocksize(ctx);
+  if (x.rank() != 4) ctx.fail("input must be 4-D (NCHW), got ", x.type_string());
+  const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
+  if (h % b != 0 || w % b != 0) ctx.fail("spatial size ", h, "x", w, " is not divisible by blocksize ", b);
+  Tensor& y = ctx.allocate_output(0, x.dtype(), {n, c * b * b, h / b, w / b});
+  transpose_bytes(x.raw_data(), y.raw_data(), {n, c, h / b, b, w / b, b}, {0, 3, 5, 1, 2, 4}, dtype_size(x.dtype()));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_OP("", "DepthToSpace", depth_to_space_infer, depth_to_space_kernel);
+GRAFT_REGISTER_OP("", "SpaceToDepth", space_to_depth_infer, space_to_depth_kernel);
+
+}  // namespace graft::ops

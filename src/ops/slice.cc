@@ -1,0 +1,182 @@
+// Slice: takes start:end:step along chosen axes. Before opset 10 starts, ends
+// and axes are attributes (step 1); from 10 on they are inputs, with steps.
+// Each range is normalized the ONNX way: negative starts/ends count from the
+// end, then they are clamped to [0, dim] for positive steps and to
+// [0, dim-1] / [-1, dim-1] for negative steps. The kernel is a strided copy
+// over output rows, a memcpy per row when the innermost step is 1.
+#include <algorithm>
+#include <cstring>
+#include <limits>
+
+#include "data_movement.h"
+#include "graft/core/parallel.h"
+#include "graft/ops/infer_util.h"
+
+namespace graft::ops {
+namespace {
+
+struct SliceRange {
+  int64_t start = 0, step = 1, count = 0;
+};
+
+// Normalizes one start/end/step against `extent`.
+SliceRange normalize_range(int64_t start, int64_t end, int64_t step, int64_t extent) {
+  SliceRange r;
+  r.step = step;
+  if (extent == 0) return r;
+  if (start < 0) start = start < -extent ? -1 : start + extent;  // keeps clamping below correct without overflow
+  if (end < 0) end = end < -extent ? -1 : end + extent;
+  if (step > 0) {
+    start = std::clamp<int64_t>(start, 0, extent);
+    end = std::clamp<int64_t>(end, 0, extent);
+    r.count = end > start ? (end - start + step - 1) / step : 0;
+  } else {
+    start = std::clamp<int64_t>(start, 0, extent - 1);
+    end = std::clamp<int64_t>(end, -1, extent - 1);
+    r.count = start > end ? (start - end + (-step) - 1) / (-step) : 0;
+  }
+  r.start = start;
+  return r;
+}
+
+// The slice parameters as given: starts, ends, axes, steps (axes and steps
+// filled with defaults when absent).
+struct SliceSpec {
+  std::vector<int64_t> starts, ends, axes, steps;
+};
+
+// Validates lengths and normalizes axes against `rank`.
+template <typename Context>
+void check_spec(const Context& ctx, SliceSpec& spec, int64_t rank) {
+  const size_t n = spec.starts.size();
+  if (spec.ends.size() != n) ctx.fail("starts has ", n, " entries but ends has ", spec.ends.size());
+  if (spec.axes.empty() && n > 0)
+    for (size_t i = 0; i < n; ++i) spec.axes.push_back(static_cast<int64_t>(i));
+  if (spec.steps.empty()) spec.steps.assign(n, 1);
+  if (spec.axes.size() != n) ctx.fail("axes has ", spec.axes.size(), " entries, expected ", n);
+  if (spec.steps.size() != n) ctx.fail("steps has ", spec.steps.size(), " entries, expected ", n);
+  spec.axes = checked_axes(ctx, spec.axes, rank);
+  for (int64_t s : spec.steps)
+    if (s == 0) ctx.fail("steps must not be 0");
+}
+
+void slice_infer(InferContext& ctx) {
+  const ir::ValueType& x = ctx.input_type(0);
+  if (!x.has_rank) {
+    set_output_dtype_only(ctx, 0, x.dtype);
+    return;
+  }
+  const int64_t rank = static_cast<int64_t>(x.dims.size());
+  SliceSpec spec;
+  bool known = true;
+  std::optional<std::vector<int64_t>> axes;
+  if (ctx.opset() < 10) {
+    spec.starts = ctx.attrs().get_ints("starts", {});
+    spec.ends = ctx.attrs().get_ints("ends", {});
+    spec.axes = ctx.attrs().get_ints("axes", {});
+  } else {
+    auto starts = constant_input_ints(ctx, 1), ends = constant_input_ints(ctx, 2);
+    axes = ctx.has_input(3) ? constant_input_ints(ctx, 3) : std::optional<std::vector<int64_t>>(std::vector<int64_t>{});
+    auto steps =
+        ctx.has_input(4) ? constant_input_ints(ctx, 4) : std::optional<std::vector<int64_t>>(std::vector<int64_t>{});
+    if (!starts || !ends || !axes || !steps) {
+      known = false;
+    } else {
+      spec = SliceSpec{*starts, *ends, *axes, *steps};
+    }
+  }
+  std::vector<ir::Dim> dims = x.dims;
+  if (!known) {
+    // Without the ranges, every sliced axis is unknown; all are when the
+    // axes are not known either.
+    if (axes && !axes->empty()) {
+      for (int64_t a : checked_axes(ctx, *axes, rank)) dims[static_cast<size_t>(a)] = ir::Dim{};
+    } else if (axes && ctx.has_input(1)) {
+      auto count = known_length(ctx, 1);
+      size_t n = count ? static_cast<size_t>(*count) : x.dims.size();
+      for (size_t d = 0; d < n && d < dims.size(); ++d) dims[d] = ir::Dim{};
+    } else {
+      dims = unknown_dims(x.dims.size());
+    }
+    ctx.set_output(0, ranked_type(x.dtype, std::move(dims)));
+    return;
+  }
+  check_spec(ctx, spec, rank);
+  for (size_t i = 0; i < spec.axes.size(); ++i) {
+    ir::Dim& d = dims[static_cast<size_t>(spec.axes[i])];
+    if (d.is_known()) {
+      d = ir::Dim::known(normalize_range(spec.starts[i], spec.ends[i], spec.steps[i], d.value).count);
+    } else if (!(spec.steps[i] == 1 && spec.starts[i] == 0 && spec.ends[i] >= std::numeric_limits<int32_t>::max())) {
+      d = ir::Dim{};  // a whole-axis slice keeps a symbolic dim
+    }
+  }
+  ctx.set_output(0, ranked_type(x.dtype, std::move(dims)));
+}
+
+template <typename U>
+void strided_copy(const U* in, U* out, const Shape& in_shape, const Shape& out_shape,
+                  const std::vector<SliceRange>& ranges) {
+  const size_t rank = out_shape.size();
+  const std::vector<int64_t> in_strides = shape_strides(in_shape);
+  int64_t base = 0;
+  for (size_t d = 0; d < rank; ++d) base += ranges[d].start * in_strides[d];
+  const int64_t total = shape_numel(out_shape);
+  if (total == 0) return;
+  if (rank == 0) {
+    out[0] = in[0];
+    return;
+  }
+  const int64_t row = out_shape[rank - 1];
+  const int64_t rows = total / row;
+  const int64_t inner_step = ranges[rank - 1].step;
+  parallel_for(rows, std::max<int64_t>(1, 8192 / row), [&](int64_t begin, int64_t end) {
+    for (int64_t r = begin; r < end; ++r) {
+      int64_t rem = r, src = base;
+      for (size_t d = rank - 1; d-- > 0;) {
+        src += (rem % out_shape[d]) * ranges[d].step * in_strides[d];
+        rem /= out_shape[d];
+      }
+      U* o = out + r * row;
+      if (inner_step == 1) {
+        std::memcpy(o, in + src, static_cast<size_t>(row) * sizeof(U));
+      } else {
+        for (int64_t c = 0; c < row; ++c) o[c] = in[src + c * inner_step];
+      }
+    }
+  });
+}
+
+void slice_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  SliceSpec spec;
+  if (ctx.opset() < 10) {
+    spec.starts = ctx.attrs().get_ints("starts", {});
+    spec.ends = ctx.attrs().get_ints("ends", {});
+    spec.axes = ctx.attrs().get_ints("axes", {});
+  } else {
+    spec.starts = input_ints(ctx, 1, "starts");
+    spec.ends = input_ints(ctx, 2, "ends");
+    if (ctx.has_input(3)) spec.axes = input_ints(ctx, 3, "axes");
+    if (ctx.has_input(4)) spec.steps = input_ints(ctx, 4, "steps");
+    if (ctx.has_input(3) && spec.axes.empty() && !spec.starts.empty()) ctx.fail("axes is empty");
+  }
+  check_spec(ctx, spec, x.rank());
+  std::vector<SliceRange> ranges(static_cast<size_t>(x.rank()));
+  for (int64_t d = 0; d < x.rank(); ++d) ranges[static_cast<size_t>(d)].count = x.dim(d);
+  for (size_t i = 0; i < spec.axes.size(); ++i) {
+    size_t a = static_cast<size_t>(spec.axes[i]);
+    ranges[a] = normalize_range(spec.starts[i], spec.ends[i], spec.steps[i], x.shape()[a]);
+  }
+  Shape out_shape;
+  for (const SliceRange& r : ranges) out_shape.push_back(r.count);
+  Tensor& y = ctx.allocate_output(0, x.dtype(), out_shape);
+  visit_element_type(x.dtype(), "Slice", [&]<typename U>() {
+    strided_copy(static_cast<const U*>(x.raw_data()), static_cast<U*>(y.raw_data()), x.shape(), out_shape, ranges);
+  });
+}
+
+}  // namespace
+
+GRAFT_REGISTER_OP("", "Slice", slice_infer, slice_kernel);
+
+}  // namespace graft::ops

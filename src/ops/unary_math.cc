@@ -1,0 +1,154 @@
+// Elementwise math of one input: trigonometric and hyperbolic functions,
+// exp/log/sqrt, rounding, sign and magnitude, erf, and the IsNaN/IsInf
+// predicates. Float types compute in compute_t (float for float16/bfloat16);
+// integer inputs, where ONNX allows them, use wrapping integer arithmetic.
+#include <cmath>
+
+#include "elementwise_kernels.h"
+
+namespace graft::ops {
+namespace {
+
+using namespace elementwise;
+
+/// Declares an Op functor `name` applying `expression` (of `x`) in compute type C.
+#define GRAFT_UNARY_FUNCTION(name, grain_value, expression) \
+  struct name {                                              \
+    static constexpr int64_t grain = grain_value;            \
+    explicit name(const KernelContext&) {}                   \
+    template <typename C>                                    \
+    C operator()(C x) const {                                \
+      return expression;                                     \
+    }                                                        \
+  }
+
+GRAFT_UNARY_FUNCTION(AcosOp, kCostlyGrain, std::acos(x));
+GRAFT_UNARY_FUNCTION(AcoshOp, kCostlyGrain, std::acosh(x));
+GRAFT_UNARY_FUNCTION(AsinOp, kCostlyGrain, std::asin(x));
+GRAFT_UNARY_FUNCTION(AsinhOp, kCostlyGrain, std::asinh(x));
+GRAFT_UNARY_FUNCTION(AtanOp, kCostlyGrain, std::atan(x));
+GRAFT_UNARY_FUNCTION(AtanhOp, kCostlyGrain, std::atanh(x));
+GRAFT_UNARY_FUNCTION(CosOp, kCostlyGrain, std::cos(x));
+GRAFT_UNARY_FUNCTION(CoshOp, kCostlyGrain, std::cosh(x));
+GRAFT_UNARY_FUNCTION(SinOp, kCostlyGrain, std::sin(x));
+GRAFT_UNARY_FUNCTION(SinhOp, kCostlyGrain, std::sinh(x));
+GRAFT_UNARY_FUNCTION(TanOp, kCostlyGrain, std::tan(x));
+GRAFT_UNARY_FUNCTION(TanhOp, kCostlyGrain, std::tanh(x));
+GRAFT_UNARY_FUNCTION(ExpOp, kCostlyGrain, std::exp(x));
+GRAFT_UNARY_FUNCTION(LogOp, kCostlyGrain, std::log(x));
+GRAFT_UNARY_FUNCTION(SqrtOp, kCheapGrain, std::sqrt(x));
+GRAFT_UNARY_FUNCTION(ReciprocalOp, kCheapGrain, C(1) / x);
+GRAFT_UNARY_FUNCTION(CeilOp, kCheapGrain, std::ceil(x));
+GRAFT_UNARY_FUNCTION(FloorOp, kCheapGrain, std::floor(x));
+// nearbyint in the default rounding mode rounds halves to even, as ONNX's Round.
+GRAFT_UNARY_FUNCTION(RoundOp, kCheapGrain, std::nearbyint(x));
+
+#undef GRAFT_UNARY_FUNCTION
+
+struct AbsOp {
+  static constexpr int64_t grain = kCheapGrain;
+  explicit AbsOp(const KernelContext&) {}
+  template <typename C>
+  C operator()(C x) const {
+    if constexpr (is_integer_type_v<C>) {
+      if constexpr (std::is_unsigned_v<C>) return x;
+      // Wrapping negation: abs(INT_MIN) is INT_MIN, as in two's complement hardware.
+      return x < 0 ? static_cast<C>(wrapping_t<C>(0) - static_cast<wrapping_t<C>>(x)) : x;
+    } else {
+      return std::abs(x);
+    }
+  }
+};
+
+struct NegOp {
+  static constexpr int64_t grain = kCheapGrain;
+  explicit NegOp(const KernelContext&) {}
+  template <typename C>
+  C operator()(C x) const {
+    if constexpr (is_integer_type_v<C>)
+      return static_cast<C>(wrapping_t<C>(0) - static_cast<wrapping_t<C>>(x));
+    else
+      return -x;
+  }
+};
+
+struct SignOp {
+  static constexpr int64_t grain = kCheapGrain;
+  explicit SignOp(const KernelContext&) {}
+  template <typename C>
+  C operator()(C x) const {
+    if constexpr (is_integer_type_v<C>) {
+      return static_cast<C>((x > 0) - (x < 0));
+    } else {
+      if (std::isnan(x)) return x;
+      return x > 0 ? C(1) : (x < 0 ? C(-1) : C(0));
+    }
+  }
+};
+
+/// Erf; integer inputs (which ONNX allows) are computed in double and truncated.
+struct ErfOp {
+  static constexpr int64_t grain = kCostlyGrain;
+  explicit ErfOp(const KernelContext&) {}
+  template <typename C>
+  C operator()(C x) const {
+    if constexpr (is_integer_type_v<C>)
+      return from_double<C>(std::erf(static_cast<double>(x)));
+    else
+      return std::erf(x);
+  }
+};
+
+/// IsNaN and IsInf: float input, bool output of the same shape.
+void isnan_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  visit_dtype_in<DTypeSet::float_types>(x.dtype(), ctx, [&]<typename T>() {
+    Tensor& y = ctx.allocate_output(0, DType::boolean, x.shape());
+    map(x.data<T>(), y.data<bool>(), x.numel(), kCheapGrain, [](T v) { return std::isnan(to_compute(v)); });
+  });
+}
+
+void isinf_kernel(KernelContext& ctx) {
+  const Tensor& x = ctx.input(0);
+  bool detect_negative = ctx.attrs().get_int("detect_negative", 1) != 0;
+  bool detect_positive = ctx.attrs().get_int("detect_positive", 1) != 0;
+  visit_dtype_in<DTypeSet::float_types>(x.dtype(), ctx, [&]<typename T>() {
+    Tensor& y = ctx.allocate_output(0, DType::boolean, x.shape());
+    map(x.data<T>(), y.data<bool>(), x.numel(), kCheapGrain, [&](T v) {
+      auto c = to_compute(v);
+      return std::isinf(c) && (c > 0 ? detect_positive : detect_negative);
+    });
+  });
+}
+
+constexpr DTypeSet kFloat = DTypeSet::float_types;
+
+}  // namespace
+
+GRAFT_REGISTER_OP("", "Acos", infer_unary<kFloat>, (unary_kernel<kFloat, AcosOp>));
+GRAFT_REGISTER_OP("", "Acosh", infer_unary<kFloat>, (unary_kernel<kFloat, AcoshOp>));
+GRAFT_REGISTER_OP("", "Asin", infer_unary<kFloat>, (unary_kernel<kFloat, AsinOp>));
+GRAFT_REGISTER_OP("", "Asinh", infer_unary<kFloat>, (unary_kernel<kFloat, AsinhOp>));
+GRAFT_REGISTER_OP("", "Atan", infer_unary<kFloat>, (unary_kernel<kFloat, AtanOp>));
+GRAFT_REGISTER_OP("", "Atanh", infer_unary<kFloat>, (unary_kernel<kFloat, AtanhOp>));
+GRAFT_REGISTER_OP("", "Cos", infer_unary<kFloat>, (unary_kernel<kFloat, CosOp>));
+GRAFT_REGISTER_OP("", "Cosh", infer_unary<kFloat>, (unary_kernel<kFloat, CoshOp>));
+GRAFT_REGISTER_OP("", "Sin", infer_unary<kFloat>, (unary_kernel<kFloat, SinOp>));
+GRAFT_REGISTER_OP("", "Sinh", infer_unary<kFloat>, (unary_kernel<kFloat, SinhOp>));
+GRAFT_REGISTER_OP("", "Tan", infer_unary<kFloat>, (unary_kernel<kFloat, TanOp>));
+GRAFT_REGISTER_OP("", "Tanh", infer_unary<kFloat>, (unary_kernel<kFloat, TanhOp>));
+GRAFT_REGISTER_OP("", "Exp", infer_unary<kFloat>, (unary_kernel<kFloat, ExpOp>));
+GRAFT_REGISTER_OP("", "Log", infer_unary<kFloat>, (unary_kernel<kFloat, LogOp>));
+GRAFT_REGISTER_OP("", "Sqrt", infer_unary<kFloat>, (unary_kernel<kFloat, SqrtOp>));
+GRAFT_REGISTER_OP("", "Reciprocal", infer_unary<kFloat>, (unary_kernel<kFloat, ReciprocalOp>));
+GRAFT_REGISTER_OP("", "Ceil", infer_unary<kFloat>, (unary_kernel<kFloat, CeilOp>));
+GRAFT_REGISTER_OP("", "Floor", infer_unary<kFloat>, (unary_kernel<kFloat, FloorOp>));
+GRAFT_REGISTER_OP("", "Round", infer_unary<kFloat>, (unary_kernel<kFloat, RoundOp>));
+GRAFT_REGISTER_OP("", "Abs", infer_unary<DTypeSet::numeric>, (unary_kernel<DTypeSet::numeric, AbsOp>));
+GRAFT_REGISTER_OP("", "Neg", infer_unary<DTypeSet::signed_numeric>, (unary_kernel<DTypeSet::signed_numeric, NegOp>));
+GRAFT_REGISTER_OP("", "Sign", infer_unary<DTypeSet::numeric>, (unary_kernel<DTypeSet::numeric, SignOp>));
+GRAFT_REGISTER_OP("", "Erf", infer_unary<DTypeSet::numeric>, (unary_kernel<DTypeSet::numeric, ErfOp>));
+GRAFT_REGISTER_OP("", "IsNaN", infer_unary_to_bool<kFloat>, isnan_kernel);
+GRAFT_REGISTER_OP("", "IsInf", infer_unary_to_bool<kFloat>, isinf_kernel);
+
+}  // namespace graft::ops

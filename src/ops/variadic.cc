@@ -1,0 +1,74 @@
+// Sum, Mean, Max and Min of one or more inputs with numpy broadcasting. The
+// output is folded pairwise: out = f(in0, in1), then out = f(out, in_i); the
+// output may reuse the buffer of input 0 or 1 (never a later input, which
+// would be overwritten before it is read). Max and Min propagate NaN.
+#include "elementwise_kernels.h"
+
+namespace graft::ops {
+namespace {
+
+using namespace elementwise;
+
+struct SumOp {
+  template <typename C>
+  C operator()(C a, C b) const {
+    if constexpr (is_integer_type_v<C>)
+      return static_cast<C>(static_cast<wrapping_t<C>>(a) + static_cast<wrapping_t<C>>(b));
+    else
+      return a + b;
+  }
+};
+
+struct MaxOp {
+  template <typename C>
+  C operator()(C a, C b) const {
+    return (a != a || a > b) ? a : b;  // a != a: a is NaN; a NaN b falls through to b
+  }
+};
+
+struct MinOp {
+  template <typename C>
+  C operator()(C a, C b) const {
+    return (a != a || a < b) ? a : b;
+  }
+};
+
+template <DTypeSet set, typename Op, bool mean = false>
+void variadic_kernel(KernelContext& ctx) {
+  size_t n = ctx.num_inputs();
+  if (n == 0) ctx.fail("needs at least one input");
+  for (size_t i = 0; i < n; ++i) {
+    ctx.input(i);  // fails naming the input when it is absent
+    if (i > 0) require_same_dtype(ctx, 0, i);
+  }
+  const Tensor& first = ctx.input(0);
+  if (n == 1) {
+    visit_dtype_in<set>(first.dtype(), ctx, [&]<typename T>() { ctx.set_output(0, first); });
+    return;
+  }
+  Shape shape = broadcast_input_shapes(ctx, n);
+  const Op op;
+  visit_dtype_in<set>(first.dtype(), ctx, [&]<typename T>() {
+    auto apply = [&](T u, T v) { return static_cast<T>(op(to_compute(u), to_compute(v))); };
+    Tensor& y = allocate_elementwise_output(ctx, first.dtype(), shape, {0, 1});
+    zip<T, T, T>(first, ctx.input(1), y, apply);
+    for (size_t i = 2; i < n; ++i) zip<T, T, T>(y, ctx.input(i), y, apply);
+    if constexpr (mean) {
+      using C = compute_t<T>;
+      const C count = static_cast<C>(n);
+      map(y.data<T>(), y.data<T>(), y.numel(), kCheapGrain, [=](T v) { return static_cast<T>(to_compute(v) / count); });
+    }
+  });
+}
+
+constexpr DTypeSet kNumeric = DTypeSet::numeric;
+constexpr DTypeSet kFloat = DTypeSet::float_types;
+
+}  // namespace
+
+GRAFT_REGISTER_OP("", "Sum", infer_broadcast_same_dtype<kNumeric>, (variadic_kernel<kNumeric, SumOp>));
+GRAFT_REGISTER_OP("", "Mean", infer_broadcast_same_dtype<kFloat>, (variadic_kernel<kFloat, SumOp, true>));
+GRAFT_REGISTER_OP("", "Max", infer_broadcast_same_dtype<kNumeric>, (variadic_kernel<kNumeric, MaxOp>));
+GRAFT_REGISTER_OP("", "Min", infer_broadcast_same_dtype<kNumeric>, (variadic_kernel<kNumeric, MinOp>));
+
+}  // namespace graft::ops
