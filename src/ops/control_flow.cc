@@ -129,6 +129,7 @@ void loop_kernel(KernelContext& ctx) {
 
 void infer_scan(InferContext& ctx) {
   for (size_t i = 0; i < ctx.num_outputs(); ++i) ctx.set_output(i, ir::ValueType{});
+  if (ctx.opset() < 9) return;  // the batched opset-8 form is rejected by the kernel
   int64_t n_scan_in = ctx.attrs().get_int("num_scan_inputs");
   size_t n_declared = ctx.num_inputs() - static_cast<size_t>(ctx.node().num_captured_inputs);
   if (n_scan_in < 0 || static_cast<size_t>(n_scan_in) > n_declared) ctx.fail("num_scan_inputs out of range");
