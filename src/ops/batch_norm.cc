@@ -15,6 +15,7 @@
 #include "graft/ops/infer_util.h"
 #include "graft/ops/op_context.h"
 #include "math_common.h"
+#include "vector_math.h"
 
 namespace graft::ops {
 namespace {
@@ -97,6 +98,10 @@ void batch_norm_typed(KernelContext& ctx, const Tensor& x, const ChannelView& v,
       const size_t c = static_cast<size_t>(p % v.channels);
       const T* src = in + p * v.plane;
       T* dst = out + p * v.plane;
+      if constexpr (std::is_same_v<T, float>) {
+        vector_math::affine(src, dst, v.plane, a[c], b[c]);
+        continue;
+      }
       for (int64_t i = 0; i < v.plane; ++i)
         dst[i] = static_cast<T>(static_cast<W>(static_cast<compute_t<T>>(src[i])) * a[c] + b[c]);
     }

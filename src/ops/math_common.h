@@ -11,6 +11,7 @@
 #include "graft/core/parallel.h"
 #include "graft/core/tensor.h"
 #include "graft/ops/op_context.h"
+#include "vector_math.h"
 
 namespace graft::ops {
 
@@ -84,6 +85,18 @@ void normalize_groups(const T* in, T* out, int64_t batch, int64_t groups, int64_
     for (int64_t s = begin; s < end; ++s) {
       const T* src = in + s * span;
       T* dst = out + s * span;
+      if constexpr (std::is_same_v<T, float> && std::is_same_v<W, float>) {
+        const float mean = span > 0 ? vector_math::sum(src, span) / static_cast<float>(span) : 0.0f;
+        const float variance =
+            span > 0 ? vector_math::squared_deviation_sum(src, span, mean) / static_cast<float>(span) : 0.0f;
+        const float inv_std = 1.0f / std::sqrt(variance + epsilon);
+        for (int64_t j = 0; j < channels_per_group; ++j) {
+          const size_t c = static_cast<size_t>((s % groups) * channels_per_group + j);
+          const float a = scale[c] * inv_std;
+          vector_math::affine(src + j * plane, dst + j * plane, plane, a, bias[c] - mean * a);
+        }
+        continue;
+      }
       W sum = 0;
       for (int64_t i = 0; i < span; ++i) sum += static_cast<W>(static_cast<compute_t<T>>(src[i]));
       const W mean = span > 0 ? sum / static_cast<W>(span) : W(0);

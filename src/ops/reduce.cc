@@ -22,6 +22,7 @@
 #include "graft/ops/infer_util.h"
 #include "graft/ops/op_context.h"
 #include "math_common.h"
+#include "vector_math.h"
 
 namespace graft::ops {
 namespace {
@@ -199,6 +200,14 @@ struct MeanOp {
   }
 };
 
+/// Ops whose float32 rows can accumulate with vector_math::sum (their
+/// accumulator is the plain sum) or squared_deviation_sum around 0.
+template <typename O>
+constexpr bool kVectorSum =
+    std::is_same_v<O, SumOp<float>> || std::is_same_v<O, MeanOp<float>> || std::is_same_v<O, LogSumOp<float>>;
+template <typename O>
+constexpr bool kVectorSumOfSquares = std::is_same_v<O, SumSquareOp<float>> || std::is_same_v<O, L2Op<float>>;
+
 /// Runs `Op` over `layout`, writing kept_count() outputs.
 template <typename T, template <typename> class Op>
 void reduce_typed(const T* in, T* out, const ReductionLayout& layout) {
@@ -212,6 +221,13 @@ void reduce_typed(const T* in, T* out, const ReductionLayout& layout) {
     parallel_for(outputs, grain, [&](int64_t begin, int64_t end) {
       for (int64_t o = begin; o < end; ++o) {
         const T* row = in + o * reduced;
+        if constexpr (std::is_same_v<T, float> && kVectorSum<O>) {
+          out[o] = O::finish(vector_math::sum(row, reduced), reduced);
+          continue;
+        } else if constexpr (std::is_same_v<T, float> && kVectorSumOfSquares<O>) {
+          out[o] = O::finish(vector_math::squared_deviation_sum(row, reduced, 0.0f), reduced);
+          continue;
+        }
         Acc a = O::init();
         for (int64_t r = 0; r < reduced; ++r) O::add(a, row[r]);
         out[o] = O::finish(a, reduced);

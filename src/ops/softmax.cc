@@ -55,11 +55,11 @@ void softmax_row(W* row, int64_t n) {
     if constexpr (kLog) {
       const float log_sum = std::log(vector_math::exp_shifted_sum(row, nullptr, n, max_value));
       // (x - max) - log_sum, in two steps: x - (max + log_sum) would lose x's low bits.
-      vector_math::scale_and_offset(row, n, 1.0f, -max_value);
-      vector_math::scale_and_offset(row, n, 1.0f, -log_sum);
+      vector_math::affine(row, row, n, 1.0f, -max_value);
+      vector_math::affine(row, row, n, 1.0f, -log_sum);
     } else {
       const float sum = vector_math::exp_shifted_sum(row, row, n, max_value);
-      vector_math::scale_and_offset(row, n, 1.0f / sum, 0.0f);
+      vector_math::affine(row, row, n, 1.0f / sum, 0.0f);
     }
     return;
   }

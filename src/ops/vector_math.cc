@@ -178,11 +178,11 @@ GRAFT_ALWAYS_INLINE void normalize_impl(const float* x, float* y, int64_t n, flo
 }
 
 template <typename V>
-GRAFT_ALWAYS_INLINE void scale_and_offset_impl(float* x, int64_t n, float factor, float offset) {
+GRAFT_ALWAYS_INLINE void affine_impl(const float* x, float* y, int64_t n, float factor, float offset) {
   constexpr int W = kLanes<V>;
   int64_t i = 0;
-  for (; i + W <= n; i += W) store(x + i, load<V>(x + i) * factor + offset);
-  for (; i < n; ++i) x[i] = x[i] * factor + offset;
+  for (; i + W <= n; i += W) store(y + i, load<V>(x + i) * factor + offset);
+  for (; i < n; ++i) y[i] = x[i] * factor + offset;
 }
 
 /// One implementation of every primitive.
@@ -192,7 +192,7 @@ struct Primitives {
   float (*squared_deviation_sum)(const float*, int64_t, float);
   float (*exp_shifted_sum)(const float*, float*, int64_t, float);
   void (*normalize)(const float*, float*, int64_t, float, float, const float*, const float*);
-  void (*scale_and_offset)(float*, int64_t, float, float);
+  void (*affine)(const float*, float*, int64_t, float, float);
 };
 
 #define GRAFT_VECTOR_MATH_SET(ATTRIBUTES, SUFFIX, V)                                                 \
@@ -208,15 +208,12 @@ struct Primitives {
                                      const float* scale, const float* bias) {                        \
     normalize_impl<V>(x, y, n, mean, inv_std, scale, bias);                                          \
   }                                                                                                  \
-  ATTRIBUTES void scale_and_offset_##SUFFIX(float* x, int64_t n, float factor, float offset) {       \
-    scale_and_offset_impl<V>(x, n, factor, offset);                                                  \
+  ATTRIBUTES void affine_##SUFFIX(const float* x, float* y, int64_t n, float factor, float offset) { \
+    affine_impl<V>(x, y, n, factor, offset);                                                         \
   }                                                                                                  \
-  const Primitives primitives_##SUFFIX = {max_##SUFFIX,                                              \
-                                          sum_##SUFFIX,                                              \
-                                          squared_deviation_sum_##SUFFIX,                            \
-                                          exp_shifted_sum_##SUFFIX,                                  \
-                                          normalize_##SUFFIX,                                        \
-                                          scale_and_offset_##SUFFIX};
+  const Primitives primitives_##SUFFIX = {                                                           \
+      max_##SUFFIX,       sum_##SUFFIX,   squared_deviation_sum_##SUFFIX, exp_shifted_sum_##SUFFIX,  \
+      normalize_##SUFFIX, affine_##SUFFIX};
 
 GRAFT_VECTOR_MATH_SET(, baseline, Float4)
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -247,8 +244,8 @@ float exp_shifted_sum(const float* x, float* out, int64_t n, float shift) {
 void normalize(const float* x, float* y, int64_t n, float mean, float inv_std, const float* scale, const float* bias) {
   primitives().normalize(x, y, n, mean, inv_std, scale, bias);
 }
-void scale_and_offset(float* x, int64_t n, float factor, float offset) {
-  primitives().scale_and_offset(x, n, factor, offset);
+void affine(const float* x, float* y, int64_t n, float factor, float offset) {
+  primitives().affine(x, y, n, factor, offset);
 }
 
 }  // namespace graft::ops::vector_math

@@ -20,7 +20,7 @@ float squared_deviation_sum(const float* x, int64_t n, float mean);
 float exp_shifted_sum(const float* x, float* out, int64_t n, float shift);
 /// y[i] = (x[i] - mean) * inv_std * scale[i] + (bias ? bias[i] : 0); y may equal x.
 void normalize(const float* x, float* y, int64_t n, float mean, float inv_std, const float* scale, const float* bias);
-/// x[i] = x[i] * factor + offset.
-void scale_and_offset(float* x, int64_t n, float factor, float offset);
+/// y[i] = x[i] * factor + offset; y may equal x.
+void affine(const float* x, float* y, int64_t n, float factor, float offset);
 
 }  // namespace graft::ops::vector_math

@@ -64,7 +64,9 @@ TEST(VectorMath, ReductionsAndRowUpdatesMatchScalarLoops) {
       EXPECT_NEAR(y[static_cast<size_t>(i)], (x[static_cast<size_t>(i)] - mean) * 0.5f * scale[static_cast<size_t>(i)],
                   1e-6);
     std::vector<float> z = x;
-    vector_math::scale_and_offset(z.data(), n, 2.0f, -1.0f);
+    vector_math::affine(z.data(), z.data(), n, 2.0f, -1.0f);
     for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(z[static_cast<size_t>(i)], x[static_cast<size_t>(i)] * 2 - 1, 1e-6);
+    vector_math::affine(x.data(), y.data(), n, -0.5f, 3.0f);
+    for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(y[static_cast<size_t>(i)], x[static_cast<size_t>(i)] * -0.5f + 3, 1e-6);
   }
 }
