@@ -19,8 +19,10 @@ void arg_reduce_infer(InferContext& ctx) {
   const int64_t rank = static_cast<int64_t>(x.dims.size());
   const size_t axis = static_cast<size_t>(checked_axis(ctx, ctx.attrs().get_int("axis", 0), rank));
   std::vector<ir::Dim> dims = x.dims;
-  if (ctx.attrs().get_int("keepdims", 1) != 0) dims[axis] = ir::Dim::known(1);
-  else dims.erase(dims.begin() + static_cast<std::ptrdiff_t>(axis));
+  if (ctx.attrs().get_int("keepdims", 1) != 0)
+    dims[axis] = ir::Dim::known(1);
+  else
+    dims.erase(dims.begin() + static_cast<std::ptrdiff_t>(axis));
   ctx.set_output(0, ranked_type(DType::int64, std::move(dims)));
 }
 
@@ -33,8 +35,10 @@ void arg_reduce_kernel(KernelContext& ctx) {
   const int64_t n = x.dim(axis);
   if (n == 0) ctx.fail("cannot reduce an empty axis ", axis);
   Shape out_shape = x.shape();
-  if (ctx.attrs().get_int("keepdims", 1) != 0) out_shape[static_cast<size_t>(axis)] = 1;
-  else out_shape.erase(out_shape.begin() + axis);
+  if (ctx.attrs().get_int("keepdims", 1) != 0)
+    out_shape[static_cast<size_t>(axis)] = 1;
+  else
+    out_shape.erase(out_shape.begin() + axis);
   Tensor& y = ctx.allocate_output(0, DType::int64, out_shape);
   int64_t outer = 1, inner = 1;
   for (int64_t d = 0; d < axis; ++d) outer *= x.dim(d);
@@ -53,9 +57,12 @@ void arg_reduce_kernel(KernelContext& ctx) {
           const C v = static_cast<C>(lane[j * inner]);
           bool take;
           if constexpr (std::is_floating_point_v<C>) {
-            if (std::isnan(best)) take = select_last && std::isnan(v);
-            else if (std::isnan(v)) take = true;
-            else take = (kMax ? v > best : v < best) || (select_last && v == best);
+            if (std::isnan(best))
+              take = select_last && std::isnan(v);
+            else if (std::isnan(v))
+              take = true;
+            else
+              take = (kMax ? v > best : v < best) || (select_last && v == best);
           } else {
             take = (kMax ? v > best : v < best) || (select_last && v == best);
           }

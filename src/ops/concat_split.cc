@@ -42,16 +42,24 @@ void copy_rows(char* dst, int64_t dst_pitch, const char* src, int64_t src_pitch,
 
 // ---- Concat -----------------------------------------------------------------
 
-void concat_infer(InferContext& ctx) {
+// The axis attribute: required from opset 4, 1 by default before.
+template <typename Context>
+int64_t concat_axis(const Context& ctx) {
+  if (ctx.opset() < 4) return ctx.attrs().get_int("axis", 1);
   if (!ctx.attrs().has("axis")) ctx.fail("attribute 'axis' is required");
-  const int64_t axis_attr = ctx.attrs().get_int("axis");
+  return ctx.attrs().get_int("axis");
+}
+
+void concat_infer(InferContext& ctx) {
+  const int64_t axis_attr = concat_axis(ctx);
   DType dtype = DType::undefined;
   std::optional<std::vector<ir::Dim>> dims;
   bool all_ranked = true;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
     if (!ctx.has_input(i)) ctx.fail("input ", i, " is absent");
     const ir::ValueType& t = ctx.input_type(i);
-    if (dtype == DType::undefined) dtype = t.dtype;
+    if (dtype == DType::undefined)
+      dtype = t.dtype;
     else if (t.dtype != DType::undefined && t.dtype != dtype)
       ctx.fail("input ", i, " has dtype ", dtype_name(t.dtype), ", expected ", dtype_name(dtype));
     if (!t.has_rank) {
@@ -79,19 +87,21 @@ void concat_infer(InferContext& ctx) {
     if (!t.has_rank) continue;
     for (size_t d = 0; d < t.dims.size(); ++d)
       if (d != axis) out[d] = merge_equal_dims(ctx, out[d], t.dims[d], d);
-    if (t.dims[axis].is_known()) axis_sum += t.dims[axis].value;
-    else axis_known = false;
+    if (t.dims[axis].is_known())
+      axis_sum += t.dims[axis].value;
+    else
+      axis_known = false;
   }
   out[axis] = axis_known ? ir::Dim::known(axis_sum) : (ctx.num_inputs() == 1 ? out[axis] : ir::Dim{});
   ctx.set_output(0, ranked_type(dtype, std::move(out)));
 }
 
 void concat_kernel(KernelContext& ctx) {
-  if (!ctx.attrs().has("axis")) ctx.fail("attribute 'axis' is required");
+  const int64_t axis_attr = concat_axis(ctx);
   const Tensor& first = ctx.input(0);
   const int64_t rank = first.rank();
   if (rank == 0) ctx.fail("cannot concatenate scalars");
-  const int64_t axis = checked_axis(ctx, ctx.attrs().get_int("axis"), rank);
+  const int64_t axis = checked_axis(ctx, axis_attr, rank);
   Shape out_shape = first.shape();
   out_shape[static_cast<size_t>(axis)] = 0;
   for (size_t i = 0; i < ctx.num_inputs(); ++i) {
@@ -128,8 +138,7 @@ template <typename Context>
 std::vector<int64_t> split_sizes(const Context& ctx, int64_t extent, const std::optional<std::vector<int64_t>>& given,
                                  size_t outputs) {
   if (given) {
-    if (given->size() != outputs)
-      ctx.fail("split has ", given->size(), " entries for ", outputs, " outputs");
+    if (given->size() != outputs) ctx.fail("split has ", given->size(), " entries for ", outputs, " outputs");
     int64_t sum = 0;
     for (int64_t s : *given) {
       if (s < 0) ctx.fail("split has a negative entry ", s);
@@ -152,6 +161,8 @@ std::vector<int64_t> split_sizes(const Context& ctx, int64_t extent, const std::
   return std::vector<int64_t>(outputs, extent / n);
 }
 
+// Before opset 13 the split sizes are an attribute (opset 1 also took them as
+// an optional input); from 13 on, an input.
 bool split_given_by_attribute(int opset) { return opset < 13; }
 
 void split_infer(InferContext& ctx) {
@@ -165,7 +176,7 @@ void split_infer(InferContext& ctx) {
       static_cast<size_t>(checked_axis(ctx, ctx.attrs().get_int("axis", 0), static_cast<int64_t>(x.dims.size())));
   std::optional<std::vector<int64_t>> given;
   bool given_unknown = false;
-  if (split_given_by_attribute(ctx.opset())) {
+  if (split_given_by_attribute(ctx.opset()) && !(ctx.opset() < 2 && ctx.has_input(1))) {
     if (ctx.attrs().has("split")) given = ctx.attrs().get_ints("split");
   } else if (ctx.has_input(1)) {
     given = constant_input_ints(ctx, 1);
@@ -192,7 +203,7 @@ void split_kernel(KernelContext& ctx) {
   if (x.rank() == 0) ctx.fail("cannot split a scalar");
   const int64_t axis = checked_axis(ctx, ctx.attrs().get_int("axis", 0), x.rank());
   std::optional<std::vector<int64_t>> given;
-  if (split_given_by_attribute(ctx.opset())) {
+  if (split_given_by_attribute(ctx.opset()) && !(ctx.opset() < 2 && ctx.has_input(1))) {
     if (ctx.attrs().has("split")) given = ctx.attrs().get_ints("split");
   } else if (ctx.has_input(1)) {
     given = input_ints(ctx, 1, "split");

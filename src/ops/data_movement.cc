@@ -15,16 +15,35 @@ std::vector<int64_t> read_indices(const KernelContext& ctx, const Tensor& t, std
     for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<int64_t>(p[i]);
   };
   switch (t.dtype()) {
-    case DType::int64: copy.template operator()<int64_t>(); break;
-    case DType::int32: copy.template operator()<int32_t>(); break;
-    case DType::int16: copy.template operator()<int16_t>(); break;
-    case DType::int8: copy.template operator()<int8_t>(); break;
-    case DType::uint8: copy.template operator()<uint8_t>(); break;
-    case DType::uint16: copy.template operator()<uint16_t>(); break;
-    case DType::uint32: copy.template operator()<uint32_t>(); break;
-    case DType::uint64: copy.template operator()<uint64_t>(); break;
-    case DType::boolean: copy.template operator()<uint8_t>(); break;
-    default: ctx.fail(name, " must be an integer tensor, got ", t.type_string());
+    case DType::int64:
+      copy.template operator()<int64_t>();
+      break;
+    case DType::int32:
+      copy.template operator()<int32_t>();
+      break;
+    case DType::int16:
+      copy.template operator()<int16_t>();
+      break;
+    case DType::int8:
+      copy.template operator()<int8_t>();
+      break;
+    case DType::uint8:
+      copy.template operator()<uint8_t>();
+      break;
+    case DType::uint16:
+      copy.template operator()<uint16_t>();
+      break;
+    case DType::uint32:
+      copy.template operator()<uint32_t>();
+      break;
+    case DType::uint64:
+      copy.template operator()<uint64_t>();
+      break;
+    case DType::boolean:
+      copy.template operator()<uint8_t>();
+      break;
+    default:
+      ctx.fail(name, " must be an integer tensor, got ", t.type_string());
   }
   return out;
 }

@@ -19,11 +19,16 @@ namespace graft::ops {
 template <typename Fn>
 decltype(auto) visit_element_size(size_t element_size, std::string_view what, Fn&& fn) {
   switch (element_size) {
-    case 1: return fn.template operator()<uint8_t>();
-    case 2: return fn.template operator()<uint16_t>();
-    case 4: return fn.template operator()<uint32_t>();
-    case 8: return fn.template operator()<uint64_t>();
-    default: break;
+    case 1:
+      return fn.template operator()<uint8_t>();
+    case 2:
+      return fn.template operator()<uint16_t>();
+    case 4:
+      return fn.template operator()<uint32_t>();
+    case 8:
+      return fn.template operator()<uint64_t>();
+    default:
+      break;
   }
   fail(ErrorKind::unsupported, what, ": elements of ", element_size, " bytes are not supported");
 }

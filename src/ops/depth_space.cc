@@ -24,9 +24,7 @@ bool depth_to_space_is_crd(const Context& ctx) {
   return mode == "CRD";
 }
 
-ir::Dim scaled(const ir::Dim& d, int64_t factor) {
-  return d.is_known() ? ir::Dim::known(d.value * factor) : ir::Dim{};
-}
+ir::Dim scaled(const ir::Dim& d, int64_t factor) { return d.is_known() ? ir::Dim::known(d.value * factor) : ir::Dim{}; }
 
 template <typename Context>
 ir::Dim divided(const Context& ctx, const ir::Dim& d, int64_t divisor, const char* what) {

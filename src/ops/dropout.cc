@@ -2,8 +2,10 @@
 // training_mode input is true) the output is the input itself (a view, no
 // copy) and the optional mask is all true. In training mode each element is
 // kept with probability 1 - ratio and scaled by 1 / (1 - ratio); the mask
-// records which were kept. The random stream is seeded by the `seed`
-// attribute when present, so runs with a seed repeat.
+// records which were kept. With a `seed` attribute the draws repeat, and are
+// the ones numpy's legacy generator makes (np.random.seed(seed), then
+// uniform(0, 1) per element, kept when >= ratio), as in the ONNX reference:
+// MT19937 seeded the same way, each uniform built from two 32-bit outputs.
 #include <random>
 
 #include "data_movement.h"
@@ -55,9 +57,13 @@ void dropout_kernel(KernelContext& ctx) {
     }
     return;
   }
-  std::mt19937_64 rng(ctx.attrs().has("seed") ? static_cast<uint64_t>(ctx.attrs().get_int("seed"))
-                                              : std::random_device{}());
-  std::bernoulli_distribution keep(1.0 - *ratio);
+  std::mt19937 rng(ctx.attrs().has("seed") ? static_cast<uint32_t>(ctx.attrs().get_int("seed"))
+                                           : std::random_device{}());
+  auto keep = [&rng, ratio = *ratio]() {
+    const uint32_t high = static_cast<uint32_t>(rng()) >> 5, low = static_cast<uint32_t>(rng()) >> 6;
+    const double uniform = (static_cast<double>(high) * 67108864.0 + static_cast<double>(low)) / 9007199254740992.0;
+    return uniform >= ratio;
+  };
   const double scale = 1.0 / (1.0 - *ratio);
   Tensor& y = ctx.allocate_output(0, x.dtype(), x.shape());
   Tensor mask = want_mask ? ctx.allocate_output(1, mask_dtype, x.shape()) : Tensor();
@@ -65,7 +71,7 @@ void dropout_kernel(KernelContext& ctx) {
     const T* in = x.data<T>();
     T* out = y.data<T>();
     for (int64_t i = 0; i < x.numel(); ++i) {
-      const bool kept = keep(rng);
+      const bool kept = keep();
       using C = compute_t<T>;
       out[i] = static_cast<T>(kept ? static_cast<C>(static_cast<C>(in[i]) * static_cast<C>(scale)) : C(0));
       if (want_mask) mask.data<bool>()[i] = kept;

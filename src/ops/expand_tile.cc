@@ -25,8 +25,10 @@ void expand_infer(InferContext& ctx) {
       target.dims.push_back(ir::Dim::known(e));
     }
     auto dims = broadcast_dims(ctx, {x, target});
-    if (dims) ctx.set_output(0, ranked_type(x.dtype, std::move(*dims)));
-    else set_output_dtype_only(ctx, 0, x.dtype);
+    if (dims)
+      ctx.set_output(0, ranked_type(x.dtype, std::move(*dims)));
+    else
+      set_output_dtype_only(ctx, 0, x.dtype);
     return;
   }
   auto length = known_length(ctx, 1);
@@ -69,8 +71,10 @@ void expand_kernel(KernelContext& ctx) {
           rem /= out_shape[d];
         }
         U* o = dst + r * row;
-        if (inner_stride == 0) std::fill(o, o + row, src[offset]);
-        else std::memcpy(o, src + offset, static_cast<size_t>(row) * sizeof(U));
+        if (inner_stride == 0)
+          std::fill(o, o + row, src[offset]);
+        else
+          std::memcpy(o, src + offset, static_cast<size_t>(row) * sizeof(U));
       }
     });
   });
@@ -91,9 +95,12 @@ void tile_infer(InferContext& ctx) {
     for (size_t d = 0; d < dims.size(); ++d) {
       const int64_t rep = (*repeats)[d];
       if (rep < 0) ctx.fail("repeats has a negative entry ", rep);
-      if (dims[d].is_known()) dims[d] = ir::Dim::known(dims[d].value * rep);
-      else if (rep == 0) dims[d] = ir::Dim::known(0);
-      else if (rep != 1) dims[d] = ir::Dim{};
+      if (dims[d].is_known())
+        dims[d] = ir::Dim::known(dims[d].value * rep);
+      else if (rep == 0)
+        dims[d] = ir::Dim::known(0);
+      else if (rep != 1)
+        dims[d] = ir::Dim{};
     }
   } else {
     dims = unknown_dims(dims.size());

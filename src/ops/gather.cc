@@ -70,8 +70,10 @@ void gather_kernel(KernelContext& ctx) {
         const int64_t o = w / count, i = w % count;
         const U* s = src + (o * extent + index[static_cast<size_t>(i)]) * inner;
         U* t = dst + w * inner;
-        if (inner == 1) *t = *s;
-        else std::memcpy(t, s, static_cast<size_t>(inner) * sizeof(U));
+        if (inner == 1)
+          *t = *s;
+        else
+          std::memcpy(t, s, static_cast<size_t>(inner) * sizeof(U));
       }
     });
   });
@@ -146,8 +148,7 @@ void gather_nd_infer(InferContext& ctx) {
   const int64_t r = static_cast<int64_t>(data.dims.size()), q = static_cast<int64_t>(indices.dims.size());
   const int64_t k = indices.dims.back().value;
   if (batch_dims < 0 || batch_dims >= std::min(r, q)) ctx.fail("batch_dims ", batch_dims, " is out of range");
-  if (k < 1 || k > r - batch_dims)
-    ctx.fail("the last dimension of indices is ", k, ", expected 1..", r - batch_dims);
+  if (k < 1 || k > r - batch_dims) ctx.fail("the last dimension of indices is ", k, ", expected 1..", r - batch_dims);
   std::vector<ir::Dim> dims(indices.dims.begin(), indices.dims.end() - 1);
   dims.insert(dims.end(), data.dims.begin() + batch_dims + k, data.dims.end());
   ctx.set_output(0, ranked_type(data.dtype, std::move(dims)));

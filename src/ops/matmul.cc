@@ -254,8 +254,8 @@ void infer_gemm(InferContext& ctx) {
 
 /// Y = alpha * op(A) * op(B) + beta * C in the compute type W of T.
 template <typename T>
-void gemm_typed(const KernelContext& ctx, const Tensor& a, const Tensor& b, const Tensor* c, bool trans_a, bool trans_b,
-                int64_t M, int64_t N, int64_t K, float alpha, float beta, Tensor& y) {
+void gemm_typed(const Tensor& a, const Tensor& b, const Tensor* c, bool trans_a, bool trans_b, int64_t M, int64_t N,
+                int64_t K, float alpha, float beta, Tensor& y) {
   using W = compute_t<T>;
   const int64_t count = M * N;
   // Y starts as C broadcast to M x N (or is left unread when there is no C).
@@ -298,7 +298,6 @@ void gemm_typed(const KernelContext& ctx, const Tensor& a, const Tensor& b, cons
     T* yp = y.data<T>();
     for (int64_t i = 0; i < count; ++i) yp[i] = static_cast<T>(wide[static_cast<size_t>(i)]);
   }
-  (void)ctx;
 }
 
 void gemm_kernel(KernelContext& ctx) {
@@ -322,21 +321,21 @@ void gemm_kernel(KernelContext& ctx) {
   if (y.numel() == 0) return;
   switch (a.dtype()) {
     case DType::float32:
-      return gemm_typed<float>(ctx, a, b, c, trans_a, trans_b, M, N, K, alpha, beta, y);
+      return gemm_typed<float>(a, b, c, trans_a, trans_b, M, N, K, alpha, beta, y);
     case DType::float64:
-      return gemm_typed<double>(ctx, a, b, c, trans_a, trans_b, M, N, K, alpha, beta, y);
+      return gemm_typed<double>(a, b, c, trans_a, trans_b, M, N, K, alpha, beta, y);
     case DType::float16:
-      return gemm_typed<float16_t>(ctx, a, b, c, trans_a, trans_b, M, N, K, alpha, beta, y);
+      return gemm_typed<float16_t>(a, b, c, trans_a, trans_b, M, N, K, alpha, beta, y);
     case DType::bfloat16:
-      return gemm_typed<bfloat16_t>(ctx, a, b, c, trans_a, trans_b, M, N, K, alpha, beta, y);
+      return gemm_typed<bfloat16_t>(a, b, c, trans_a, trans_b, M, N, K, alpha, beta, y);
     case DType::int32:
-      return gemm_typed<int32_t>(ctx, a, b, c, trans_a, trans_b, M, N, K, alpha, beta, y);
+      return gemm_typed<int32_t>(a, b, c, trans_a, trans_b, M, N, K, alpha, beta, y);
     case DType::int64:
-      return gemm_typed<int64_t>(ctx, a, b, c, trans_a, trans_b, M, N, K, alpha, beta, y);
+      return gemm_typed<int64_t>(a, b, c, trans_a, trans_b, M, N, K, alpha, beta, y);
     case DType::uint32:
-      return gemm_typed<uint32_t>(ctx, a, b, c, trans_a, trans_b, M, N, K, alpha, beta, y);
+      return gemm_typed<uint32_t>(a, b, c, trans_a, trans_b, M, N, K, alpha, beta, y);
     case DType::uint64:
-      return gemm_typed<uint64_t>(ctx, a, b, c, trans_a, trans_b, M, N, K, alpha, beta, y);
+      return gemm_typed<uint64_t>(a, b, c, trans_a, trans_b, M, N, K, alpha, beta, y);
     default:
       ctx.unsupported("dtype ", dtype_name(a.dtype()), " is not supported");
   }

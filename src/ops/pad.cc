@@ -182,8 +182,10 @@ void pad_kernel(KernelContext& ctx) {
         for (int64_t d = rank - 2; d >= 0; --d) {
           const int64_t i = maps[static_cast<size_t>(d)][static_cast<size_t>(rem % out_shape[static_cast<size_t>(d)])];
           rem /= out_shape[static_cast<size_t>(d)];
-          if (i < 0) padding_row = true;
-          else offset += i * strides[static_cast<size_t>(d)];
+          if (i < 0)
+            padding_row = true;
+          else
+            offset += i * strides[static_cast<size_t>(d)];
         }
         U* o = dst + r * row;
         if (padding_row) {
@@ -191,7 +193,8 @@ void pad_kernel(KernelContext& ctx) {
           continue;
         }
         const U* s = src + offset;
-        for (int64_t c = 0; c < copy_begin; ++c) o[c] = inner_map[static_cast<size_t>(c)] < 0 ? fill : s[inner_map[static_cast<size_t>(c)]];
+        for (int64_t c = 0; c < copy_begin; ++c)
+          o[c] = inner_map[static_cast<size_t>(c)] < 0 ? fill : s[inner_map[static_cast<size_t>(c)]];
         if (copy_end > copy_begin)
           std::memcpy(o + copy_begin, s + inner_map[static_cast<size_t>(copy_begin)],
                       static_cast<size_t>(copy_end - copy_begin) * sizeof(U));

@@ -2,6 +2,8 @@
 // Their kernels return views sharing the input's storage (no copy); the work
 // is in computing the new shape, at run time from the input tensors and at
 // inference time from whatever dims and constant inputs are known.
+#include <algorithm>
+
 #include "data_movement.h"
 #include "graft/ops/infer_util.h"
 
@@ -18,6 +20,45 @@ std::optional<std::vector<int64_t>> reshape_request(const InferContext& ctx) {
 
 bool reshape_allows_zero(const ir::Node& node) {
   return node.opset_version >= 14 && node.attributes.get_int("allowzero", 0) != 0;
+}
+
+// The extent of the -1 entry at `position` of `out`: the input's element
+// count divided by the other output dims. Symbolic dims that appear on both
+// sides cancel, so [batch, 3, 4] -> [0, -1] gives 12 and [batch, 12] ->
+// [-1, 12] gives batch; otherwise the extent is unknown.
+template <typename Context>
+ir::Dim inferred_extent(const Context& ctx, const std::vector<ir::Dim>& in, const std::vector<ir::Dim>& out,
+                        size_t position) {
+  int64_t in_product = 1, out_product = 1;
+  std::vector<std::string> in_symbols;
+  for (const ir::Dim& d : in) {
+    if (d.is_known())
+      in_product *= d.value;
+    else if (d.symbol.empty())
+      return ir::Dim{};
+    else
+      in_symbols.push_back(d.symbol);
+  }
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (i == position) continue;
+    const ir::Dim& d = out[i];
+    if (d.is_known()) {
+      out_product *= d.value;
+      continue;
+    }
+    auto match = std::find(in_symbols.begin(), in_symbols.end(), d.symbol);
+    if (d.symbol.empty() || match == in_symbols.end()) return ir::Dim{};
+    in_symbols.erase(match);
+  }
+  if (in_symbols.size() > 1) return ir::Dim{};
+  if (out_product == 0 || in_product % out_product != 0) {
+    if (in_symbols.empty())
+      ctx.fail("cannot reshape ", in_product, " elements into the requested shape (-1 cannot be inferred)");
+    return ir::Dim{};
+  }
+  const int64_t extent = in_product / out_product;
+  if (in_symbols.empty()) return ir::Dim::known(extent);
+  return extent == 1 ? ir::Dim::symbolic(in_symbols[0]) : ir::Dim{};
 }
 
 // Output dims for `request` against input dims `in` (partially known).
@@ -47,18 +88,7 @@ std::vector<ir::Dim> reshape_dims(const Context& ctx, const std::vector<ir::Dim>
   if (!in_known_rank) return out;
   ir::Dim total = dims_product(in, 0, in.size());
   if (infer_position >= 0) {
-    int64_t others = 1;
-    bool others_known = true;
-    for (size_t i = 0; i < out.size(); ++i) {
-      if (static_cast<int64_t>(i) == infer_position) continue;
-      if (!out[i].is_known()) others_known = false;
-      else others *= out[i].value;
-    }
-    if (total.is_known() && others_known) {
-      if (others == 0 || total.value % others != 0)
-        ctx.fail("cannot reshape ", total.value, " elements into the requested shape (-1 cannot be inferred)");
-      out[static_cast<size_t>(infer_position)] = ir::Dim::known(total.value / others);
-    }
+    out[static_cast<size_t>(infer_position)] = inferred_extent(ctx, in, out, static_cast<size_t>(infer_position));
   } else if (total.is_known()) {
     ir::Dim product = dims_product(out, 0, out.size());
     if (product.is_known() && product.value != total.value)
@@ -78,19 +108,23 @@ void reshape_infer(InferContext& ctx) {
   auto request = reshape_request(ctx);
   if (!request) {
     auto length = ctx.opset() >= 5 ? known_length(ctx, 1) : std::nullopt;
-    if (length) ctx.set_output(0, ranked_type(x.dtype, unknown_dims(static_cast<size_t>(*length))));
-    else set_output_dtype_only(ctx, 0, x.dtype);
+    if (length)
+      ctx.set_output(0, ranked_type(x.dtype, unknown_dims(static_cast<size_t>(*length))));
+    else
+      set_output_dtype_only(ctx, 0, x.dtype);
     return;
   }
-  ctx.set_output(0, ranked_type(x.dtype, reshape_dims(ctx, x.dims, x.has_rank, *request,
-                                                      reshape_allows_zero(ctx.node()))));
+  ctx.set_output(
+      0, ranked_type(x.dtype, reshape_dims(ctx, x.dims, x.has_rank, *request, reshape_allows_zero(ctx.node()))));
 }
 
 void reshape_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   std::vector<int64_t> request;
-  if (ctx.opset() < 5 && ctx.attrs().has("shape")) request = ctx.attrs().get_ints("shape");
-  else request = input_ints(ctx, 1, "shape");
+  if (ctx.opset() < 5 && ctx.attrs().has("shape"))
+    request = ctx.attrs().get_ints("shape");
+  else
+    request = input_ints(ctx, 1, "shape");
   auto dims = reshape_dims(ctx, dims_of(x.shape()), true, request, reshape_allows_zero(ctx.node()));
   Shape shape;
   for (const ir::Dim& d : dims) {
@@ -173,8 +207,10 @@ void squeeze_infer(InferContext& ctx) {
   const int64_t rank = static_cast<int64_t>(x.dims.size());
   if (!axes) {
     auto length = known_length(ctx, 1);
-    if (length && *length <= rank) ctx.set_output(0, ranked_type(x.dtype, unknown_dims(static_cast<size_t>(rank - *length))));
-    else set_output_dtype_only(ctx, 0, x.dtype);
+    if (length && *length <= rank)
+      ctx.set_output(0, ranked_type(x.dtype, unknown_dims(static_cast<size_t>(rank - *length))));
+    else
+      set_output_dtype_only(ctx, 0, x.dtype);
     return;
   }
   std::vector<bool> drop(x.dims.size(), false);
@@ -237,8 +273,10 @@ void unsqueeze_infer(InferContext& ctx) {
   }
   if (!axes) {
     auto length = known_length(ctx, 1);
-    if (length) ctx.set_output(0, ranked_type(x.dtype, unknown_dims(x.dims.size() + static_cast<size_t>(*length))));
-    else set_output_dtype_only(ctx, 0, x.dtype);
+    if (length)
+      ctx.set_output(0, ranked_type(x.dtype, unknown_dims(x.dims.size() + static_cast<size_t>(*length))));
+    else
+      set_output_dtype_only(ctx, 0, x.dtype);
     return;
   }
   const int64_t out_rank = static_cast<int64_t>(x.dims.size() + axes->size());

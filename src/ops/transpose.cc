@@ -45,8 +45,10 @@ SimplifiedTranspose simplify(const Shape& in_shape, const std::vector<int64_t>& 
   if (kept_perm.empty()) return result;
   std::vector<std::vector<int64_t>> groups;  // groups of input dims, in output order
   for (int64_t p : kept_perm) {
-    if (!groups.empty() && groups.back().back() + 1 == p) groups.back().push_back(p);
-    else groups.push_back({p});
+    if (!groups.empty() && groups.back().back() + 1 == p)
+      groups.back().push_back(p);
+    else
+      groups.push_back({p});
   }
   // The merged input order is the groups sorted by their first input dim.
   std::vector<size_t> by_input(groups.size());
@@ -98,8 +100,8 @@ void transpose_typed(const U* in, U* out, const SimplifiedTranspose& t) {
   // Tiled copy over the plane (j, last): j is the output position of the
   // input's innermost dimension.
   const size_t last = rank - 1;
-  const size_t j = static_cast<size_t>(std::find(t.perm.begin(), t.perm.end(), static_cast<int64_t>(rank - 1)) -
-                                       t.perm.begin());
+  const size_t j =
+      static_cast<size_t>(std::find(t.perm.begin(), t.perm.end(), static_cast<int64_t>(rank - 1)) - t.perm.begin());
   constexpr int64_t kTile = 32;
   const int64_t rows_j = out_shape[j], cols = out_shape[last];
   const int64_t tiles_j = (rows_j + kTile - 1) / kTile;
@@ -181,9 +183,8 @@ void transpose_bytes(const void* in, void* out, const Shape& in_shape, const std
     parallel_copy(out, in, nbytes);
     return;
   }
-  visit_element_size(element_size, "Transpose", [&]<typename U>() {
-    transpose_typed(static_cast<const U*>(in), static_cast<U*>(out), t);
-  });
+  visit_element_size(element_size, "Transpose",
+                     [&]<typename U>() { transpose_typed(static_cast<const U*>(in), static_cast<U*>(out), t); });
 }
 
 GRAFT_REGISTER_OP("", "Transpose", transpose_infer, transpose_kernel);

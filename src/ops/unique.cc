@@ -63,8 +63,7 @@ void unique_kernel(KernelContext& ctx) {
     auto less = [p](int64_t a, int64_t b) { return static_cast<compute_t<T>>(p[a]) < static_cast<compute_t<T>>(p[b]); };
     std::stable_sort(order.begin(), order.end(), [&](int64_t a, int64_t b) { return compare_items(less, a, b) < 0; });
     for (size_t k = 0; k < order.size(); ++k)
-      group_of_rank[k] = k == 0 ? 0
-                                : group_of_rank[k - 1] + (compare_items(less, order[k - 1], order[k]) != 0 ? 1 : 0);
+      group_of_rank[k] = k == 0 ? 0 : group_of_rank[k - 1] + (compare_items(less, order[k - 1], order[k]) != 0 ? 1 : 0);
   });
   const int64_t groups = n == 0 ? 0 : group_of_rank.back() + 1;
   // First occurrence, count and inverse per group (in sort order).
@@ -97,8 +96,8 @@ void unique_kernel(KernelContext& ctx) {
   for (int64_t o = 0; o < outer; ++o)
     for (int64_t k = 0; k < groups; ++k) {
       const int64_t item = first[static_cast<size_t>(output_order[static_cast<size_t>(k)])];
-      std::memcpy(dst + (o * groups + k) * static_cast<int64_t>(block), src + (o * n + item) * static_cast<int64_t>(block),
-                  block);
+      std::memcpy(dst + (o * groups + k) * static_cast<int64_t>(block),
+                  src + (o * n + item) * static_cast<int64_t>(block), block);
     }
   auto write = [&](size_t output, int64_t length, auto value_at) {
     if (ctx.num_outputs() <= output) return;
