@@ -94,4 +94,22 @@ std::string file_name_for(const std::string& value_name) {
   return name;
 }
 
+std::string one_line(const std::string& message) {
+  static const char* hex = "0123456789abcdef";
+  std::string line;
+  for (char c : message) {
+    auto byte = static_cast<unsigned char>(c);
+    if (c == '\n') {
+      line += "\\n";
+    } else if (byte < 0x20 || byte == 0x7f) {
+      line += "\\x";
+      line += hex[byte >> 4];
+      line += hex[byte & 15];
+    } else {
+      line += c;
+    }
+  }
+  return line;
+}
+
 }  // namespace graft::cli

@@ -34,4 +34,8 @@ std::string read_file(const std::string& path);
 /// '.', '-' and '_' become '_' (ONNX names often hold '/' and ':').
 std::string file_name_for(const std::string& value_name);
 
+/// A message as one printable line: names read from a damaged model may hold
+/// newlines and other control characters, which become \n and \xNN.
+std::string one_line(const std::string& message);
+
 }  // namespace graft::cli

@@ -2,6 +2,7 @@
 // itself (command.h). graft::Error becomes one line on stderr and exit code 2.
 #include <iostream>
 
+#include "cli_support.h"
 #include "command.h"
 #include "graft/core/error.h"
 
@@ -29,13 +30,27 @@ int main(int argc, char** argv) {
   // Usage errors read like every other error: one line, exit code 2. Set
   // before the commands register so that their subcommands inherit it.
   app.failure_message(
-      [](const CLI::App*, const CLI::Error& e) { return std::string("graft: error: ") + e.what() + "\n"; });
+      [](const CLI::App*, const CLI::Error& e) { return "graft: error: " + graft::cli::one_line(e.what()) + "\n"; });
   std::vector<std::pair<CLI::App*, std::function<int()>>> handlers;
   for (const auto& setup : graft::cli::commands()) {
     size_t before = app.get_subcommands({}).size();
     auto run = setup(app);
     auto subs = app.get_subcommands({});
     if (subs.size() > before) handlers.emplace_back(subs.back(), std::move(run));
+  }
+  // CLI11 reports an unknown command as "A subcommand is required"; name it.
+  if (argc > 1 && argv[1][0] != '-') {
+    std::string known;
+    bool found = false;
+    for (const auto& [sub, run] : handlers) {
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+      found = found || sub->get_name() == argv[1];
+    }
+    if (!found) {
+      std::cerr << "graft: error: unknown command '" << graft::cli::one_line(argv[1]) << "' (commands: " << known
+                << ")\n";
+      return 2;
+    }
   }
   try {
     app.parse(argc, argv);
@@ -46,11 +61,8 @@ int main(int argc, char** argv) {
   try {
     for (auto& [sub, run] : handlers)
       if (sub->parsed()) return run();
-  } catch (const graft::Error& e) {
-    std::cerr << "graft: error: " << e.what() << "\n";
-    return 2;
-  } catch (const std::exception& e) {
-    std::cerr << "graft: error: " << e.what() << "\n";
+  } catch (const std::exception& e) {  // graft::Error and anything else
+    std::cerr << "graft: error: " << graft::cli::one_line(e.what()) << "\n";
     return 2;
   }
   return 2;

@@ -17,7 +17,8 @@
 //
 // Comparison: dtype and shape must match; floats pass when
 // |got - expected| <= atol + rtol * |expected| (NaN equals NaN, infinities
-// must be equal); integers and bools must be equal.
+// must be equal); integers and bools must be equal. As in ONNX's own runner,
+// a uint16 test tensor where the model has bfloat16 holds bfloat16 bits.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -34,6 +35,7 @@
 #include <regex>
 #include <thread>
 
+#include "cli_support.h"
 #include "command.h"
 #include "graft/core/error.h"
 #include "graft/frontend/onnx_tensor.h"
@@ -214,6 +216,13 @@ std::vector<size_t> match_positions(const std::vector<std::string>& file_names,
   return order;
 }
 
+/// ONNX test data stores bfloat16 tensors as their uint16 bits (numpy has no
+/// bfloat16); read such a tensor as bfloat16 where bfloat16 is expected.
+Tensor as_bfloat16_if_expected(const Tensor& t, DType expected) {
+  if (expected != DType::bfloat16 || t.dtype() != DType::uint16) return t;
+  return Tensor(DType::bfloat16, t.shape(), t.storage(), t.byte_offset());
+}
+
 CaseResult run_case(const fs::path& dir, const OnnxTestOptions& options) {
   runtime::SessionOptions session_options;
   session_options.num_threads = options.threads;
@@ -240,7 +249,8 @@ CaseResult run_case(const fs::path& dir, const OnnxTestOptions& options) {
               detail::concat(set_name, " has ", loaded.size(), " inputs, the model takes ", session.inputs().size())};
     std::vector<size_t> order = match_positions(names, session.inputs());
     std::vector<Tensor> inputs(loaded.size());
-    for (size_t i = 0; i < loaded.size(); ++i) inputs[order[i]] = loaded[i];
+    for (size_t i = 0; i < loaded.size(); ++i)
+      inputs[order[i]] = as_bfloat16_if_expected(loaded[i], session.inputs()[order[i]].type.dtype);
 
     std::vector<Tensor> outputs = session.run(inputs);
 
@@ -255,7 +265,8 @@ CaseResult run_case(const fs::path& dir, const OnnxTestOptions& options) {
               detail::concat(set_name, " has ", expected.size(), " expected outputs, the model has ", outputs.size())};
     order = match_positions(names, session.outputs());
     for (size_t i = 0; i < expected.size(); ++i) {
-      std::string difference = compare_tensors(outputs[order[i]], expected[i], options.rtol, options.atol);
+      Tensor wanted = as_bfloat16_if_expected(expected[i], outputs[order[i]].dtype());
+      std::string difference = compare_tensors(outputs[order[i]], wanted, options.rtol, options.atol);
       if (!difference.empty())
         return {Outcome::fail,
                 detail::concat(set_name, ", output '", session.outputs()[order[i]].name, "': ", difference)};
@@ -360,9 +371,8 @@ struct Tally {
   }
 };
 
-std::string one_line(std::string text, bool verbose) {
-  for (char& c : text)
-    if (c == '\n' || c == '\r' || c == '\t') c = ' ';
+std::string shortened(const std::string& message, bool verbose) {
+  std::string text = one_line(message);
   if (!verbose && text.size() > 300) text = text.substr(0, 297) + "...";
   return text;
 }
@@ -417,7 +427,7 @@ int run_onnx_tests(const OnnxTestOptions& options) {
       const TestCase& c = cases[printed];
       const CaseResult& r = *results[printed];
       std::cout << outcome_name(r.outcome) << " " << c.name;
-      if (!r.message.empty()) std::cout << ": " << one_line(r.message, options.verbose);
+      if (!r.message.empty()) std::cout << ": " << shortened(r.message, options.verbose);
       if (options.verbose) std::cout << " (" << number(std::round(r.seconds * 1000) / 1000) << " s)";
       std::cout << "\n";
       tallies[c.group].add(r.outcome);

@@ -195,8 +195,9 @@ int run_model(const RunCommandOptions& options) {
         times.size() % 2 ? times[times.size() / 2] : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
     char buffer[200];
     std::snprintf(buffer, sizeof(buffer),
-                  "latency: median %.3f ms, min %.3f ms over %lld runs (first run %.3f ms, %d threads)\n", median,
-                  times.front(), static_cast<long long>(repeat), first_ms, session.num_threads());
+                  "latency: median %.3f ms, min %.3f ms over %lld runs (first run %.3f ms; %d thread%s)\n", median,
+                  times.front(), static_cast<long long>(repeat), first_ms, session.num_threads(),
+                  session.num_threads() == 1 ? "" : "s");
     std::cout << buffer;
   }
 
