@@ -66,7 +66,9 @@ class Importer {
     std::map<std::string, int64_t> opsets;
     for (const auto& op : model.opset_import()) opsets[canonical_domain(op.domain())] = op.version();
     if (model.opset_import_size() == 0) opsets[""] = 1;  // IR version 2 default
-    int64_t onnx_opset = opsets.count("") ? opsets[""] : 0;
+    // A model importing only other domains (ai.onnx.ml, training) has no default opset; its ops are
+    // then reported as unsupported one by one.
+    int64_t onnx_opset = opsets.count("") ? opsets[""] : kMinOpset;
     if (onnx_opset < kMinOpset || onnx_opset > kMaxOpset)
       fail(ErrorKind::unsupported, what_, ": ONNX opset ", onnx_opset, " is not supported (graft supports ", kMinOpset,
            " to ", kMaxOpset, ")");
