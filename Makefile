@@ -4,6 +4,8 @@ ASAN_DIR ?= build-asan
 JOBS ?= $(shell nproc)
 GRAFT := $(BUILD_DIR)/bin/graft
 CMAKE_FLAGS ?=
+# ccache hits across clones: paths under the checkout are hashed relative to it.
+export CCACHE_BASEDIR ?= $(CURDIR)
 
 .PHONY: all deps build demo test unit-test asan-test conformance clean
 
@@ -29,7 +31,7 @@ test: build
 	$(MAKE) asan-test
 
 asan-test: deps
-	cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Debug -DGRAFT_SANITIZE=ON -DGRAFT_BUILD_BENCH=OFF $(CMAKE_FLAGS)
+	cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=None -DGRAFT_SANITIZE=ON -DGRAFT_BUILD_BENCH=OFF $(CMAKE_FLAGS)
 	cmake --build $(ASAN_DIR) -j $(JOBS)
 	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j $(JOBS) -L unit --timeout 900
 
