@@ -6,7 +6,8 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libdnnl-dev llvm-14-dev
+  libdnnl-dev llvm-14-dev libssl-dev zlib1g-dev libzstd-dev libtinfo-dev
+  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
   python3 python3-numpy python3-torch python3-torchvision
 )
 missing=()

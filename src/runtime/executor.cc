@@ -4,7 +4,10 @@
 
 namespace graft::runtime {
 
-Executor::Executor(const ir::Graph& graph) : graph_(graph), indexed_(graph) {
+Executor::Executor(const ir::Graph& graph) : Executor(graph, ModuleTable{}) {}
+
+Executor::Executor(const ir::Graph& graph, ModuleTable modules)
+    : graph_(graph), indexed_(graph), modules_(std::move(modules)) {
   const size_t entries = indexed_.num_entries();
   last_use_.assign(entries, ir::Entry::kAbsent);
   keep_.assign(entries, false);
@@ -26,11 +29,14 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, BufferPool& po
   GRAFT_CHECK(inputs.size() == graph_.inputs().size(), "executor got ", inputs.size(), " inputs, graph has ",
               graph_.inputs().size());
   ScopedNumThreads threads(options.num_threads);
-  pool.begin_run();
+  if (!options.nested) pool.begin_run();
   std::vector<Tensor> values(indexed_.num_entries());
   ops::SubgraphRunner run_body = [&pool, &options](const ir::Graph& body, const std::vector<Tensor>& body_inputs) {
     Executor body_executor(body);
-    return body_executor.run(body_inputs, pool, options);
+    RunOptions body_options = options;
+    body_options.nested = true;
+    body_options.profile = false;
+    return body_executor.run(body_inputs, pool, body_options);
   };
   std::vector<Tensor> node_inputs;
   std::vector<bool> dies;
@@ -42,7 +48,8 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, BufferPool& po
       else values[first_entry] = n.constant_value;
       continue;
     }
-    if (!n.schema().kernel) fail(ErrorKind::unsupported, n.describe(), ": no kernel for this op");
+    const CompiledModule* module = n.index() < modules_.size() ? modules_[n.index()].get() : nullptr;
+    if (!module && !n.schema().kernel) fail(ErrorKind::unsupported, n.describe(), ": no kernel for this op");
     auto in_entries = indexed_.inputs(id);
     node_inputs.assign(in_entries.size(), Tensor());
     dies.assign(in_entries.size(), false);
@@ -52,14 +59,23 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, BufferPool& po
       node_inputs[k] = values[e];
       dies[k] = !keep_[e] && last_use_[e] == id;
     }
-    ops::KernelContext ctx(n, std::move(node_inputs), dies, pool, options.num_threads, run_body);
     auto start = options.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
-    n.schema().kernel(ctx);
+    std::vector<Tensor> outs;
+    if (module) {
+      ModuleRunContext module_context{pool, options.num_threads, nullptr};
+      outs = module->run(node_inputs, module_context);
+      if (outs.size() != static_cast<size_t>(n.num_outputs()))
+        fail(ErrorKind::internal, n.describe(), ": module '", module->type_key(), "' returned ", outs.size(),
+             " outputs, expected ", n.num_outputs());
+    } else {
+      ops::KernelContext ctx(n, std::move(node_inputs), dies, pool, options.num_threads, run_body);
+      n.schema().kernel(ctx);
+      outs = std::move(ctx.outputs());
+    }
     if (options.profile && stats) {
       double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
       stats->timings.push_back({n.name, n.op_type(), n.backend.empty() ? "ref" : n.backend, us});
     }
-    auto& outs = ctx.outputs();
     for (size_t k = 0; k < outs.size(); ++k) values[first_entry + k] = std::move(outs[k]);
     node_inputs = std::vector<Tensor>();
     // Drop inputs whose last reader was this node so their buffers can be reused.

@@ -11,6 +11,7 @@ namespace graft::runtime {
 /// concrete input shapes (types inferred throughout) and its executor.
 struct Session::Plan {
   std::unique_ptr<ir::Graph> graph;
+  ModuleTable modules;  // compiled subgraph nodes, by Node::index()
   std::unique_ptr<Executor> executor;
 };
 
@@ -71,7 +72,10 @@ std::shared_ptr<Session::Plan> Session::plan_for(const std::vector<Tensor>& inpu
   for (size_t i = 0; i < inputs.size(); ++i)
     plan->graph->inputs()[i]->output_types[0] = ir::ValueType::of(inputs[i].dtype(), inputs[i].shape());
   ir::infer_types(*plan->graph);
-  plan->executor = std::make_unique<Executor>(*plan->graph);
+  CompileOptions compile_options;
+  compile_options.num_threads = num_threads_;
+  plan->modules = compile_modules(*plan->graph, compile_options);
+  plan->executor = std::make_unique<Executor>(*plan->graph, plan->modules);
   plans_.emplace(key, plan);
   return plan;
 }

@@ -11,6 +11,7 @@
 
 #include "graft/ir/indexed_graph.h"
 #include "graft/runtime/buffer_pool.h"
+#include "graft/runtime/module_table.h"
 
 namespace graft::runtime {
 
@@ -26,6 +27,7 @@ struct NodeTiming {
 struct RunOptions {
   int num_threads = 1;
   bool profile = false;  ///< record a NodeTiming per node
+  bool nested = false;   ///< a body run inside another run: keeps the pool's statistics running
 };
 
 /// What one run measured.
@@ -41,6 +43,9 @@ class Executor {
   /// Builds the indexed view and the last-use table. The graph must outlive
   /// the executor and must not change while it exists.
   explicit Executor(const ir::Graph& graph);
+  /// Like the above; nodes with an entry in `modules` (by Node::index()) run
+  /// through that CompiledModule instead of their op's kernel.
+  Executor(const ir::Graph& graph, ModuleTable modules);
 
   /// Runs with one tensor per graph input (in graph input order); returns one
   /// tensor per graph output. Inputs are not validated here (Session does).
@@ -55,6 +60,7 @@ class Executor {
   std::vector<uint32_t> last_use_;    // per entry: id of the last node reading it
   std::vector<bool> keep_;            // per entry: graph output or source value
   std::vector<int32_t> input_position_;  // per node: position among graph inputs, or -1
+  ModuleTable modules_;                  // per Node::index(): compiled module or null
 };
 
 }  // namespace graft::runtime

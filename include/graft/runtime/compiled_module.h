@@ -1,0 +1,66 @@
+/// \file
+/// CompiledModule: what a backend turns one subgraph into (TVM's runtime
+/// module). It runs the subgraph, and it can save itself so that an artifact
+/// (.graft file) restores it without partitioning or compiling again.
+#pragma once
+#include <iosfwd>
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graft/core/tensor.h"
+#include "graft/runtime/buffer_pool.h"
+
+namespace graft::ir {
+class Graph;
+}
+
+namespace graft::runtime {
+
+/// A device queue (asynchronous, FIFO). CPU modules get nullptr and run
+/// synchronously; device plugins pass their own queue.
+class Queue;
+
+/// What a module sees while it runs.
+struct ModuleRunContext {
+  BufferPool& pool;       ///< allocate outputs and scratch here (64-byte aligned, liveness-reused)
+  int num_threads = 1;    ///< intra-op threads (OpenMP is already set to this)
+  Queue* queue = nullptr; ///< device queue, nullptr on the CPU
+};
+
+/// One compiled subgraph. Immutable after creation as far as callers can
+/// tell: run() may be called from several threads at once, so any cache it
+/// keeps (converted weights, primitives) is guarded inside.
+class CompiledModule {
+ public:
+  virtual ~CompiledModule() = default;
+  /// Names the loader that restores a saved module ("ref", "fuse", "dnnl", "ccodegen").
+  virtual std::string type_key() const = 0;
+  /// Runs with one tensor per subgraph input (in the subgraph's input order);
+  /// returns one tensor per subgraph output.
+  virtual std::vector<Tensor> run(std::span<const Tensor> inputs, ModuleRunContext& context) const = 0;
+  /// Writes everything load_module() needs to restore this module (weights
+  /// it converted included). The default throws unsupported.
+  virtual void save(std::ostream& out) const;
+};
+
+/// Restores a module of one type_key from the bytes its save() wrote. `subgraph`
+/// is the subgraph the module was compiled from (stored in the artifact).
+/// Must throw graft::Error (never crash) on malformed bytes.
+using ModuleLoader = std::unique_ptr<CompiledModule> (*)(std::istream& in, const ir::Graph& subgraph);
+
+/// Registers a loader; returns true. Aborts start-up on a duplicate type_key.
+bool register_module_loader(std::string_view type_key, ModuleLoader loader);
+/// The loader for a type_key, or nullptr.
+ModuleLoader find_module_loader(std::string_view type_key);
+/// Restores a module; throws invalid_model naming the type_key when no loader is registered.
+std::unique_ptr<CompiledModule> load_module(std::string_view type_key, std::istream& in, const ir::Graph& subgraph);
+
+}  // namespace graft::runtime
+
+/// Registers the loader of a module type: GRAFT_REGISTER_MODULE_LOADER("dnnl", load_dnnl_module);
+#define GRAFT_REGISTER_MODULE_LOADER(type_key, loader)                                              \
+  [[maybe_unused]] static const bool GRAFT_CONCAT(graft_module_loader_registered_, __COUNTER__) = \
+      ::graft::runtime::register_module_loader(type_key, loader)

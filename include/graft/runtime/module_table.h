@@ -1,0 +1,23 @@
+/// \file
+/// ModuleTable: the CompiledModule of each subgraph node of one planned graph,
+/// indexed by Node::index(). The executor runs a node through its module when
+/// it has one, else through the op's reference kernel.
+#pragma once
+#include <memory>
+#include <vector>
+
+#include "graft/runtime/backend.h"
+
+namespace graft::runtime {
+
+using ModuleTable = std::vector<std::shared_ptr<const CompiledModule>>;
+
+/// True for nodes a backend compiles: graft.Subgraph and graft.FusedPointwise
+/// with a body and an assigned backend other than "ref".
+bool is_compiled_node(const ir::Node& node);
+
+/// Compiles every compiled node of `graph` (types must be concrete) with its
+/// backend. Throws invalid_argument for a node whose backend is not registered.
+ModuleTable compile_modules(const ir::Graph& graph, const CompileOptions& options);
+
+}  // namespace graft::runtime
