@@ -381,6 +381,7 @@ std::unique_ptr<ir::Graph> Partitioner::rebuild() {
           body->add_output(v, source.value_name(ir::Value{const_cast<ir::Node*>(&graph_.node(m)), k}));
           outputs.emplace_back(m, static_cast<uint32_t>(k));
         }
+    if (outputs.empty()) continue;  // nothing reads the subgraph: dead code, dropped like the nodes it holds
     const SubgraphProperty& property = *backends_[static_cast<size_t>(group.backend)].property;
     ir::Node* sub = property.CreateSubgraphNode(rebuilder.target(), body, outer_inputs, group.id);
     GRAFT_CHECK(sub && sub->num_outputs() == static_cast<int>(outputs.size()), "the ",

@@ -14,6 +14,7 @@
 /// subgraphs below MinSubgraphSize() are dropped. Nodes trimmed away stay
 /// available to later seeds; to stay near-linear whatever a selector answers,
 /// a node dropped from a set four times is not offered to that backend again.
+/// A subgraph none of whose values is read (dead code) is dropped with its nodes.
 #pragma once
 
 #include <memory>
