@@ -110,6 +110,9 @@ Annotations annotations_from_attributes(const ir::Graph& graph) {
     return std::get<std::string>(value);
   };
   for (const auto& node : graph.nodes()) {
+    bool annotated = false;
+    for (const auto& [name, value] : node->attributes.all()) annotated = annotated || name.starts_with("graft_");
+    if (!annotated) continue;
     std::string backend = string_attribute(*node, "graft_backend");
     std::string forbid = string_attribute(*node, "graft_forbid");
     std::string region = string_attribute(*node, "graft_region");

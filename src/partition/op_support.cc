@@ -39,10 +39,29 @@ Support check_op_support(const OpSupportTable& table, const ir::Node& node) {
 }
 
 Support ContainOpSpec::supports(const ir::Node& n) const {
-  std::string op = n.op_type();
-  if (!op_types.contains(op)) return Support::no("op " + op + " is not supported");
-  if (checkers.find(op) == checkers.end()) return Support::yes();
-  return check_op_support(checkers, n);
+  // ONNX ops are looked up by their name as it is (no string is built).
+  std::string qualified;
+  std::string_view op = n.schema().name;
+  if (!n.schema().domain.empty()) op = qualified = n.op_type();
+  if (!op_types.contains(op)) return Support::no("op " + std::string(op) + " is not supported");
+  auto checker = checkers.find(op);
+  if (checker == checkers.end()) return Support::yes();
+  Support answer = checker->second(n);
+  if (!answer.supported && answer.reason.empty()) answer.reason = "the " + std::string(op) + " checker declined";
+  return answer;
+}
+
+}  // namespace graft::partition
+
+namespace graft::partition {
+
+bool ContainOpSpec::accepts(const ir::Node& n) const {
+  std::string qualified;
+  std::string_view op = n.schema().name;
+  if (!n.schema().domain.empty()) op = qualified = n.op_type();
+  if (!op_types.contains(op)) return false;
+  auto checker = checkers.find(op);
+  return checker == checkers.end() || checker->second(n).supported;
 }
 
 }  // namespace graft::partition

@@ -33,9 +33,9 @@ std::string quoted_list(const std::vector<std::string>& names) {
 
 class Partitioner {
  public:
-  Partitioner(const ir::IndexedGraph& graph, const std::vector<BackendEntry>& backends)
+  Partitioner(const ir::IndexedGraph& graph, const std::vector<BackendEntry>& backends, bool detailed)
       : graph_(graph), backends_(backends), grouping_(graph), taken_by_(graph.num_nodes(), -1),
-        pinned_(graph.num_nodes(), -1), visit_(graph.num_nodes(), 0) {}
+        pinned_(graph.num_nodes(), -1), detailed_(detailed), visit_(graph.num_nodes(), 0) {}
 
   void apply_annotations(const Annotations& annotations);
   void run_backend(int b);
@@ -60,11 +60,14 @@ class Partitioner {
     return !is_source(graph_.node(id)) && taken_by_[id] < 0 && !excluded_[id] && (pinned_[id] < 0 || pinned_[id] == b) &&
            !forbidden(id, b);
   }
-  void drop(uint32_t id, DeclineKind kind, const std::string& detail) {
+  // Records why `id` left a set: `argument` is the seed (convexity) or the
+  // set's size (below_min_size); the words are made only for the report.
+  void drop(uint32_t id, DeclineKind kind, uint32_t argument) {
     reason_[id] = static_cast<uint8_t>(kind);
-    reason_detail_[id] = detail;
+    reason_argument_[id] = argument;
     if (++drops_[id] >= kMaxDrops) excluded_[id] = true;
   }
+  std::string reason_words(uint32_t id, const BackendEntry& backend, size_t min_size) const;
   int32_t form_group(const std::vector<uint32_t>& nodes, int b, bool from_annotation, std::string region);
   void add_region(const Region& region, size_t index);
   std::vector<std::string> names(std::span<const uint32_t> ids) const {
@@ -78,15 +81,20 @@ class Partitioner {
   ConvexGrouping grouping_;
   std::vector<int> taken_by_;
   std::vector<int> pinned_;  // backend index, kRefBackend, or -1
+  bool detailed_ = true;     // per-node reasons and names in the report
   std::unordered_map<uint32_t, uint64_t> forbidden_;  // node -> bit per backend index
   std::vector<Group> groups_;
   std::vector<int> subgraphs_per_backend_ = std::vector<int>(backends_.size(), 0);
-  std::vector<std::vector<Decline>> declined_ = std::vector<std::vector<Decline>>(graph_.num_nodes());
+  std::vector<std::vector<Decline>> declined_ = std::vector<std::vector<Decline>>(detailed_ ? graph_.num_nodes() : 0);
   std::unordered_map<std::string, uint32_t> by_name_;
   // Per-backend scratch.
   std::vector<uint8_t> reason_, drops_;
   std::vector<bool> excluded_ = std::vector<bool>(graph_.num_nodes(), false);
-  std::unordered_map<uint32_t, std::string> reason_detail_;
+  std::vector<uint32_t> reason_argument_;
+  std::vector<const ir::Node*> offered_;
+  std::vector<ir::Value> inner_;  // rebuild scratch, per source entry
+  std::vector<uint32_t> inner_seen_;
+  uint32_t inner_stamp_ = 0;
   std::vector<uint32_t> visit_;
   uint32_t visit_stamp_ = 0;
 };
@@ -183,10 +191,24 @@ int32_t Partitioner::form_group(const std::vector<uint32_t>& nodes, int b, bool 
   return g;
 }
 
+std::string Partitioner::reason_words(uint32_t id, const BackendEntry& backend, size_t min_size) const {
+  switch (static_cast<DeclineKind>(reason_[id])) {
+    case DeclineKind::convexity:
+      return "would break convexity of the " + backend.name + " subgraph grown from '" +
+             graph_.node(reason_argument_[id]).name + "'";
+    case DeclineKind::filtered: return "dropped by the " + backend.name + " selector's Filter";
+    case DeclineKind::below_min_size:
+      return "its subgraph of " + std::to_string(reason_argument_[id]) + " nodes is below the minimum of " +
+             std::to_string(min_size);
+    default: return {};
+  }
+}
+
 void Partitioner::run_backend(int b) {
   const BackendEntry& backend = backends_[static_cast<size_t>(b)];
   const size_t n = graph_.num_nodes();
   auto record_rest = [&](auto&& why) {
+    if (!detailed_) return;
     for (uint32_t id = 0; id < n; ++id) {
       if (is_source(graph_.node(id)) || taken_by_[id] == b) continue;
       if (taken_by_[id] >= 0) {
@@ -205,6 +227,7 @@ void Partitioner::run_backend(int b) {
       declined_[id].push_back(why(id));
     }
   };
+  if (backend.name == "ref") return;  // ref takes what nobody else takes
   if (!backend.property) {
     record_rest([&](uint32_t) { return Decline{backend.name, DeclineKind::unsupported, "the backend takes no subgraphs (no SubgraphProperty)"}; });
     return;
@@ -217,7 +240,7 @@ void Partitioner::run_backend(int b) {
   reason_.assign(n, kNoReason);
   drops_.assign(n, 0);
   excluded_.assign(n, false);
-  reason_detail_.clear();
+  reason_argument_.assign(n, 0);
   const size_t min_size = std::max<size_t>(property.MinSubgraphSize(), 1);
 
   std::unique_ptr<SubgraphSelector> selector;
@@ -254,16 +277,14 @@ void Partitioner::run_backend(int b) {
         candidates.push_back(c);
       }
     }
-    std::string convexity_detail = "would break convexity of the " + backend.name + " subgraph grown from '" +
-                                   graph_.node(seed).name + "'";
     kept = grouping_.trim(candidates, seed, &removed);
-    for (uint32_t id : removed) drop(id, DeclineKind::convexity, convexity_detail);
+    for (uint32_t id : removed) drop(id, DeclineKind::convexity, seed);
 
     // Filter, then trim again if it broke connectivity or convexity.
-    std::vector<const ir::Node*> offered;
-    for (uint32_t id : kept) offered.push_back(&graph_.node(id));
-    std::vector<const ir::Node*> filtered = selector->Filter(offered);
-    if (filtered.size() != kept.size() || !std::equal(filtered.begin(), filtered.end(), offered.begin())) {
+    offered_.clear();
+    for (uint32_t id : kept) offered_.push_back(&graph_.node(id));
+    std::vector<const ir::Node*> filtered = selector->Filter(offered_);
+    if (filtered.size() != kept.size() || !std::equal(filtered.begin(), filtered.end(), offered_.begin())) {
       ++visit_stamp_;
       for (uint32_t id : kept) visit_[id] = visit_stamp_;
       std::vector<uint32_t> chosen;
@@ -282,17 +303,16 @@ void Partitioner::run_backend(int b) {
         if (id == seed || new_seed == UINT32_MAX) new_seed = id == seed ? seed : std::min(new_seed, id);
       }
       for (uint32_t id : kept)
-        if (visit_[id] != chosen_stamp) drop(id, DeclineKind::filtered, "dropped by the " + backend.name + " selector's Filter");
+        if (visit_[id] != chosen_stamp) drop(id, DeclineKind::filtered, 0);
       if (chosen.empty()) continue;
       if (std::find(chosen.begin(), chosen.end(), seed) != chosen.end()) new_seed = seed;
       kept = grouping_.trim(chosen, new_seed, &removed);
-      for (uint32_t id : removed) drop(id, DeclineKind::convexity, convexity_detail);
+      for (uint32_t id : removed) drop(id, DeclineKind::convexity, seed);
     }
     if (kept.size() < min_size) {
       for (uint32_t id : kept) {
         reason_[id] = static_cast<uint8_t>(DeclineKind::below_min_size);
-        reason_detail_[id] = "its subgraph of " + std::to_string(kept.size()) + " nodes is below the minimum of " +
-                             std::to_string(min_size);
+        reason_argument_[id] = static_cast<uint32_t>(kept.size());
         excluded_[id] = true;
       }
       continue;
@@ -302,7 +322,8 @@ void Partitioner::run_backend(int b) {
   }
   excluded_.assign(n, false);
   record_rest([&](uint32_t id) {
-    if (reason_[id] != kNoReason) return Decline{backend.name, static_cast<DeclineKind>(reason_[id]), reason_detail_[id]};
+    if (reason_[id] != kNoReason)
+      return Decline{backend.name, static_cast<DeclineKind>(reason_[id]), reason_words(id, backend, min_size)};
     return Decline{backend.name, DeclineKind::unsupported, property.ExplainRejection(graph_.node(id))};
   });
 }
@@ -323,6 +344,8 @@ std::unique_ptr<ir::Graph> Partitioner::rebuild() {
   for (const ir::Entry& e : graph_.outputs())
     if (e.present()) used_outside[graph_.entry_id(e)] = true;
 
+  inner_.assign(graph_.num_entries(), ir::Value{});
+  inner_seen_.assign(graph_.num_entries(), 0);
   ir::GraphRebuilder rebuilder(graph_);
   for (uint32_t id : grouping_.order()) {
     const ir::Node& node = graph_.node(id);
@@ -342,7 +365,7 @@ std::unique_ptr<ir::Graph> Partitioner::rebuild() {
     auto body = std::make_shared<ir::Graph>();
     body->opset_imports = source.opset_imports;
     body->name = backends_[static_cast<size_t>(group.backend)].name + "_subgraph_" + std::to_string(group.id);
-    std::unordered_map<uint32_t, ir::Value> inner;  // source entry id -> body value
+    ++inner_stamp_;  // inner_[entry] is the body's value for a source entry when inner_seen_[entry] == inner_stamp_
     std::vector<ir::Value> outer_inputs;
     for (uint32_t m : members) {
       std::vector<ir::Value> inputs;
@@ -352,8 +375,7 @@ std::unique_ptr<ir::Graph> Partitioner::rebuild() {
           continue;
         }
         uint32_t entry = graph_.entry_id(e);
-        auto it = inner.find(entry);
-        if (it == inner.end()) {
+        if (inner_seen_[entry] != inner_stamp_) {
           GRAFT_CHECK(grouping_.group_of(e.node_id) != g, "member read before it was copied");
           const ir::Node& producer = graph_.node(e.node_id);
           ir::Value value;
@@ -366,18 +388,23 @@ std::unique_ptr<ir::Graph> Partitioner::rebuild() {
             value = in->output(0);
             outer_inputs.push_back(rebuilder.map(e));
           }
-          it = inner.emplace(entry, value).first;
+          inner_[entry] = value;
+          inner_seen_[entry] = inner_stamp_;
         }
-        inputs.push_back(it->second);
+        inputs.push_back(inner_[entry]);
       }
       ir::Node* copy = body->copy_node(graph_.node(m), inputs);
-      for (int k = 0; k < copy->num_outputs(); ++k) inner[graph_.entry_id(m, static_cast<uint32_t>(k))] = copy->output(k);
+      for (int k = 0; k < copy->num_outputs(); ++k) {
+        uint32_t entry = graph_.entry_id(m, static_cast<uint32_t>(k));
+        inner_[entry] = copy->output(k);
+        inner_seen_[entry] = inner_stamp_;
+      }
     }
     std::vector<std::pair<uint32_t, uint32_t>> outputs;  // (member, index)
     for (uint32_t m : members)
       for (int k = 0; k < graph_.node(m).num_outputs(); ++k)
         if (used_outside[graph_.entry_id(m, static_cast<uint32_t>(k))]) {
-          ir::Value v = inner.at(graph_.entry_id(m, static_cast<uint32_t>(k)));
+          ir::Value v = inner_[graph_.entry_id(m, static_cast<uint32_t>(k))];
           body->add_output(v, source.value_name(ir::Value{const_cast<ir::Node*>(&graph_.node(m)), k}));
           outputs.emplace_back(m, static_cast<uint32_t>(k));
         }
@@ -406,13 +433,18 @@ PartitionReport Partitioner::report() const {
     info.backend = backends_[static_cast<size_t>(group.backend)].name;
     info.id = group.id;
     info.node_name = info.backend + "_subgraph_" + std::to_string(group.id);
-    info.nodes = names(grouping_.members(static_cast<int32_t>(g)));
+    info.size = grouping_.members(static_cast<int32_t>(g)).size();
+    if (detailed_) info.nodes = names(grouping_.members(static_cast<int32_t>(g)));
     info.from_annotation = group.from_annotation;
     subgraph_index[g] = static_cast<int>(report.subgraphs.size());
     report.subgraphs.push_back(std::move(info));
   }
+  std::vector<size_t> taken(backends_.size(), 0);
+  size_t on_ref = 0;
   for (uint32_t id = 0; id < graph_.num_nodes(); ++id) {
     const ir::Node& node = graph_.node(id);
+    if (!is_source(node)) (taken_by_[id] >= 0 ? taken[static_cast<size_t>(taken_by_[id])] : on_ref)++;
+    if (!detailed_) continue;
     NodePlacement p;
     p.name = node.name.empty() ? node.describe() : node.name;
     p.op_type = node.op_type();
@@ -424,23 +456,20 @@ PartitionReport Partitioner::report() const {
     report.nodes.push_back(std::move(p));
     for (uint32_t c : graph_.consumers(id)) report.edges.emplace_back(id, c);
   }
-  auto summarize = [&](const std::string& name, const BackendEntry* entry) {
-    BackendSummary s;
-    s.backend = name;
-    s.has_property = entry && entry->property;
-    if (entry) s.unavailable = entry->unavailable;
-    for (const NodePlacement& p : report.nodes)
-      if (!p.is_source && p.backend == name) ++s.nodes;
-    for (const SubgraphInfo& info : report.subgraphs)
-      if (info.backend == name) s.subgraph_sizes.push_back(info.nodes.size());
-    report.summaries.push_back(std::move(s));
-  };
   bool ref_listed = false;
-  for (const BackendEntry& e : backends_) {
-    summarize(e.name, &e);
-    ref_listed = ref_listed || e.name == "ref";
+  for (size_t b = 0; b < backends_.size(); ++b) {
+    BackendSummary s;
+    s.backend = backends_[b].name;
+    s.has_property = backends_[b].property != nullptr;
+    s.unavailable = backends_[b].unavailable;
+    s.nodes = s.backend == "ref" ? on_ref : taken[b];
+    ref_listed = ref_listed || s.backend == "ref";
+    report.summaries.push_back(std::move(s));
   }
-  if (!ref_listed) summarize("ref", nullptr);
+  if (!ref_listed) report.summaries.push_back(BackendSummary{"ref", false, {}, on_ref, {}});
+  for (const SubgraphInfo& info : report.subgraphs)
+    for (BackendSummary& s : report.summaries)
+      if (s.backend == info.backend) s.subgraph_sizes.push_back(info.size);
   return report;
 }
 
@@ -486,23 +515,28 @@ PartitionReport partition_graph(std::unique_ptr<ir::Graph>& graph, const Partiti
     if (const runtime::Backend* backend = runtime::find_backend(name)) entry.unavailable = backend->unavailable_reason();
     entries.push_back(std::move(entry));
   }
-  return partition_graph(graph, entries, options.annotations);
+  return partition_graph(graph, entries, options.annotations, options.detailed_report);
 }
 
 PartitionReport partition_graph(std::unique_ptr<ir::Graph>& graph, const std::vector<BackendEntry>& backends,
-                                const Annotations& annotations) {
+                                const Annotations& annotations, bool detailed_report) {
   GRAFT_CHECK(graph, "partition_graph needs a graph");
   auto start = std::chrono::steady_clock::now();
   Annotations all = annotations;
   all.merge(annotations_from_attributes(*graph));
   bool any_property = false;
   for (const BackendEntry& e : backends) any_property = any_property || (e.property && e.unavailable.empty());
-  if (any_property) ir::infer_types(*graph);
+  // Selectors see inferred types; infer unless every value already has a dtype
+  // (as after the Session's pipeline, which ends with `infer`).
+  bool typed = true;
+  for (const auto& node : graph->nodes())
+    for (const ir::ValueType& t : node->output_types) typed = typed && t.dtype != DType::undefined;
+  if (any_property && !typed) ir::infer_types(*graph);
   std::unique_ptr<ir::Graph> result;
   PartitionReport report;
   {
     ir::IndexedGraph indexed(*graph);
-    Partitioner partitioner(indexed, backends);
+    Partitioner partitioner(indexed, backends, detailed_report);
     partitioner.apply_annotations(all);
     for (size_t b = 0; b < backends.size(); ++b) partitioner.run_backend(static_cast<int>(b));
     report = partitioner.report();

@@ -18,6 +18,8 @@ struct ContainOpSpec {
   OpSupportTable checkers;                       ///< refine some of op_types (optional)
   /// Whether the node's op is in the set and its checker (if any) agrees.
   Support supports(const ir::Node& n) const;
+  /// supports(n).supported, without building the reason.
+  bool accepts(const ir::Node& n) const;
 };
 
 /// Selects every node whose op type is in the set (and whose checker, if the
@@ -27,9 +29,9 @@ class ContainOpSelector : public SubgraphSelector {
   explicit ContainOpSelector(std::shared_ptr<const ContainOpSpec> spec) : spec_(std::move(spec)) {}
   ContainOpSelector(std::set<std::string, std::less<>> op_types, OpSupportTable checkers = {})
       : spec_(std::make_shared<ContainOpSpec>(ContainOpSpec{std::move(op_types), std::move(checkers)})) {}
-  bool Select(const ir::Node& n) override { return spec_->supports(n).supported; }
-  bool SelectInput(const ir::Node&, const ir::Node& producer) override { return spec_->supports(producer).supported; }
-  bool SelectOutput(const ir::Node&, const ir::Node& consumer) override { return spec_->supports(consumer).supported; }
+  bool Select(const ir::Node& n) override { return spec_->accepts(n); }
+  bool SelectInput(const ir::Node&, const ir::Node& producer) override { return spec_->accepts(producer); }
+  bool SelectOutput(const ir::Node&, const ir::Node& consumer) override { return spec_->accepts(consumer); }
 
  private:
   std::shared_ptr<const ContainOpSpec> spec_;

@@ -40,6 +40,9 @@ struct PartitionOptions {
   std::vector<std::string> backends;
   /// User annotations; those carried by node attributes are added to them.
   Annotations annotations;
+  /// Per-node placements and reasons (and node names per subgraph) in the
+  /// report; false keeps only the per-backend counts and subgraph sizes.
+  bool detailed_report = true;
 };
 
 /// The backend priority order: `requested` when not empty, else the
@@ -49,12 +52,13 @@ struct PartitionOptions {
 std::vector<std::string> resolve_backend_order(const std::vector<std::string>& requested);
 
 /// Partitions `graph` in place (replacing it by the partitioned graph when any
-/// subgraph is formed). Infers types first: selectors see dtypes and shapes.
+/// subgraph is formed). Selectors see dtypes and shapes: types are inferred
+/// first unless every value already has a dtype.
 /// Throws graft::Error for invalid annotations (naming the nodes).
 PartitionReport partition_graph(std::unique_ptr<ir::Graph>& graph, const PartitionOptions& options);
 
 /// Like partition_graph() with explicit backends and properties (tests, tools).
 PartitionReport partition_graph(std::unique_ptr<ir::Graph>& graph, const std::vector<BackendEntry>& backends,
-                                const Annotations& annotations = {});
+                                const Annotations& annotations = {}, bool detailed_report = true);
 
 }  // namespace graft::partition

@@ -47,7 +47,8 @@ struct SubgraphInfo {
   std::string backend;
   int id = 0;                      ///< the subgraph node's `id` attribute
   std::string node_name;           ///< name of the graft.Subgraph node standing for it
-  std::vector<std::string> nodes;  ///< names of the nodes it holds
+  size_t size = 0;                 ///< number of nodes it holds
+  std::vector<std::string> nodes;  ///< names of the nodes it holds (detailed reports)
   bool from_annotation = false;    ///< a user-declared region
 };
 
@@ -62,7 +63,7 @@ struct BackendSummary {
 
 struct PartitionReport {
   std::vector<std::string> backends;  ///< the priority order used
-  std::vector<NodePlacement> nodes;   ///< every node, in topological order
+  std::vector<NodePlacement> nodes;   ///< every node, in topological order (detailed reports)
   std::vector<SubgraphInfo> subgraphs;
   std::vector<BackendSummary> summaries;  ///< one per backend in `backends`, then `ref`
   double milliseconds = 0;                ///< time spent partitioning
