@@ -21,6 +21,7 @@
 #include "command.h"
 #include "graft/core/error.h"
 #include "graft/frontend/npy.h"
+#include "graft/partition/annotations.h"
 #include "graft/runtime/session.h"
 
 namespace graft::cli {
@@ -41,6 +42,9 @@ struct RunCommandOptions {
   std::string show = "8";
   uint64_t seed = 0;
   bool stats = false;
+  std::string backends;
+  std::string annotations;
+  bool report = false;
 };
 
 Tensor random_tensor(DType dtype, const Shape& shape, std::mt19937_64& random, const std::string& name) {
@@ -141,7 +145,10 @@ int run_model(const RunCommandOptions& options) {
     if (!files.emplace(name, path).second) fail(ErrorKind::invalid_argument, "--input given twice for '", name, "'");
   }
 
+  if (!options.backends.empty()) session_options.backends = parse_name_list(options.backends, "--backends");
+  if (!options.annotations.empty()) session_options.annotations = partition::load_annotations(options.annotations);
   runtime::Session session(options.model, session_options);
+  if (options.report) std::cout << session.partition_report().summary_line() << "\n";
   std::string input_names;
   for (const auto& info : session.inputs()) input_names += (input_names.empty() ? "'" : ", '") + info.name + "'";
   if (input_names.empty()) input_names = "none";
@@ -245,6 +252,10 @@ std::function<int()> setup_run(CLI::App& app) {
   sub->add_flag("--stats", options->stats, "print peak and total intermediate memory and buffer reuse");
   sub->add_option("--seed", options->seed, "seed of the random inputs (default 0)");
   sub->add_option("--show", options->show, "how many leading values of each output to print (default 8)");
+  sub->add_option("--backends", options->backends,
+                  "backends in priority order, comma-separated (default: GRAFT_BACKENDS, else all available)");
+  sub->add_option("--annotations", options->annotations, "JSON file pinning nodes, forbidding backends, declaring regions");
+  sub->add_flag("--report", options->report, "print how many nodes each backend runs (see graft partition)");
   return [options] { return run_model(*options); };
 }
 
