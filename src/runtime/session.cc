@@ -2,10 +2,24 @@
 
 #include "graft/core/parallel.h"
 #include "graft/frontend/onnx_import.h"
+#include "graft/fusion/fuse_pointwise.h"
+#include "graft/fusion/fusion_options.h"
 #include "graft/ir/type_inference.h"
+#include "graft/ir/verify.h"
 #include "graft/passes/pass.h"
 
 namespace graft::runtime {
+
+namespace {
+
+/// Pointwise fusion (DESIGN section 6): what no backend claimed and is
+/// pointwise becomes graft.FusedPointwise nodes run by backend `fuse`.
+void apply_pointwise_fusion(std::unique_ptr<ir::Graph>& graph, const SessionOptions& options) {
+  if (!fusion::fusion_enabled(options.fusion)) return;
+  if (fusion::fuse_pointwise(graph) && options.verify_after_each_pass) ir::verify(*graph);
+}
+
+}  // namespace
 
 /// What is prepared per input-shape signature: the graph specialized to the
 /// concrete input shapes (types inferred throughout) and its executor.
@@ -35,6 +49,9 @@ void Session::prepare() {
   ctx.num_threads = num_threads_;
   auto pipeline = options_.passes.empty() ? passes::default_pipeline() : options_.passes;
   passes::run_pipeline(graph_, pipeline, ctx);
+  // Partitioning (DESIGN section 5) goes here, before fusion, once it exists:
+  // backends claim their subgraphs first and fusion takes what is left.
+  apply_pointwise_fusion(graph_, options_);
   for (const ir::Node* in : graph_->inputs()) inputs_.push_back({in->output_names[0], in->output_types[0]});
   for (size_t i = 0; i < graph_->outputs().size(); ++i)
     outputs_.push_back({graph_->output_names()[i], graph_->type_of(graph_->outputs()[i])});
