@@ -22,6 +22,9 @@ class FusedGraphBuilder {
   FusedGraphBuilder(const ir::IndexedGraph& source, const FusionSubsets& subsets)
       : source_(source), subsets_(subsets), map_(source.num_entries()) {}
 
+  /// graft.FusedPointwise nodes created by build().
+  size_t num_fused() const { return fused_.size(); }
+
   std::unique_ptr<ir::Graph> build() {
     mark_values_used_outside();
     const ir::Graph& g = source_.graph();
@@ -34,13 +37,22 @@ class FusedGraphBuilder {
       map_[source_.entry_id(source_.id_of(*in), 0)] = n->output(0);
     }
     std::vector<bool> subset_created(subsets_.num_subsets(), false);
+    // A subset none of whose values is read outside it is dead code; its
+    // nodes are copied as they are (the pass removes nothing).
+    std::vector<bool> subset_live(subsets_.num_subsets(), false);
+    for (uint32_t id = 0; id < source_.num_nodes(); ++id) {
+      uint32_t subset = subsets_.subset_of[id];
+      if (subset == FusionSubsets::kNone) continue;
+      for (int k = 0; k < source_.node(id).num_outputs(); ++k)
+        if (used_outside_[source_.entry_id(id, static_cast<uint32_t>(k))]) subset_live[subset] = true;
+    }
     body_input_stamp_.assign(source_.num_entries(), FusionSubsets::kNone);
     body_values_.resize(source_.num_entries());
     members_by_subset();
     for (uint32_t id = 0; id < source_.num_nodes(); ++id) {
       const ir::Node& src = source_.node(id);
       uint32_t subset = subsets_.subset_of[id];
-      if (subset == FusionSubsets::kNone) {
+      if (subset == FusionSubsets::kNone || !subset_live[subset]) {
         if (map_[source_.entry_id(id, 0)].node && src.schema().name == "Input") continue;  // a graph input
         ir::Node* n = target_->copy_node(src, {});
         for (int k = 0; k < n->num_outputs(); ++k) map_[source_.entry_id(id, static_cast<uint32_t>(k))] = n->output(k);
@@ -173,21 +185,28 @@ class FusedGraphBuilder {
 
 }  // namespace
 
-std::unique_ptr<ir::Graph> build_fused_graph(const ir::IndexedGraph& source, const FusionSubsets& subsets) {
+std::unique_ptr<ir::Graph> build_fused_graph(const ir::IndexedGraph& source, const FusionSubsets& subsets,
+                                             FusionStats* stats) {
   GRAFT_CHECK(subsets.subset_of.size() == source.num_nodes(), "fusion subsets do not belong to this graph");
-  return FusedGraphBuilder(source, subsets).build();
+  FusedGraphBuilder builder(source, subsets);
+  auto graph = builder.build();
+  if (stats) {
+    stats->fused_nodes = builder.num_fused();
+    stats->nodes_replaced = graph ? source.num_nodes() + builder.num_fused() - graph->num_nodes() : 0;
+  }
+  return graph;
 }
 
 bool fuse_pointwise(std::unique_ptr<ir::Graph>& graph, FusionStats* stats) {
   ir::IndexedGraph indexed(*graph);
   FusionSubsets subsets = find_fusion_subsets(indexed);
-  if (stats) {
-    stats->fused_nodes = subsets.num_subsets();
-    stats->nodes_replaced = 0;
-    for (uint32_t size : subsets.sizes) stats->nodes_replaced += size;
-  }
+  FusionStats local;
+  if (!stats) stats = &local;
+  *stats = FusionStats{};
   if (subsets.num_subsets() == 0) return false;
-  graph = build_fused_graph(indexed, subsets);
+  auto fused = build_fused_graph(indexed, subsets, stats);
+  if (stats->fused_nodes == 0) return false;
+  graph = std::move(fused);
   return true;
 }
 

@@ -1,36 +1,36 @@
-// Finding the fusion subsets in linear time (the algorithm of MXNet PR 19269,
-// written anew for graft's IndexedGraph).
+// Finding the fusion subsets in one topological walk (the algorithm of MXNet
+// PR 19269, written anew for graft's IndexedGraph).
 //
-// Walk the nodes in topological order. Every fusible node ends up in a fusion
-// subset: it joins the subsets of its fusible inputs when that is safe, or
-// starts a new subset. Subsets are identified by ids handed out in creation
-// (hence topological) order and merged through union-find; the id recorded
-// for a node stays valid because find() maps it to the subset it ended in.
+// Every fusible node ends up in a fusion subset: it joins the subsets of its
+// fusible inputs when that is safe, or starts a new one. Subsets get ids in
+// creation (hence topological) order and merge through union-find; an id
+// stored anywhere stands for the subset find(id) it ended in.
 //
-// Two sets of subset ids drive the decision, both kept as IntervalSets of
-// original ids (a stored id x stands for the subset find(x)):
-//  - reach(v): the subsets with a member that is v or an ancestor of v. It is
-//    the union of the inputs' reach sets, plus v's own subset. Because ids are
-//    assigned in topological order, this is a few long runs of ids.
-//  - excluded(S), per subset: the subsets other than S that reach some member
-//    of S through a path that leaves them. S must never merge with one of
-//    those: the merged subset would have a path out of it and back in.
+// Safe means the graph stays acyclic once every subset is contracted to one
+// node (checking each subset for convexity alone is not enough: two convex
+// subsets can reach each other). The walk keeps, as IntervalSets of subset
+// ids (few long runs, because ids follow the topological order):
+//  - upstream(S) for each subset: the subsets that reach S in the contracted
+//    graph, i.e. that S must never merge with;
+//  - reach(u) for each node outside the subsets: the subsets that reach u.
+//    A member of S is reached by S and upstream(S).
+// A fusible node v tries the subsets of its fusible inputs that carry the
+// same forward/backward mark and device, greedily, in input order. Merging a
+// set T of them with v gives upstream = the union of their upstream sets and
+// of what reaches v's other inputs; the merge is refused when a subset of T
+// is in that union (it would reach itself through a node outside: a cycle).
 //
-// A fusible node v looks at the subsets X of its fusible inputs that have the
-// same forward/backward mark and device. X is a candidate when no input w of
-// v outside X is reached by X (otherwise X -> ... -> w -> v leaves X before
-// reaching v). Candidates are then accepted greedily, in input order, while
-// no accepted subset is in the exclusion set of another. The accepted ones
-// merge with v into one subset whose exclusion set is the union of theirs and
-// of the reach sets of v's inputs outside it. Every path out of the merged
-// subset and back into it would have to re-enter through one of its members,
-// and each such path was recorded in that member's exclusion set or in v's
-// inputs' reach sets, so the merged subset stays convex.
+// Reach sets are snapshots, so a subset whose members already have a
+// consumer outside it ("observed") may not gain new upstream subsets later:
+// the snapshots taken downstream of it would go stale and a later merge
+// could close a cycle through them. Such a merge is refused too; v then
+// joins another candidate or starts a new subset. This keeps every check
+// local to v's inputs, so the walk is linear in the graph size times the
+// (small) number of intervals per set.
 //
-// Reach sets are shared between a node and its single input whenever the
-// node adds nothing new (chains), held in a reference-counted pool and freed
-// as soon as the last consumer of their node has been visited, so memory is
-// proportional to the graph's width, not its size.
+// Sets are reference-counted and shared along chains (a node that adds
+// nothing new shares its input's set); a node's reach set is freed as soon as
+// its last consumer has been visited, so memory follows the graph's width.
 #include <algorithm>
 
 #include "graft/fusion/fusible.h"
@@ -125,6 +125,8 @@ class SubsetFinder {
     return subset;
   }
 
+  uint32_t root_of_node(uint32_t node) { return subset_of_[node] == kNoSubset ? kNoSubset : find(subset_of_[node]); }
+
   /// True when `set` holds an id of the subset whose root is `root`.
   bool holds(const IntervalSet& set, uint32_t root) const {
     if (set.empty()) return false;
@@ -132,10 +134,46 @@ class SubsetFinder {
     return set.intersects(pool_.get(member_ids_[root]));
   }
 
-  uint32_t root_of_node(uint32_t node) { return subset_of_[node] == kNoSubset ? kNoSubset : find(subset_of_[node]); }
-
   bool compatible(const ir::Node& a, const ir::Node& b) const {
     return a.is_backward == b.is_backward && a.device == b.device;
+  }
+
+  /// upstream(root) plus the root's own id: what a consumer of a member is
+  /// reached by. Cached; the cache is dropped when upstream grows.
+  uint32_t closed_set(uint32_t root) {
+    if (closed_[root] == kNoSet) {
+      uint32_t c = pool_.acquire();
+      pool_.mutable_set(c) = pool_.get(upstream_[root]);
+      pool_.mutable_set(c).insert(root);
+      closed_[root] = c;
+    }
+    return closed_[root];
+  }
+
+  /// The subsets that reach node p's value (borrowed reference).
+  uint32_t reached_by(uint32_t p) {
+    uint32_t root = root_of_node(p);
+    return root == kNoSubset ? reach_[p] : closed_set(root);
+  }
+
+  /// The upstream set of `trial` (roots) merged with the node being visited,
+  /// as a new reference, or kNoSet with *valid false when the merge would
+  /// make a cycle or change what an observed subset's consumers were told.
+  uint32_t upstream_if_merged(const std::vector<uint32_t>& trial, bool* valid) {
+    uint32_t up = kNoSet;
+    for (uint32_t y : trial) up = pool_.unite(up, upstream_[y]);
+    for (uint32_t p : producers_) {
+      uint32_t root = root_of_node(p);
+      if (root != kNoSubset && std::find(trial.begin(), trial.end(), root) != trial.end()) continue;
+      up = pool_.unite(up, reached_by(p));
+    }
+    *valid = true;
+    for (uint32_t y : trial)
+      if (holds(pool_.get(up), y) || (observed_[y] && !(up == upstream_[y] || pool_.get(up) == pool_.get(upstream_[y])))) {
+        *valid = false;
+        break;
+      }
+    return up;
   }
 
   uint32_t new_subset() {
@@ -143,11 +181,13 @@ class SubsetFinder {
     parent_.push_back(id);
     member_ids_.push_back(kNoSet);
     member_count_.push_back(1);
-    excluded_.push_back(kNoSet);
+    upstream_.push_back(kNoSet);
+    closed_.push_back(kNoSet);
+    observed_.push_back(false);
     return id;
   }
 
-  /// Merges subset root `from` into root `into`.
+  /// Merges subset root `from` into root `into` (upstream sets are set by the caller).
   void merge(uint32_t into, uint32_t from) {
     parent_[from] = into;
     if (member_ids_[into] == kNoSet) {
@@ -162,14 +202,18 @@ class SubsetFinder {
       member_ids_[from] = kNoSet;
     }
     member_count_[into] += member_count_[from];
-    excluded_[into] = pool_.unite(excluded_[into], excluded_[from]);
-    pool_.release(excluded_[from]);
-    excluded_[from] = kNoSet;
+    if (observed_[from] && !observed_[into]) {
+      std::swap(closed_[into], closed_[from]);
+      observed_[into] = true;
+    }
+    pool_.release(closed_[from]);
+    closed_[from] = kNoSet;
+    pool_.release(upstream_[from]);
+    upstream_[from] = kNoSet;
   }
 
   void visit(uint32_t id) {
     const ir::Node& node = graph_.node(id);
-    // Distinct producers of the node's inputs.
     producers_.clear();
     for (const ir::Entry& e : graph_.inputs(id))
       if (e.present() && last_consumer_seen_[e.node_id] != id) {
@@ -177,9 +221,19 @@ class SubsetFinder {
         producers_.push_back(e.node_id);
       }
 
-    if (node.schema().category != ir::OpCategory::source && is_fusible(node)) visit_fusible(id, node);
-    else reach_[id] = union_of_producers();
-
+    if (is_fusible(node)) {
+      visit_fusible(id, node);
+    } else {
+      uint32_t reach = kNoSet;
+      for (uint32_t p : producers_) reach = pool_.unite(reach, reached_by(p));
+      reach_[id] = reach;
+    }
+    // The producers' subsets now have a consumer outside them.
+    uint32_t own = root_of_node(id);
+    for (uint32_t p : producers_) {
+      uint32_t root = root_of_node(p);
+      if (root != kNoSubset && root != own) observed_[root] = true;
+    }
     for (uint32_t p : producers_)
       if (--pending_consumers_[p] == 0) {
         pool_.release(reach_[p]);
@@ -192,40 +246,33 @@ class SubsetFinder {
   }
 
   void visit_fusible(uint32_t id, const ir::Node& node) {
-    // Candidate subsets: those of compatible fusible inputs that no input
-    // outside them is reached by.
     candidates_.clear();
     for (uint32_t p : producers_) {
       uint32_t root = root_of_node(p);
       if (root == kNoSubset || !compatible(graph_.node(p), node)) continue;
-      if (std::find(candidates_.begin(), candidates_.end(), root) != candidates_.end()) continue;
-      bool reaches_outside = false;
-      for (uint32_t q : producers_)
-        if (root_of_node(q) != root && holds(pool_.get(reach_[q]), root)) {
-          reaches_outside = true;
-          break;
-        }
-      if (!reaches_outside) candidates_.push_back(root);
+      if (std::find(candidates_.begin(), candidates_.end(), root) == candidates_.end()) candidates_.push_back(root);
     }
-    // Accept greedily while no accepted subset excludes another.
+    // Accept candidates greedily while the merged subset stays valid.
     accepted_.clear();
+    uint32_t up = kNoSet;
     for (uint32_t x : candidates_) {
-      bool conflict = false;
-      for (uint32_t a : accepted_)
-        if (holds(pool_.get(excluded_[a]), x) || holds(pool_.get(excluded_[x]), a)) {
-          conflict = true;
-          break;
-        }
-      if (!conflict) accepted_.push_back(x);
+      trial_ = accepted_;
+      trial_.push_back(x);
+      bool valid = false;
+      uint32_t trial_up = upstream_if_merged(trial_, &valid);
+      if (valid) {
+        pool_.release(up);
+        up = trial_up;
+        accepted_.swap(trial_);
+      } else {
+        pool_.release(trial_up);
+      }
     }
-
     if (accepted_.empty()) {
       uint32_t s = new_subset();
       subset_of_[id] = s;
-      uint32_t reach = union_of_producers();
-      excluded_[s] = reach;
-      pool_.retain(reach);
-      reach_[id] = with_id(reach, s);
+      bool valid = false;
+      upstream_[s] = upstream_if_merged(accepted_, &valid);
       return;
     }
     uint32_t root = *std::max_element(accepted_.begin(), accepted_.end(),
@@ -233,48 +280,17 @@ class SubsetFinder {
     for (uint32_t a : accepted_)
       if (a != root) merge(root, a);
     ++member_count_[root];
-    // The node records the id of an input in the subset: that input's reach
-    // set already holds it, so a chain can share one reach set.
-    uint32_t joined_input = kNoSubset;
-    for (uint32_t p : producers_) {
-      if (root_of_node(p) == root) {
-        if (joined_input == kNoSubset) joined_input = p;
-      } else {
-        excluded_[root] = pool_.unite(excluded_[root], reach_[p]);
+    if (up != upstream_[root]) {
+      pool_.release(upstream_[root]);
+      upstream_[root] = up;
+      if (!observed_[root]) {  // an observed subset's upstream set is unchanged (checked above)
+        pool_.release(closed_[root]);
+        closed_[root] = kNoSet;
       }
+    } else {
+      pool_.release(up);
     }
-    subset_of_[id] = subset_of_[joined_input];
-    reach_[id] = union_of_producers();
-  }
-
-  /// The union of the producers' reach sets, as a new reference. When all
-  /// non-empty ones are the same set it is shared.
-  uint32_t union_of_producers() {
-    uint32_t result = kNoSet;
-    for (uint32_t p : producers_) {
-      uint32_t set = reach_[p];
-      if (pool_.is_empty(set) || set == result) continue;
-      if (result == kNoSet) {
-        result = set;
-        pool_.retain(set);
-      } else {
-        result = pool_.unite(result, set);
-      }
-    }
-    return result;
-  }
-
-  /// `set` (a reference the caller gives up) with `id` added, as a new reference.
-  uint32_t with_id(uint32_t set, uint32_t id) {
-    if (set != kNoSet && pool_.get(set).contains(id)) return set;
-    if (set == kNoSet || pool_.is_shared(set)) {
-      uint32_t fresh = pool_.acquire();
-      if (set != kNoSet) pool_.mutable_set(fresh) = pool_.get(set);
-      pool_.release(set);
-      set = fresh;
-    }
-    pool_.mutable_set(set).insert(id);
-    return set;
+    subset_of_[id] = root;
   }
 
   FusionSubsets result() {
@@ -299,19 +315,22 @@ class SubsetFinder {
   const ir::IndexedGraph& graph_;
   SetPool pool_;
   // Per node.
-  std::vector<uint32_t> subset_of_;  // id recorded when the node was visited (kNoSubset: not fusible)
-  std::vector<uint32_t> reach_;      // pool index
+  std::vector<uint32_t> subset_of_;  // a subset id (find() gives its subset); kNoSubset: not fusible
+  std::vector<uint32_t> reach_;      // nodes outside subsets: pool index of the subsets that reach them
   std::vector<uint32_t> pending_consumers_;
   std::vector<uint32_t> last_consumer_seen_;  // dedupes a node's producers
   // Per subset id (meaningful at roots, except parent_).
   std::vector<uint32_t> parent_;
-  std::vector<uint32_t> member_ids_;  // pool index of the ids merged into a root; kNoSet: only the root's own
+  std::vector<uint32_t> member_ids_;    // pool index of the ids merged into a root; kNoSet: only the root's own
   std::vector<uint32_t> member_count_;  // nodes in the subset
-  std::vector<uint32_t> excluded_;      // pool index
+  std::vector<uint32_t> upstream_;      // pool index: subsets that reach the subset
+  std::vector<uint32_t> closed_;        // pool index: upstream_ plus the subset's id (cache)
+  std::vector<bool> observed_;          // a node outside the subset reads one of its members
   // Scratch.
   std::vector<uint32_t> producers_;
   std::vector<uint32_t> candidates_;
   std::vector<uint32_t> accepted_;
+  std::vector<uint32_t> trial_;
 };
 
 }  // namespace

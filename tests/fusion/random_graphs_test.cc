@@ -70,9 +70,11 @@ std::unique_ptr<Graph> random_graph(uint64_t seed, int num_ops) {
         n = g->add_node("MatMul", {operand(), w->output(0)}, 1, name);
         break;
       }
-      default:
-        n = g->add_node("Tanh", {g->add_node("ReduceMean", {operand()}, 1, name + "_r")->output(0)}, 1, name);
+      default: {  // a - mean(a): the classic trap, a reaches the Sub directly and through the mean
+        Value a = operand();
+        n = g->add_node("Sub", {a, g->add_node("ReduceMean", {a}, 1, name + "_r")->output(0)}, 1, name);
         break;
+      }
     }
     n->output_names[0] = name;
     n->is_backward = i > num_ops / 2 && pick(3) != 0;

@@ -27,24 +27,27 @@ struct FusionSubsets {
   size_t num_subsets() const { return sizes.size(); }
 };
 
+/// What the pass did.
+struct FusionStats {
+  size_t fused_nodes = 0;     ///< graft.FusedPointwise nodes created
+  size_t nodes_replaced = 0;  ///< nodes moved into their bodies
+};
+
 /// Finds the fusion subsets of `graph`. Every subset has at least two nodes,
 /// all fusible, all forward or all backward (Node::is_backward), all on one
 /// device; is weakly connected; and is convex (no path leaves it and comes
 /// back), so that replacing it by one node keeps the graph acyclic.
 FusionSubsets find_fusion_subsets(const ir::IndexedGraph& graph);
 
-/// What the pass did.
-struct FusionStats {
-  size_t fused_nodes = 0;     ///< graft.FusedPointwise nodes created
-  size_t nodes_replaced = 0;  ///< nodes moved into their bodies (scalar constants not counted)
-};
 
 /// Builds the graph in which every subset of `subsets` (found on `source`) is
 /// one graft.FusedPointwise node: domain "graft", Node::backend "fuse", body
 /// Input nodes carrying the boundary dtypes and shapes, scalar Constant inputs
 /// copied into the body, and one output per value of the subset that is read
-/// outside it or is a graph output (named as that value was).
-std::unique_ptr<ir::Graph> build_fused_graph(const ir::IndexedGraph& source, const FusionSubsets& subsets);
+/// outside it or is a graph output (named as that value was). A subset none of
+/// whose values is used is dead code and stays as it is. Fills `stats` when given.
+std::unique_ptr<ir::Graph> build_fused_graph(const ir::IndexedGraph& source, const FusionSubsets& subsets,
+                                             FusionStats* stats = nullptr);
 
 /// Runs the whole pass on `graph`, replacing it when anything was fused.
 /// Returns whether the graph changed; fills `stats` when given.
