@@ -19,8 +19,10 @@ namespace {
 
 class FusedGraphBuilder {
  public:
-  FusedGraphBuilder(const ir::IndexedGraph& source, const FusionSubsets& subsets)
-      : source_(source), subsets_(subsets), map_(source.num_entries()) {}
+  /// `consume_source`: the source graph is discarded afterwards, so node
+  /// names, attributes and constants are moved rather than copied.
+  FusedGraphBuilder(const ir::IndexedGraph& source, const FusionSubsets& subsets, bool consume_source)
+      : source_(source), subsets_(subsets), consume_source_(consume_source), map_(source.num_entries()) {}
 
   /// graft.FusedPointwise nodes created by build().
   size_t num_fused() const { return fused_.size(); }
@@ -54,7 +56,7 @@ class FusedGraphBuilder {
       uint32_t subset = subsets_.subset_of[id];
       if (subset == FusionSubsets::kNone || !subset_live[subset]) {
         if (map_[source_.entry_id(id, 0)].node && src.schema().name == "Input") continue;  // a graph input
-        ir::Node* n = target_->copy_node(src, {});
+        ir::Node* n = transfer(*target_, id, {});
         for (int k = 0; k < n->num_outputs(); ++k) map_[source_.entry_id(id, static_cast<uint32_t>(k))] = n->output(k);
         copied_.push_back({n, id});
       } else if (!subset_created[subset]) {
@@ -105,6 +107,27 @@ class FusedGraphBuilder {
       if (subsets_.subset_of[id] != FusionSubsets::kNone) members_[fill[subsets_.subset_of[id]]++] = id;
   }
 
+  /// Copies (or moves, when consuming the source) source node `id` into `graph`.
+  /// Output types, names and constant values are always copied: boundary
+  /// values and scalar constants of later fused nodes read them.
+  ir::Node* transfer(ir::Graph& graph, uint32_t id, const std::vector<ir::Value>& inputs) {
+    if (!consume_source_) return graph.copy_node(source_.node(id), inputs);
+    ir::Node& src = source_.mutable_node(id);
+    ir::Node* n = graph.add_node(src.schema().name, inputs, 0, std::move(src.name), src.schema().domain);
+    n->attributes = std::move(src.attributes);
+    n->attributes.set_owner(n->describe());
+    n->output_types = src.output_types;
+    n->output_names = src.output_names;
+    n->opset_version = src.opset_version;
+    n->device = src.device;
+    n->backend = std::move(src.backend);
+    n->is_backward = src.is_backward;
+    n->constant_value = src.constant_value;  // shares storage; a body may still copy a scalar constant
+    n->subgraph = std::move(src.subgraph);
+    n->num_captured_inputs = src.num_captured_inputs;
+    return n;
+  }
+
   bool in_subset(ir::Entry e, uint32_t subset) const { return e.present() && subsets_.subset_of[e.node_id] == subset; }
 
   void create_fused_node(uint32_t subset) {
@@ -143,7 +166,7 @@ class FusedGraphBuilder {
     for (const uint32_t* m = begin; m != end; ++m) {
       inputs.clear();
       for (const ir::Entry& e : source_.inputs(*m)) inputs.push_back(body_value(e));
-      ir::Node* copy = body->copy_node(source_.node(*m), inputs);
+      ir::Node* copy = transfer(*body, *m, inputs);
       copy->backend.clear();
       for (int k = 0; k < copy->num_outputs(); ++k)
         body_values_[source_.entry_id(*m, static_cast<uint32_t>(k))] = copy->output(k);
@@ -172,6 +195,7 @@ class FusedGraphBuilder {
 
   const ir::IndexedGraph& source_;
   const FusionSubsets& subsets_;
+  const bool consume_source_;
   std::unique_ptr<ir::Graph> target_;
   std::vector<ir::Value> map_;  // per source entry: its value in the new graph
   std::vector<bool> used_outside_;
@@ -188,7 +212,7 @@ class FusedGraphBuilder {
 std::unique_ptr<ir::Graph> build_fused_graph(const ir::IndexedGraph& source, const FusionSubsets& subsets,
                                              FusionStats* stats) {
   GRAFT_CHECK(subsets.subset_of.size() == source.num_nodes(), "fusion subsets do not belong to this graph");
-  FusedGraphBuilder builder(source, subsets);
+  FusedGraphBuilder builder(source, subsets, false);
   auto graph = builder.build();
   if (stats) {
     stats->fused_nodes = builder.num_fused();
@@ -204,10 +228,14 @@ bool fuse_pointwise(std::unique_ptr<ir::Graph>& graph, FusionStats* stats) {
   if (!stats) stats = &local;
   *stats = FusionStats{};
   if (subsets.num_subsets() == 0) return false;
-  auto fused = build_fused_graph(indexed, subsets, stats);
-  if (stats->fused_nodes == 0) return false;
+  FusedGraphBuilder builder(indexed, subsets, true);
+  auto fused = builder.build();
+  stats->fused_nodes = builder.num_fused();
+  stats->nodes_replaced = indexed.num_nodes() + builder.num_fused() - fused->num_nodes();
+  // Every subset may have been dead code; the rebuilt graph is then the same
+  // graph (the source was consumed, so it replaces it all the same).
   graph = std::move(fused);
-  return true;
+  return stats->fused_nodes > 0;
 }
 
 }  // namespace graft::fusion

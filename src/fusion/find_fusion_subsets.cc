@@ -42,6 +42,13 @@ namespace graft::fusion {
 namespace {
 
 constexpr uint32_t kNoSet = UINT32_MAX;
+// Reach and upstream sets keep at most this many intervals: beyond it the
+// oldest subsets are assumed to reach the node (an over-approximation, which
+// can only refuse merges, never allow a wrong one). Subsets that can merge
+// with a node are those of its inputs, recent ones, so little is lost; the
+// bound keeps time and memory linear on graphs whose long edges would
+// otherwise fragment the sets.
+constexpr size_t kMaxIntervals = 16;
 constexpr uint32_t kNoSubset = UINT32_MAX;
 
 /// Reference-counted IntervalSets. Index kNoSet is the empty set.
@@ -89,6 +96,7 @@ class SetPool {
       target = acquire();
     }
     std::swap(sets_[target], scratch_);
+    sets_[target].coarsen(kMaxIntervals);
     return target;
   }
 
@@ -109,6 +117,7 @@ class SubsetFinder {
     pending_consumers_.resize(n);
     last_consumer_seen_.assign(n, kNoSubset);
     for (uint32_t id = 0; id < n; ++id) pending_consumers_[id] = static_cast<uint32_t>(graph.consumers(id).size());
+    classify_nodes();
   }
 
   FusionSubsets run() {
@@ -134,8 +143,28 @@ class SubsetFinder {
     return set.intersects(pool_.get(member_ids_[root]));
   }
 
-  bool compatible(const ir::Node& a, const ir::Node& b) const {
-    return a.is_backward == b.is_backward && a.device == b.device;
+  /// One sequential sweep over the nodes caches what the walk asks about
+  /// them, so that it never chases a producer's Node: is_fusible (composed
+  /// from its two halves, with each value's type checked once), and a kind
+  /// key (backward mark and device) that fused nodes must share.
+  void classify_nodes() {
+    const size_t n = graph_.num_nodes();
+    fusible_.assign(n, false);
+    kind_.assign(n, 0);
+    std::vector<bool> fusible_value(graph_.num_entries(), false);
+    for (uint32_t id = 0; id < n; ++id) {
+      const ir::Node& node = graph_.node(id);
+      for (int k = 0; k < node.num_outputs(); ++k)
+        fusible_value[graph_.entry_id(id, static_cast<uint32_t>(k))] =
+            is_fusible_type(node.output_types[static_cast<size_t>(k)]);
+      kind_[id] = (static_cast<uint64_t>(node.device.type) << 33) | (static_cast<uint64_t>(static_cast<uint32_t>(node.device.id)) << 1) |
+                  (node.is_backward ? 1u : 0u);
+      if (!is_fusible_op(node) || !fusible_value[graph_.entry_id(id, 0)]) continue;
+      bool inputs_ok = true;
+      for (const ir::Entry& e : graph_.inputs(id))
+        if (e.present() && !fusible_value[graph_.entry_id(e)]) inputs_ok = false;
+      fusible_[id] = inputs_ok;
+    }
   }
 
   /// upstream(root) plus the root's own id: what a consumer of a member is
@@ -145,6 +174,7 @@ class SubsetFinder {
       uint32_t c = pool_.acquire();
       pool_.mutable_set(c) = pool_.get(upstream_[root]);
       pool_.mutable_set(c).insert(root);
+      pool_.mutable_set(c).coarsen(kMaxIntervals);
       closed_[root] = c;
     }
     return closed_[root];
@@ -213,7 +243,6 @@ class SubsetFinder {
   }
 
   void visit(uint32_t id) {
-    const ir::Node& node = graph_.node(id);
     producers_.clear();
     for (const ir::Entry& e : graph_.inputs(id))
       if (e.present() && last_consumer_seen_[e.node_id] != id) {
@@ -221,8 +250,8 @@ class SubsetFinder {
         producers_.push_back(e.node_id);
       }
 
-    if (is_fusible(node)) {
-      visit_fusible(id, node);
+    if (fusible_[id]) {
+      visit_fusible(id);
     } else {
       uint32_t reach = kNoSet;
       for (uint32_t p : producers_) reach = pool_.unite(reach, reached_by(p));
@@ -245,11 +274,11 @@ class SubsetFinder {
     }
   }
 
-  void visit_fusible(uint32_t id, const ir::Node& node) {
+  void visit_fusible(uint32_t id) {
     candidates_.clear();
     for (uint32_t p : producers_) {
       uint32_t root = root_of_node(p);
-      if (root == kNoSubset || !compatible(graph_.node(p), node)) continue;
+      if (root == kNoSubset || kind_[p] != kind_[id]) continue;
       if (std::find(candidates_.begin(), candidates_.end(), root) == candidates_.end()) candidates_.push_back(root);
     }
     // Accept candidates greedily while the merged subset stays valid.
@@ -319,6 +348,8 @@ class SubsetFinder {
   std::vector<uint32_t> reach_;      // nodes outside subsets: pool index of the subsets that reach them
   std::vector<uint32_t> pending_consumers_;
   std::vector<uint32_t> last_consumer_seen_;  // dedupes a node's producers
+  std::vector<bool> fusible_;
+  std::vector<uint64_t> kind_;  // nodes of one fused node share it: device and backward mark
   // Per subset id (meaningful at roots, except parent_).
   std::vector<uint32_t> parent_;
   std::vector<uint32_t> member_ids_;    // pool index of the ids merged into a root; kNoSet: only the root's own

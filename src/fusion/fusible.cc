@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <string_view>
+#include <vector>
 
 namespace graft::fusion {
 
@@ -25,19 +26,35 @@ bool has_pointwise_expression(const ir::OpSchema& schema) {
   return std::find(kPointwiseOps.begin(), kPointwiseOps.end(), schema.name) != kPointwiseOps.end();
 }
 
-bool is_fusible_type(const ir::ValueType& type) {
-  return type.dtype == DType::float32 && (!type.has_rank || type.dims.size() <= kMaxFusedRank);
+/// has_pointwise_expression and the category test for every op, by position
+/// in the op table (built on first use, after static initialization).
+bool op_is_pointwise(const ir::OpSchema& schema) {
+  static const std::vector<bool> table = [] {
+    std::vector<bool> t;
+    for (const ir::OpSchema& op : ir::all_ops())
+      t.push_back((op.category == ir::OpCategory::elementwise || op.category == ir::OpCategory::broadcast) &&
+                  op.is_implemented() && has_pointwise_expression(op));
+    return t;
+  }();
+  auto ops = ir::all_ops();
+  if (&schema < ops.data() || &schema >= ops.data() + ops.size()) return false;
+  return table[static_cast<size_t>(&schema - ops.data())];
 }
 
 }  // namespace
 
-bool is_fusible(const ir::Node& node) {
-  const ir::OpSchema& schema = node.schema();
-  if (schema.category != ir::OpCategory::elementwise && schema.category != ir::OpCategory::broadcast) return false;
-  if (!schema.is_implemented() || !has_pointwise_expression(schema)) return false;
+bool is_fusible_type(const ir::ValueType& type) {
+  return type.dtype == DType::float32 && (!type.has_rank || type.dims.size() <= kMaxFusedRank);
+}
+
+bool is_fusible_op(const ir::Node& node) {
+  if (!op_is_pointwise(node.schema())) return false;
   if (!node.backend.empty() && node.backend != "fuse") return false;
-  if (node.subgraph || node.num_outputs() != 1) return false;
-  if (!is_fusible_type(node.output_types[0])) return false;
+  return !node.subgraph && node.num_outputs() == 1;
+}
+
+bool is_fusible(const ir::Node& node) {
+  if (!is_fusible_op(node) || !is_fusible_type(node.output_types[0])) return false;
   for (const ir::Value& v : node.inputs)
     if (v && !is_fusible_type(v.node->output_types[static_cast<size_t>(v.index)])) return false;
   return true;

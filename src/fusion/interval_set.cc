@@ -61,6 +61,14 @@ void IntervalSet::assign_union(const IntervalSet& a, const IntervalSet& b) {
   }
 }
 
+bool IntervalSet::coarsen(size_t max_intervals) {
+  if (max_intervals == 0 || intervals_.size() <= max_intervals) return false;
+  size_t join = intervals_.size() - max_intervals + 1;  // the first `join` intervals become one
+  intervals_[join - 1].first = intervals_[0].first;
+  intervals_.erase(intervals_.begin(), intervals_.begin() + static_cast<std::ptrdiff_t>(join - 1));
+  return true;
+}
+
 std::vector<uint32_t> IntervalSet::ids() const {
   std::vector<uint32_t> out;
   for (const Interval& iv : intervals_)

@@ -34,6 +34,9 @@ class IntervalSet {
   void insert(uint32_t id);
   /// Sets *this to a ∪ b (neither may alias *this). O(a + b intervals).
   void assign_union(const IntervalSet& a, const IntervalSet& b);
+  /// Keeps at most `max_intervals` intervals by joining the lowest ones into
+  /// one (adding the ids between them). Returns whether ids were added.
+  bool coarsen(size_t max_intervals);
   /// Every id in the set, ascending (for tests).
   std::vector<uint32_t> ids() const;
 
