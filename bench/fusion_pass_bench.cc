@@ -1,6 +1,6 @@
 // Speed of the fuse-pointwise pass, and of fused against unfused models.
 //
-//   fusion_pass_bench [--repeat R] [--no-e2e] [--scale-down K]
+//   fusion_pass_bench [--repeat R] [--no-pass] [--no-e2e] [--scale-down K]
 //
 // 1. Pass time on a synthetic forward+backward transformer graph of at least
 //    20,000 nodes (XLNet-sized: per layer two LayerNorms written out as
@@ -216,36 +216,40 @@ void bench_pass(const char* label, const std::function<std::unique_ptr<ir::Graph
 
 void bench_model(const std::string& name, int repeat) {
   std::string bytes = zoo::build_zoo_model(name, 0);
-  double ms[2];
-  size_t fused_count = 0;
-  for (int on = 0; on < 2; ++on) {
-    runtime::SessionOptions options;
-    options.fusion = on == 1;
-    runtime::Session session(frontend::load_onnx_from_memory(bytes), options);
-    std::vector<Tensor> inputs;
-    for (const auto& info : session.inputs()) {
-      Shape shape;
-      for (const ir::Dim& d : info.type.dims) shape.push_back(d.is_known() ? d.value : 1);
-      Tensor t(info.type.dtype, shape);
-      if (info.type.dtype == DType::int64)
-        for (int64_t i = 0; i < t.numel(); ++i) t.data<int64_t>()[i] = (i * 7919) % 1000;
-      else
-        for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>((i % 17) - 8) / 8.0f;
-      inputs.push_back(t);
-    }
-    session.run(inputs);  // plans
-    std::vector<double> times;
-    for (int r = 0; r < repeat; ++r) {
-      auto start = Clock::now();
-      session.run(inputs);
-      times.push_back(ms_since(start));
-    }
-    ms[on] = median(times);
-    if (on)
-      for (const auto& n : session.graph().nodes()) fused_count += n->op_type() == "graft.FusedPointwise";
+  runtime::SessionOptions options;
+  options.fusion = false;
+  runtime::Session off(frontend::load_onnx_from_memory(bytes), options);
+  options.fusion = true;
+  runtime::Session on(frontend::load_onnx_from_memory(bytes), options);
+  std::vector<Tensor> inputs;
+  for (const auto& info : off.inputs()) {
+    Shape shape;
+    for (const ir::Dim& d : info.type.dims) shape.push_back(d.is_known() ? d.value : 1);
+    Tensor t(info.type.dtype, shape);
+    if (info.type.dtype == DType::int64)
+      for (int64_t i = 0; i < t.numel(); ++i) t.data<int64_t>()[i] = (i * 7919) % 1000;
+    else
+      for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = static_cast<float>((i % 17) - 8) / 8.0f;
+    inputs.push_back(t);
   }
-  std::printf("%-8s fusion off %9.2f ms | fusion on %9.2f ms (%zu fused nodes) | on/off %.3f  [%d threads]\n",
-              name.c_str(), ms[0], ms[1], fused_count, ms[1] / ms[0], default_num_threads());
+  off.run(inputs);  // plans
+  on.run(inputs);
+  // Alternate the two so that both see the same machine load.
+  std::vector<double> off_ms, on_ms;
+  for (int r = 0; r < repeat; ++r) {
+    auto start = Clock::now();
+    off.run(inputs);
+    off_ms.push_back(ms_since(start));
+    start = Clock::now();
+    on.run(inputs);
+    on_ms.push_back(ms_since(start));
+  }
+  size_t fused_count = 0, nodes = 0;
+  for (const auto& n : on.graph().nodes()) fused_count += n->op_type() == "graft.FusedPointwise";
+  nodes = off.graph().num_nodes();
+  double a = median(off_ms), b = median(on_ms);
+  std::printf("%-6s fusion off %9.2f ms (%zu nodes) | fusion on %9.2f ms (%zu nodes, %zu fused) | on/off %.3f  [%d threads]\n",
+              name.c_str(), a, nodes, b, on.graph().num_nodes(), fused_count, b / a, default_num_threads());
 }
 
 }  // namespace
@@ -253,21 +257,22 @@ void bench_model(const std::string& name, int repeat) {
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);
   int repeat = 5;
-  bool e2e = true;
+  bool e2e = true, pass = true;
   size_t scale = 1;  // divides every graph size (quick runs)
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--repeat") == 0 && i + 1 < argc) repeat = std::max(1, std::atoi(argv[++i]));
     else if (std::strcmp(argv[i], "--no-e2e") == 0) e2e = false;
+    else if (std::strcmp(argv[i], "--no-pass") == 0) pass = false;
     else if (std::strcmp(argv[i], "--scale-down") == 0 && i + 1 < argc) scale = std::max(1, std::atoi(argv[++i]));
     else {
-      std::fprintf(stderr, "usage: fusion_pass_bench [--repeat R] [--no-e2e] [--scale-down K]\n");
+      std::fprintf(stderr, "usage: fusion_pass_bench [--repeat R] [--no-pass] [--no-e2e] [--scale-down K]\n");
       return 2;
     }
   }
-  std::printf("fuse-pointwise pass time (median of %d)\n", repeat);
-  bench_pass("transformer fwd+bwd (XLNet-sized)", [&] { return transformer_graph(20000 / scale); }, repeat);
-  bench_pass("random 100k", [&] { return random_graph(100000 / scale, 1); }, repeat);
-  bench_pass("random 1M", [&] { return random_graph(1000000 / scale, 2); }, std::min(repeat, 3));
+  if (pass) std::printf("fuse-pointwise pass time (median of %d)\n", repeat);
+  if (pass) bench_pass("transformer fwd+bwd (XLNet-sized)", [&] { return transformer_graph(20000 / scale); }, repeat);
+  if (pass) bench_pass("random 100k", [&] { return random_graph(100000 / scale, 1); }, repeat);
+  if (pass) bench_pass("random 1M", [&] { return random_graph(1000000 / scale, 2); }, std::min(repeat, 3));
   if (e2e) {
     std::printf("end to end, zoo models, fusion off vs on (median of %d runs)\n", repeat);
     bench_model("bert", repeat);
