@@ -112,11 +112,8 @@ class SubsetFinder {
  public:
   explicit SubsetFinder(const ir::IndexedGraph& graph) : graph_(graph) {
     const size_t n = graph.num_nodes();
-    subset_of_.assign(n, kNoSubset);
-    reach_.assign(n, kNoSet);
-    pending_consumers_.resize(n);
-    last_consumer_seen_.assign(n, kNoSubset);
-    for (uint32_t id = 0; id < n; ++id) pending_consumers_[id] = static_cast<uint32_t>(graph.consumers(id).size());
+    nodes_.assign(n, NodeState{});
+    for (uint32_t id = 0; id < n; ++id) nodes_[id].pending_consumers = static_cast<uint32_t>(graph.consumers(id).size());
     classify_nodes();
   }
 
@@ -134,7 +131,7 @@ class SubsetFinder {
     return subset;
   }
 
-  uint32_t root_of_node(uint32_t node) { return subset_of_[node] == kNoSubset ? kNoSubset : find(subset_of_[node]); }
+  uint32_t root_of_node(uint32_t node) { return nodes_[node].subset == kNoSubset ? kNoSubset : find(nodes_[node].subset); }
 
   /// True when `set` holds an id of the subset whose root is `root`.
   bool holds(const IntervalSet& set, uint32_t root) const {
@@ -149,21 +146,19 @@ class SubsetFinder {
   /// key (backward mark and device) that fused nodes must share.
   void classify_nodes() {
     const size_t n = graph_.num_nodes();
-    fusible_.assign(n, false);
-    kind_.assign(n, 0);
     std::vector<bool> fusible_value(graph_.num_entries(), false);
     for (uint32_t id = 0; id < n; ++id) {
       const ir::Node& node = graph_.node(id);
       for (int k = 0; k < node.num_outputs(); ++k)
         fusible_value[graph_.entry_id(id, static_cast<uint32_t>(k))] =
             is_fusible_type(node.output_types[static_cast<size_t>(k)]);
-      kind_[id] = (static_cast<uint64_t>(node.device.type) << 33) | (static_cast<uint64_t>(static_cast<uint32_t>(node.device.id)) << 1) |
+      nodes_[id].kind = (static_cast<uint64_t>(node.device.type) << 33) | (static_cast<uint64_t>(static_cast<uint32_t>(node.device.id)) << 1) |
                   (node.is_backward ? 1u : 0u);
       if (!is_fusible_op(node) || !fusible_value[graph_.entry_id(id, 0)]) continue;
       bool inputs_ok = true;
       for (const ir::Entry& e : graph_.inputs(id))
         if (e.present() && !fusible_value[graph_.entry_id(e)]) inputs_ok = false;
-      fusible_[id] = inputs_ok;
+      nodes_[id].fusible = inputs_ok;
     }
   }
 
@@ -183,7 +178,7 @@ class SubsetFinder {
   /// The subsets that reach node p's value (borrowed reference).
   uint32_t reached_by(uint32_t p) {
     uint32_t root = root_of_node(p);
-    return root == kNoSubset ? reach_[p] : closed_set(root);
+    return root == kNoSubset ? nodes_[p].reach : closed_set(root);
   }
 
   /// The upstream set of `trial` (roots) merged with the node being visited,
@@ -245,17 +240,17 @@ class SubsetFinder {
   void visit(uint32_t id) {
     producers_.clear();
     for (const ir::Entry& e : graph_.inputs(id))
-      if (e.present() && last_consumer_seen_[e.node_id] != id) {
-        last_consumer_seen_[e.node_id] = id;
+      if (e.present() && nodes_[e.node_id].last_consumer_seen != id) {
+        nodes_[e.node_id].last_consumer_seen = id;
         producers_.push_back(e.node_id);
       }
 
-    if (fusible_[id]) {
+    if (nodes_[id].fusible) {
       visit_fusible(id);
     } else {
       uint32_t reach = kNoSet;
       for (uint32_t p : producers_) reach = pool_.unite(reach, reached_by(p));
-      reach_[id] = reach;
+      nodes_[id].reach = reach;
     }
     // The producers' subsets now have a consumer outside them.
     uint32_t own = root_of_node(id);
@@ -264,13 +259,13 @@ class SubsetFinder {
       if (root != kNoSubset && root != own) observed_[root] = true;
     }
     for (uint32_t p : producers_)
-      if (--pending_consumers_[p] == 0) {
-        pool_.release(reach_[p]);
-        reach_[p] = kNoSet;
+      if (--nodes_[p].pending_consumers == 0) {
+        pool_.release(nodes_[p].reach);
+        nodes_[p].reach = kNoSet;
       }
-    if (pending_consumers_[id] == 0) {
-      pool_.release(reach_[id]);
-      reach_[id] = kNoSet;
+    if (nodes_[id].pending_consumers == 0) {
+      pool_.release(nodes_[id].reach);
+      nodes_[id].reach = kNoSet;
     }
   }
 
@@ -278,7 +273,7 @@ class SubsetFinder {
     candidates_.clear();
     for (uint32_t p : producers_) {
       uint32_t root = root_of_node(p);
-      if (root == kNoSubset || kind_[p] != kind_[id]) continue;
+      if (root == kNoSubset || nodes_[p].kind != nodes_[id].kind) continue;
       if (std::find(candidates_.begin(), candidates_.end(), root) == candidates_.end()) candidates_.push_back(root);
     }
     // Accept candidates greedily while the merged subset stays valid.
@@ -299,7 +294,7 @@ class SubsetFinder {
     }
     if (accepted_.empty()) {
       uint32_t s = new_subset();
-      subset_of_[id] = s;
+      nodes_[id].subset = s;
       bool valid = false;
       upstream_[s] = upstream_if_merged(accepted_, &valid);
       return;
@@ -319,7 +314,7 @@ class SubsetFinder {
     } else {
       pool_.release(up);
     }
-    subset_of_[id] = root;
+    nodes_[id].subset = root;
   }
 
   FusionSubsets result() {
@@ -328,8 +323,8 @@ class SubsetFinder {
     out.subset_of.assign(n, FusionSubsets::kNone);
     std::vector<uint32_t> dense(parent_.size(), FusionSubsets::kNone);
     for (uint32_t id = 0; id < n; ++id) {
-      if (subset_of_[id] == kNoSubset) continue;
-      uint32_t root = find(subset_of_[id]);
+      if (nodes_[id].subset == kNoSubset) continue;
+      uint32_t root = find(nodes_[id].subset);
       if (member_count_[root] < 2) continue;
       if (dense[root] == FusionSubsets::kNone) {
         dense[root] = static_cast<uint32_t>(out.sizes.size());
@@ -344,12 +339,17 @@ class SubsetFinder {
   const ir::IndexedGraph& graph_;
   SetPool pool_;
   // Per node.
-  std::vector<uint32_t> subset_of_;  // a subset id (find() gives its subset); kNoSubset: not fusible
-  std::vector<uint32_t> reach_;      // nodes outside subsets: pool index of the subsets that reach them
-  std::vector<uint32_t> pending_consumers_;
-  std::vector<uint32_t> last_consumer_seen_;  // dedupes a node's producers
-  std::vector<bool> fusible_;
-  std::vector<uint64_t> kind_;  // nodes of one fused node share it: device and backward mark
+  /// Everything the walk keeps per node, in one place (one cache line to
+  /// fetch per producer).
+  struct NodeState {
+    uint64_t kind = 0;                        // nodes of one fused node share it: device and backward mark
+    uint32_t subset = kNoSubset;              // a subset id (find() gives its subset); kNoSubset: not fusible
+    uint32_t reach = kNoSet;                  // nodes outside subsets: pool index of the subsets that reach them
+    uint32_t pending_consumers = 0;           // consumers not visited yet
+    uint32_t last_consumer_seen = kNoSubset;  // dedupes a node's producers
+    bool fusible = false;
+  };
+  std::vector<NodeState> nodes_;
   // Per subset id (meaningful at roots, except parent_).
   std::vector<uint32_t> parent_;
   std::vector<uint32_t> member_ids_;    // pool index of the ids merged into a root; kNoSet: only the root's own
