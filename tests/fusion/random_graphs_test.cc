@@ -194,3 +194,21 @@ TEST(FusionRandomGraphs, FusedGraphsComputeTheSameOutputs) {
     }
   }
 }
+
+// Large graphs: the interval sets exceed their bound and are coarsened; the
+// result must stay valid (coarsening only ever refuses merges).
+TEST(FusionRandomGraphs, LargeGraphsStayAcyclicWhenSetsAreCoarsened) {
+  for (uint64_t seed = 0; seed < 8; ++seed) {
+    auto g = random_graph(5000000 + seed, 1500);
+    IndexedGraph indexed(*g);
+    fusion::FusionSubsets subsets = fusion::find_fusion_subsets(indexed);
+    EXPECT_GT(subsets.num_subsets(), 50u);
+    check_subsets(indexed, subsets);
+    auto out = fusion::build_fused_graph(indexed, subsets);
+    verify(*out);
+    if (::testing::Test::HasFailure()) {
+      ADD_FAILURE() << "seed " << seed;
+      return;
+    }
+  }
+}
