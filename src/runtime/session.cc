@@ -4,12 +4,25 @@
 
 #include "graft/core/parallel.h"
 #include "graft/frontend/onnx_import.h"
+#include "graft/fusion/fuse_pointwise.h"
+#include "graft/fusion/fusion_options.h"
 #include "graft/ir/type_inference.h"
 #include "graft/ir/verify.h"
 #include "graft/partition/partitioner.h"
 #include "graft/passes/pass.h"
 
 namespace graft::runtime {
+
+namespace {
+
+/// Pointwise fusion (DESIGN section 6): what no backend claimed and is
+/// pointwise becomes graft.FusedPointwise nodes run by backend `fuse`.
+void apply_pointwise_fusion(std::unique_ptr<ir::Graph>& graph, const SessionOptions& options) {
+  if (!fusion::fusion_enabled(options.fusion)) return;
+  if (fusion::fuse_pointwise(graph) && options.verify_after_each_pass) ir::verify(*graph);
+}
+
+}  // namespace
 
 /// What is prepared per input-shape signature: the graph specialized to the
 /// concrete input shapes (types inferred throughout) and its executor.
@@ -43,6 +56,8 @@ void Session::prepare() {
   partition_options.backends = partition::resolve_backend_order(options_.backends);
   partition_options.annotations = options_.annotations;
   partition_report_ = partition::partition_graph(graph_, partition_options);
+  // Backends claimed their subgraphs above; fusion takes what is left.
+  apply_pointwise_fusion(graph_, options_);
   if (options_.verify_after_each_pass) ir::verify(*graph_);
   for (const ir::Node* in : graph_->inputs()) inputs_.push_back({in->output_names[0], in->output_types[0]});
   for (size_t i = 0; i < graph_->outputs().size(); ++i)

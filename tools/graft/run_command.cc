@@ -38,6 +38,7 @@ struct RunCommandOptions {
   std::vector<std::string> shapes;
   std::string output_dir;
   std::string threads;
+  std::string fusion;
   std::string repeat;
   std::string show = "8";
   uint64_t seed = 0;
@@ -128,6 +129,10 @@ void print_output(const std::string& name, const Tensor& t, int64_t show) {
 int run_model(const RunCommandOptions& options) {
   runtime::SessionOptions session_options;
   if (!options.threads.empty()) session_options.num_threads = parse_thread_count(options.threads, "--threads");
+  if (options.fusion == "on") session_options.fusion = true;
+  else if (options.fusion == "off") session_options.fusion = false;
+  else if (!options.fusion.empty())
+    fail(ErrorKind::invalid_argument, "--fusion '", options.fusion, "' is not valid (expected on or off)");
   int64_t repeat = options.repeat.empty() ? 0 : parse_count(options.repeat, "--repeat", 1000000);
   if (!options.repeat.empty() && repeat < 1)
     fail(ErrorKind::invalid_argument, "--repeat '", options.repeat, "' must be at least 1");
@@ -248,6 +253,7 @@ std::function<int()> setup_run(CLI::App& app) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub->add_option("--output-dir", options->output_dir, "write each output to DIR/OUTPUTNAME.npy");
   sub->add_option("--threads", options->threads, "intra-op threads, 1..1024 (default: GRAFT_NUM_THREADS or cores)");
+  sub->add_option("--fusion", options->fusion, "on|off: pointwise fusion (default: GRAFT_FUSION, else on)");
   sub->add_option("--repeat", options->repeat, "run N more times and print the median and min latency");
   sub->add_flag("--stats", options->stats, "print peak and total intermediate memory and buffer reuse");
   sub->add_option("--seed", options->seed, "seed of the random inputs (default 0)");
