@@ -191,7 +191,11 @@ class Emitter {
     llvm::MDNode* vectorize = llvm::MDNode::get(
         ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
                llvm::ConstantAsMetadata::get(b_.getTrue())});
-    llvm::MDNode* loop_id = llvm::MDNode::getDistinct(ctx_, {nullptr, parallel, vectorize});
+    // Force vectorization only where it is possible: a libm call (sin, cos,
+    // float64 erf) keeps the loop scalar, and forcing it would make LLVM warn.
+    std::vector<llvm::Metadata*> loop_properties = {nullptr, parallel};
+    if (!calls_libm_) loop_properties.push_back(vectorize);
+    llvm::MDNode* loop_id = llvm::MDNode::getDistinct(ctx_, loop_properties);
     loop_id->replaceOperandWith(0, loop_id);
     branch->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
 
@@ -231,6 +235,7 @@ class Emitter {
   }
   llvm::Value* is_nan(llvm::Value* x) { return b_.CreateFCmpUNO(x, x); }
   llvm::Value* libm_call(const char* name, llvm::Value* x) {
+    calls_libm_ = true;
     llvm::FunctionCallee callee = module_.getOrInsertFunction(name, x->getType(), x->getType());
     auto* call = b_.CreateCall(callee, {x});
     return call;
@@ -540,6 +545,7 @@ class Emitter {
   std::vector<llvm::Value*> pointers_;
   std::vector<llvm::Value*> strides_;
   llvm::MDNode* access_group_ = nullptr;
+  bool calls_libm_ = false;
 };
 
 std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& context, const KernelIR& ir, const std::string& prefix) {
