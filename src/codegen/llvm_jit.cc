@@ -425,7 +425,15 @@ class Emitter {
       return to == DType::float64 ? b_.CreateFPExt(x, target) : b_.CreateFPTrunc(x, target);
     if (dtype_is_float(to)) return b_.CreateSIToFP(x, target);
     if (dtype_is_float(from)) {
-      llvm::Value* wide = b_.CreateIntrinsic(llvm::Intrinsic::fptosi_sat, {b_.getInt64Ty(), x->getType()}, {x});
+      // Saturate at the int64 range, NaN -> 0 (llvm.fptosi.sat would do it but
+      // does not vectorize in LLVM 14); fptosi only sees in-range values.
+      llvm::Type* ft = x->getType();
+      llvm::Value* too_big = b_.CreateFCmpOGE(x, cf(ft, 9223372036854775808.0));
+      llvm::Value* too_small = b_.CreateFCmpOLT(x, cf(ft, -9223372036854775808.0));
+      llvm::Value* in_range = b_.CreateNot(b_.CreateOr(b_.CreateOr(too_big, too_small), is_nan(x)));
+      llvm::Value* wide = b_.CreateFPToSI(b_.CreateSelect(in_range, x, cf(ft, 0)), b_.getInt64Ty());
+      wide = b_.CreateSelect(too_big, b_.getInt64(INT64_MAX), wide);
+      wide = b_.CreateSelect(too_small, b_.getInt64(INT64_MIN), wide);
       return to == DType::int64 ? wide : b_.CreateTrunc(wide, target);
     }
     return to == DType::int64 ? b_.CreateSExt(x, target) : b_.CreateTrunc(x, target);
