@@ -19,6 +19,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
 
 #include "../../src/ops/conv_util.h"
@@ -406,9 +408,11 @@ class Builder {
   }
 
   // Post-ops into `ops`; binary operands into `binary_args`; the in-place sum target into `sum_slot`.
+  // A residual that cannot take the result in place is first copied into a
+  // buffer of `preferred_dst` (the layout the anchor picks on its own).
   void build_post_ops(const Group& g, const Dims& dst_dims, dnnl::post_ops& ops,
                       std::vector<std::pair<int, int>>& binary_args, int& sum_slot, int anchor_input_slot,
-                      const std::string& label) {
+                      const memory::desc& preferred_dst, const std::string& label) {
     int index = 0;
     for (const PostOp& p : g.post_ops) {
       switch (p.kind) {
@@ -422,6 +426,13 @@ class Builder {
           if (index == 0 && sum_slot == -1 && can_write_in_place(p.other, other, anchor_input_slot, g)) {
             ops.append_sum(1.0f);
             sum_slot = other;
+            entry_slot_[indexed_.entry_id(p.other)] = -1;  // dead from here on
+            break;
+          }
+          if (index == 0 && sum_slot == -1 && preferred_dst.dims() == dst_dims) {
+            ops.append_sum(1.0f);
+            sum_slot = add_slot(preferred_dst);
+            add_reorder(other, sum_slot, label);
             break;
           }
           [[fallthrough]];
@@ -475,11 +486,13 @@ class Builder {
     dnnl::post_ops ops;
     std::vector<std::pair<int, int>> binary_args;
     int sum_slot = -1;
-    build_post_ops(g, dst_dims, ops, binary_args, sum_slot, src_slot, label);
+    memory::desc src_any = any_desc(program_.slots[src_slot].desc.dims());
+    memory::desc preferred_dst = PrimitiveDesc(make_desc(src_any, any_desc(dst_dims)), new_attr(), program_.engine).dst_desc();
+    build_post_ops(g, dst_dims, ops, binary_args, sum_slot, src_slot, preferred_dst, label);
     dnnl::primitive_attr attr = new_attr();
     attr.set_post_ops(ops);
     memory::desc dst_md = sum_slot >= 0 ? program_.slots[sum_slot].desc : any_desc(dst_dims);
-    pd = PrimitiveDesc(make_desc(any_desc(program_.slots[src_slot].desc.dims()), dst_md), attr, program_.engine);
+    pd = PrimitiveDesc(make_desc(src_any, dst_md), attr, program_.engine);
     int src = as_desc(src_slot, pd.src_desc(), label);
     int dst = sum_slot >= 0 ? sum_slot : add_slot(pd.dst_desc());
     std::vector<std::pair<int, int>> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
@@ -983,12 +996,33 @@ class Builder {
   std::vector<Group> groups_;
 };
 
+// "acdb[1,64,56,56]" style summary of a descriptor, for GRAFT_DNNL_VERBOSE.
+std::string describe(const memory::desc& d) {
+  std::string out = is_plain(d) ? "plain" : "blocked";
+  out += "[";
+  for (size_t i = 0; i < d.dims().size(); ++i) out += (i ? "," : "") + std::to_string(d.dims()[i]);
+  out += "]";
+  if (d.data.format_kind == dnnl_blocked) {
+    out += "s(";
+    for (int i = 0; i < d.data.ndims; ++i) out += (i ? "," : "") + std::to_string(d.data.format_desc.blocking.strides[i]);
+    out += ")";
+    if (d.data.format_desc.blocking.inner_nblks > 0) out += "b" + std::to_string(d.data.format_desc.blocking.inner_blks[0]);
+  }
+  return out;
+}
+
 }  // namespace
 
 DnnlProgram build_program(const ir::Graph& subgraph) {
   try {
     DnnlProgram program = Builder(subgraph).build();
     plan_arena(program);
+    if (const char* env = std::getenv("GRAFT_DNNL_VERBOSE"); env && std::string(env) == "1")
+      for (const Step& step : program.steps) {
+        std::string line = "graft dnnl: " + step.label;
+        for (const auto& [arg, slot] : step.args) line += " " + std::to_string(arg) + ":" + describe(program.slots[slot].desc);
+        std::fprintf(stderr, "%s\n", line.c_str());
+      }
     return program;
   } catch (const dnnl::error& e) {
     fail(ErrorKind::unsupported, "dnnl backend: oneDNN refused the subgraph: ", e.what());
