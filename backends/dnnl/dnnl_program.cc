@@ -185,6 +185,10 @@ class Builder {
       if (node.op_type() == "Input" || node.op_type() == "Constant") continue;
       SupportResult r = dnnl_supports(node);
       if (!r) fail(ErrorKind::unsupported, "dnnl backend: ", node.describe(), ": ", r.reason);
+      for (const ir::ValueType& t : node.output_types)
+        if (!t.is_concrete())
+          fail(ErrorKind::unsupported, "dnnl backend: ", node.describe(), ": output type ", t.to_string(),
+               " is not concrete at compile time");
     }
   }
 

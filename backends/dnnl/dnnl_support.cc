@@ -22,12 +22,29 @@ bool is_constant_input(const ir::Node& node, size_t i) {
 }
 size_t rank_of(const ir::Node& node, size_t i) { return input_type(node, i).dims.size(); }
 
+// Two dimensions known to be equal: the same extent, or the same symbol.
+bool same_dim(const ir::Dim& a, const ir::Dim& b) {
+  return a.is_known() ? a.value == b.value : !a.symbol.empty() && a.symbol == b.symbol;
+}
+bool same_dims(const std::vector<ir::Dim>& a, const std::vector<ir::Dim>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t d = 0; d < a.size(); ++d)
+    if (!same_dim(a[d], b[d])) return false;
+  return true;
+}
+
 // Unidirectional broadcast: `small` broadcasts to `big` without changing it.
 bool broadcasts_into(const ir::ValueType& small, const ir::ValueType& big) {
   if (small.dims.size() > big.dims.size()) return false;
   size_t offset = big.dims.size() - small.dims.size();
   for (size_t d = 0; d < small.dims.size(); ++d)
-    if (small.dims[d].value != 1 && small.dims[d].value != big.dims[d + offset].value) return false;
+    if (small.dims[d].value != 1 && !same_dim(small.dims[d], big.dims[d + offset])) return false;
+  return true;
+}
+
+bool all_known(const std::vector<ir::Dim>& dims) {
+  for (const ir::Dim& d : dims)
+    if (!d.is_known()) return false;
   return true;
 }
 
@@ -36,7 +53,8 @@ SupportResult check_window(const ir::Node& node, size_t spatial, const std::vect
   try {
     ops::conv::WindowAttributes attrs = ops::conv::read_window_attributes(node, spatial, kernel, pool);
     const ir::ValueType& x = input_type(node, 0);
-    for (size_t d = 0; d < spatial; ++d) ops::conv::resolve_dim(node, attrs, d, x.dims[2 + d].value);
+    for (size_t d = 0; d < spatial; ++d)
+      if (x.dims[2 + d].is_known()) ops::conv::resolve_dim(node, attrs, d, x.dims[2 + d].value);
   } catch (const Error& e) {
     return SupportResult::no(e.what());
   }
@@ -49,6 +67,7 @@ SupportResult check_conv(const ir::Node& node) {
   if (rank < 3 || rank_of(node, 1) != rank) return SupportResult::no("data and weight must have equal rank >= 3");
   const ir::ValueType& x = input_type(node, 0);
   const ir::ValueType& w = input_type(node, 1);
+  if (!x.dims[1].is_known() || !all_known(w.dims)) return SupportResult::no("channels or weight shape unknown");
   int64_t group = node.attributes.get_int("group", 1);
   if (group < 1 || x.dims[1].value % group != 0 || w.dims[0].value % group != 0 ||
       w.dims[1].value * group != x.dims[1].value)
@@ -68,6 +87,7 @@ SupportResult check_conv_transpose(const ir::Node& node) {
   if (auto_pad != "NOTSET" && auto_pad != "VALID") return SupportResult::no("auto_pad " + auto_pad);
   const ir::ValueType& x = input_type(node, 0);
   const ir::ValueType& w = input_type(node, 1);
+  if (!x.dims[1].is_known() || !all_known(w.dims)) return SupportResult::no("channels or weight shape unknown");
   int64_t group = node.attributes.get_int("group", 1);
   if (group < 1 || x.dims[1].value % group != 0 || w.dims[0].value != x.dims[1].value)
     return SupportResult::no("channels do not match the group count");
@@ -88,9 +108,9 @@ SupportResult check_matmul(const ir::Node& node) {
   const ir::ValueType& tb = input_type(node, 1);
   size_t rank = std::max(a, b);
   for (size_t d = 0; d + 2 < rank; ++d) {
-    int64_t da = d + a >= rank ? ta.dims[d + a - rank].value : 1;
-    int64_t db = d + b >= rank ? tb.dims[d + b - rank].value : 1;
-    if (da != db && da != 1 && db != 1) return SupportResult::no("batch dimensions do not broadcast");
+    ir::Dim da = d + a >= rank ? ta.dims[d + a - rank] : ir::Dim::known(1);
+    ir::Dim db = d + b >= rank ? tb.dims[d + b - rank] : ir::Dim::known(1);
+    if (!same_dim(da, db) && da.value != 1 && db.value != 1) return SupportResult::no("batch dimensions do not broadcast");
   }
   return SupportResult::yes();
 }
@@ -147,7 +167,10 @@ SupportResult check_layer_norm(const ir::Node& node) {
   if (axis < 0) axis += rank;
   if (axis < 0 || axis >= rank) return SupportResult::no("axis out of range");
   int64_t inner = 1;
-  for (int64_t d = axis; d < rank; ++d) inner *= input_type(node, 0).dims[d].value;
+  for (int64_t d = axis; d < rank; ++d) {
+    if (!input_type(node, 0).dims[d].is_known()) return SupportResult::no("normalized dimensions unknown");
+    inner *= input_type(node, 0).dims[d].value;
+  }
   for (size_t i = 1; i < 3; ++i)
     if (has_input(node, i)) {
       int64_t n = 1;
@@ -177,8 +200,8 @@ SupportResult check_concat(const ir::Node& node) {
 SupportResult check_binary(const ir::Node& node) {
   const ir::ValueType& out = node.output_types[0];
   if (out.dims.empty()) return SupportResult::no("0-d output");
-  bool first_full = input_type(node, 0).dims == out.dims;
-  bool second_full = input_type(node, 1).dims == out.dims;
+  bool first_full = same_dims(input_type(node, 0).dims, out.dims);
+  bool second_full = same_dims(input_type(node, 1).dims, out.dims);
   bool commutative = node.op_type() == "Add" || node.op_type() == "Mul";
   if (first_full && broadcasts_into(input_type(node, 1), out)) return SupportResult::yes();
   // A one-element constant on either side becomes alpha * x + beta.
@@ -203,6 +226,7 @@ SupportResult check_gelu(const ir::Node& node) {
 
 SupportResult check_reshape(const ir::Node& node) {
   if (node.op_type() == "Reshape" && !is_constant_input(node, 1)) return SupportResult::no("shape is not a constant");
+  if (node.op_type() == "Reshape" && node.attributes.get_int("allowzero", 0) != 0) return SupportResult::no("allowzero");
   if (node.output_types[0].dims.empty()) return SupportResult::no("0-d output");
   return SupportResult::yes();
 }
@@ -267,12 +291,12 @@ SupportResult dnnl_supports(const ir::Node& node) {
     const ir::ValueType& t = input_type(node, i);
     bool shape_input = node.op_type() == "Reshape" && i == 1;
     if (!shape_input && t.dtype != DType::float32) return SupportResult::no("input " + std::to_string(i) + " is not float32");
-    if (!t.is_concrete()) return SupportResult::no("input " + std::to_string(i) + " has no concrete shape");
+    if (!t.has_rank) return SupportResult::no("input " + std::to_string(i) + " has unknown rank");
     if (t.dims.size() > kMaxRank) return SupportResult::no("rank above 12");
   }
   for (const ir::ValueType& t : node.output_types) {
     if (t.dtype != DType::float32) return SupportResult::no("output is not float32");
-    if (!t.is_concrete()) return SupportResult::no("output has no concrete shape");
+    if (!t.has_rank) return SupportResult::no("output has unknown rank");
     if (t.dims.size() > kMaxRank) return SupportResult::no("rank above 12");
     for (const ir::Dim& d : t.dims)
       if (d.value == 0) return SupportResult::no("empty output");
