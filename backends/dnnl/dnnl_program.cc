@@ -66,6 +66,11 @@ int64_t product(const Dims& dims, size_t begin, size_t end) {
 }
 
 bool is_plain(const memory::desc& desc) { return desc == plain_desc(desc.dims()); }
+// Plain or strided (any order of dimensions), without inner blocks.
+bool is_unblocked(const memory::desc& desc) {
+  return desc.data.format_kind == dnnl_blocked && desc.data.format_desc.blocking.inner_nblks == 0 &&
+         desc.data.offset0 == 0;
+}
 
 // One node absorbed into an anchor.
 struct PostOp {
@@ -682,23 +687,32 @@ class Builder {
     float alpha = gemm ? node.attributes.get_float("alpha", 1.0f) : 1.0f;
     float beta = gemm ? node.attributes.get_float("beta", 1.0f) : 1.0f;
 
-    // Operands as (possibly transposed) plain views of rank `rank`.
-    auto operand_desc = [&](const Dims& stored, bool transposed) {
-      Dims d = expand_rank(stored, rank);
-      Dims s = row_major_strides(d);
+    // Operands as strided views of rank `rank` (transposed: the last two dims
+    // swapped). Unblocked layouts, plain or strided like a Transpose's view,
+    // are read in place; blocked ones are reordered to plain first.
+    auto operand = [&](Entry e, bool transposed, int& slot) {
+      slot = slot_of(e);
+      if (!is_unblocked(program_.slots[slot].desc)) slot = as_plain(slot, label);
+      const memory::desc& from = program_.slots[slot].desc;
+      Dims d = from.dims();
+      Dims st(from.data.format_desc.blocking.strides, from.data.format_desc.blocking.strides + d.size());
+      while (d.size() < rank) {
+        st.insert(st.begin(), d[0] * st[0]);
+        d.insert(d.begin(), 1);
+      }
       if (transposed) {
         std::swap(d[rank - 1], d[rank - 2]);
-        std::swap(s[rank - 1], s[rank - 2]);
+        std::swap(st[rank - 1], st[rank - 2]);
       }
-      return memory::desc(d, memory::data_type::f32, s);
+      memory::desc md(d, memory::data_type::f32, st);
+      slot = view(slot, md);
+      return md;
     };
-    memory::desc a_md = operand_desc(a_dims, trans_a);
-    memory::desc b_md = operand_desc(b_dims, trans_b);
-    int a_slot = view(as_plain(slot_of(input(node, 0)), label), a_md);
-
+    int a_slot, b_slot;
+    memory::desc a_md = operand(input(node, 0), trans_a, a_slot);
     Entry b_entry = input(node, 1);
+    memory::desc b_md = operand(b_entry, trans_b, b_slot);
     bool b_packed = is_source(b_entry) && product(b_md.dims(), 0, rank - 2) == 1;
-    int b_slot = b_packed ? -1 : view(as_plain(slot_of(b_entry), label), b_md);
 
     dnnl::post_ops ops;
     std::vector<std::pair<int, int>> binary_args;
@@ -772,6 +786,7 @@ class Builder {
     else if (op == "LayerNormalization") result = emit_layer_norm(node);
     else if (op == "Concat") result = emit_concat(node);
     else if (op == "Flatten" || op == "Reshape") result = emit_reshape(node);
+    else if (op == "Transpose") result = emit_transpose(node);
     else if (binary_algorithm(op) != algorithm::undef) result = emit_binary(node);
     else if (std::vector<PostOp> ops = eltwise_ops(node); !ops.empty()) result = emit_eltwise(node, ops);
     else fail(ErrorKind::unsupported, "dnnl backend: ", node.describe(), " has no lowering");
@@ -960,6 +975,24 @@ class Builder {
     for (size_t i = 0; i < srcs.size(); ++i) args.push_back({DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), srcs[i]});
     add_step(dnnl::concat(pd), pd, std::move(args), node.name);
     return dst;
+  }
+
+  // A Transpose is a strided view: no data moves until a consumer needs another layout.
+  int emit_transpose(const ir::Node& node) {
+    int src = slot_of(input(node, 0));
+    if (!is_unblocked(program_.slots[src].desc)) src = as_plain(src, node.name);
+    const memory::desc& from = program_.slots[src].desc;
+    Dims d = from.dims();
+    Dims st(from.data.format_desc.blocking.strides, from.data.format_desc.blocking.strides + d.size());
+    std::vector<int64_t> perm(d.size());
+    for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int64_t>(perm.size() - 1 - i);
+    perm = node.attributes.get_ints("perm", perm);
+    Dims out_dims, out_strides;
+    for (int64_t p : perm) {
+      out_dims.push_back(d[static_cast<size_t>(p)]);
+      out_strides.push_back(st[static_cast<size_t>(p)]);
+    }
+    return view(src, memory::desc(out_dims, memory::data_type::f32, out_strides));
   }
 
   int emit_reshape(const ir::Node& node) {

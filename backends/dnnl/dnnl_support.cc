@@ -231,6 +231,19 @@ SupportResult check_reshape(const ir::Node& node) {
   return SupportResult::yes();
 }
 
+SupportResult check_transpose(const ir::Node& node) {
+  size_t rank = rank_of(node, 0);
+  std::vector<int64_t> perm = node.attributes.get_ints("perm", {});
+  if (perm.empty()) return SupportResult::yes();
+  if (perm.size() != rank) return SupportResult::no("perm does not match the rank");
+  std::vector<bool> seen(rank, false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(p)]) return SupportResult::no("perm is not a permutation");
+    seen[static_cast<size_t>(p)] = true;
+  }
+  return SupportResult::yes();
+}
+
 SupportResult always(const ir::Node&) { return SupportResult::yes(); }
 
 using Checker = std::function<SupportResult(const ir::Node&)>;
@@ -268,6 +281,7 @@ const std::map<std::string, Checker>& checkers() {
       {"Div", check_binary},
       {"Flatten", check_reshape},
       {"Reshape", check_reshape},
+      {"Transpose", check_transpose},
   };
   return table;
 }

@@ -260,3 +260,27 @@ TEST(DnnlPostOps, MatMulBiasGeluAndScale) {
 
 }  // namespace
 }  // namespace graft::testing
+
+namespace graft::testing {
+namespace {
+
+// BERT's self-attention: transposes are strided views read in place by the matmuls.
+TEST(DnnlOps, AttentionWithTransposes) {
+  Case c;
+  Value x = c.input({2, 5, 16});
+  Value split = c.graph->add_constant("split", Tensor::from_vector<int64_t>({0, 0, 4, 4}, {4}))->output(0);
+  Value merge = c.graph->add_constant("merge", Tensor::from_vector<int64_t>({0, 0, 16}, {3}))->output(0);
+  auto heads = [&](std::vector<int64_t> perm) {
+    Value projected = c.op("Add", {c.op("MatMul", {x, c.constant({16, 16})}), c.constant({16})});
+    return c.op("Transpose", {c.op("Reshape", {projected, split})}, ints("perm", perm));
+  };
+  Value q = heads({0, 2, 1, 3}), k = heads({0, 2, 3, 1}), v = heads({0, 2, 1, 3});
+  Value scores = c.op("Div", {c.op("MatMul", {q, k}), c.graph->add_constant("d", Tensor::scalar(2.0f))->output(0)});
+  Value context = c.op("MatMul", {c.op("Softmax", {scores}, one_int("axis", -1)), v});
+  Value merged = c.op("Reshape", {c.op("Transpose", {context}, ints("perm", {0, 2, 1, 3})), merge});
+  auto stats = c.check({merged, c.op("Transpose", {x}, {})});
+  EXPECT_EQ(stats.activation_reorders, 2);  // the context's transpose before the Reshape, the output transpose
+}
+
+}  // namespace
+}  // namespace graft::testing
