@@ -1,8 +1,8 @@
 // Registers the dnnl op checkers with the partitioner (TVM BYOC style): the
 // generic property then grows the largest convex regions of nodes dnnl
 // supports. Partitioning runs before shapes are concrete, so the checkers
-// accept symbolic extents where compile() can resolve them later.
-#if __has_include("graft/partition/op_support.h")
+// accept symbolic extents where compile() can resolve them later. Built only
+// where the partition API exists (see CMakeLists.txt).
 #include "dnnl_support.h"
 #include "graft/partition/op_support.h"
 
@@ -20,4 +20,3 @@ const bool registered = [] {
 
 }  // namespace
 }  // namespace graft::dnnl_backend
-#endif

@@ -675,6 +675,19 @@ class Builder {
     return dst;
   }
 
+  // Whether every binary operand of the group's post-ops is a row vector or
+  // the full result, so that the product may run on rows flattened to 2-D.
+  bool collapsible_post_ops(const Group& g, const Dims& dst_dims) const {
+    for (const PostOp& p : g.post_ops) {
+      if (p.kind == PostOp::Kind::eltwise) continue;
+      Dims od = expand_rank(dims(p.other), dst_dims.size());
+      if (od.size() != dst_dims.size()) return false;
+      bool row = product(od, 0, od.size() - 1) == 1;
+      if (!row && od != dst_dims) return false;
+    }
+    return true;
+  }
+
   // MatMul and Gemm; Gemm's C becomes the first (binary add) post-op.
   int emit_matmul(const Group& g, const std::string& label) {
     const ir::Node& node = indexed_.node(g.anchor);
@@ -714,6 +727,20 @@ class Builder {
     memory::desc b_md = operand(b_entry, trans_b, b_slot);
     bool b_packed = is_source(b_entry) && product(b_md.dims(), 0, rank - 2) == 1;
 
+    // x[..., M, K] times a constant [K, N]: one 2-D product of (batch * M) rows,
+    // so that oneDNN packs the weight once into its blocked layout.
+    int dst_root = -1;
+    if (b_packed && rank > 2 && !gemm && is_plain(a_md) && collapsible_post_ops(g, dst_dims)) {
+      int64_t rows = product(dst_dims, 0, rank - 1);
+      int64_t k = a_md.dims()[rank - 1], n = dst_dims[rank - 1];
+      a_slot = view(a_slot, plain_desc({rows, k}));
+      const auto* st = b_md.data.format_desc.blocking.strides;
+      b_md = memory::desc({k, n}, memory::data_type::f32, {st[rank - 2], st[rank - 1]});
+      a_md = program_.slots[a_slot].desc;
+      dst_root = add_slot(plain_desc(dst_dims));
+      dst_dims = {rows, n};
+      rank = 2;
+    }
     dnnl::post_ops ops;
     std::vector<std::pair<int, int>> binary_args;
     int post_index = 0;
@@ -746,7 +773,9 @@ class Builder {
         ops.append_eltwise(1.0f, p.alg, p.alpha, p.beta);
       } else {
         int other = slot_of(p.other);
-        int src1 = view(as_plain(other, label), plain_desc(expand_rank(dims(p.other), rank)));
+        Dims od = expand_rank(dims(p.other), std::max(rank, dims(p.other).size()));
+        if (od.size() > rank) od = {product(od, 0, od.size() - 1) == 1 ? 1 : dst_dims[0], od.back()};
+        int src1 = view(as_plain(other, label), plain_desc(od));
         ops.append_binary(p.alg, program_.slots[src1].desc);
         binary_args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(post_index) | DNNL_ARG_SRC_1, src1});
       }
@@ -766,11 +795,11 @@ class Builder {
       w.label = node.name + ".B";
       b_slot = add_weight(std::move(w));
     }
-    int dst = add_slot(pd.dst_desc());
+    int dst = dst_root >= 0 ? view(dst_root, pd.dst_desc()) : add_slot(pd.dst_desc());
     std::vector<std::pair<int, int>> args = {{DNNL_ARG_SRC, a_slot}, {DNNL_ARG_WEIGHTS, b_slot}, {DNNL_ARG_DST, dst}};
     for (auto& a : binary_args) args.push_back(a);
     add_step(dnnl::matmul(pd), pd, std::move(args), label);
-    return dst;
+    return dst_root >= 0 ? dst_root : dst;
   }
 
   // ---- emission of single nodes ----
