@@ -4,6 +4,8 @@
 #include <omp.h>
 
 #include <atomic>
+#include <istream>
+#include <string>
 
 #include "dnnl_module.h"
 #include "graft/runtime/backend.h"
@@ -34,6 +36,16 @@ class DnnlBackend final : public runtime::Backend {
   }
 };
 
+// Rebuilds the primitives from the subgraph the artifact stored.
+std::unique_ptr<runtime::CompiledModule> load_dnnl_module(std::istream& in, const ir::Graph& subgraph) {
+  std::string tag(sizeof(kSavedFormat) - 1, '\0');
+  in.read(tag.data(), static_cast<std::streamsize>(tag.size()));
+  if (!in || tag != kSavedFormat) fail(ErrorKind::invalid_model, "dnnl module: unknown saved format");
+  runtime::CompileOptions options;
+  options.num_threads = omp_get_max_threads();
+  return DnnlBackend().compile(subgraph, options);
+}
+
 }  // namespace
 
 DnnlModuleStats dnnl_module_stats(const runtime::CompiledModule& module) {
@@ -45,5 +57,6 @@ DnnlModuleStats dnnl_module_stats(const runtime::CompiledModule& module) {
 int64_t dnnl_compile_count() { return compile_count.load(); }
 
 GRAFT_REGISTER_BACKEND(DnnlBackend);
+GRAFT_REGISTER_MODULE_LOADER("dnnl", load_dnnl_module);
 
 }  // namespace graft::dnnl_backend

@@ -9,6 +9,7 @@
 #include <omp.h>
 
 #include <cstdlib>
+#include <ostream>
 #include <unordered_map>
 
 #include "graft/core/error.h"
@@ -61,6 +62,8 @@ void DnnlModule::check_inputs(std::span<const Tensor> inputs) const {
            ", not the float32 shape it was compiled for");
   }
 }
+
+void DnnlModule::save(std::ostream& out) const { out << kSavedFormat; }
 
 std::vector<Tensor> DnnlModule::weight_sources(const Weight& weight, std::span<const Tensor> inputs) const {
   std::vector<Tensor> sources;

@@ -11,6 +11,9 @@
 
 namespace graft::dnnl_backend {
 
+/// What DnnlModule::save writes (and the loader expects).
+inline constexpr char kSavedFormat[] = "graft-dnnl-1\n";
+
 class DnnlModule final : public runtime::CompiledModule {
  public:
   explicit DnnlModule(DnnlProgram program);
@@ -19,6 +22,9 @@ class DnnlModule final : public runtime::CompiledModule {
   /// primitive with this call's arena and outputs from context.pool. Safe to
   /// call concurrently (primitives use user-mode scratchpads from the arena).
   std::vector<Tensor> run(std::span<const Tensor> inputs, runtime::ModuleRunContext& context) const override;
+  /// Writes a format tag only: oneDNN primitives depend on the CPU they run
+  /// on, so loading an artifact rebuilds them from the stored subgraph.
+  void save(std::ostream& out) const override;
   DnnlModuleStats stats() const;
 
  private:

@@ -1,6 +1,7 @@
 // The dnnl module's guarantees: layouts converted only at the subgraph
 // boundary, weights converted once and again when they change, primitives
 // built per input shape and kept, concurrent runs, whole zoo models.
+#include <sstream>
 #include <thread>
 
 #include "dnnl_test_util.h"
@@ -168,6 +169,24 @@ void check_zoo_model(const std::string& name, const Shape& input_shape, double t
 TEST(DnnlZoo, Resnet18) { check_zoo_model("resnet18", {1, 3, 64, 64}, 1e-4); }
 TEST(DnnlZoo, MobilenetV2) { check_zoo_model("mobilenet_v2", {1, 3, 64, 64}, 1e-4); }
 TEST(DnnlZoo, Squeezenet) { check_zoo_model("squeezenet", {1, 3, 64, 64}, 1e-4); }
+
+}  // namespace
+}  // namespace graft::testing
+
+namespace graft::testing {
+namespace {
+
+TEST(DnnlModule, SavedModuleLoadsAndRunsTheSame) {
+  auto g = conv_relu_conv_pool({1, 16, 8, 8}, random_tensor({16, 16, 3, 3}, 11));
+  auto module = compile_dnnl(*g);
+  std::stringstream saved;
+  module->save(saved);
+  auto loaded = runtime::load_module("dnnl", saved, *g);
+  std::vector<Tensor> inputs = {random_tensor({1, 16, 8, 8}, 2)};
+  expect_close(run_module(*loaded, inputs)[0], run_module(*module, inputs)[0], 0, 0);
+  std::stringstream garbage("not a dnnl module");
+  EXPECT_THROW(runtime::load_module("dnnl", garbage, *g), Error);
+}
 
 }  // namespace
 }  // namespace graft::testing
