@@ -441,6 +441,10 @@ def main():
     args = parser.parse_args()
     if args.quick:
         args.runs, args.warmup, args.block = 3, 3, 1
+    # Workers run in bench/compare: every path they get must be absolute.
+    args.workdir = os.path.abspath(args.workdir)
+    args.graft_runner = os.path.abspath(args.graft_runner)
+    args.json = os.path.abspath(args.json) if args.json else ""
     args.runtimes = [r for r in args.runtimes.split(",") if r]
     names = MODEL_NAMES if args.models == "all" else [m for m in args.models.split(",") if m]
     for name in names:
