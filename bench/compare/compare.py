@@ -120,9 +120,10 @@ def write_tensors(tensors, names, folder, prefix):
     manifest = []
     for name, t in zip(names, tensors):
         a = t.detach().contiguous().numpy()
-        path = os.path.join(folder, "%s_%s.bin" % (prefix, name))
-        a.tofile(path)
-        manifest.append({"name": name, "dtype": str(a.dtype), "shape": list(a.shape), "file": path})
+        file = "%s_%s.bin" % (prefix, name)
+        a.tofile(os.path.join(folder, file))
+        # Relative to the manifest's folder, so a work directory can move.
+        manifest.append({"name": name, "dtype": str(a.dtype), "shape": list(a.shape), "file": file})
     return manifest
 
 
@@ -268,12 +269,12 @@ def worker_env(args):
     return env
 
 
-def max_relative_error(outputs, reference_manifest):
+def max_relative_error(outputs, reference_manifest, reference_folder):
     import numpy as np
     want = reference_manifest[0]
     got = outputs[0]
     a = np.fromfile(got["file"], dtype=got["dtype"]).astype(np.float64)
-    b = np.fromfile(want["file"], dtype=want["dtype"]).astype(np.float64)
+    b = np.fromfile(os.path.join(reference_folder, os.path.basename(want["file"])), dtype=want["dtype"]).astype(np.float64)
     if list(got["shape"]) != list(want["shape"]) or a.size != b.size:
         return float("inf")
     if a.size == 0:
@@ -308,7 +309,8 @@ def compare_model(name, args):
             workers[runtime] = worker
             entry.update({k: worker.ready[k] for k in ("load_ms", "first_run_ms", "first_inference_ms",
                                                         "startup_rss_kb", "process_ready_ms") if k in worker.ready})
-            entry["max_rel_error"] = max_relative_error(worker.ready["outputs"], reference)
+            entry["max_rel_error"] = max_relative_error(worker.ready["outputs"], reference,
+                                                       os.path.dirname(paths["reference"]))
         except WorkerError as e:
             entry["error"] = str(e)
     active = list(workers)

@@ -3,7 +3,7 @@
 //   graft_runner MODEL.onnx INPUTS.json OUTPUT_DIR [--threads N] [--backends a,b]
 //
 // Reads the inputs named in INPUTS.json (a list of {name, dtype, shape, file}
-// with raw little-endian data), then, timed: builds the Session (load, passes)
+// with raw little-endian data; a relative file lies beside INPUTS.json), then, timed: builds the Session (load, passes)
 // and runs it once (plan and compile happen in the first run). Writes each
 // output to OUTPUT_DIR/<index>.bin and prints one JSON line:
 //   {"ready": true, "load_ms", "first_run_ms", "first_inference_ms",
@@ -13,6 +13,7 @@
 // The ONNX Runtime (ort_runner.js) and PyTorch (torch_runner.py) workers speak
 // the same protocol, so compare.py treats the three alike.
 #include <chrono>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -50,11 +51,18 @@ std::string read_file(const std::string& path) {
   return s.str();
 }
 
-graft::Tensor read_input(const json& entry) {
+/// A manifest's file entry: relative ones name a file beside the manifest.
+std::string resolve(const std::string& manifest_path, const std::string& file) {
+  std::filesystem::path path(file);
+  if (path.is_absolute()) return file;
+  return (std::filesystem::path(manifest_path).parent_path() / path.filename()).string();
+}
+
+graft::Tensor read_input(const json& entry, const std::string& manifest_path) {
   graft::DType dtype = graft::dtype_from_name(entry.at("dtype").get<std::string>());
   graft::Shape shape = entry.at("shape").get<std::vector<int64_t>>();
   graft::Tensor t(dtype, shape);
-  std::string bytes = read_file(entry.at("file").get<std::string>());
+  std::string bytes = read_file(resolve(manifest_path, entry.at("file").get<std::string>()));
   if (bytes.size() != t.nbytes())
     graft::fail(graft::ErrorKind::invalid_argument, "input '", entry.at("name").get<std::string>(), "': file has ",
                 bytes.size(), " bytes, expected ", t.nbytes());
@@ -84,7 +92,7 @@ int serve(int argc, char** argv) {
 
   json manifest = json::parse(read_file(manifest_path));
   std::map<std::string, graft::Tensor> by_name;
-  for (const json& entry : manifest) by_name[entry.at("name").get<std::string>()] = read_input(entry);
+  for (const json& entry : manifest) by_name[entry.at("name").get<std::string>()] = read_input(entry, manifest_path);
   const long startup_rss = peak_rss_kb();
 
   auto start = Clock::now();

@@ -27,10 +27,12 @@ function peakRssKb() {
 
 function send(object) { process.stdout.write(JSON.stringify(object) + '\n'); }
 
-function readInput(entry) {
+function readInput(entry, manifestPath) {
   const Typed = TYPED[entry.dtype];
   if (!Typed) throw new Error(`input '${entry.name}': dtype ${entry.dtype} is not handled`);
-  const bytes = fs.readFileSync(entry.file);
+  // A relative file lies beside the manifest.
+  const file = path.isAbsolute(entry.file) ? entry.file : path.join(path.dirname(manifestPath), path.basename(entry.file));
+  const bytes = fs.readFileSync(file);
   const copy = new Uint8Array(bytes.length);
   copy.set(bytes);
   const data = new Typed(copy.buffer, 0, bytes.length / Typed.BYTES_PER_ELEMENT);
@@ -49,7 +51,7 @@ async function main() {
   }
   ort = require('onnxruntime-node');
   const feeds = {};
-  for (const entry of JSON.parse(fs.readFileSync(manifestPath, 'utf8'))) feeds[entry.name] = readInput(entry);
+  for (const entry of JSON.parse(fs.readFileSync(manifestPath, 'utf8'))) feeds[entry.name] = readInput(entry, manifestPath);
   const startupRss = peakRssKb();
 
   const start = process.hrtime.bigint();

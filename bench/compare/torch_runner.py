@@ -9,6 +9,7 @@ torch.jit.optimize_for_inference + the first run. torch.set_num_threads(N)
 (default 2), one inter-op thread, runs under torch.inference_mode().
 """
 import json
+import os
 import sys
 import time
 
@@ -46,7 +47,10 @@ def main():
     torch.set_num_interop_threads(1)
     with open(manifest_path) as f:
         manifest = json.load(f)
-    inputs = [torch.from_numpy(np.fromfile(e["file"], dtype=e["dtype"]).reshape(e["shape"])) for e in manifest]
+    folder = os.path.dirname(os.path.abspath(manifest_path))
+    files = [e["file"] if os.path.isabs(e["file"]) else os.path.join(folder, os.path.basename(e["file"]))
+             for e in manifest]  # a relative file lies beside the manifest
+    inputs = [torch.from_numpy(np.fromfile(f, dtype=e["dtype"]).reshape(e["shape"])) for f, e in zip(files, manifest)]
     startup_rss = peak_rss_kb()
 
     with torch.inference_mode():
