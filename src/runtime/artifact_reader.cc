@@ -141,9 +141,19 @@ class ArtifactReader {
     verified_ = true;
   }
 
+  /// Bytes borrowed from the caller are copied (into 64-byte-aligned
+  /// storage the weights can view) only once they are verified.
+  void own_bytes() {
+    if (bytes_.storage) return;
+    auto storage = std::make_shared<Storage>(std::max<size_t>(bytes_.size, 1));
+    std::memcpy(storage->data(), bytes_.data, bytes_.size);
+    bytes_ = {static_cast<const uint8_t*>(storage->data()), bytes_.size, storage};
+  }
+
   /// Steps 4-7 except loading modules.
   void parse() {
     GRAFT_CHECK(verified_, "artifact parsed before it was verified");
+    own_bytes();
     const uint8_t* d = bytes_.data;
     const uint64_t body_end = bytes_.size - kArtifactChecksumSize;
     const char* names[3] = {"graph", "weights", "modules"};
@@ -457,11 +467,6 @@ RestoredPlan restore(ArtifactBytes bytes, const std::string& what) {
   return plan;
 }
 
-ArtifactBytes copy_bytes(const std::string& bytes) {
-  auto storage = std::make_shared<Storage>(std::max<size_t>(bytes.size(), 1));
-  std::memcpy(storage->data(), bytes.data(), bytes.size());
-  return {static_cast<const uint8_t*>(storage->data()), bytes.size(), storage};
-}
 
 }  // namespace
 
@@ -473,8 +478,8 @@ bool is_artifact_file(const std::string& path) {
 
 RestoredPlan load_artifact(const std::string& path) { return restore(map_file(path), "artifact '" + path + "'"); }
 
-RestoredPlan load_artifact_from_memory(const std::string& bytes, const std::string& what) {
-  return restore(copy_bytes(bytes), what);
+RestoredPlan load_artifact_from_memory(std::string_view bytes, const std::string& what) {
+  return restore(ArtifactBytes{reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size(), nullptr}, what);
 }
 
 ArtifactInfo inspect_artifact(const std::string& path) {

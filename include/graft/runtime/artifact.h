@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "graft/core/shape.h"
@@ -79,8 +80,9 @@ void write_artifact(const ir::Graph& planned, const ModuleTable& modules, const 
 /// Throws Error(io) when the file cannot be read and Error(invalid_model) or
 /// Error(unsupported) naming what is wrong with it otherwise.
 RestoredPlan load_artifact(const std::string& path);
-/// The same from bytes in memory (copied into an aligned buffer); `what` names them in errors.
-RestoredPlan load_artifact_from_memory(const std::string& bytes, const std::string& what = "<memory>");
+/// The same from bytes in memory, verified in place and copied (into an
+/// aligned buffer the weights view) only once verified; `what` names them in errors.
+RestoredPlan load_artifact_from_memory(std::string_view bytes, const std::string& what = "<memory>");
 
 /// Verifies an artifact and reads its header and tables without loading any module.
 ArtifactInfo inspect_artifact(const std::string& path);
