@@ -27,7 +27,8 @@ std::string signature(const std::vector<DType>& dtypes, const std::vector<Shape>
 
 Session::Session(const std::string& model_path, SessionOptions options) : options_(std::move(options)) {
   set_threads();
-  if (is_artifact_file(model_path)) {
+  const bool graft_extension = model_path.size() >= 6 && model_path.compare(model_path.size() - 6, 6, ".graft") == 0;
+  if (graft_extension || is_artifact_file(model_path)) {
     restore(load_artifact(model_path));
     return;
   }

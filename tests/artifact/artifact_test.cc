@@ -274,8 +274,11 @@ TEST(Artifact, NonGraftFilesAreNamed) {
   write_file(onnx, zoo::build_zoo_model("mlp", 0));
   std::string message = error_of([&] { runtime::load_artifact(onnx.string()); });
   EXPECT_NE(message.find("not a graft artifact"), std::string::npos) << message;
-  // Session dispatches on the magic: an ONNX file still loads as ONNX whatever its name.
-  runtime::Session session(onnx.string());
+  // Session dispatches on the magic and the extension: a .graft file must be an artifact.
+  message = error_of([&] { runtime::Session session(onnx.string()); });
+  EXPECT_NE(message.find("not a graft artifact"), std::string::npos) << message;
+  fs::copy_file(onnx, dir.path / "model.onnx");
+  runtime::Session session((dir.path / "model.onnx").string());
   EXPECT_FALSE(session.restored_from_artifact());
   message = error_of([&] { runtime::load_artifact((dir.path / "missing.graft").string()); });
   EXPECT_NE(message.find("cannot open"), std::string::npos) << message;

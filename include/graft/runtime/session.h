@@ -43,8 +43,8 @@ struct ValueInfo {
 
 class Session {
  public:
-  /// Loads an ONNX model file, or a compiled artifact (.graft file, told by
-  /// its magic bytes) which runs without passes, partitioning or compiling.
+  /// Loads an ONNX model file, or a compiled artifact (a file named *.graft
+  /// or starting with the artifact magic) which runs without passes, partitioning or compiling.
   /// Throws graft::Error on any problem with it.
   explicit Session(const std::string& model_path, SessionOptions options = {});
   /// Takes ownership of a graph.
