@@ -131,6 +131,7 @@ class CEmitter {
       file << " *   output " << i << ": " << graft_label(graph_.output_names()[i]) << " "
            << shape_to_string(result_.output_shapes[i]) << "\n";
     file << " */\n#include <math.h>\n#include <stdint.h>\n#include <string.h>\n\n";
+    file << kMathHelpers;
     if (uses_dot_) file << kDotHelper;
     file << "void " << entry_name()
          << "(const float* const* inputs, float* const* outputs, const float* const* constants, float* scratch) {\n"
@@ -143,6 +144,88 @@ class CEmitter {
   }
 
  private:
+  // exp, erf and tanh without libm calls, branch-free so that -O3 vectorizes
+  // the loops around them (glibc's vector math is only declared under
+  // -ffast-math, which would also change NaN and rounding semantics).
+  static constexpr const char* kMathHelpers =
+      "/* cond ? a : b on the bits: GCC if-converts (and so vectorizes) this where it keeps a branch for ?:. */\n"
+      "static inline float graft_select(int cond, float a, float b) {\n"
+      "  union { float f; int32_t i; } ua, ub, r;\n"
+      "  ua.f = a;\n"
+      "  ub.f = b;\n"
+      "  const int32_t mask = -cond;\n"
+      "  r.i = (ua.i & mask) | (ub.i & ~mask);\n"
+      "  return r.f;\n"
+      "}\n"
+      "/* exp: Cephes range reduction and degree-6 polynomial (about 1 ulp); the power of two is applied in\n"
+      " * two halves so that results near the top of the range and denormals come out right. */\n"
+      "static inline float graft_expf(float x) {\n"
+      "  float c = graft_select(x > 88.7228394f, 88.7228394f, x);\n"
+      "  c = graft_select(c < -103.972084f, -103.972084f, c);\n"
+      "  const float t = c * 1.44269504088896341f;\n"
+      "  const int32_t n = (int32_t)(t + (t < 0.0f ? -0.5f : 0.5f));  /* round to nearest */\n"
+      "  const float r = c - (float)n * 0.693359375f + (float)n * 2.12194440e-4f;\n"
+      "  float p = 1.9875691500e-4f;\n"
+      "  p = p * r + 1.3981999507e-3f;\n"
+      "  p = p * r + 8.3334519073e-3f;\n"
+      "  p = p * r + 4.1665795894e-2f;\n"
+      "  p = p * r + 1.6666665459e-1f;\n"
+      "  p = p * r + 5.0000001201e-1f;\n"
+      "  p = p * r * r + r + 1.0f;\n"
+      "  const int32_t half = n >> 1;\n"
+      "  union { int32_t i; float f; } s1, s2;\n"
+      "  s1.i = (half + 127) << 23;\n"
+      "  s2.i = (n - half + 127) << 23;\n"
+      "  const float y = p * s1.f * s2.f;\n"
+      "  return graft_select(x > 88.7228394f, INFINITY, graft_select(x < -103.972084f, 0.0f, y));\n"
+      "}\n"
+      "/* erf: Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7). */\n"
+      "static inline float graft_erff(float x) {\n"
+      "  const float a = fabsf(x);\n"
+      "  const float t = 1.0f / (1.0f + 0.3275911f * a);\n"
+      "  const float poly = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));\n"
+      "  const float y = 1.0f - poly * graft_expf(-a * a);\n"
+      "  return copysignf(y, x);\n"
+      "}\n"
+      "/* tanh from exp; a cubic near 0 keeps the relative error small there. */\n"
+      "static inline float graft_tanhf(float x) {\n"
+      "  const float a = fabsf(x);\n"
+      "  const float big = 1.0f - 2.0f / (graft_expf(2.0f * a) + 1.0f);\n"
+      "  const float y = graft_select(a < 0.004f, a * (1.0f - a * a * (1.0f / 3.0f)), big);\n"
+      "  return copysignf(y, x);\n"
+      "}\n"
+      "/* Largest of n floats `stride` apart (-INFINITY for none; NaNs are skipped here and surface in the exp). */\n"
+      "static inline float graft_max(const float* x, int64_t n, int64_t stride) {\n"
+      "  float mx = -INFINITY;\n"
+      "  if (stride != 1) {\n"
+      "    for (int64_t j = 0; j < n; ++j) mx = graft_select(x[j * stride] > mx, x[j * stride], mx);\n"
+      "    return mx;\n"
+      "  }\n"
+      "  float acc[16];\n"
+      "  for (int k = 0; k < 16; ++k) acc[k] = -INFINITY;\n"
+      "  int64_t j = 0;\n"
+      "  for (; j + 16 <= n; j += 16)\n"
+      "    for (int k = 0; k < 16; ++k) acc[k] = graft_select(x[j + k] > acc[k], x[j + k], acc[k]);\n"
+      "  for (int k = 0; k < 16; ++k) mx = graft_select(acc[k] > mx, acc[k], mx);\n"
+      "  for (; j < n; ++j) mx = graft_select(x[j] > mx, x[j], mx);\n"
+      "  return mx;\n"
+      "}\n"
+      "/* Sum of n floats `stride` apart; 16 partial sums let -O3 vectorize the contiguous case. */\n"
+      "static inline float graft_sum(const float* x, int64_t n, int64_t stride) {\n"
+      "  float sum = 0.0f;\n"
+      "  if (stride != 1) {\n"
+      "    for (int64_t j = 0; j < n; ++j) sum += x[j * stride];\n"
+      "    return sum;\n"
+      "  }\n"
+      "  float acc[16] = {0};\n"
+      "  int64_t j = 0;\n"
+      "  for (; j + 16 <= n; j += 16)\n"
+      "    for (int k = 0; k < 16; ++k) acc[k] += x[j + k];\n"
+      "  for (int k = 0; k < 16; ++k) sum += acc[k];\n"
+      "  for (; j < n; ++j) sum += x[j];\n"
+      "  return sum;\n"
+      "}\n\n";
+
   static constexpr const char* kDotHelper =
       "/* Dot product with 16 independent partial sums, so that -O3 vectorizes it without -ffast-math. */\n"
       "static inline float graft_dot(const float* a, const float* b, int64_t n) {\n"
@@ -209,7 +292,8 @@ class CEmitter {
   void declare(uint32_t entry, const std::string& type, const std::string& init, const std::string& label,
                const Shape& shape) {
     std::string var = "v" + std::to_string(entry);
-    declarations_ << "  " << type << " " << var << " = " << init << ";  /* " << label << " "
+    // Distinct variables never overlap where one is written (aliases reuse the variable).
+    declarations_ << "  " << type << " restrict " << var << " = " << init << ";  /* " << label << " "
                   << shape_to_string(shape) << " */\n";
     buffers_[entry] = Buffer{var, shape};
   }
@@ -423,16 +507,16 @@ class CEmitter {
           << "    const int64_t base = (r / " << inner << ") * " << n * inner << " + r % " << inner << ";\n"
           << "    const float* x = " << x.var << " + base;\n"
           << "    float* y = " << y.var << " + base;\n"
-          << "    float mx = -INFINITY;\n"
-          << "    for (int64_t j = 0; j < " << n << "; ++j) mx = fmaxf(mx, x" << at << ");\n"
+          << "    const float mx = graft_max(x, " << n << ", " << inner << ");\n"
           << "    float sum = 0.0f;\n";
     if (log) {
-      body_ << "    for (int64_t j = 0; j < " << n << "; ++j) sum += expf(x" << at << " - mx);\n"
+      body_ << "    for (int64_t j = 0; j < " << n << "; ++j) y" << at << " = graft_expf(x" << at << " - mx);\n"
+            << "    sum = graft_sum(y, " << n << ", " << inner << ");\n"
             << "    const float shift = mx + logf(sum);\n"
             << "    for (int64_t j = 0; j < " << n << "; ++j) y" << at << " = x" << at << " - shift;\n";
     } else {
-      body_ << "    for (int64_t j = 0; j < " << n << "; ++j) { const float e = expf(x" << at << " - mx); y" << at
-            << " = e; sum += e; }\n"
+      body_ << "    for (int64_t j = 0; j < " << n << "; ++j) y" << at << " = graft_expf(x" << at << " - mx);\n"
+            << "    sum = graft_sum(y, " << n << ", " << inner << ");\n"
             << "    const float inv = 1.0f / sum;\n"
             << "    for (int64_t j = 0; j < " << n << "; ++j) y" << at << " *= inv;\n";
     }

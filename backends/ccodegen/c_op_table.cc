@@ -123,22 +123,22 @@ std::optional<std::string> pointwise_expression(const ir::Node& node, const std:
   if (op == "Abs") return "fabsf(" + x + ")";
   if (op == "Ceil") return "ceilf(" + x + ")";
   if (op == "Cos") return "cosf(" + x + ")";
-  if (op == "Erf") return "erff(" + x + ")";
-  if (op == "Exp") return "expf(" + x + ")";
+  if (op == "Erf") return "graft_erff(" + x + ")";
+  if (op == "Exp") return "graft_expf(" + x + ")";
   if (op == "Floor") return "floorf(" + x + ")";
   if (op == "Log") return "logf(" + x + ")";
   if (op == "Neg") return "(-" + x + ")";
   if (op == "Reciprocal") return "(1.0f / " + x + ")";
   if (op == "Relu") return "(" + x + " > 0.0f ? " + x + " : 0.0f)";
-  if (op == "Sigmoid") return "(1.0f / (1.0f + expf(-" + x + ")))";
+  if (op == "Sigmoid") return "(1.0f / (1.0f + graft_expf(-" + x + ")))";
   if (op == "Sin") return "sinf(" + x + ")";
-  if (op == "Softplus") return "(" + x + " > 20.0f ? " + x + " : log1pf(expf(" + x + ")))";
+  if (op == "Softplus") return "(" + x + " > 20.0f ? " + x + " : log1pf(graft_expf(" + x + ")))";
   if (op == "Softsign") return "(" + x + " / (1.0f + fabsf(" + x + ")))";
   if (op == "Sqrt") return "sqrtf(" + x + ")";
-  if (op == "Tanh") return "tanhf(" + x + ")";
+  if (op == "Tanh") return "graft_tanhf(" + x + ")";
   if (op == "Elu") {
     float alpha = attrs.get_float("alpha", 1.0f);
-    return "(" + x + " < 0.0f ? " + lit(alpha) + " * (expf(" + x + ") - 1.0f) : " + x + ")";
+    return "(" + x + " < 0.0f ? " + lit(alpha) + " * (graft_expf(" + x + ") - 1.0f) : " + x + ")";
   }
   if (op == "LeakyRelu") {
     float alpha = attrs.get_float("alpha", 0.01f);
@@ -152,18 +152,18 @@ std::optional<std::string> pointwise_expression(const ir::Node& node, const std:
   if (op == "Selu") {
     float alpha = attrs.get_float("alpha", 1.67326319217681884765625f);
     float gamma = attrs.get_float("gamma", 1.05070102214813232421875f);
-    return "(" + lit(gamma) + " * (" + x + " > 0.0f ? " + x + " : " + lit(alpha) + " * (expf(" + x + ") - 1.0f)))";
+    return "(" + lit(gamma) + " * (" + x + " > 0.0f ? " + x + " : " + lit(alpha) + " * (graft_expf(" + x + ") - 1.0f)))";
   }
   if (op == "Gelu") {
     std::string approximate = attrs.get_string("approximate", "none");
     if (approximate == "tanh")
-      return "(0.5f * " + x + " * (1.0f + tanhf(" + lit(static_cast<float>(std::numbers::sqrt2 * std::numbers::inv_sqrtpi)) +
+      return "(0.5f * " + x + " * (1.0f + graft_tanhf(" + lit(static_cast<float>(std::numbers::sqrt2 * std::numbers::inv_sqrtpi)) +
              " * (" + x + " + 0.044715f * " + x + " * " + x + " * " + x + "))))";
     if (approximate != "none") {
       *reason = "Gelu approximate=\"" + approximate + "\"";
       return std::nullopt;
     }
-    return "(0.5f * " + x + " * (1.0f + erff(" + x + " * " + lit(static_cast<float>(std::numbers::sqrt2 / 2)) + ")))";
+    return "(0.5f * " + x + " * (1.0f + graft_erff(" + x + " * " + lit(static_cast<float>(std::numbers::sqrt2 / 2)) + ")))";
   }
   *reason = "no C expression for " + std::string(op);
   return std::nullopt;

@@ -95,6 +95,23 @@ TEST(Ccodegen, UnaryOps) {
                  c.node("Clip", {x, c.constant(Tensor::scalar(-0.25f)), c.constant(Tensor::scalar(0.5f))})});
 }
 
+TEST(Ccodegen, MathAtExtremes) {
+  // ccodegen's own exp/erf/tanh (vectorizable polynomials) at the edges of their ranges.
+  std::vector<float> values = {-200.0f, -88.5f, -87.0f, -20.0f, -5.0f, -1.0f, -1e-3f, -1e-6f, 0.0f, 1e-6f, 1e-3f,
+                               0.5f, 1.0f, 3.0f, 10.0f, 20.0f, 80.0f, 88.0f, 88.5f, -100.0f, -INFINITY};
+  Tensor x = Tensor::from_vector<float>(values, {static_cast<int64_t>(values.size())});
+  CaseGraph c;
+  Value in = c.input(x.shape());
+  c.inputs[0] = x;
+  check_case(c, {c.node("Exp", {in}), c.node("Erf", {in}), c.node("Tanh", {in}), c.node("Sigmoid", {in}),
+                 c.node("Softmax", {in})},
+             2e-6, 1e-6);
+  CaseGraph nan;
+  Value n = nan.input({3});
+  nan.inputs[0] = Tensor::from_vector<float>({NAN, 1.0f, -1.0f}, {3});
+  check_case(nan, {nan.node("Exp", {n}), nan.node("Erf", {n}), nan.node("Tanh", {n})});
+}
+
 TEST(Ccodegen, BroadcastOps) {
   CaseGraph c;
   Value a = c.input({4, 1, 6});

@@ -59,7 +59,7 @@ GeneratedC generate_c(const ir::Graph& subgraph);
 std::string find_c_compiler();
 
 /// Compiles C source into a shared object with
-/// `CC -O3 -march=native -shared -fPIC [-fopenmp] -o OUT.so IN.c -lm`, run
+/// `CC -O3 -march=native -shared -fPIC -std=c99 -fno-math-errno -fno-trapping-math [-fopenmp] -o OUT.so IN.c -lm`, run
 /// without a shell in a private temporary folder; returns the shared
 /// object's bytes. Throws Error(unsupported) when no compiler is found and
 /// Error(internal) with the compiler's stderr when it fails.
