@@ -243,6 +243,19 @@ class CEmitter {
     std::string var;
     Shape shape;
   };
+  /// An operand a fused pointwise loop loads: buffer, strides in the loop's shape, local name.
+  struct Leaf {
+    std::string var;
+    std::vector<int64_t> strides;
+    std::string name;
+  };
+  /// Pointwise ops not yet stored: their loads and statements, computing `result`.
+  struct PointwiseChain {
+    Shape shape;
+    std::vector<Leaf> leaves;
+    std::vector<std::string> statements;
+    std::string result;
+  };
 
   std::string entry_name() const {
     // A hash of the body keeps names distinct when several modules share a process.
@@ -370,30 +383,76 @@ class CEmitter {
     body_ << indent << statement(indices) << "\n";
   }
 
+  /// True when node `id`'s result can be computed inside its one consumer's
+  /// loop instead of being stored: the consumer is a pointwise op of the same
+  /// output shape and the value is not a subgraph output.
+  bool can_defer(uint32_t id, const Shape& shape) const {
+    uint32_t entry = indexed_.entry_id(id, 0);
+    for (const ir::Entry& e : indexed_.outputs())
+      if (indexed_.entry_id(e) == entry) return false;
+    auto consumers = indexed_.consumers(id);
+    if (consumers.size() != 1) return false;
+    const ir::Node& consumer = indexed_.node(consumers[0]);
+    const COp* op = find_c_op(consumer.schema().name);
+    if (!op || op->kind != COpKind::pointwise || consumer.schema().domain != "" || consumer.num_outputs() != 1)
+      return false;
+    auto consumer_shape = consumer.output_types[0].concrete_shape();
+    if (!consumer_shape || *consumer_shape != shape) return false;
+    // Only as a data operand (not, say, Clip's bound).
+    auto inputs = indexed_.inputs(consumers[0]);
+    for (size_t k = static_cast<size_t>(num_data_inputs(consumer)); k < inputs.size(); ++k)
+      if (inputs[k].present() && indexed_.entry_id(inputs[k]) == entry) return false;
+    return true;
+  }
+
+  /// Pointwise ops are chained: a result whose only reader is another
+  /// pointwise op of the same shape is not stored but recomputed as a local
+  /// inside that reader's loop, so a chain like GELU is one loop.
   void emit_pointwise(uint32_t id, const ir::Node& node, const Shape& out_shape) {
     if (node.attributes.has("broadcast") || node.attributes.has("axis"))
       fail(ErrorKind::unsupported, "ccodegen: ", node.describe(), ": legacy broadcast attributes");
-    int n = num_data_inputs(node);
-    std::vector<const Buffer*> operands;
-    for (int k = 0; k < n; ++k) operands.push_back(&data_input(id, static_cast<size_t>(k)));
-    const Buffer& out = output_buffer(id, out_shape);
-    LoopNest nest{out_shape, {contiguous_strides(out_shape)}};
-    for (const Buffer* b : operands) {
-      if (b->shape.size() > out_shape.size())
+    const int n = num_data_inputs(node);
+    auto inputs = indexed_.inputs(id);
+    PointwiseChain chain{out_shape, {}, {}, {}};
+    std::vector<std::string> operands;
+    for (int k = 0; k < n; ++k) {
+      if (static_cast<size_t>(k) < inputs.size() && inputs[static_cast<size_t>(k)].present()) {
+        auto deferred = deferred_.find(indexed_.entry_id(inputs[static_cast<size_t>(k)]));
+        if (deferred != deferred_.end() && deferred->second.shape == out_shape) {
+          PointwiseChain& inner = deferred->second;
+          chain.leaves.insert(chain.leaves.end(), inner.leaves.begin(), inner.leaves.end());
+          chain.statements.insert(chain.statements.end(), inner.statements.begin(), inner.statements.end());
+          operands.push_back(inner.result);
+          continue;
+        }
+      }
+      const Buffer& b = data_input(id, static_cast<size_t>(k));
+      if (b.shape.size() > out_shape.size())
         fail(ErrorKind::internal, "ccodegen: ", node.describe(), ": operand of higher rank than its output");
-      nest.strides.push_back(broadcast_strides(b->shape, out_shape));
+      std::string name = "a" + std::to_string(local_counter_++);
+      chain.leaves.push_back(Leaf{b.var, broadcast_strides(b.shape, out_shape), name});
+      operands.push_back(name);
     }
     std::string reason;
-    std::vector<std::string> names;
-    for (int k = 0; k < n; ++k) names.push_back("x" + std::to_string(k));
-    auto expr = pointwise_expression(node, names, &reason);
+    auto expr = pointwise_expression(node, operands, &reason);
     if (!expr) fail(ErrorKind::unsupported, "ccodegen: ", node.describe(), ": ", reason);
+    chain.result = "t" + std::to_string(local_counter_++);
+    chain.statements.push_back("const float " + chain.result + " = " + *expr + ";");
+    if (can_defer(id, out_shape)) {
+      body_ << "  /* computed inside its reader's loop */\n";
+      deferred_[indexed_.entry_id(id, 0)] = std::move(chain);
+      return;
+    }
+    const Buffer& out = output_buffer(id, out_shape);
+    LoopNest nest{out_shape, {contiguous_strides(out_shape)}};
+    for (const Leaf& leaf : chain.leaves) nest.strides.push_back(leaf.strides);
     emit_loops(nest, true, [&](const std::vector<std::string>& idx) {
-      std::string s = "{ ";
-      for (int k = 0; k < n; ++k)
-        s += "const float x" + std::to_string(k) + " = " + operands[static_cast<size_t>(k)]->var + "[" +
-             idx[static_cast<size_t>(k) + 1] + "]; ";
-      return s + out.var + "[" + idx[0] + "] = " + *expr + "; }";
+      std::string s = "{\n";
+      std::string pad(2 * (nest.dims.size() + 2), ' ');
+      for (size_t k = 0; k < chain.leaves.size(); ++k)
+        s += pad + "const float " + chain.leaves[k].name + " = " + chain.leaves[k].var + "[" + idx[k + 1] + "];\n";
+      for (const std::string& statement : chain.statements) s += pad + statement + "\n";
+      return s + pad + out.var + "[" + idx[0] + "] = " + chain.result + ";\n" + pad.substr(2) + "}";
     });
   }
 
@@ -661,6 +720,8 @@ class CEmitter {
   std::ostringstream declarations_, body_;
   size_t scratch_floats_ = 0;
   bool uses_dot_ = false;
+  std::map<uint32_t, PointwiseChain> deferred_;  // by entry id
+  int local_counter_ = 0;
 };
 
 }  // namespace

@@ -221,6 +221,9 @@ TEST(Ccodegen, EmitsReadableC) {
   infer_types(*c.graph);
   backends::GeneratedC code = backends::generate_c(*c.graph);
   EXPECT_NE(code.source.find("Relu"), std::string::npos) << code.source;
+  // The Add is computed inside the Relu's loop, not stored.
+  EXPECT_NE(code.source.find("computed inside its reader's loop"), std::string::npos) << code.source;
+  EXPECT_EQ(code.scratch_floats, 0u) << code.source;
   EXPECT_NE(code.source.find("void " + code.entry + "("), std::string::npos);
   EXPECT_EQ(code.constant_ids.size(), 1u);
   EXPECT_EQ(code.input_shapes, std::vector<Shape>{Shape({8, 16})});
