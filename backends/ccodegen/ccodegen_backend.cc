@@ -178,6 +178,9 @@ class CcodegenBackend final : public runtime::Backend {
  public:
   std::string name() const override { return "ccodegen"; }
   int default_rank() const override { return 30; }
+  // Emitting and compiling C per subgraph is slower to load than dnnl or fuse
+  // and not faster on their ops: ccodegen runs when asked for by name.
+  bool in_default_order() const override { return false; }
   std::string unavailable_reason() const override {
     if (!find_c_compiler().empty()) return {};
     const char* cc = std::getenv("CC");

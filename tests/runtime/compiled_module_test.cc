@@ -32,6 +32,7 @@ class PlusOneReluModule final : public runtime::CompiledModule {
 class PlusOneBackend final : public runtime::Backend {
  public:
   std::string name() const override { return "test-plus-one"; }
+  bool in_default_order() const override { return false; }
   std::unique_ptr<runtime::CompiledModule> compile(const ir::Graph& subgraph,
                                                    const runtime::CompileOptions&) const override {
     EXPECT_TRUE(subgraph.inputs()[0]->output_types[0].is_concrete());

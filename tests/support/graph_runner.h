@@ -11,13 +11,17 @@
 
 namespace graft::testing {
 
-/// Runs a clone of `graph` with exactly the passes given ({"verify"} = none
+/// Runs a clone of `graph` on the reference backend with exactly the passes given ({"verify"} = none
 /// that change the graph) and returns the outputs.
 inline std::vector<Tensor> run_graph(const ir::Graph& graph, const std::vector<Tensor>& inputs,
                                      std::vector<std::string> passes = {"verify", "infer"}, int threads = 2) {
   runtime::SessionOptions options;
   options.passes = std::move(passes);
   options.num_threads = threads;
+  // The reference kernels only: no backend claims nodes, no fusion (graft.Subgraph
+  // and graft.FusedPointwise nodes already in the graph keep their backend).
+  options.backends = {"ref"};
+  options.fusion = false;
   options.verify_after_each_pass = true;
   runtime::Session session(graph.clone(), options);
   return session.run(inputs);

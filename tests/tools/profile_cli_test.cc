@@ -64,14 +64,14 @@ class ProfileCliTest : public ::testing::Test {
 };
 
 TEST_F(ProfileCliTest, PrintsTablesByBackendOpTypeAndNode) {
-  Result r = graft("run '" + mlp_ + "' --profile --repeat 3");
+  Result r = graft("run '" + mlp_ + "' --profile --repeat 3 --backends ref --fusion off");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("profile: 3 runs, " + std::to_string(nodes_per_run()) + " nodes per run"), std::string::npos)
       << r.out;
   for (const char* section : {"by backend:", "by op type:", "slowest nodes (", "Gemm", "ref"})
     EXPECT_NE(r.out.find(section), std::string::npos) << section << " missing from:\n" << r.out;
 
-  Result single = graft("run '" + mlp_ + "' --profile --profile-top 1");
+  Result single = graft("run '" + mlp_ + "' --profile --profile-top 1 --backends ref --fusion off");
   ASSERT_EQ(single.exit_code, 0) << single.err;
   EXPECT_NE(single.out.find("profile: 1 run, "), std::string::npos) << single.out;
   EXPECT_NE(single.out.find("slowest nodes (1 of "), std::string::npos) << single.out;
@@ -79,7 +79,7 @@ TEST_F(ProfileCliTest, PrintsTablesByBackendOpTypeAndNode) {
 
 TEST_F(ProfileCliTest, TraceHasOneCompleteEventPerNodePerRun) {
   std::string trace_path = (dir_ / "trace.json").string();
-  Result r = graft("run '" + mlp_ + "' --repeat 2 --trace '" + trace_path + "'");
+  Result r = graft("run '" + mlp_ + "' --repeat 2 --backends ref --fusion off --trace '" + trace_path + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.find("by op type:"), std::string::npos) << "--trace alone prints no table";
   EXPECT_NE(r.out.find("wrote trace"), std::string::npos) << r.out;

@@ -35,6 +35,10 @@ class Backend {
   virtual Device device() const { return Device{}; }
   /// Position in the default priority order (lower first). `ref` is last.
   virtual int default_rank() const { return 100; }
+  /// Whether the default order (no --backends, no GRAFT_BACKENDS) includes
+  /// this backend. Backends that are only worth it when asked for (ccodegen)
+  /// and test doubles say no.
+  virtual bool in_default_order() const { return true; }
   /// Empty when usable on this machine; otherwise why not ("no C compiler
   /// found"). An unavailable backend declines every node with this reason.
   virtual std::string unavailable_reason() const { return {}; }
