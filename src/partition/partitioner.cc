@@ -228,10 +228,7 @@ void Partitioner::run_backend(int b) {
     }
   };
   if (backend.name == "ref") return;  // ref takes what nobody else takes
-  if (!backend.property) {
-    record_rest([&](uint32_t) { return Decline{backend.name, DeclineKind::unsupported, "the backend takes no subgraphs (no SubgraphProperty)"}; });
-    return;
-  }
+  if (!backend.property) return;  // it takes nothing; the report's per-backend summary says so once
   if (!backend.unavailable.empty()) {
     record_rest([&](uint32_t) { return Decline{backend.name, DeclineKind::unavailable, backend.unavailable}; });
     return;
