@@ -531,15 +531,27 @@ PartitionReport partition_graph(std::unique_ptr<ir::Graph>& graph, const std::ve
   if (any_property && !typed) ir::infer_types(*graph);
   std::unique_ptr<ir::Graph> result;
   PartitionReport report;
+  PartitionReport::Timings timings;
+  auto lap = [last = std::chrono::steady_clock::now()]() mutable {
+    auto now = std::chrono::steady_clock::now();
+    double ms = std::chrono::duration<double, std::milli>(now - last).count();
+    last = now;
+    return ms;
+  };
   {
     ir::IndexedGraph indexed(*graph);
+    timings.index = lap();
     Partitioner partitioner(indexed, backends, detailed_report);
     partitioner.apply_annotations(all);
     for (size_t b = 0; b < backends.size(); ++b) partitioner.run_backend(static_cast<int>(b));
+    timings.select = lap();
     report = partitioner.report();
+    timings.report = lap();
     if (!report.subgraphs.empty()) result = partitioner.rebuild();
   }
   if (result) graph = std::move(result);
+  timings.rebuild = lap();
+  report.timings = timings;
   report.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return report;
 }

@@ -75,6 +75,8 @@ std::string PartitionReport::to_json() const {
   nlohmann::json doc;
   doc["backends"] = backends;
   doc["milliseconds"] = milliseconds;
+  doc["timings_ms"] = {{"index", timings.index}, {"select", timings.select}, {"report", timings.report},
+                       {"rebuild", timings.rebuild}};
   doc["summary"] = summary_line();
   nlohmann::json summary = nlohmann::json::array();
   for (const BackendSummary& s : summaries)
