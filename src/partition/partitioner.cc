@@ -129,7 +129,8 @@ void Partitioner::apply_annotations(const Annotations& annotations) {
   for (const Region& region : annotations.regions)
     for (const std::string& name : region.nodes) check_known(name);
   if (!unknown.empty())
-    fail(ErrorKind::invalid_argument, "annotations name nodes the graph does not have: ", quoted_list(unknown));
+    fail(ErrorKind::invalid_argument, "annotations name nodes the graph does not have: ", quoted_list(unknown),
+         " (names are node names of the model; passes may have removed or folded some nodes)");
   for (const auto& [name, backend] : annotations.pinned)
     pinned_[node_id(name, "a pin")] = backend_index(backend, "the pin of node '" + name + "'");
   for (const auto& [name, backends] : annotations.forbidden)
