@@ -57,7 +57,7 @@ class Partitioner {
     return it != forbidden_.end() && (it->second >> b) & 1;
   }
   bool eligible(uint32_t id, int b) const {
-    return !is_source(graph_.node(id)) && taken_by_[id] < 0 && !excluded_[id] && (pinned_[id] < 0 || pinned_[id] == b) &&
+    return !is_source(graph_.node(id)) && taken_by_[id] < 0 && !excluded_[id] && (pinned_[id] == -1 || pinned_[id] == b) &&
            !forbidden(id, b);
   }
   // Records why `id` left a set: `argument` is the seed (convexity) or the

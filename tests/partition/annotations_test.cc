@@ -128,6 +128,19 @@ TEST(Annotations, PinnedNodeGoesOnlyToItsBackend) {
   expect_close(got[1], want[1]);
 }
 
+TEST(Annotations, PinnedToRefMeansNoBackendTakesIt) {
+  auto original = diamond_graph();
+  auto g = original->clone();
+  auto report = partition_with(g, R"({"pin": {"a": "ref", "c": "ref"}})");
+  expect_partition_guarantees(*original, *g, report);
+  EXPECT_EQ(placement(report, "a").backend, "ref");
+  EXPECT_EQ(placement(report, "c").backend, "ref");
+  ASSERT_EQ(placement(report, "a").declined.size(), 2u);
+  EXPECT_EQ(placement(report, "a").declined[1].kind, DeclineKind::pinned_elsewhere);
+  EXPECT_EQ(placement(report, "a").declined[1].detail, "pinned to ref");
+  EXPECT_EQ(placement(report, "b").backend, "two");
+}
+
 TEST(Annotations, RegionBecomesOneSubgraph) {
   auto original = diamond_graph();
   auto g = original->clone();

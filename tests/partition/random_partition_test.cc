@@ -201,7 +201,7 @@ TEST(RandomPartition, TenThousandGraphsKeepTheGuaranteesAndTheOutputs) {
       const Node& n = *nodes[rng() % nodes.size()];
       if (n.schema().category != OpCategory::source) {
         if (rng() % 2)
-          annotations.pinned[n.name] = backends[rng() % backends.size()].name;
+          annotations.pinned[n.name] = rng() % 4 == 0 ? "ref" : backends[rng() % backends.size()].name;
         else
           annotations.forbidden[n.name].insert(backends[rng() % backends.size()].name);
       }
