@@ -279,6 +279,19 @@ TEST_F(CliTest, BadFlagsAreOneLineErrors) {
   expect_one_line_error(graft("zoo nosuchmodel -o " + quote(path("x.onnx"))), "nosuchmodel", "unknown zoo model");
 }
 
+TEST_F(CliTest, RunFusionFlagAndVariable) {
+  CommandResult on = graft("run " + quote(mlp_) + " --fusion on");
+  ASSERT_EQ(on.exit_code, 0) << on.err;
+  CommandResult off = graft("run " + quote(mlp_) + " --fusion off");
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_EQ(checksum_line(on.out), checksum_line(off.out));
+  CommandResult env_off = graft("run " + quote(mlp_), "GRAFT_FUSION=0");
+  EXPECT_EQ(env_off.exit_code, 0) << env_off.err;
+  expect_one_line_error(graft("run " + quote(mlp_) + " --fusion maybe"), "--fusion", "--fusion maybe");
+  expect_one_line_error(graft("run " + quote(mlp_), "GRAFT_FUSION=banana"), "GRAFT_FUSION='banana'",
+                        "GRAFT_FUSION=banana");
+}
+
 /// Writes an ONNX backend test case for the mlp: input_0.pb and output_0.pb
 /// (graft's own output, optionally perturbed at element 3).
 void write_mlp_case(const fs::path& dir, const std::string& model_bytes, int64_t batch, float perturbation) {

@@ -21,6 +21,9 @@ namespace graft::runtime {
 /// What compile() may take into account.
 struct CompileOptions {
   int num_threads = 1;  ///< intra-op threads the module will run with
+  /// Where a backend that generates source (ccodegen) also writes it, one file
+  /// per subgraph; empty: nowhere.
+  std::string emit_source_dir;
 };
 
 class Backend {

@@ -36,7 +36,11 @@ struct SessionOptions {
   bool verify_after_each_pass = false;
   /// Record per-node timings in RunStats.
   bool profile = false;
+  /// Where backends that generate source (ccodegen's C files) also write it; empty: nowhere.
+  std::string emit_source_dir;
 };
+
+struct RestoredPlan;
 
 /// Description of one graph input or output.
 struct ValueInfo {
@@ -46,10 +50,15 @@ struct ValueInfo {
 
 class Session {
  public:
-  /// Loads an ONNX model file. Throws graft::Error on any problem with it.
+  /// Loads an ONNX model file, or a compiled artifact (a file named *.graft
+  /// or starting with the artifact magic) which runs without passes, partitioning or compiling.
+  /// Throws graft::Error on any problem with it.
   explicit Session(const std::string& model_path, SessionOptions options = {});
   /// Takes ownership of a graph.
   explicit Session(std::unique_ptr<ir::Graph> graph, SessionOptions options = {});
+  /// Runs a plan restored from an artifact: its inputs have the concrete
+  /// types it was compiled for; nothing is prepared or compiled.
+  explicit Session(RestoredPlan plan, SessionOptions options = {});
   ~Session();
 
   /// Runs with one tensor per input, in input order. Validates count, dtype,
@@ -74,17 +83,35 @@ class Session {
   /// copy convert again on their next run. Not to be called while run() is
   /// in progress on another thread.
   void set_weight(const std::string& name, const Tensor& value);
+  /// Number of backend compile() calls this session made (0 for a restored artifact).
+  size_t num_compiles() const;
+  /// True when the session runs a plan restored from an artifact.
+  bool restored_from_artifact() const { return restored_; }
+
+  /// A planned graph (input types concrete, compiled nodes assigned) and its modules.
+  struct PlannedGraph {
+    std::shared_ptr<const ir::Graph> graph;
+    ModuleTable modules;  ///< by Node::index() of `graph`
+  };
+  /// The plan for inputs of these concrete types, planning (and compiling) it
+  /// now if needed: what graft compile stores in an artifact.
+  PlannedGraph plan_for_types(const std::vector<ir::ValueType>& input_types) const;
 
  private:
   struct Plan;
   void prepare();
+  void set_threads();
+  void describe_io();
+  void restore(RestoredPlan plan);
   void validate_inputs(const std::vector<Tensor>& inputs) const;
-  std::shared_ptr<Plan> plan_for(const std::vector<Tensor>& inputs) const;
+  std::shared_ptr<Plan> plan_for(const std::vector<DType>& dtypes, const std::vector<Shape>& shapes) const;
 
   SessionOptions options_;
   std::unique_ptr<ir::Graph> graph_;
   int num_threads_ = 1;
   partition::PartitionReport partition_report_;
+  bool restored_ = false;
+  mutable size_t num_compiles_ = 0;  // guarded by mutex_
   std::vector<ValueInfo> inputs_;
   std::vector<ValueInfo> outputs_;
   mutable std::mutex mutex_;
