@@ -54,7 +54,7 @@ std::string PartitionReport::to_text() const {
       os << ")";
     }
     if (!s.unavailable.empty()) os << " [unavailable: " << s.unavailable << "]";
-    else if (!s.has_property && s.backend != "ref") os << " [takes no subgraphs: no SubgraphProperty]";
+    else if (!s.has_property && s.backend != "ref") os << " [no SubgraphProperty: claims nothing when partitioning]";
     os << "\n";
   }
   os << "nodes:\n";
