@@ -154,7 +154,9 @@ TEST(Convexity, RandomSetsTrimToConvexGroupsWithoutCycles) {
       if (set.empty()) break;
       std::vector<bool> in(count, false);
       for (uint32_t v : set) in[v] = true;
-      if (round == 0) ASSERT_EQ(grouping.is_convex(set), convex_oracle(in)) << "trial " << trial;
+      if (round == 0) {
+        ASSERT_EQ(grouping.is_convex(set), convex_oracle(in)) << "trial " << trial;
+      }
       ASSERT_EQ(partition::is_convex(ig, set), convex_oracle(in)) << "trial " << trial;
       uint32_t seed = set[rng() % set.size()];
       std::vector<uint32_t> removed;
