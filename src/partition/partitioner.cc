@@ -381,8 +381,9 @@ std::unique_ptr<ir::Graph> Partitioner::rebuild() {
             value = body->copy_node(producer, {})->output(static_cast<int>(e.index));
           } else {
             ir::Value outer{const_cast<ir::Node*>(&producer), static_cast<int>(e.index)};
-            ir::Node* in = body->add_input(source.value_name(outer), source.type_of(outer));
-            in->name = source.value_name(outer);
+            std::string name = source.value_name(outer);
+            ir::Node* in = body->add_input(name, source.type_of(outer));
+            in->name = std::move(name);
             value = in->output(0);
             outer_inputs.push_back(rebuilder.map(e));
           }
