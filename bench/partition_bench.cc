@@ -124,6 +124,8 @@ int main(int argc, char** argv) {
       best_detailed = std::min(best_detailed, partition_ms(again, synthetic_backends(), nullptr, true));
     }
     print_row("synthetic", n, best, best_detailed, report);
+    std::printf("  phases (wall ms, last lean run): index %.1f, select+trim %.1f, report %.1f, rebuild %.1f\n",
+                report.timings.index, report.timings.select, report.timings.report, report.timings.rebuild);
   }
   if (argc > 1) return 0;
   auto pointwise = std::make_shared<CategoryProperty>(false);

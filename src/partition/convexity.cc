@@ -77,6 +77,42 @@ bool ConvexGrouping::scan(uint32_t first, uint32_t last, bool trim_reached) {
   return true;
 }
 
+void ConvexGrouping::scan_backward(uint32_t first, uint32_t last) {
+  ++reached_stamp_;
+  auto in_set = [&](uint32_t n) { return in_set_[n] == set_stamp_; };
+  auto reaches = [&](uint32_t n) { return reached_[n] == reached_stamp_; };
+  for (uint32_t p = last + 1; p-- > first;) {
+    uint32_t n = order_[p];
+    int32_t group = group_of_[n];
+    if (group != kNoGroup) {
+      // Members occupy positions p - size + 1 .. p.
+      const std::vector<uint32_t>& block = groups_[static_cast<size_t>(group)];
+      bool block_reaches = false;
+      for (uint32_t m : block)
+        for (uint32_t c : graph_.consumers(m))
+          if (group_of_[c] != group && (in_set(c) || reaches(c))) block_reaches = true;
+      if (block_reaches)
+        for (uint32_t m : block) reached_[m] = reached_stamp_;
+      p -= static_cast<uint32_t>(block.size()) - 1;
+      continue;
+    }
+    if (in_set(n)) {
+      for (uint32_t c : graph_.consumers(n))
+        if (reaches(c)) {
+          in_set_[n] = 0;
+          reached_[n] = reached_stamp_;
+          break;
+        }
+    } else {
+      for (uint32_t c : graph_.consumers(n))
+        if (in_set(c) || reaches(c)) {
+          reached_[n] = reached_stamp_;
+          break;
+        }
+    }
+  }
+}
+
 bool ConvexGrouping::is_convex(std::span<const uint32_t> nodes) {
   if (nodes.empty()) return true;
   mark_set(nodes);
@@ -91,16 +127,35 @@ std::vector<uint32_t> ConvexGrouping::trim(std::span<const uint32_t> nodes, uint
   mark_set(nodes);
   GRAFT_CHECK(in_set_[seed] == set_stamp_, "trim: the seed ", graph_.node(seed).describe(), " is not in the set");
   auto [first, last] = position_range(nodes);
+  // Forward: drop members reachable from the set through an outside node.
   scan(first, last, true);
-  if (in_set_[seed] != set_stamp_) {
-    // The seed is reachable from the set through an outside node. Nothing at
-    // or after the seed's position can reach the seed, so cut the set there.
-    ++set_stamp_;
-    uint32_t seed_position = position_[seed];
-    for (uint32_t n : nodes)
-      if (position_[n] >= seed_position) in_set_[n] = set_stamp_;
-    scan(seed_position, last, true);
-    GRAFT_CHECK(in_set_[seed] == set_stamp_, "trim lost its seed");
+  size_t kept_forward = 0;
+  for (uint32_t n : nodes) kept_forward += in_set_[n] == set_stamp_;
+  if (in_set_[seed] != set_stamp_ || kept_forward < nodes.size()) {
+    // Backward: drop members that reach the set through an outside node.
+    // Keep whichever result holds the seed and more nodes.
+    std::vector<uint32_t> forward;
+    if (in_set_[seed] == set_stamp_)
+      for (uint32_t n : nodes)
+        if (in_set_[n] == set_stamp_) forward.push_back(n);
+    mark_set(nodes);
+    scan_backward(first, last);
+    size_t kept_backward = 0;
+    for (uint32_t n : nodes) kept_backward += in_set_[n] == set_stamp_;
+    bool backward_ok = in_set_[seed] == set_stamp_;
+    if (!forward.empty() && (!backward_ok || forward.size() >= kept_backward)) {
+      mark_set(forward);
+    } else if (!backward_ok) {
+      // The seed is on a path that leaves the set and re-enters it on both
+      // sides. Nothing at or after the seed's position can reach the seed,
+      // so cut the set there and drop what the rest reaches from outside.
+      ++set_stamp_;
+      uint32_t seed_position = position_[seed];
+      for (uint32_t n : nodes)
+        if (position_[n] >= seed_position) in_set_[n] = set_stamp_;
+      scan(seed_position, last, true);
+      GRAFT_CHECK(in_set_[seed] == set_stamp_, "trim lost its seed");
+    }
   }
   // The connected component of the seed among what remains (a component of a
   // convex set is convex).

@@ -57,7 +57,7 @@ class Partitioner {
     return it != forbidden_.end() && (it->second >> b) & 1;
   }
   bool eligible(uint32_t id, int b) const {
-    return !is_source(graph_.node(id)) && taken_by_[id] < 0 && !excluded_[id] && (pinned_[id] < 0 || pinned_[id] == b) &&
+    return !is_source(graph_.node(id)) && taken_by_[id] < 0 && !excluded_[id] && (pinned_[id] == -1 || pinned_[id] == b) &&
            !forbidden(id, b);
   }
   // Records why `id` left a set: `argument` is the seed (convexity) or the
@@ -129,7 +129,8 @@ void Partitioner::apply_annotations(const Annotations& annotations) {
   for (const Region& region : annotations.regions)
     for (const std::string& name : region.nodes) check_known(name);
   if (!unknown.empty())
-    fail(ErrorKind::invalid_argument, "annotations name nodes the graph does not have: ", quoted_list(unknown));
+    fail(ErrorKind::invalid_argument, "annotations name nodes the graph does not have: ", quoted_list(unknown),
+         " (names are node names of the model; passes may have removed or folded some nodes)");
   for (const auto& [name, backend] : annotations.pinned)
     pinned_[node_id(name, "a pin")] = backend_index(backend, "the pin of node '" + name + "'");
   for (const auto& [name, backends] : annotations.forbidden)
@@ -228,10 +229,7 @@ void Partitioner::run_backend(int b) {
     }
   };
   if (backend.name == "ref") return;  // ref takes what nobody else takes
-  if (!backend.property) {
-    record_rest([&](uint32_t) { return Decline{backend.name, DeclineKind::unsupported, "the backend takes no subgraphs (no SubgraphProperty)"}; });
-    return;
-  }
+  if (!backend.property) return;  // it takes nothing; the report's per-backend summary says so once
   if (!backend.unavailable.empty()) {
     record_rest([&](uint32_t) { return Decline{backend.name, DeclineKind::unavailable, backend.unavailable}; });
     return;
@@ -383,8 +381,9 @@ std::unique_ptr<ir::Graph> Partitioner::rebuild() {
             value = body->copy_node(producer, {})->output(static_cast<int>(e.index));
           } else {
             ir::Value outer{const_cast<ir::Node*>(&producer), static_cast<int>(e.index)};
-            ir::Node* in = body->add_input(source.value_name(outer), source.type_of(outer));
-            in->name = source.value_name(outer);
+            std::string name = source.value_name(outer);
+            ir::Node* in = body->add_input(name, source.type_of(outer));
+            in->name = std::move(name);
             value = in->output(0);
             outer_inputs.push_back(rebuilder.map(e));
           }
@@ -534,15 +533,27 @@ PartitionReport partition_graph(std::unique_ptr<ir::Graph>& graph, const std::ve
   if (any_property && !typed) ir::infer_types(*graph);
   std::unique_ptr<ir::Graph> result;
   PartitionReport report;
+  PartitionReport::Timings timings;
+  auto lap = [last = std::chrono::steady_clock::now()]() mutable {
+    auto now = std::chrono::steady_clock::now();
+    double ms = std::chrono::duration<double, std::milli>(now - last).count();
+    last = now;
+    return ms;
+  };
   {
     ir::IndexedGraph indexed(*graph);
+    timings.index = lap();
     Partitioner partitioner(indexed, backends, detailed_report);
     partitioner.apply_annotations(all);
     for (size_t b = 0; b < backends.size(); ++b) partitioner.run_backend(static_cast<int>(b));
+    timings.select = lap();
     report = partitioner.report();
+    timings.report = lap();
     if (!report.subgraphs.empty()) result = partitioner.rebuild();
   }
   if (result) graph = std::move(result);
+  timings.rebuild = lap();
+  report.timings = timings;
   report.milliseconds = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return report;
 }

@@ -54,7 +54,7 @@ std::string PartitionReport::to_text() const {
       os << ")";
     }
     if (!s.unavailable.empty()) os << " [unavailable: " << s.unavailable << "]";
-    else if (!s.has_property && s.backend != "ref") os << " [takes no subgraphs: no SubgraphProperty]";
+    else if (!s.has_property && s.backend != "ref") os << " [no SubgraphProperty: claims nothing when partitioning]";
     os << "\n";
   }
   os << "nodes:\n";
@@ -75,6 +75,8 @@ std::string PartitionReport::to_json() const {
   nlohmann::json doc;
   doc["backends"] = backends;
   doc["milliseconds"] = milliseconds;
+  doc["timings_ms"] = {{"index", timings.index}, {"select", timings.select}, {"report", timings.report},
+                       {"rebuild", timings.rebuild}};
   doc["summary"] = summary_line();
   nlohmann::json summary = nlohmann::json::array();
   for (const BackendSummary& s : summaries)

@@ -128,6 +128,19 @@ TEST(Annotations, PinnedNodeGoesOnlyToItsBackend) {
   expect_close(got[1], want[1]);
 }
 
+TEST(Annotations, PinnedToRefMeansNoBackendTakesIt) {
+  auto original = diamond_graph();
+  auto g = original->clone();
+  auto report = partition_with(g, R"({"pin": {"a": "ref", "c": "ref"}})");
+  expect_partition_guarantees(*original, *g, report);
+  EXPECT_EQ(placement(report, "a").backend, "ref");
+  EXPECT_EQ(placement(report, "c").backend, "ref");
+  ASSERT_EQ(placement(report, "a").declined.size(), 2u);
+  EXPECT_EQ(placement(report, "a").declined[1].kind, DeclineKind::pinned_elsewhere);
+  EXPECT_EQ(placement(report, "a").declined[1].detail, "pinned to ref");
+  EXPECT_EQ(placement(report, "b").backend, "two");
+}
+
 TEST(Annotations, RegionBecomesOneSubgraph) {
   auto original = diamond_graph();
   auto g = original->clone();
@@ -158,18 +171,7 @@ TEST(Annotations, NonConvexRegionIsAnErrorNamingThePath) {
 
 TEST(Annotations, RegionsThatWouldFormACycleTogetherAreAnError) {
   // Each region alone is convex; contracted together they form a cycle.
-  auto g = std::make_unique<Graph>();
-  Node* in = g->add_input("in", ValueType::of(DType::float32, {4}));
-  Node* x = g->add_node("Relu", {in->output(0)}, 1, "x");
-  Node* y = g->add_node("Neg", {in->output(0)}, 1, "y");
-  Node* a1 = g->add_node("Relu", {x->output(0)}, 1, "a1");
-  Node* b1 = g->add_node("Relu", {a1->output(0)}, 1, "b1");
-  Node* b2 = g->add_node("Neg", {y->output(0)}, 1, "b2");
-  Node* a2 = g->add_node("Add", {x->output(0), b2->output(0)}, 1, "a2");
-  Node* b3 = g->add_node("Add", {b1->output(0), y->output(0)}, 1, "b3");
-  g->add_output(a2->output(0), "o1");
-  g->add_output(b3->output(0), "o2");
-  infer_types(*g);
+  auto g = graft::testing::crossed_graph();
   std::string message = error_of([&] {
     partition_with(g, R"({"regions": [{"backend": "one", "nodes": ["x", "a1", "a2"]},
                                       {"backend": "two", "nodes": ["y", "b1", "b2", "b3"]}]})");

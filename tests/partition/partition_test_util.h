@@ -61,6 +61,26 @@ inline std::shared_ptr<partition::SubgraphProperty> predicate_property(const std
   return property;
 }
 
+/// Two sets, each convex alone, whose contraction makes the cycle A -> B -> A:
+/// in -> x -> a1 -> b1 -> b3, in -> y -> b2 -> a2, x -> a2, y -> b3, with
+/// A = {x, a1, a2} and B = {y, b1, b2, b3}; outputs a2 and b3.
+inline std::unique_ptr<ir::Graph> crossed_graph() {
+  auto g = std::make_unique<ir::Graph>();
+  g->opset_imports[""] = 17;
+  ir::Node* in = g->add_input("in", ir::ValueType::of(DType::float32, {4}));
+  ir::Node* x = g->add_node("Relu", {in->output(0)}, 1, "x");
+  ir::Node* y = g->add_node("Neg", {in->output(0)}, 1, "y");
+  ir::Node* a1 = g->add_node("Relu", {x->output(0)}, 1, "a1");
+  ir::Node* b1 = g->add_node("Relu", {a1->output(0)}, 1, "b1");
+  ir::Node* b2 = g->add_node("Neg", {y->output(0)}, 1, "b2");
+  ir::Node* a2 = g->add_node("Add", {x->output(0), b2->output(0)}, 1, "a2");
+  ir::Node* b3 = g->add_node("Add", {b1->output(0), y->output(0)}, 1, "b3");
+  g->add_output(a2->output(0), "o1");
+  g->add_output(b3->output(0), "o2");
+  ir::infer_types(*g);
+  return g;
+}
+
 /// Runs `graph` with graft's executor (subgraph nodes run their bodies).
 inline std::vector<Tensor> execute(const ir::Graph& graph, const std::vector<Tensor>& inputs) {
   runtime::Executor executor(graph);

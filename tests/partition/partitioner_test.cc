@@ -123,18 +123,7 @@ TEST(Partitioner, NonConvexSelectionIsTrimmedAndReported) {
 
 // Two backends whose subgraphs, each convex, would form a cycle together.
 TEST(Partitioner, SubgraphsOfTwoBackendsFormNoCycle) {
-  auto original = std::make_unique<Graph>();
-  Node* in = original->add_input("in", ValueType::of(DType::float32, {4}));
-  Node* x = original->add_node("Relu", {in->output(0)}, 1, "x");
-  Node* y = original->add_node("Neg", {in->output(0)}, 1, "y");
-  Node* a1 = original->add_node("Relu", {x->output(0)}, 1, "a1");
-  Node* b1 = original->add_node("Relu", {a1->output(0)}, 1, "b1");
-  Node* b2 = original->add_node("Neg", {y->output(0)}, 1, "b2");
-  Node* a2 = original->add_node("Add", {x->output(0), b2->output(0)}, 1, "a2");
-  Node* b3 = original->add_node("Add", {b1->output(0), y->output(0)}, 1, "b3");
-  original->add_output(a2->output(0), "o1");
-  original->add_output(b3->output(0), "o2");
-  infer_types(*original);
+  auto original = graft::testing::crossed_graph();
   auto graph = original->clone();
   auto first = predicate_property("A", [](const Node& n) { return named(n, {"x", "a1", "a2"}); });
   auto second = predicate_property("B", [](const Node& n) { return named(n, {"y", "b1", "b2", "b3"}); });

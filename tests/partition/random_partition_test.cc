@@ -7,6 +7,7 @@
 // for every node, and compute the same outputs as the original graph.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <random>
 
 #include "graft/partition/contain_op_selector.h"
@@ -183,9 +184,12 @@ BackendEntry random_backend(std::mt19937_64& rng, int index) {
 }  // namespace
 
 TEST(RandomPartition, TenThousandGraphsKeepTheGuaranteesAndTheOutputs) {
+  // GRAFT_RANDOM_PARTITION_TRIALS runs fewer graphs (e.g. under valgrind).
+  const char* env = std::getenv("GRAFT_RANDOM_PARTITION_TRIALS");
+  const int trials = env ? std::max(1, std::atoi(env)) : 10000;
   std::mt19937_64 rng(20261123);
   size_t subgraphs = 0, trimmed = 0, nodes_taken = 0, nodes_total = 0;
-  for (int trial = 0; trial < 10000; ++trial) {
+  for (int trial = 0; trial < trials; ++trial) {
     SCOPED_TRACE("trial " + std::to_string(trial));
     RandomGraph case_ = random_graph(rng);
     int num_backends = 1 + static_cast<int>(rng() % 3);
@@ -197,7 +201,7 @@ TEST(RandomPartition, TenThousandGraphsKeepTheGuaranteesAndTheOutputs) {
       const Node& n = *nodes[rng() % nodes.size()];
       if (n.schema().category != OpCategory::source) {
         if (rng() % 2)
-          annotations.pinned[n.name] = backends[rng() % backends.size()].name;
+          annotations.pinned[n.name] = rng() % 4 == 0 ? "ref" : backends[rng() % backends.size()].name;
         else
           annotations.forbidden[n.name].insert(backends[rng() % backends.size()].name);
       }
@@ -219,9 +223,11 @@ TEST(RandomPartition, TenThousandGraphsKeepTheGuaranteesAndTheOutputs) {
     if (::testing::Test::HasFailure()) return;
   }
   // The generator must actually exercise the interesting cases.
-  EXPECT_GT(subgraphs, 10000u);
-  EXPECT_GT(trimmed, 1000u);
-  EXPECT_GT(nodes_taken, nodes_total / 4);
+  if (trials == 10000) {
+    EXPECT_GT(subgraphs, 10000u);
+    EXPECT_GT(trimmed, 1000u);
+    EXPECT_GT(nodes_taken, nodes_total / 4);
+  }
   std::cout << "random partition: " << subgraphs << " subgraphs, " << nodes_taken << " of " << nodes_total
             << " nodes taken, " << trimmed << " convexity declines\n";
 }

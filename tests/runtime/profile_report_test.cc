@@ -114,6 +114,8 @@ TEST(ProfileReport, SessionRecordsEveryNodeInOrder) {
   runtime::SessionOptions options;
   options.backends = {"ref"};  // partitioning is not under test here
   options.passes = {"verify", "infer"};
+  options.backends = {"ref"};  // every node on its reference kernel
+  options.fusion = false;
   options.profile = true;
   options.num_threads = 1;
   runtime::Session session(relu_chain(), options);

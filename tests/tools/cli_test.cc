@@ -363,6 +363,12 @@ TEST_F(CliTest, PartitionReportsEveryNodeAsTextJsonAndDot) {
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_EQ(text.out.rfind("partition: ref 5 nodes\n", 0), 0u) << text.out;
   EXPECT_NE(text.out.find("/layers/layers.1/Relu (Relu) -> ref"), std::string::npos) << text.out;
+  // With the default backends every node is still accounted for.
+  CommandResult all = graft("partition " + quote(mlp_));
+  ASSERT_EQ(all.exit_code, 0) << all.err;
+  EXPECT_EQ(all.out.rfind("partition: ", 0), 0u) << all.out;
+  for (const char* node : {"layers.0/Gemm (Gemm) -> ", "layers.1/Relu (Relu) -> ", "layers.4/Gemm (Gemm) -> "})
+    EXPECT_NE(all.out.find(node), std::string::npos) << node << " in " << all.out;
 
   std::string dot = path("partition.dot");
   CommandResult json = graft("partition " + quote(mlp_) + " --backends ref --format json --dot " + quote(dot));

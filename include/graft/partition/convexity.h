@@ -16,11 +16,14 @@
 /// can pass), with in-edges of those nodes: O(range + edges in range), never a
 /// retry. Accepting a set reorders only that range (nodes not reachable from S
 /// first, then S, then the nodes S reaches), which keeps the invariant.
-/// Trimming a non-convex set removes, in one scan, every member reachable from
-/// the set through an outside node; what remains is convex (a path that left it
-/// and came back would make its end reachable through an outside node). When the
-/// seed itself is such a member, the set is first cut to the members at or after
-/// the seed's position, where nothing can reach the seed from outside.
+/// Trimming a non-convex set removes, in one forward scan, every member
+/// reachable from the set through an outside node; what remains is convex (a
+/// path that left it and came back would make its end reachable through an
+/// outside node). A backward scan likewise removes every member that reaches
+/// the set through an outside node; the larger result that keeps the seed wins.
+/// When neither keeps the seed, the set is cut to the members at or after the
+/// seed's position (nothing there can reach the seed) and scanned forward again.
+/// Then the seed's connected component is kept. At most four scans, no retries.
 ///
 /// check_contraction() answers the batch question (may these disjoint sets all be
 /// contracted at once?) in O(V + E) with Kahn's algorithm on the quotient graph.
@@ -77,6 +80,9 @@ class ConvexGrouping {
   // input leave the set (their in_set_ stamp is cleared) and count as reached;
   // otherwise the scan stops at the first such member and returns false.
   bool scan(uint32_t first, uint32_t last, bool trim_reached);
+  // The mirror image: walks [first, last] backwards and drops members that
+  // reach the set through an outside node (reached_ then marks "reaches the set").
+  void scan_backward(uint32_t first, uint32_t last);
   void mark_set(std::span<const uint32_t> nodes);
   std::pair<uint32_t, uint32_t> position_range(std::span<const uint32_t> nodes) const;
 

@@ -66,7 +66,13 @@ struct PartitionReport {
   std::vector<NodePlacement> nodes;   ///< every node, in topological order (detailed reports)
   std::vector<SubgraphInfo> subgraphs;
   std::vector<BackendSummary> summaries;  ///< one per backend in `backends`, then `ref`
-  double milliseconds = 0;                ///< time spent partitioning
+  double milliseconds = 0;                ///< time spent partitioning, in all (wall clock)
+  /// Where the time went (wall clock, ms): building the indexed view,
+  /// selecting and trimming (all backends), the report, and building the
+  /// partitioned graph (old graph released included).
+  struct Timings {
+    double index = 0, select = 0, report = 0, rebuild = 0;
+  } timings;
 
   /// Compute nodes (not Input/Constant) per backend, including `ref`.
   std::map<std::string, size_t> nodes_per_backend() const;
