@@ -63,6 +63,8 @@ std::string fold(const std::vector<std::string>& operands, const std::string& op
 
 }  // namespace
 
+std::span<const COp> c_ops() { return kOps; }
+
 const COp* find_c_op(std::string_view op_name) {
   for (const COp& op : kOps)
     if (op.name == op_name) return &op;
