@@ -1,12 +1,29 @@
 #include "graft/runtime/session.h"
 
+#include <functional>
+
 #include "graft/core/parallel.h"
 #include "graft/frontend/onnx_import.h"
+#include "graft/fusion/fuse_pointwise.h"
+#include "graft/fusion/fusion_options.h"
 #include "graft/ir/type_inference.h"
+#include "graft/ir/verify.h"
+#include "graft/partition/partitioner.h"
 #include "graft/passes/pass.h"
 #include "graft/runtime/artifact.h"
 
 namespace graft::runtime {
+
+namespace {
+
+/// Pointwise fusion (DESIGN section 6): what no backend claimed and is
+/// pointwise becomes graft.FusedPointwise nodes run by backend `fuse`.
+void apply_pointwise_fusion(std::unique_ptr<ir::Graph>& graph, const SessionOptions& options) {
+  if (!fusion::fusion_enabled(options.fusion)) return;
+  if (fusion::fuse_pointwise(graph) && options.verify_after_each_pass) ir::verify(*graph);
+}
+
+}  // namespace
 
 /// What is prepared per input-shape signature: the graph specialized to the
 /// concrete input shapes (types inferred throughout) and its executor.
@@ -62,6 +79,13 @@ void Session::prepare() {
   ctx.num_threads = num_threads_;
   auto pipeline = options_.passes.empty() ? passes::default_pipeline() : options_.passes;
   passes::run_pipeline(graph_, pipeline, ctx);
+  partition::PartitionOptions partition_options;
+  partition_options.backends = partition::resolve_backend_order(options_.backends);
+  partition_options.annotations = options_.annotations;
+  partition_report_ = partition::partition_graph(graph_, partition_options);
+  // Backends claimed their subgraphs above; fusion takes what is left.
+  apply_pointwise_fusion(graph_, options_);
+  if (options_.verify_after_each_pass) ir::verify(*graph_);
   describe_io();
 }
 
@@ -130,6 +154,27 @@ std::shared_ptr<Session::Plan> Session::plan_for(const std::vector<DType>& dtype
   plan->executor = std::make_unique<Executor>(*plan->graph, plan->modules);
   plans_.emplace(key, plan);
   return plan;
+}
+
+void Session::set_weight(const std::string& name, const Tensor& value) {
+  ir::Node* weight = nullptr;
+  std::function<void(const ir::Graph&)> find = [&](const ir::Graph& graph) {
+    for (const auto& node : graph.nodes()) {
+      if (node->schema().name == "Constant" && node->schema().domain.empty() && !weight &&
+          (node->name == name || (!node->output_names.empty() && node->output_names[0] == name)))
+        weight = node.get();
+      if (node->subgraph && !weight) find(*node->subgraph);
+    }
+  };
+  find(*graph_);
+  if (!weight)
+    fail(ErrorKind::invalid_argument, "the prepared model has no weight named '", name,
+         "' (it may have been folded into another constant by a pass)");
+  Tensor& current = weight->constant_value;
+  if (value.dtype() != current.dtype() || value.shape() != current.shape())
+    fail(ErrorKind::invalid_argument, "weight '", name, "' is ", current.type_string(), ", got ", value.type_string());
+  // Subgraph bodies and plans share the constant's storage: one write updates them all.
+  current.copy_from(value);
 }
 
 size_t Session::num_plans() const {

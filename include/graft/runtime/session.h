@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "graft/ir/graph.h"
+#include "graft/partition/annotations.h"
+#include "graft/partition/report.h"
 #include "graft/runtime/executor.h"
 
 namespace graft::runtime {
@@ -19,8 +21,13 @@ namespace graft::runtime {
 struct SessionOptions {
   /// Intra-op threads; 0 = GRAFT_NUM_THREADS, else the number of cores.
   int num_threads = 0;
-  /// Backends in priority order; empty = --backends / GRAFT_BACKENDS / default.
+  /// Backends in priority order; empty = GRAFT_BACKENDS, else every available
+  /// backend in default order (see partition::resolve_backend_order). After
+  /// the passes, each backend with a SubgraphProperty claims its subgraphs;
+  /// `ref` runs the rest.
   std::vector<std::string> backends;
+  /// User annotations for partitioning (pins, forbidden backends, regions).
+  partition::Annotations annotations;
   /// Pointwise fusion; nullopt = GRAFT_FUSION, else on.
   std::optional<bool> fusion;
   /// Passes to run before execution; empty = passes::default_pipeline().
@@ -67,6 +74,15 @@ class Session {
   int num_threads() const { return num_threads_; }
   /// Number of distinct input-shape signatures planned so far.
   size_t num_plans() const;
+  /// Where every node went when the session partitioned its graph, and why.
+  const partition::PartitionReport& partition_report() const { return partition_report_; }
+  /// Replaces the value of the weight (Constant node) named `name` in place:
+  /// same dtype and shape required (invalid_argument otherwise, or when the
+  /// prepared graph has no such constant, e.g. because a pass folded it
+  /// away). The storage version is bumped, so modules that cached a converted
+  /// copy convert again on their next run. Not to be called while run() is
+  /// in progress on another thread.
+  void set_weight(const std::string& name, const Tensor& value);
   /// Number of backend compile() calls this session made (0 for a restored artifact).
   size_t num_compiles() const;
   /// True when the session runs a plan restored from an artifact.
@@ -93,6 +109,7 @@ class Session {
   SessionOptions options_;
   std::unique_ptr<ir::Graph> graph_;
   int num_threads_ = 1;
+  partition::PartitionReport partition_report_;
   bool restored_ = false;
   mutable size_t num_compiles_ = 0;  // guarded by mutex_
   std::vector<ValueInfo> inputs_;
