@@ -232,7 +232,8 @@ std::unique_ptr<runtime::CompiledModule> load_ccodegen_module(std::istream& in, 
 }  // namespace
 
 CcodegenSupport ccodegen_supports(const ir::Node& node) {
-  static const std::string unavailable = CcodegenBackend().unavailable_reason();
+  // Looked up each time (a few stat calls): CC may change while the process runs.
+  const std::string unavailable = CcodegenBackend().unavailable_reason();
   if (!unavailable.empty()) return {false, unavailable};
   if (node.schema().domain != "") return {false, "ccodegen emits ONNX ops only"};
   const COp* op = find_c_op(node.schema().name);

@@ -317,6 +317,15 @@ TEST(Ccodegen, MissingCompilerIsReported) {
   const runtime::Backend& backend = runtime::get_backend("ccodegen");
   std::string reason = backend.unavailable_reason();
   EXPECT_NE(reason.find("/nonexistent/graft-test-cc"), std::string::npos) << reason;
+  {
+    Graph g;
+    g.opset_imports[""] = 17;
+    Node* x = g.add_input("x", ValueType::of(DType::float32, {2}));
+    Node* relu = g.add_node("Relu", {x->output(0)});
+    auto answer = backends::ccodegen_supports(*relu);
+    EXPECT_FALSE(answer.supported);
+    EXPECT_EQ(answer.reason, reason) << "every node is declined with the backend's reason";
+  }
   CaseGraph c;
   c.graph->add_output(c.node("Relu", {c.input({2})}), "y");
   infer_types(*c.graph);
