@@ -208,6 +208,17 @@ class CEmitter {
       "  r.i = acc ^ ((acc >> 31) & 0x7fffffff);\n"
       "  return r.f;\n"
       "}\n"
+      "/* Sum of squares of n contiguous floats, 16 partial sums. */\n"
+      "static inline float graft_sum_squares(const float* x, int64_t n) {\n"
+      "  float acc[16] = {0};\n"
+      "  int64_t j = 0;\n"
+      "  for (; j + 16 <= n; j += 16)\n"
+      "    for (int k = 0; k < 16; ++k) acc[k] += x[j + k] * x[j + k];\n"
+      "  float sum = 0.0f;\n"
+      "  for (int k = 0; k < 16; ++k) sum += acc[k];\n"
+      "  for (; j < n; ++j) sum += x[j] * x[j];\n"
+      "  return sum;\n"
+      "}\n"
       "/* Sum of n floats `stride` apart; 16 partial sums let -O3 vectorize the contiguous case. */\n"
       "static inline float graft_sum(const float* x, int64_t n, int64_t stride) {\n"
       "  float sum = 0.0f;\n"
@@ -363,6 +374,7 @@ class CEmitter {
       case COpKind::reduce: return emit_reduce(id, node, out_shape);
       case COpKind::copy: return emit_copy(id, node, out_shape);
       case COpKind::transpose: return emit_transpose(id, node, out_shape);
+      case COpKind::layer_norm: return emit_layer_norm(id, node, out_shape);
     }
   }
 
@@ -663,6 +675,44 @@ class CEmitter {
     }
     const Buffer& y = output_buffer(id, out_shape);
     body_ << "  memcpy(" << y.var << ", " << x.var << ", " << product(out_shape) << " * sizeof(float));\n";
+  }
+
+  /// LayerNormalization over dims [axis, rank): a row loop computing the mean,
+  /// the centred row, its mean square, then scale and bias.
+  void emit_layer_norm(uint32_t id, const ir::Node& node, const Shape& out_shape) {
+    const Buffer& x = data_input(id, 0);
+    const Buffer& scale = data_input(id, 1);
+    auto inputs = indexed_.inputs(id);
+    const Buffer* bias = inputs.size() > 2 && inputs[2].present() ? &data_input(id, 2) : nullptr;
+    const int64_t rank = static_cast<int64_t>(out_shape.size());
+    int64_t axis = node.attributes.get_int("axis", -1);
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) fail(ErrorKind::unsupported, "ccodegen: ", node.describe(), ": axis out of range");
+    if (node.attributes.get_int("stash_type", 1) != 1)
+      fail(ErrorKind::unsupported, "ccodegen: ", node.describe(), ": stash_type other than float");
+    const float epsilon = node.attributes.get_float("epsilon", 1e-5f);
+    const int64_t outer = product(out_shape, 0, static_cast<size_t>(axis));
+    const int64_t n = product(out_shape, static_cast<size_t>(axis));
+    auto per_element = [&](const Buffer* b) -> std::string {
+      if (!b) return "";
+      int64_t count = product(b->shape);
+      if (count != n && count != 1)
+        fail(ErrorKind::unsupported, "ccodegen: ", node.describe(), ": scale/bias of ", shape_to_string(b->shape),
+             " (only the full normalized shape or a scalar)");
+      return b->var + (count == 1 ? "[0]" : "[j]");
+    };
+    const std::string s = per_element(&scale), b = per_element(bias);
+    const Buffer& y = output_buffer(id, out_shape);
+    if (outer * n >= kParallelThreshold) body_ << "  #pragma omp parallel for\n";
+    body_ << "  for (int64_t r = 0; r < " << outer << "; ++r) {\n"
+          << "    const float* x = " << x.var << " + r * " << n << ";\n"
+          << "    float* y = " << y.var << " + r * " << n << ";\n"
+          << "    const float mean = graft_sum(x, " << n << ", 1) * " << c_float_literal(1.0f / static_cast<float>(n)) << ";\n"
+          << "    for (int64_t j = 0; j < " << n << "; ++j) y[j] = x[j] - mean;\n"
+          << "    const float inv_std = 1.0f / sqrtf(graft_sum_squares(y, " << n << ") * "
+          << c_float_literal(1.0f / static_cast<float>(n)) << " + " << c_float_literal(epsilon) << ");\n"
+          << "    for (int64_t j = 0; j < " << n << "; ++j) y[j] = y[j] * inv_std * " << s << (b.empty() ? "" : " + " + b)
+          << ";\n  }\n";
   }
 
   void emit_transpose(uint32_t id, const ir::Node& node, const Shape& out_shape) {

@@ -24,6 +24,7 @@ enum class COpKind {
   reduce,      ///< ReduceSum/Mean/Max/Min
   copy,        ///< Reshape, Flatten, Squeeze, Unsqueeze, Identity: same bytes, new shape
   transpose,
+  layer_norm,  ///< LayerNormalization (output Y only)
 };
 
 struct COp {

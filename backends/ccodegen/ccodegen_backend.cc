@@ -259,6 +259,8 @@ CcodegenSupport ccodegen_supports(const ir::Node& node) {
     std::vector<std::string> operands(static_cast<size_t>(std::max(data_inputs, 1)), "x");
     if (!pointwise_expression(node, operands, &reason)) return {false, reason};
   }
+  if (op->kind == COpKind::layer_norm && node.attributes.get_int("stash_type", 1) != 1)
+    return {false, "LayerNormalization with a stash_type other than float"};
   if (op->kind == COpKind::reduce && node.inputs.size() > 1 && node.inputs[1] &&
       node.inputs[1].node->schema().name != "Constant")
     return {false, "reduction axes are not a constant"};

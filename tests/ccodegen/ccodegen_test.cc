@@ -210,6 +210,17 @@ TEST(Ccodegen, ReshapeAndTranspose) {
   check_case(c, {c.node("Relu", {t}), back, r, x});
 }
 
+TEST(Ccodegen, LayerNormalization) {
+  CaseGraph c;
+  Value x = c.input({2, 5, 48});
+  Value scale = c.constant(random_tensor({48}, 3));
+  Value bias = c.constant(random_tensor({48}, 4));
+  Attributes last = attrs({{"epsilon", 1e-12f}});
+  check_case(c, {c.node("LayerNormalization", {x, scale, bias}, last),
+                 c.node("LayerNormalization", {x, c.constant(random_tensor({5, 48}, 5))}, attrs({{"axis", int64_t{1}}}))},
+             1e-4, 1e-5);
+}
+
 TEST(Ccodegen, EncoderLikeSubgraph) {
   // LayerNorm-style mean/variance, a projection and an attention softmax.
   CaseGraph c(18);

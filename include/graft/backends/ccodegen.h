@@ -7,7 +7,7 @@
 /// bytes, so an artifact restores it without running the compiler again.
 ///
 /// Float32 only. Ops: the elementwise and broadcast arithmetic ops, MatMul,
-/// Gemm, Softmax/LogSoftmax, ReduceSum/Mean/Max/Min, Reshape, Flatten,
+/// Gemm, Softmax/LogSoftmax, ReduceSum/Mean/Max/Min, LayerNormalization, Reshape, Flatten,
 /// Squeeze, Unsqueeze, Identity and Transpose.
 #pragma once
 
