@@ -134,8 +134,8 @@ class CEmitter {
     file << kMathHelpers;
     if (uses_dot_) file << kDotHelper;
     file << "void " << entry_name()
-         << "(const float* const* inputs, float* const* outputs, const float* const* constants, float* scratch) {\n"
-         << "  (void)inputs; (void)outputs; (void)constants; (void)scratch;\n"
+         << "(const float* const* inputs, float* const* outputs, const float* const* constants, float* scratch,\n    int num_threads) {\n"
+         << "  (void)inputs; (void)outputs; (void)constants; (void)scratch; (void)num_threads;\n"
          << declarations_.str() << body_.str() << "}\n";
     result_.source = file.str();
     result_.entry = entry_name();
@@ -386,7 +386,7 @@ class CEmitter {
     std::string indent = "  ";
     int64_t total = product(nest.dims);
     for (size_t k = 0; k < nest.dims.size(); ++k) {
-      if (k == 0 && parallel && total >= kParallelThreshold) body_ << indent << "#pragma omp parallel for\n";
+      if (k == 0 && parallel && total >= kParallelThreshold) body_ << indent << "#pragma omp parallel for num_threads(num_threads)\n";
       body_ << indent << "for (int64_t i" << k << " = 0; i" << k << " < " << nest.dims[k] << "; ++i" << k << ")\n";
       indent += "  ";
     }
@@ -500,19 +500,32 @@ class CEmitter {
     std::vector<int64_t> a_strides = broadcast_strides(a_batch, batch), b_strides = broadcast_strides(b_batch, batch);
     for (auto& s : a_strides) s *= M * K;
     for (auto& s : b_strides) s *= K * N;
-    const int64_t rows = product(batch) * M;
-    if (rows * N * K >= kParallelThreshold) body_ << "  #pragma omp parallel for\n";
-    body_ << "  for (int64_t bm = 0; bm < " << rows << "; ++bm) {\n"
-          << "    const int64_t b = bm / " << M << ", m = bm % " << M << ";\n";
+    // Blocks of 8 rows x 256 columns accumulate in an 8 KiB tile that stays in
+    // L1 while B's rows stream past once per block, not once per row.
+    const int64_t row_blocks = (M + 7) / 8;
+    const int64_t tasks = product(batch) * row_blocks;
+    if (tasks * 8 * N * K >= kParallelThreshold && tasks > 1) body_ << "  #pragma omp parallel for num_threads(num_threads)\n";
+    body_ << "  for (int64_t task = 0; task < " << tasks << "; ++task) {\n"
+          << "    const int64_t b = task / " << row_blocks << ", m0 = (task % " << row_blocks << ") * 8;\n"
+          << "    const int64_t rows = " << M << " - m0 < 8 ? " << M << " - m0 : 8;\n";
     emit_batch_offsets(batch, a_strides, b_strides, "    ");
-    body_ << "    const float* arow = " << a.var << " + a_off + m * " << K << ";\n"
+    body_ << "    const float* abase = " << a.var << " + a_off + m0 * " << K << ";\n"
           << "    const float* bmat = " << b.var << " + b_off;\n"
-          << "    float* y = " << y.var << " + bm * " << N << ";\n"
-          << "    for (int64_t n = 0; n < " << N << "; ++n) y[n] = 0.0f;\n"
-          << "    for (int64_t k = 0; k < " << K << "; ++k) {\n"
-          << "      const float av = arow[k];\n"
-          << "      const float* brow = bmat + k * " << N << ";\n"
-          << "      for (int64_t n = 0; n < " << N << "; ++n) y[n] += av * brow[n];\n"
+          << "    float* ybase = " << y.var << " + (b * " << M << " + m0) * " << N << ";\n"
+          << "    for (int64_t n0 = 0; n0 < " << N << "; n0 += 256) {\n"
+          << "      const int64_t nn = " << N << " - n0 < 256 ? " << N << " - n0 : 256;\n"
+          << "      float acc[8][256];\n"
+          << "      for (int i = 0; i < 8; ++i)\n"
+          << "        for (int64_t j = 0; j < 256; ++j) acc[i][j] = 0.0f;\n"
+          << "      for (int64_t k = 0; k < " << K << "; ++k) {\n"
+          << "        const float* brow = bmat + k * " << N << " + n0;\n"
+          << "        for (int64_t i = 0; i < rows; ++i) {\n"
+          << "          const float av = abase[i * " << K << " + k];\n"
+          << "          for (int64_t j = 0; j < nn; ++j) acc[i][j] += av * brow[j];\n"
+          << "        }\n"
+          << "      }\n"
+          << "      for (int64_t i = 0; i < rows; ++i)\n"
+          << "        for (int64_t j = 0; j < nn; ++j) ybase[i * " << N << " + n0 + j] = acc[i][j];\n"
           << "    }\n  }\n";
   }
 
@@ -527,7 +540,7 @@ class CEmitter {
     const float alpha = node.attributes.get_float("alpha", 1.0f), beta = node.attributes.get_float("beta", 1.0f);
     const int64_t M = out_shape[0], N = out_shape[1], K = trans_a ? a.shape[0] : a.shape[1];
     std::string a_at = trans_a ? a.var + "[k * " + std::to_string(M) + " + m]" : "arow[k]";
-    if (M * N * K >= kParallelThreshold) body_ << "  #pragma omp parallel for\n";
+    if (M * N * K >= kParallelThreshold) body_ << "  #pragma omp parallel for num_threads(num_threads)\n";
     body_ << "  for (int64_t m = 0; m < " << M << "; ++m) {\n"
           << "    const float* arow = " << a.var << " + m * " << K << ";\n    (void)arow;\n"
           << "    float* y = " << y.var << " + m * " << N << ";\n";
@@ -571,7 +584,7 @@ class CEmitter {
     const int64_t inner = opset < 13 ? 1 : product(out_shape, a + 1);
     const bool log = node.schema().name == "LogSoftmax";
     std::string at = inner == 1 ? "[j]" : "[j * " + std::to_string(inner) + "]";
-    if (outer * inner * n >= kParallelThreshold) body_ << "  #pragma omp parallel for\n";
+    if (outer * inner * n >= kParallelThreshold) body_ << "  #pragma omp parallel for num_threads(num_threads)\n";
     body_ << "  for (int64_t r = 0; r < " << outer * inner << "; ++r) {\n"
           << "    const int64_t base = (r / " << inner << ") * " << n * inner << " + r % " << inner << ";\n"
           << "    const float* x = " << x.var << " + base;\n"
@@ -634,7 +647,7 @@ class CEmitter {
     for (int64_t d = 0; d < rank; ++d)
       if (reduced.count(d) != (d >= rank - static_cast<int64_t>(reduced.size()) ? 1u : 0u)) trailing = false;
     if (trailing) {
-      if (in_count >= kParallelThreshold) body_ << "  #pragma omp parallel for\n";
+      if (in_count >= kParallelThreshold) body_ << "  #pragma omp parallel for num_threads(num_threads)\n";
       body_ << "  for (int64_t r = 0; r < " << out_count << "; ++r) {\n"
             << "    const float* x = " << x.var << " + r * " << group << ";\n"
             << "    float acc = " << init << ";\n"
@@ -703,7 +716,7 @@ class CEmitter {
     };
     const std::string s = per_element(&scale), b = per_element(bias);
     const Buffer& y = output_buffer(id, out_shape);
-    if (outer * n >= kParallelThreshold) body_ << "  #pragma omp parallel for\n";
+    if (outer * n >= kParallelThreshold) body_ << "  #pragma omp parallel for num_threads(num_threads)\n";
     body_ << "  for (int64_t r = 0; r < " << outer << "; ++r) {\n"
           << "    const float* x = " << x.var << " + r * " << n << ";\n"
           << "    float* y = " << y.var << " + r * " << n << ";\n"

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 #include <filesystem>
@@ -27,10 +28,10 @@ namespace graft::backends {
 
 namespace {
 
-using EntryFn = void (*)(const float* const*, float* const*, const float* const*, float*);
+using EntryFn = void (*)(const float* const*, float* const*, const float* const*, float*, int);
 
 /// Format of ccodegen's saved module; bumped on any change.
-constexpr uint32_t kSavedModuleVersion = 1;
+constexpr uint32_t kSavedModuleVersion = 2;  // 2: the entry takes the thread count
 /// Sanity limits for a saved module's fields.
 constexpr uint64_t kMaxSharedObjectBytes = uint64_t{1} << 30;
 constexpr uint64_t kMaxListLength = uint64_t{1} << 20;
@@ -129,7 +130,7 @@ class CcodegenModule final : public runtime::CompiledModule {
     if (layout_.scratch_floats > 0)
       scratch = context.pool.allocate(DType::float32, {static_cast<int64_t>(layout_.scratch_floats)});
     entry_(input_pointers.data(), output_pointers.data(), constant_pointers.data(),
-           layout_.scratch_floats ? scratch.data<float>() : nullptr);
+           layout_.scratch_floats ? scratch.data<float>() : nullptr, std::max(1, context.num_threads));
     return outputs;
   }
 
