@@ -134,8 +134,8 @@ class CEmitter {
     file << kMathHelpers;
     if (uses_dot_) file << kDotHelper;
     file << "void " << entry_name()
-         << "(const float* const* inputs, float* const* outputs, const float* const* constants, float* scratch) {\n"
-         << "  (void)inputs; (void)outputs; (void)constants; (void)scratch;\n"
+         << "(const float* const* inputs, float* const* outputs, const float* const* constants, float* scratch,\n    int num_threads) {\n"
+         << "  (void)inputs; (void)outputs; (void)constants; (void)scratch; (void)num_threads;\n"
          << declarations_.str() << body_.str() << "}\n";
     result_.source = file.str();
     result_.entry = entry_name();
@@ -194,21 +194,30 @@ class CEmitter {
       "  const float y = graft_select(a < 0.004f, a * (1.0f - a * a * (1.0f / 3.0f)), big);\n"
       "  return copysignf(y, x);\n"
       "}\n"
-      "/* Largest of n floats `stride` apart (-INFINITY for none; NaNs are skipped here and surface in the exp). */\n"
+      "/* Largest of n floats `stride` apart, compared as integers whose order is the floats' order (a NaN\n"
+      " * sorts above +inf, so it wins and reaches the result), which GCC vectorizes; -INFINITY for n = 0. */\n"
       "static inline float graft_max(const float* x, int64_t n, int64_t stride) {\n"
-      "  float mx = -INFINITY;\n"
-      "  if (stride != 1) {\n"
-      "    for (int64_t j = 0; j < n; ++j) mx = graft_select(x[j * stride] > mx, x[j * stride], mx);\n"
-      "    return mx;\n"
+      "  int32_t acc = (int32_t)0x807fffff;  /* the key of -INFINITY */\n"
+      "  for (int64_t j = 0; j < n; ++j) {\n"
+      "    union { float f; int32_t i; } u;\n"
+      "    u.f = x[j * stride];\n"
+      "    const int32_t key = u.i ^ ((u.i >> 31) & 0x7fffffff);\n"
+      "    acc = key > acc ? key : acc;\n"
       "  }\n"
-      "  float acc[16];\n"
-      "  for (int k = 0; k < 16; ++k) acc[k] = -INFINITY;\n"
+      "  union { float f; int32_t i; } r;\n"
+      "  r.i = acc ^ ((acc >> 31) & 0x7fffffff);\n"
+      "  return r.f;\n"
+      "}\n"
+      "/* Sum of squares of n contiguous floats, 16 partial sums. */\n"
+      "static inline float graft_sum_squares(const float* x, int64_t n) {\n"
+      "  float acc[16] = {0};\n"
       "  int64_t j = 0;\n"
       "  for (; j + 16 <= n; j += 16)\n"
-      "    for (int k = 0; k < 16; ++k) acc[k] = graft_select(x[j + k] > acc[k], x[j + k], acc[k]);\n"
-      "  for (int k = 0; k < 16; ++k) mx = graft_select(acc[k] > mx, acc[k], mx);\n"
-      "  for (; j < n; ++j) mx = graft_select(x[j] > mx, x[j], mx);\n"
-      "  return mx;\n"
+      "    for (int k = 0; k < 16; ++k) acc[k] += x[j + k] * x[j + k];\n"
+      "  float sum = 0.0f;\n"
+      "  for (int k = 0; k < 16; ++k) sum += acc[k];\n"
+      "  for (; j < n; ++j) sum += x[j] * x[j];\n"
+      "  return sum;\n"
       "}\n"
       "/* Sum of n floats `stride` apart; 16 partial sums let -O3 vectorize the contiguous case. */\n"
       "static inline float graft_sum(const float* x, int64_t n, int64_t stride) {\n"
@@ -365,6 +374,7 @@ class CEmitter {
       case COpKind::reduce: return emit_reduce(id, node, out_shape);
       case COpKind::copy: return emit_copy(id, node, out_shape);
       case COpKind::transpose: return emit_transpose(id, node, out_shape);
+      case COpKind::layer_norm: return emit_layer_norm(id, node, out_shape);
     }
   }
 
@@ -376,7 +386,7 @@ class CEmitter {
     std::string indent = "  ";
     int64_t total = product(nest.dims);
     for (size_t k = 0; k < nest.dims.size(); ++k) {
-      if (k == 0 && parallel && total >= kParallelThreshold) body_ << indent << "#pragma omp parallel for\n";
+      if (k == 0 && parallel && total >= kParallelThreshold) body_ << indent << "#pragma omp parallel for num_threads(num_threads)\n";
       body_ << indent << "for (int64_t i" << k << " = 0; i" << k << " < " << nest.dims[k] << "; ++i" << k << ")\n";
       indent += "  ";
     }
@@ -490,19 +500,32 @@ class CEmitter {
     std::vector<int64_t> a_strides = broadcast_strides(a_batch, batch), b_strides = broadcast_strides(b_batch, batch);
     for (auto& s : a_strides) s *= M * K;
     for (auto& s : b_strides) s *= K * N;
-    const int64_t rows = product(batch) * M;
-    if (rows * N * K >= kParallelThreshold) body_ << "  #pragma omp parallel for\n";
-    body_ << "  for (int64_t bm = 0; bm < " << rows << "; ++bm) {\n"
-          << "    const int64_t b = bm / " << M << ", m = bm % " << M << ";\n";
+    // Blocks of 8 rows x 256 columns accumulate in an 8 KiB tile that stays in
+    // L1 while B's rows stream past once per block, not once per row.
+    const int64_t row_blocks = (M + 7) / 8;
+    const int64_t tasks = product(batch) * row_blocks;
+    if (tasks * 8 * N * K >= kParallelThreshold && tasks > 1) body_ << "  #pragma omp parallel for num_threads(num_threads)\n";
+    body_ << "  for (int64_t task = 0; task < " << tasks << "; ++task) {\n"
+          << "    const int64_t b = task / " << row_blocks << ", m0 = (task % " << row_blocks << ") * 8;\n"
+          << "    const int64_t rows = " << M << " - m0 < 8 ? " << M << " - m0 : 8;\n";
     emit_batch_offsets(batch, a_strides, b_strides, "    ");
-    body_ << "    const float* arow = " << a.var << " + a_off + m * " << K << ";\n"
+    body_ << "    const float* abase = " << a.var << " + a_off + m0 * " << K << ";\n"
           << "    const float* bmat = " << b.var << " + b_off;\n"
-          << "    float* y = " << y.var << " + bm * " << N << ";\n"
-          << "    for (int64_t n = 0; n < " << N << "; ++n) y[n] = 0.0f;\n"
-          << "    for (int64_t k = 0; k < " << K << "; ++k) {\n"
-          << "      const float av = arow[k];\n"
-          << "      const float* brow = bmat + k * " << N << ";\n"
-          << "      for (int64_t n = 0; n < " << N << "; ++n) y[n] += av * brow[n];\n"
+          << "    float* ybase = " << y.var << " + (b * " << M << " + m0) * " << N << ";\n"
+          << "    for (int64_t n0 = 0; n0 < " << N << "; n0 += 256) {\n"
+          << "      const int64_t nn = " << N << " - n0 < 256 ? " << N << " - n0 : 256;\n"
+          << "      float acc[8][256];\n"
+          << "      for (int i = 0; i < 8; ++i)\n"
+          << "        for (int64_t j = 0; j < 256; ++j) acc[i][j] = 0.0f;\n"
+          << "      for (int64_t k = 0; k < " << K << "; ++k) {\n"
+          << "        const float* brow = bmat + k * " << N << " + n0;\n"
+          << "        for (int64_t i = 0; i < rows; ++i) {\n"
+          << "          const float av = abase[i * " << K << " + k];\n"
+          << "          for (int64_t j = 0; j < nn; ++j) acc[i][j] += av * brow[j];\n"
+          << "        }\n"
+          << "      }\n"
+          << "      for (int64_t i = 0; i < rows; ++i)\n"
+          << "        for (int64_t j = 0; j < nn; ++j) ybase[i * " << N << " + n0 + j] = acc[i][j];\n"
           << "    }\n  }\n";
   }
 
@@ -517,7 +540,7 @@ class CEmitter {
     const float alpha = node.attributes.get_float("alpha", 1.0f), beta = node.attributes.get_float("beta", 1.0f);
     const int64_t M = out_shape[0], N = out_shape[1], K = trans_a ? a.shape[0] : a.shape[1];
     std::string a_at = trans_a ? a.var + "[k * " + std::to_string(M) + " + m]" : "arow[k]";
-    if (M * N * K >= kParallelThreshold) body_ << "  #pragma omp parallel for\n";
+    if (M * N * K >= kParallelThreshold) body_ << "  #pragma omp parallel for num_threads(num_threads)\n";
     body_ << "  for (int64_t m = 0; m < " << M << "; ++m) {\n"
           << "    const float* arow = " << a.var << " + m * " << K << ";\n    (void)arow;\n"
           << "    float* y = " << y.var << " + m * " << N << ";\n";
@@ -561,7 +584,7 @@ class CEmitter {
     const int64_t inner = opset < 13 ? 1 : product(out_shape, a + 1);
     const bool log = node.schema().name == "LogSoftmax";
     std::string at = inner == 1 ? "[j]" : "[j * " + std::to_string(inner) + "]";
-    if (outer * inner * n >= kParallelThreshold) body_ << "  #pragma omp parallel for\n";
+    if (outer * inner * n >= kParallelThreshold) body_ << "  #pragma omp parallel for num_threads(num_threads)\n";
     body_ << "  for (int64_t r = 0; r < " << outer * inner << "; ++r) {\n"
           << "    const int64_t base = (r / " << inner << ") * " << n * inner << " + r % " << inner << ";\n"
           << "    const float* x = " << x.var << " + base;\n"
@@ -624,7 +647,7 @@ class CEmitter {
     for (int64_t d = 0; d < rank; ++d)
       if (reduced.count(d) != (d >= rank - static_cast<int64_t>(reduced.size()) ? 1u : 0u)) trailing = false;
     if (trailing) {
-      if (in_count >= kParallelThreshold) body_ << "  #pragma omp parallel for\n";
+      if (in_count >= kParallelThreshold) body_ << "  #pragma omp parallel for num_threads(num_threads)\n";
       body_ << "  for (int64_t r = 0; r < " << out_count << "; ++r) {\n"
             << "    const float* x = " << x.var << " + r * " << group << ";\n"
             << "    float acc = " << init << ";\n"
@@ -665,6 +688,44 @@ class CEmitter {
     }
     const Buffer& y = output_buffer(id, out_shape);
     body_ << "  memcpy(" << y.var << ", " << x.var << ", " << product(out_shape) << " * sizeof(float));\n";
+  }
+
+  /// LayerNormalization over dims [axis, rank): a row loop computing the mean,
+  /// the centred row, its mean square, then scale and bias.
+  void emit_layer_norm(uint32_t id, const ir::Node& node, const Shape& out_shape) {
+    const Buffer& x = data_input(id, 0);
+    const Buffer& scale = data_input(id, 1);
+    auto inputs = indexed_.inputs(id);
+    const Buffer* bias = inputs.size() > 2 && inputs[2].present() ? &data_input(id, 2) : nullptr;
+    const int64_t rank = static_cast<int64_t>(out_shape.size());
+    int64_t axis = node.attributes.get_int("axis", -1);
+    if (axis < 0) axis += rank;
+    if (axis < 0 || axis >= rank) fail(ErrorKind::unsupported, "ccodegen: ", node.describe(), ": axis out of range");
+    if (node.attributes.get_int("stash_type", 1) != 1)
+      fail(ErrorKind::unsupported, "ccodegen: ", node.describe(), ": stash_type other than float");
+    const float epsilon = node.attributes.get_float("epsilon", 1e-5f);
+    const int64_t outer = product(out_shape, 0, static_cast<size_t>(axis));
+    const int64_t n = product(out_shape, static_cast<size_t>(axis));
+    auto per_element = [&](const Buffer* b) -> std::string {
+      if (!b) return "";
+      int64_t count = product(b->shape);
+      if (count != n && count != 1)
+        fail(ErrorKind::unsupported, "ccodegen: ", node.describe(), ": scale/bias of ", shape_to_string(b->shape),
+             " (only the full normalized shape or a scalar)");
+      return b->var + (count == 1 ? "[0]" : "[j]");
+    };
+    const std::string s = per_element(&scale), b = per_element(bias);
+    const Buffer& y = output_buffer(id, out_shape);
+    if (outer * n >= kParallelThreshold) body_ << "  #pragma omp parallel for num_threads(num_threads)\n";
+    body_ << "  for (int64_t r = 0; r < " << outer << "; ++r) {\n"
+          << "    const float* x = " << x.var << " + r * " << n << ";\n"
+          << "    float* y = " << y.var << " + r * " << n << ";\n"
+          << "    const float mean = graft_sum(x, " << n << ", 1) * " << c_float_literal(1.0f / static_cast<float>(n)) << ";\n"
+          << "    for (int64_t j = 0; j < " << n << "; ++j) y[j] = x[j] - mean;\n"
+          << "    const float inv_std = 1.0f / sqrtf(graft_sum_squares(y, " << n << ") * "
+          << c_float_literal(1.0f / static_cast<float>(n)) << " + " << c_float_literal(epsilon) << ");\n"
+          << "    for (int64_t j = 0; j < " << n << "; ++j) y[j] = y[j] * inv_std * " << s << (b.empty() ? "" : " + " + b)
+          << ";\n  }\n";
   }
 
   void emit_transpose(uint32_t id, const ir::Node& node, const Shape& out_shape) {

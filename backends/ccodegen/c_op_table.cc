@@ -34,7 +34,7 @@ constexpr COp kOps[] = {
     {"LogSoftmax", COpKind::softmax}, {"ReduceSum", COpKind::reduce}, {"ReduceMean", COpKind::reduce},
     {"ReduceMax", COpKind::reduce}, {"ReduceMin", COpKind::reduce}, {"Reshape", COpKind::copy},
     {"Flatten", COpKind::copy}, {"Squeeze", COpKind::copy}, {"Unsqueeze", COpKind::copy},
-    {"Identity", COpKind::copy}, {"Transpose", COpKind::transpose},
+    {"Identity", COpKind::copy}, {"Transpose", COpKind::transpose}, {"LayerNormalization", COpKind::layer_norm},
 };
 
 std::string lit(float v) { return c_float_literal(v); }
@@ -62,6 +62,8 @@ std::string fold(const std::vector<std::string>& operands, const std::string& op
 }
 
 }  // namespace
+
+std::span<const COp> c_ops() { return kOps; }
 
 const COp* find_c_op(std::string_view op_name) {
   for (const COp& op : kOps)

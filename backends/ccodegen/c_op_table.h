@@ -4,6 +4,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,7 @@ enum class COpKind {
   reduce,      ///< ReduceSum/Mean/Max/Min
   copy,        ///< Reshape, Flatten, Squeeze, Unsqueeze, Identity: same bytes, new shape
   transpose,
+  layer_norm,  ///< LayerNormalization (output Y only)
 };
 
 struct COp {
@@ -30,6 +32,8 @@ struct COp {
   COpKind kind;
 };
 
+/// Every op ccodegen emits.
+std::span<const COp> c_ops();
 /// The ccodegen row of an ONNX op, or nullptr when ccodegen does not emit it.
 const COp* find_c_op(std::string_view op_name);
 

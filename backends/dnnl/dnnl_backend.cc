@@ -8,6 +8,7 @@
 #include <string>
 
 #include "dnnl_module.h"
+#include "graft/core/parallel.h"
 #include "graft/runtime/backend.h"
 
 namespace graft::dnnl_backend {
@@ -42,7 +43,9 @@ std::unique_ptr<runtime::CompiledModule> load_dnnl_module(std::istream& in, cons
   in.read(tag.data(), static_cast<std::streamsize>(tag.size()));
   if (!in || tag != kSavedFormat) fail(ErrorKind::invalid_model, "dnnl module: unknown saved format");
   runtime::CompileOptions options;
-  options.num_threads = omp_get_max_threads();
+  // graft's thread count (Session scopes it around loading an artifact), not
+  // OpenMP's default: primitives sized for more threads than they run on are slow.
+  options.num_threads = current_num_threads();
   return DnnlBackend().compile(subgraph, options);
 }
 

@@ -491,7 +491,7 @@ std::vector<std::string> resolve_backend_order(const std::vector<std::string>& r
       }
     } else {
       for (const runtime::Backend* b : runtime::all_backends())
-        if (b->in_default_order() && b->unavailable_reason().empty()) names.push_back(b->name());
+        if (b->unavailable_reason().empty() && b->in_default_order()) names.push_back(b->name());
       return names;
     }
   }

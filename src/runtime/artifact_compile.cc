@@ -1,6 +1,8 @@
 // graft compile: an ONNX model prepared like a Session (passes, partitioning,
 // fusion), planned once for concrete input shapes -- which compiles every
 // compiled subgraph node with its backend -- and written as an artifact.
+#include <cstdlib>
+
 #include "graft/frontend/onnx_import.h"
 #include "graft/runtime/artifact.h"
 
@@ -47,7 +49,15 @@ ArtifactInfo compile_artifact(const std::string& onnx_path, const std::string& a
                               const ArtifactCompileOptions& options) {
   if (is_artifact_file(onnx_path))
     fail(ErrorKind::invalid_argument, "'", onnx_path, "' is already a compiled artifact; compile the ONNX model");
-  Session session(frontend::load_onnx(onnx_path), options.session);
+  SessionOptions session_options = options.session;
+  // Compiling ahead of time is where slow compilers pay off: without an explicit
+  // list, every available backend takes part, those left out of a Session's
+  // default order (ccodegen) included.
+  const char* env = std::getenv("GRAFT_BACKENDS");
+  if (session_options.backends.empty() && !(env && *env))
+    for (const Backend* backend : all_backends())
+      if (backend->unavailable_reason().empty()) session_options.backends.push_back(backend->name());
+  Session session(frontend::load_onnx(onnx_path), session_options);
   Session::PlannedGraph plan = session.plan_for_types(artifact_input_types(session.inputs(), options.input_shapes));
   write_artifact(*plan.graph, plan.modules, artifact_path);
   return inspect_artifact(artifact_path);

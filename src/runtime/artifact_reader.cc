@@ -362,8 +362,9 @@ class ArtifactReader {
       node->num_captured_inputs = num_captured;
       node->output_types = std::move(types);
       node->output_names = std::move(output_names);
-      if (constant.is_defined() && op != "Constant")
-        fail(ErrorKind::invalid_model, r.what(), ": ", node->describe(), " holds a constant value");
+      if (constant.is_defined() != (op == "Constant" && domain.empty()))
+        fail(ErrorKind::invalid_model, r.what(), ": ", node->describe(),
+             constant.is_defined() ? " holds a constant value" : " has no value");
       node->constant_value = constant;
       uint32_t num_attributes = r.count("attribute count", 5);
       for (uint32_t k = 0; k < num_attributes; ++k) {

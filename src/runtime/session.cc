@@ -46,6 +46,8 @@ Session::Session(const std::string& model_path, SessionOptions options) : option
   set_threads();
   const bool graft_extension = model_path.size() >= 6 && model_path.compare(model_path.size() - 6, 6, ".graft") == 0;
   if (graft_extension || is_artifact_file(model_path)) {
+    // Loaders that rebuild primitives size them for the current thread count.
+    ScopedNumThreads threads(num_threads_);
     restore(load_artifact(model_path));
     return;
   }

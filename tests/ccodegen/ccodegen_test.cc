@@ -5,12 +5,14 @@
 // through ccodegen, the support checker, and a missing compiler.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <functional>
 #include <sstream>
 
 #include "graft/backends/ccodegen.h"
 #include "graft/ir/type_inference.h"
+#include "graft/partition/partitioner.h"
 #include "graft/runtime/backend.h"
 #include "support/graph_runner.h"
 
@@ -49,6 +51,17 @@ Attributes attrs(std::initializer_list<std::pair<std::string, AttributeValue>> l
   return a;
 }
 
+/// The reference: graft's own kernels only (no partitioning, no fusion).
+std::vector<Tensor> run_reference(const Graph& graph, const std::vector<Tensor>& inputs) {
+  runtime::SessionOptions options;
+  options.passes = {"verify", "infer"};
+  options.backends = {"ref"};
+  options.fusion = false;
+  options.num_threads = 2;
+  runtime::Session session(graph.clone(), options);
+  return session.run(inputs);
+}
+
 std::vector<Tensor> run_compiled(const runtime::CompiledModule& module, const std::vector<Tensor>& inputs) {
   runtime::BufferPool pool;
   runtime::ModuleRunContext context{pool, 2, nullptr};
@@ -62,7 +75,7 @@ void check_case(CaseGraph& c, const std::vector<Value>& outputs, double rtol = 1
   if (!have_compiler()) GTEST_SKIP() << "no C compiler";
   for (size_t i = 0; i < outputs.size(); ++i) c.graph->add_output(outputs[i], "out" + std::to_string(i));
   infer_types(*c.graph);
-  std::vector<Tensor> want = graft::testing::run_graph(*c.graph, c.inputs);
+  std::vector<Tensor> want = run_reference(*c.graph, c.inputs);
   const runtime::Backend& backend = runtime::get_backend("ccodegen");
   auto module = backend.compile(*c.graph, {});
   std::vector<Tensor> got = run_compiled(*module, c.inputs);
@@ -197,6 +210,17 @@ TEST(Ccodegen, ReshapeAndTranspose) {
   check_case(c, {c.node("Relu", {t}), back, r, x});
 }
 
+TEST(Ccodegen, LayerNormalization) {
+  CaseGraph c;
+  Value x = c.input({2, 5, 48});
+  Value scale = c.constant(random_tensor({48}, 3));
+  Value bias = c.constant(random_tensor({48}, 4));
+  Attributes last = attrs({{"epsilon", 1e-12f}});
+  check_case(c, {c.node("LayerNormalization", {x, scale, bias}, last),
+                 c.node("LayerNormalization", {x, c.constant(random_tensor({5, 48}, 5))}, attrs({{"axis", int64_t{1}}}))},
+             1e-4, 1e-5);
+}
+
 TEST(Ccodegen, EncoderLikeSubgraph) {
   // LayerNorm-style mean/variance, a projection and an attention softmax.
   CaseGraph c(18);
@@ -251,8 +275,30 @@ TEST(Ccodegen, RunsSubgraphNodesInASession) {
   options.passes = {"verify", "infer"};
   runtime::Session session(std::move(g), options);
   std::vector<Tensor> got = session.run({in});
-  std::vector<Tensor> want = graft::testing::run_graph(*body, {in});
+  std::vector<Tensor> want = run_reference(*body, {in});
   expect_close(got[0], want[0]);
+}
+
+TEST(Ccodegen, PartitionerHandsItSubgraphsWhenAsked) {
+  if (!have_compiler()) GTEST_SKIP() << "no C compiler";
+  // Not in a Session's default order (a compiler run per subgraph): only when named.
+  auto order = partition::resolve_backend_order({});
+  EXPECT_EQ(std::find(order.begin(), order.end(), "ccodegen"), order.end());
+
+  CaseGraph c;
+  Value x = c.input({4, 16});
+  Value y = c.node("Softmax", {c.node("Tanh", {c.node("Add", {x, c.constant(random_tensor({16}, 2))})})});
+  c.graph->add_output(y, "y");
+  std::vector<Tensor> want = run_reference(*c.graph, c.inputs);
+  runtime::SessionOptions options;
+  options.backends = {"ccodegen", "ref"};
+  options.num_threads = 2;
+  runtime::Session session(c.graph->clone(), options);
+  expect_close(session.run(c.inputs)[0], want[0]);
+  EXPECT_GE(session.num_compiles(), 1u);
+  size_t ccodegen_nodes = 0;
+  for (const auto& node : session.graph().nodes()) ccodegen_nodes += node->backend == "ccodegen";
+  EXPECT_EQ(ccodegen_nodes, 1u) << "one subgraph for the whole chain";
 }
 
 TEST(Ccodegen, SupportChecker) {
@@ -282,6 +328,15 @@ TEST(Ccodegen, MissingCompilerIsReported) {
   const runtime::Backend& backend = runtime::get_backend("ccodegen");
   std::string reason = backend.unavailable_reason();
   EXPECT_NE(reason.find("/nonexistent/graft-test-cc"), std::string::npos) << reason;
+  {
+    Graph g;
+    g.opset_imports[""] = 17;
+    Node* x = g.add_input("x", ValueType::of(DType::float32, {2}));
+    Node* relu = g.add_node("Relu", {x->output(0)});
+    auto answer = backends::ccodegen_supports(*relu);
+    EXPECT_FALSE(answer.supported);
+    EXPECT_EQ(answer.reason, reason) << "every node is declined with the backend's reason";
+  }
   CaseGraph c;
   c.graph->add_output(c.node("Relu", {c.input({2})}), "y");
   infer_types(*c.graph);

@@ -70,6 +70,20 @@ TEST_F(CompileCliTest, CompileInfoAndRunMatchTheOnnxModel) {
   EXPECT_FALSE(checksum_line(from_artifact.out).empty());
 }
 
+TEST_F(CompileCliTest, CcodegenModulesAndEmittedC) {
+  if (std::system("command -v cc >/dev/null 2>&1") != 0) GTEST_SKIP() << "no C compiler";
+  Result compiled = graft("compile " + path("mlp.onnx") + " -o " + path("cc.graft") +
+                          " --shape input=2,784 --backends ccodegen,ref --emit-c " + path("c_files"));
+  ASSERT_EQ(compiled.exit_code, 0) << compiled.err;
+  EXPECT_NE(compiled.out.find("(ccodegen): ccodegen"), std::string::npos) << compiled.out;
+  bool any_c = false;
+  for (const auto& entry : fs::directory_iterator(dir_ / "c_files")) any_c = any_c || entry.path().extension() == ".c";
+  EXPECT_TRUE(any_c);
+  Result from_artifact = graft("run " + path("cc.graft"));
+  ASSERT_EQ(from_artifact.exit_code, 0) << from_artifact.err;
+  EXPECT_NE(from_artifact.out.find("output 'output': float32[2,10]"), std::string::npos) << from_artifact.out;
+}
+
 TEST_F(CompileCliTest, DamagedArtifactsAreOneLineErrors) {
   ASSERT_EQ(graft("compile " + path("mlp.onnx") + " -o " + path("d.graft") + " --shape input=1,784").exit_code, 0);
   std::string bytes = read_text(dir_ / "d.graft");

@@ -7,7 +7,7 @@
 /// bytes, so an artifact restores it without running the compiler again.
 ///
 /// Float32 only. Ops: the elementwise and broadcast arithmetic ops, MatMul,
-/// Gemm, Softmax/LogSoftmax, ReduceSum/Mean/Max/Min, Reshape, Flatten,
+/// Gemm, Softmax/LogSoftmax, ReduceSum/Mean/Max/Min, LayerNormalization, Reshape, Flatten,
 /// Squeeze, Unsqueeze, Identity and Transpose.
 #pragma once
 
@@ -50,7 +50,8 @@ struct GeneratedC {
 /// Emits C for a subgraph whose values all have concrete float32 types. The
 /// entry function is
 ///   void ENTRY(const float* const* inputs, float* const* outputs,
-///              const float* const* constants, float* scratch);
+///              const float* const* constants, float* scratch, int num_threads);
+/// (`num_threads` bounds its OpenMP loops: the session's intra-op thread count).
 /// Throws Error(unsupported) naming the node it cannot emit.
 GeneratedC generate_c(const ir::Graph& subgraph);
 

@@ -47,7 +47,8 @@ struct PartitionOptions {
 
 /// The backend priority order: `requested` when not empty, else the
 /// comma-separated GRAFT_BACKENDS environment variable when set, else every
-/// available backend in default order. Unknown names are invalid_argument
+/// available backend in default order (except those whose
+/// Backend::in_default_order() is false, such as ccodegen). Unknown names are invalid_argument
 /// listing the available backends; so are duplicates and empty names.
 std::vector<std::string> resolve_backend_order(const std::vector<std::string>& requested);
 

@@ -89,7 +89,9 @@ ArtifactInfo inspect_artifact(const std::string& path);
 
 /// How graft compile builds an artifact.
 struct ArtifactCompileOptions {
-  SessionOptions session;                    ///< backends, fusion, threads, passes
+  /// Backends, fusion, threads, passes. Empty backends and no GRAFT_BACKENDS:
+  /// every available backend, including those a Session leaves out by default (ccodegen).
+  SessionOptions session;
   std::map<std::string, Shape> input_shapes; ///< by input name; needed for symbolic dimensions
 };
 

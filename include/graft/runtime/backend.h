@@ -35,13 +35,14 @@ class Backend {
   virtual Device device() const { return Device{}; }
   /// Position in the default priority order (lower first). `ref` is last.
   virtual int default_rank() const { return 100; }
-  /// Whether the default order (no --backends, no GRAFT_BACKENDS) includes
-  /// this backend. Backends that are only worth it when asked for (ccodegen)
-  /// and test doubles say no.
-  virtual bool in_default_order() const { return true; }
   /// Empty when usable on this machine; otherwise why not ("no C compiler
   /// found"). An unavailable backend declines every node with this reason.
   virtual std::string unavailable_reason() const { return {}; }
+  /// False for backends used only when named (SessionOptions::backends,
+  /// GRAFT_BACKENDS, --backends) or by ahead-of-time compiles (graft compile):
+  /// those whose compile() is slow enough (a C compiler run per subgraph) that
+  /// a Session should not pay it unasked.
+  virtual bool in_default_order() const { return true; }
   /// Compiles one subgraph whose Input nodes carry concrete dtypes and shapes.
   /// The subgraph's inputs are the module's inputs, its outputs the module's
   /// outputs, in order.
