@@ -76,9 +76,7 @@ TEST(ProfileReport, SummarizesPerRunMeansSortedByTime) {
   EXPECT_EQ(text.find("relu "), std::string::npos) << "the third node is beyond top 2: " << text;
 }
 
-TEST(ProfileReport, RefusesAnEmptyRunList) {
-  EXPECT_THROW(runtime::summarize_profile({}), Error);
-}
+TEST(ProfileReport, RefusesAnEmptyRunList) { EXPECT_THROW(runtime::summarize_profile({}), Error); }
 
 TEST(ProfileReport, ChromeTraceHasOneCompleteEventPerNodeExecution) {
   auto runs = two_runs();

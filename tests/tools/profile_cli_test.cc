@@ -43,8 +43,8 @@ class ProfileCliTest : public ::testing::Test {
 
   static Result graft(const std::string& args) {
     fs::path out = dir_ / "stdout", err = dir_ / "stderr";
-    std::string command = "'" + std::string(GRAFT_BINARY_DIR) + "/bin/graft' " + args + " >'" + out.string() +
-                          "' 2>'" + err.string() + "' </dev/null";
+    std::string command = "'" + std::string(GRAFT_BINARY_DIR) + "/bin/graft' " + args + " >'" + out.string() + "' 2>'" +
+                          err.string() + "' </dev/null";
     int status = std::system(command.c_str());
     return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(out), slurp(err)};
   }
