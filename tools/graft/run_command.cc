@@ -25,6 +25,7 @@
 #include "command.h"
 #include "graft/core/error.h"
 #include "graft/frontend/npy.h"
+#include "graft/partition/annotations.h"
 #include "graft/runtime/profile_report.h"
 #include "graft/runtime/session.h"
 
@@ -42,10 +43,14 @@ struct RunCommandOptions {
   std::vector<std::string> shapes;
   std::string output_dir;
   std::string threads;
+  std::string fusion;
   std::string repeat;
   std::string show = "8";
   uint64_t seed = 0;
   bool stats = false;
+  std::string backends;
+  std::string annotations;
+  bool report = false;
   bool profile = false;
   std::string trace;
   std::string profile_top = "25";
@@ -132,6 +137,10 @@ void print_output(const std::string& name, const Tensor& t, int64_t show) {
 int run_model(const RunCommandOptions& options) {
   runtime::SessionOptions session_options;
   if (!options.threads.empty()) session_options.num_threads = parse_thread_count(options.threads, "--threads");
+  if (options.fusion == "on") session_options.fusion = true;
+  else if (options.fusion == "off") session_options.fusion = false;
+  else if (!options.fusion.empty())
+    fail(ErrorKind::invalid_argument, "--fusion '", options.fusion, "' is not valid (expected on or off)");
   const bool profiling = options.profile || !options.trace.empty();
   session_options.profile = profiling;
   int64_t profile_top = parse_count(options.profile_top, "--profile-top", 1000000);
@@ -152,7 +161,10 @@ int run_model(const RunCommandOptions& options) {
     if (!files.emplace(name, path).second) fail(ErrorKind::invalid_argument, "--input given twice for '", name, "'");
   }
 
+  if (!options.backends.empty()) session_options.backends = parse_name_list(options.backends, "--backends");
+  if (!options.annotations.empty()) session_options.annotations = partition::load_annotations(options.annotations);
   runtime::Session session(options.model, session_options);
+  if (options.report) std::cout << session.partition_report().summary_line() << "\n";
   std::string input_names;
   for (const auto& info : session.inputs()) input_names += (input_names.empty() ? "'" : ", '") + info.name + "'";
   if (input_names.empty()) input_names = "none";
@@ -266,6 +278,7 @@ std::function<int()> setup_run(CLI::App& app) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub->add_option("--output-dir", options->output_dir, "write each output to DIR/OUTPUTNAME.npy");
   sub->add_option("--threads", options->threads, "intra-op threads, 1..1024 (default: GRAFT_NUM_THREADS or cores)");
+  sub->add_option("--fusion", options->fusion, "on|off: pointwise fusion (default: GRAFT_FUSION, else on)");
   sub->add_option("--repeat", options->repeat, "run N more times and print the median and min latency");
   sub->add_flag("--stats", options->stats, "print peak and total intermediate memory and buffer reuse");
   sub->add_flag("--profile", options->profile,
@@ -276,6 +289,10 @@ std::function<int()> setup_run(CLI::App& app) {
                   "how many of the slowest nodes --profile lists (default 25, 0 = all)");
   sub->add_option("--seed", options->seed, "seed of the random inputs (default 0)");
   sub->add_option("--show", options->show, "how many leading values of each output to print (default 8)");
+  sub->add_option("--backends", options->backends,
+                  "backends in priority order, comma-separated (default: GRAFT_BACKENDS, else all available)");
+  sub->add_option("--annotations", options->annotations, "JSON file pinning nodes, forbidding backends, declaring regions");
+  sub->add_flag("--report", options->report, "print how many nodes each backend runs (see graft partition)");
   return [options] { return run_model(*options); };
 }
 
