@@ -31,6 +31,7 @@ struct ProfileRow {
   std::string op_type;      ///< for node rows: the node's op; else empty
   std::string backend;      ///< for node rows: the backend that ran it; else empty
   int64_t count = 0;        ///< nodes (or node executions) per run in this row
+  int64_t model_nodes = 0;  ///< model nodes they stand for per run (NodeTiming::model_nodes)
   double microseconds = 0;  ///< mean time per run
 };
 
