@@ -13,6 +13,8 @@ PyTorch). Each runtime then runs in its own fresh worker process
   runs at a time (rotating who goes first) until each has --runs timed runs;
   the median is reported. Every worker uses 2 threads, batch 1;
 * peak RSS: VmHWM of each worker process (/proc/PID/status) before it exits;
+* waiting: by default idle threads sleep (OMP_WAIT_POLICY=PASSIVE, ORT
+  allow_spinning=0), see --spin;
 * accuracy: max |output - PyTorch eager| / max |PyTorch eager| on the first
   output, for graft and for ONNX Runtime.
 
@@ -257,13 +259,16 @@ def worker_command(runtime, paths, out_dir, args):
         return command
     if runtime == "ort":
         return ["node", os.path.join(HERE, "ort_runner.js"), paths["onnx"], paths["inputs"], out_dir,
-                "--threads", str(args.threads)]
+                "--threads", str(args.threads), "--spin", "1" if args.spin else "0"]
     return [sys.executable, os.path.join(HERE, "torch_runner.py"), paths["pt"], paths["inputs"], out_dir,
             "--threads", str(args.threads)]
 
 
 def worker_env(args):
     env = dict(os.environ)
+    if not args.spin:
+        # graft and PyTorch use OpenMP: idle threads sleep instead of spinning.
+        env["OMP_WAIT_POLICY"] = "PASSIVE"
     if args.backends:
         env["GRAFT_BACKENDS"] = args.backends
     return env
@@ -431,6 +436,11 @@ def main():
                         help="untimed runs per runtime after the first (TorchScript optimizes during its first 2-3)")
     parser.add_argument("--block", type=int, default=5, help="runs per turn when the runtimes alternate")
     parser.add_argument("--gap-ms", type=float, default=20, help="pause after each turn (idle threads settle)")
+    parser.add_argument("--spin", action="store_true",
+                        help="let idle worker threads spin-wait (the runtimes' default; right on a quiet machine). "
+                             "Without it: OMP_WAIT_POLICY=PASSIVE (graft, PyTorch) and ORT allow_spinning=0, "
+                             "which a shared or loaded machine needs: there, spinning threads that wait at a "
+                             "barrier for a descheduled peer make runs 10-100x slower")
     parser.add_argument("--quick", action="store_true", help="smoke test: 3 runs, 3 warm-ups, turns of 1")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--backends", default="", help="graft backends in priority order (also GRAFT_BACKENDS)")
@@ -476,7 +486,8 @@ def main():
     started = datetime.datetime.now(datetime.timezone.utc)
     info = {"date": started.strftime("%Y-%m-%d %H:%M UTC"), "machine": machine(), "runs": args.runs,
             "warmup": args.warmup, "block": args.block, "threads": args.threads, "batch": 1,
-            "backends": args.backends or os.environ.get("GRAFT_BACKENDS", "") or "(default)", "opset": args.opset}
+            "backends": args.backends or os.environ.get("GRAFT_BACKENDS", "") or "(default)", "opset": args.opset,
+            "spin_wait": args.spin}
     results = []
     for name in names:
         t0 = time.perf_counter()
@@ -488,8 +499,11 @@ def main():
     info["load_average_after"] = os.getloadavg()
     with open(json_path, "w") as f:
         json.dump({"info": info, "results": results}, f, indent=1)
-    print("%s, %s (%d cores), %d threads per runtime, batch 1, median of %d runs; graft backends: %s\n" %
-          (info["date"], info["machine"]["cpu"], info["machine"]["cores"], args.threads, args.runs, info["backends"]))
+    print("%s, %s (%d cores, load average %.1f before, %.1f after), %d threads per runtime (%s), batch 1, "
+          "median of %d runs; graft backends: %s\n" %
+          (info["date"], info["machine"]["cpu"], info["machine"]["cores"], info["machine"]["load_average"][0],
+           info["load_average_after"][0], args.threads, "spin-waiting" if args.spin else "passive waiting",
+           args.runs, info["backends"]))
     print(markdown(results, args.runtimes))
     print("\nJSON: %s" % json_path)
     failed = any(entry.get("error") for result in results for entry in result["runtimes"].values())

@@ -79,15 +79,20 @@ std::vector<std::string> split_commas(const std::string& text) {
 }
 
 int serve(int argc, char** argv) {
-  if (argc < 4) graft::fail(graft::ErrorKind::invalid_argument, "usage: graft_runner MODEL INPUTS.json OUTPUT_DIR [--threads N] [--backends a,b]");
+  if (argc < 4)
+    graft::fail(graft::ErrorKind::invalid_argument,
+                "usage: graft_runner MODEL INPUTS.json OUTPUT_DIR [--threads N] [--backends a,b]");
   std::string model = argv[1], manifest_path = argv[2], output_dir = argv[3];
   graft::runtime::SessionOptions options;
   options.num_threads = 2;
   for (int i = 4; i + 1 < argc; i += 2) {
     std::string flag = argv[i];
-    if (flag == "--threads") options.num_threads = std::stoi(argv[i + 1]);
-    else if (flag == "--backends") options.backends = split_commas(argv[i + 1]);
-    else graft::fail(graft::ErrorKind::invalid_argument, "unknown flag '", flag, "'");
+    if (flag == "--threads")
+      options.num_threads = std::stoi(argv[i + 1]);
+    else if (flag == "--backends")
+      options.backends = split_commas(argv[i + 1]);
+    else
+      graft::fail(graft::ErrorKind::invalid_argument, "unknown flag '", flag, "'");
   }
 
   json manifest = json::parse(read_file(manifest_path));

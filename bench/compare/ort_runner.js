@@ -1,13 +1,14 @@
 // ort_runner.js: the ONNX Runtime side of bench/compare (compare.py drives it).
 //
-//   node ort_runner.js MODEL.onnx INPUTS.json OUTPUT_DIR [--threads N]
+//   node ort_runner.js MODEL.onnx INPUTS.json OUTPUT_DIR [--threads N] [--spin 0|1]
 //
 // Same protocol as graft_runner.cc: times session creation + the first run,
 // writes the outputs as raw little-endian files, prints one JSON line
 // {"ready": true, ...}, then serves "run N" lines with {"times_ms": [...]}.
 // Session options: intraOpNumThreads N (default 2), interOpNumThreads 1,
 // sequential execution, graphOptimizationLevel 'all' (ORT's full set of
-// graph rewrites, as a production deployment would use).
+// graph rewrites, as a production deployment would use); --spin 0 turns off
+// the intra-op pool's spin-waiting (session.intra_op.allow_spinning).
 'use strict';
 const fs = require('fs');
 const path = require('path');
@@ -45,8 +46,10 @@ async function main() {
   if (args.length < 3) throw new Error('usage: node ort_runner.js MODEL INPUTS.json OUTPUT_DIR [--threads N]');
   const [model, manifestPath, outputDir] = args;
   let threads = 2;
+  let spin = '1';
   for (let i = 3; i + 1 < args.length; i += 2) {
     if (args[i] === '--threads') threads = parseInt(args[i + 1], 10);
+    else if (args[i] === '--spin') spin = args[i + 1];
     else throw new Error(`unknown flag '${args[i]}'`);
   }
   ort = require('onnxruntime-node');
@@ -61,6 +64,7 @@ async function main() {
     executionMode: 'sequential',
     graphOptimizationLevel: 'all',
     executionProviders: ['cpu'],
+    extra: { session: { intra_op: { allow_spinning: spin } } },
   });
   const loaded = process.hrtime.bigint();
   const results = await session.run(feeds);

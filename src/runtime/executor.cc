@@ -74,7 +74,13 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, BufferPool& po
     }
     if (options.profile && stats) {
       double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
-      stats->timings.push_back({n.name, n.op_type(), n.backend.empty() ? "ref" : n.backend, us, start});
+      int64_t model_nodes = 1;
+      if (n.subgraph) {
+        model_nodes = 0;
+        for (const auto& inner : n.subgraph->nodes())
+          model_nodes += inner->schema().category == ir::OpCategory::source ? 0 : 1;
+      }
+      stats->timings.push_back({n.name, n.op_type(), n.backend.empty() ? "ref" : n.backend, us, start, model_nodes});
     }
     for (size_t k = 0; k < outs.size(); ++k) values[first_entry + k] = std::move(outs[k]);
     node_inputs = std::vector<Tensor>();

@@ -23,6 +23,7 @@ std::vector<ProfileRow> sorted_rows(std::map<std::string, ProfileRow>& rows, siz
   for (auto& [key, row] : rows) {
     row.microseconds /= static_cast<double>(runs);
     row.count = (row.count + static_cast<int64_t>(runs) / 2) / static_cast<int64_t>(runs);
+    row.model_nodes = (row.model_nodes + static_cast<int64_t>(runs) / 2) / static_cast<int64_t>(runs);
     result.push_back(std::move(row));
   }
   std::stable_sort(result.begin(), result.end(), [](const ProfileRow& a, const ProfileRow& b) {
@@ -88,14 +89,17 @@ ProfileSummary summarize_profile(std::span<const ProfiledRun> runs) {
       node.op_type = t.op_type;
       node.backend = t.backend;
       node.count += 1;
+      node.model_nodes += t.model_nodes;
       node.microseconds += t.microseconds;
       ProfileRow& op = op_types[t.op_type];
       op.name = t.op_type;
       op.count += 1;
+      op.model_nodes += t.model_nodes;
       op.microseconds += t.microseconds;
       ProfileRow& backend = backends[t.backend];
       backend.name = t.backend;
       backend.count += 1;
+      backend.model_nodes += t.model_nodes;
       backend.microseconds += t.microseconds;
     }
   }
@@ -114,9 +118,11 @@ std::string format_profile(const ProfileSummary& summary, size_t top_nodes) {
                     format_ms(summary.wall_microseconds) + " ms, in nodes " + format_ms(total) + " ms (" +
                     format_share(total, summary.wall_microseconds) + " of wall)\n";
 
-  std::vector<std::vector<std::string>> rows{{"backend", "nodes", "ms", "share"}};
+  // "nodes" counts what the executor ran (a subgraph is one); "model nodes" what they stand for.
+  std::vector<std::vector<std::string>> rows{{"backend", "nodes", "model nodes", "ms", "share"}};
   for (const ProfileRow& r : summary.by_backend)
-    rows.push_back({r.name, std::to_string(r.count), format_ms(r.microseconds), format_share(r.microseconds, total)});
+    rows.push_back({r.name, std::to_string(r.count), std::to_string(r.model_nodes), format_ms(r.microseconds),
+                    format_share(r.microseconds, total)});
   out += "by backend:\n" + render_table(rows);
 
   rows = {{"op", "nodes", "ms", "mean ms", "share"}};
@@ -127,10 +133,11 @@ std::string format_profile(const ProfileSummary& summary, size_t top_nodes) {
   out += "by op type:\n" + render_table(rows);
 
   size_t shown = top_nodes == 0 ? summary.by_node.size() : std::min(top_nodes, summary.by_node.size());
-  rows = {{"node", "op", "backend", "ms", "share"}};
+  rows = {{"node", "op", "backend", "model nodes", "ms", "share"}};
   for (size_t i = 0; i < shown; ++i) {
     const ProfileRow& r = summary.by_node[i];
-    rows.push_back({r.name, r.op_type, r.backend, format_ms(r.microseconds), format_share(r.microseconds, total)});
+    rows.push_back({r.name, r.op_type, r.backend, std::to_string(r.model_nodes), format_ms(r.microseconds),
+                    format_share(r.microseconds, total)});
   }
   out += "slowest nodes (" + std::to_string(shown) + " of " + std::to_string(summary.by_node.size()) + "):\n" +
          render_table(rows);
@@ -178,7 +185,12 @@ std::string chrome_trace_json(std::span<const ProfiledRun> runs) {
                         {"dur", t.microseconds},
                         {"pid", 1},
                         {"tid", rows.at(t.backend)},
-                        {"args", {{"node", node_label(t, i)}, {"op", t.op_type}, {"backend", t.backend}, {"run", r}}}});
+                        {"args",
+                         {{"node", node_label(t, i)},
+                          {"op", t.op_type},
+                          {"backend", t.backend},
+                          {"model_nodes", t.model_nodes},
+                          {"run", r}}}});
     }
   }
   json trace{{"traceEvents", std::move(events)}, {"displayTimeUnit", "ms"}};

@@ -43,16 +43,18 @@ class ProfileCliTest : public ::testing::Test {
 
   static Result graft(const std::string& args) {
     fs::path out = dir_ / "stdout", err = dir_ / "stderr";
-    std::string command = "'" + std::string(GRAFT_BINARY_DIR) + "/bin/graft' " + args + " >'" + out.string() +
-                          "' 2>'" + err.string() + "' </dev/null";
+    std::string command = "'" + std::string(GRAFT_BINARY_DIR) + "/bin/graft' " + args + " >'" + out.string() + "' 2>'" +
+                          err.string() + "' </dev/null";
     int status = std::system(command.c_str());
     return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status), slurp(out), slurp(err)};
   }
 
-  /// Nodes one profiled run of the mlp times, from an in-process Session.
-  static size_t nodes_per_run() {
+  /// Nodes one profiled run of the mlp times, from an in-process Session
+  /// (empty `backends`: the default ones, as the CLI without --backends).
+  static size_t nodes_per_run(std::vector<std::string> backends) {
     graft::runtime::SessionOptions options;
     options.profile = true;
+    options.backends = std::move(backends);
     graft::runtime::Session session(mlp_, options);
     graft::runtime::RunStats stats;
     session.run({graft::Tensor(graft::DType::float32, {1, 784})}, &stats);
@@ -64,14 +66,22 @@ class ProfileCliTest : public ::testing::Test {
 };
 
 TEST_F(ProfileCliTest, PrintsTablesByBackendOpTypeAndNode) {
-  Result r = graft("run '" + mlp_ + "' --profile --repeat 3 --backends ref --fusion off");
+  Result r = graft("run '" + mlp_ + "' --profile --repeat 3 --backends ref");
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  EXPECT_NE(r.out.find("profile: 3 runs, " + std::to_string(nodes_per_run()) + " nodes per run"), std::string::npos)
+  EXPECT_NE(r.out.find("profile: 3 runs, " + std::to_string(nodes_per_run({"ref"})) + " nodes per run"),
+            std::string::npos)
       << r.out;
-  for (const char* section : {"by backend:", "by op type:", "slowest nodes (", "Gemm", "ref"})
+  for (const char* section : {"by backend:", "by op type:", "slowest nodes (", "model nodes", "Gemm", "ref"})
     EXPECT_NE(r.out.find(section), std::string::npos) << section << " missing from:\n" << r.out;
 
-  Result single = graft("run '" + mlp_ + "' --profile --profile-top 1 --backends ref --fusion off");
+  // With the default backends a subgraph is one timed node standing for several model nodes.
+  Result defaults = graft("run '" + mlp_ + "' --profile");
+  ASSERT_EQ(defaults.exit_code, 0) << defaults.err;
+  EXPECT_NE(defaults.out.find("profile: 1 run, " + std::to_string(nodes_per_run({})) + " nodes per run"),
+            std::string::npos)
+      << defaults.out;
+
+  Result single = graft("run '" + mlp_ + "' --profile --profile-top 1");
   ASSERT_EQ(single.exit_code, 0) << single.err;
   EXPECT_NE(single.out.find("profile: 1 run, "), std::string::npos) << single.out;
   EXPECT_NE(single.out.find("slowest nodes (1 of "), std::string::npos) << single.out;
@@ -79,7 +89,7 @@ TEST_F(ProfileCliTest, PrintsTablesByBackendOpTypeAndNode) {
 
 TEST_F(ProfileCliTest, TraceHasOneCompleteEventPerNodePerRun) {
   std::string trace_path = (dir_ / "trace.json").string();
-  Result r = graft("run '" + mlp_ + "' --repeat 2 --backends ref --fusion off --trace '" + trace_path + "'");
+  Result r = graft("run '" + mlp_ + "' --repeat 2 --trace '" + trace_path + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.find("by op type:"), std::string::npos) << "--trace alone prints no table";
   EXPECT_NE(r.out.find("wrote trace"), std::string::npos) << r.out;
@@ -103,7 +113,7 @@ TEST_F(ProfileCliTest, TraceHasOneCompleteEventPerNodePerRun) {
     }
   }
   EXPECT_EQ(run_events, 2u);
-  EXPECT_EQ(node_events, 2 * nodes_per_run());
+  EXPECT_EQ(node_events, 2 * nodes_per_run({}));
 }
 
 TEST_F(ProfileCliTest, BadProfileFlagsAreOneLineErrors) {

@@ -246,8 +246,8 @@ int run_model(const RunCommandOptions& options) {
     std::cout << runtime::format_profile(runtime::summarize_profile(profiled), static_cast<size_t>(profile_top));
   if (!options.trace.empty()) {
     runtime::write_chrome_trace(profiled, options.trace);
-    std::cout << "wrote trace " << options.trace << " (" << profiled.size() << " run" << (profiled.size() == 1 ? "" : "s")
-              << ")\n";
+    std::cout << "wrote trace " << options.trace << " (" << profiled.size() << " run"
+              << (profiled.size() == 1 ? "" : "s") << ")\n";
   }
 
   if (!options.output_dir.empty()) {
@@ -282,9 +282,11 @@ std::function<int()> setup_run(CLI::App& app) {
   sub->add_option("--repeat", options->repeat, "run N more times and print the median and min latency");
   sub->add_flag("--stats", options->stats, "print peak and total intermediate memory and buffer reuse");
   sub->add_flag("--profile", options->profile,
-               "print time per node, op type and backend (mean over the --repeat runs, else the first run)");
-  sub->add_option("--trace", options->trace, "write the profiled runs as a Chrome trace JSON (chrome://tracing, Perfetto)");
-  sub->add_option("--profile-top", options->profile_top, "how many of the slowest nodes --profile lists (default 25, 0 = all)");
+                "print time per node, op type and backend (mean over the --repeat runs, else the first run)");
+  sub->add_option("--trace", options->trace,
+                  "write the profiled runs as a Chrome trace JSON (chrome://tracing, Perfetto)");
+  sub->add_option("--profile-top", options->profile_top,
+                  "how many of the slowest nodes --profile lists (default 25, 0 = all)");
   sub->add_option("--seed", options->seed, "seed of the random inputs (default 0)");
   sub->add_option("--show", options->show, "how many leading values of each output to print (default 8)");
   sub->add_option("--backends", options->backends,

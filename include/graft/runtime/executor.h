@@ -23,6 +23,9 @@ struct NodeTiming {
   double microseconds = 0;
   /// When the node started (for timelines such as a Chrome trace).
   std::chrono::steady_clock::time_point start{};
+  /// Model nodes this node stands for: the computing (non-source) nodes of a
+  /// graft.Subgraph / graft.FusedPointwise body, else 1.
+  int64_t model_nodes = 1;
 };
 
 /// Per-run options.

@@ -27,10 +27,11 @@ struct ProfiledRun {
 /// One line of a summary: a node, an op type or a backend, with its time
 /// averaged per run.
 struct ProfileRow {
-  std::string name;      ///< node name (or "#position" when empty), op type or backend
-  std::string op_type;   ///< for node rows: the node's op; else empty
-  std::string backend;   ///< for node rows: the backend that ran it; else empty
-  int64_t count = 0;     ///< nodes (or node executions) per run in this row
+  std::string name;         ///< node name (or "#position" when empty), op type or backend
+  std::string op_type;      ///< for node rows: the node's op; else empty
+  std::string backend;      ///< for node rows: the backend that ran it; else empty
+  int64_t count = 0;        ///< nodes (or node executions) per run in this row
+  int64_t model_nodes = 0;  ///< model nodes they stand for per run (NodeTiming::model_nodes)
   double microseconds = 0;  ///< mean time per run
 };
 
@@ -38,9 +39,9 @@ struct ProfileRow {
 /// time, largest first (ties by name).
 struct ProfileSummary {
   size_t runs = 0;
-  size_t nodes_per_run = 0;       ///< node executions in the first run
-  double wall_microseconds = 0;   ///< mean wall time per run
-  double node_microseconds = 0;   ///< mean of the summed node times per run
+  size_t nodes_per_run = 0;      ///< node executions in the first run
+  double wall_microseconds = 0;  ///< mean wall time per run
+  double node_microseconds = 0;  ///< mean of the summed node times per run
   std::vector<ProfileRow> by_node;
   std::vector<ProfileRow> by_op_type;
   std::vector<ProfileRow> by_backend;
