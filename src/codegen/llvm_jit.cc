@@ -25,12 +25,14 @@
 //   sigmoid  1 / (1 + exp(-x)) or e / (1 + e), as the reference kernel.
 //   pow    exp(y log|x|) evaluated in float64 (float32 kernels) with the C
 //          rules for negative bases, zeros, ones and infinities.
-//   erf    float32: its Maclaurin series summed in float64 (60 terms, |x|<4;
-//          1 beyond). float64 erf, and sin/cos of both types, call libm (the
+//   erf    float32: its Maclaurin series (degree 121, Horner in x^2) in
+//          float64 for |x| < 4; 1 beyond. float64 erf, and sin/cos of both types, call libm (the
 //          loop then stays scalar).
 #include "llvm_jit.h"
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cmath>
 #include <mutex>
 #include <numbers>
@@ -87,7 +89,7 @@ Host& host() {
       result->init_error = to_message(detected.takeError());
       return result;
     }
-    detected->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
+    detected->setCodeGenOptLevel(llvm::CodeGenOpt::Default);
     detected->setRelocationModel(llvm::Reloc::PIC_);
     result->builder = std::make_unique<llvm::orc::JITTargetMachineBuilder>(*detected);
     auto machine = result->builder->createTargetMachine();
@@ -191,10 +193,21 @@ class Emitter {
     llvm::MDNode* vectorize = llvm::MDNode::get(
         ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
                llvm::ConstantAsMetadata::get(b_.getTrue())});
-    // Force vectorization only where it is possible: a libm call (sin, cos,
-    // float64 erf) keeps the loop scalar, and forcing it would make LLVM warn.
-    std::vector<llvm::Metadata*> loop_properties = {nullptr, parallel};
-    if (!calls_libm_) loop_properties.push_back(vectorize);
+    auto property = [&](const char* name, llvm::Constant* value) -> llvm::Metadata* {
+      return llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, name), llvm::ConstantAsMetadata::get(value)});
+    };
+    // Compile time matters (JIT latency): no interleaving or unrolling (the
+    // loops are memory-bound), and the strided variant, the rare broadcast
+    // path, stays scalar. Vectorization is forced only where possible: a
+    // libm call (sin, cos, float64 erf) keeps the loop scalar, and forcing it
+    // would make LLVM warn.
+    std::vector<llvm::Metadata*> loop_properties = {nullptr, parallel,
+                                                    property("llvm.loop.interleave.count", b_.getInt32(1)),
+                                                    llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")})};
+    if (strided)
+      loop_properties.push_back(property("llvm.loop.vectorize.width", b_.getInt32(1)));
+    else if (!calls_libm_)
+      loop_properties.push_back(vectorize);
     llvm::MDNode* loop_id = llvm::MDNode::getDistinct(ctx_, loop_properties);
     loop_id->replaceOperandWith(0, loop_id);
     branch->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
@@ -382,13 +395,14 @@ class Emitter {
     llvm::Value* a = intrinsic(llvm::Intrinsic::fabs, b_.CreateFPExt(x, wide));
     llvm::Value* saturated = b_.CreateFCmpOGE(a, cf(wide, 4));
     llvm::Value* ac = b_.CreateSelect(saturated, cf(wide, 0), a);
-    llvm::Value* s = b_.CreateFNeg(b_.CreateFMul(ac, ac));
-    llvm::Value* term = ac;
-    llvm::Value* sum = ac;
-    for (int n = 1; n <= 60; ++n) {
-      term = b_.CreateFMul(term, b_.CreateFMul(s, cf(wide, 1.0 / n)));
-      sum = fma(term, cf(wide, 1.0 / (2 * n + 1)), sum);
+    // erf(x) = 2/sqrt(pi) * x * sum_n (-x^2)^n / (n! (2n+1)), Horner in x^2.
+    std::vector<double> c;
+    double factorial = 1;
+    for (int n = 0; n <= 60; ++n) {
+      if (n > 0) factorial *= n;
+      c.push_back((n % 2 ? -1.0 : 1.0) / (factorial * (2 * n + 1)));
     }
+    llvm::Value* sum = b_.CreateFMul(ac, poly(b_.CreateFMul(ac, ac), c));
     llvm::Value* r = b_.CreateFMul(sum, cf(wide, 2 * std::numbers::inv_sqrtpi));
     r = b_.CreateSelect(saturated, cf(wide, 1), r);
     r = b_.CreateFPTrunc(r, t);
@@ -619,8 +633,14 @@ std::string compile_to_object(const KernelIR& ir, const std::string& symbol_pref
     builder.registerFunctionAnalyses(fam);
     builder.registerLoopAnalyses(lam);
     builder.crossRegisterProxies(lam, fam, cgam, mam);
-    llvm::ModulePassManager passes = builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+    llvm::ModulePassManager passes = builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
     passes.run(*module, mam);
+  }
+  if (std::getenv("GRAFT_DUMP_KERNELS")) {  // debugging aid: the optimized IR on stderr
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os, nullptr);
+    std::fprintf(stderr, "%s\n", os.str().c_str());
   }
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream os(buffer);
