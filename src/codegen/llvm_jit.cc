@@ -605,6 +605,10 @@ class Emitter {
   int lanes_ = 1;
 };
 
+/// The optimization pipeline of every kernel.
+constexpr const char* kPipeline =
+    "function(early-cse,instcombine,simplifycfg,loop-simplify,lcssa,loop-vectorize,early-cse,instcombine,simplifycfg)";
+
 /// Elements per call of the streaming variant (64 bytes of float32).
 constexpr int kStreamLanes = 16;
 
@@ -677,7 +681,12 @@ std::string compile_to_object(const KernelIR& ir, const std::string& symbol_pref
     builder.registerFunctionAnalyses(fam);
     builder.registerLoopAnalyses(lam);
     builder.crossRegisterProxies(lam, fam, cgam, mam);
-    llvm::ModulePassManager passes = builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O2);
+    // A short pipeline instead of O2 (JIT latency): the emitted IR is already
+    // SSA without memory traffic, so it needs CSE and peephole simplification
+    // around the loop vectorizer, nothing else.
+    llvm::ModulePassManager passes;
+    if (auto err = builder.parsePassPipeline(passes, kPipeline))
+      fail(ErrorKind::internal, "LLVM pass pipeline: ", to_message(std::move(err)));
     passes.run(*module, mam);
   }
   if (std::getenv("GRAFT_DUMP_KERNELS")) {  // debugging aid: the optimized IR on stderr
