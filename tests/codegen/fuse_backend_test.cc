@@ -78,11 +78,13 @@ TEST(FuseBackend, SessionMatchesUnfusedAndSecondShapeDoesNotRecompile) {
   runtime::SessionOptions options;
   options.passes = {"verify"};
   options.num_threads = 2;
+  options.fusion = false;
+  options.backends = {"ref"};
   runtime::Session session(std::move(fused), options);
   for (int64_t n : {3, 7}) {
     std::vector<Tensor> inputs = {random_of(DType::float32, {n, 1, 5}, 10 + n), random_of(DType::float32, {4, 1}, 20)};
     auto reference_graph = sample_graph(n);  // the unfused graph at the same shape
-    std::vector<Tensor> want = graft::testing::run_graph(*reference_graph, inputs);
+    std::vector<Tensor> want = graft::testing::run_reference(*reference_graph, inputs);
     std::vector<Tensor> got = session.run(inputs);
     ASSERT_EQ(got.size(), 2u);
     EXPECT_TRUE(close_enough(got[0], want[0], 1e-5, 1e-6));
@@ -102,12 +104,12 @@ TEST(FuseBackend, InjectedCompileFailureFallsBackToInterpreter) {
   auto plain = sample_graph(2);
   std::vector<Tensor> inputs = {random_of(DType::float32, {2, 1, 5}, 1), random_of(DType::float32, {4, 1}, 2)};
   ::testing::internal::CaptureStderr();
-  std::vector<Tensor> got = graft::testing::run_graph(*wrap_fused(*plain), inputs, {"verify"});
-  std::vector<Tensor> again = graft::testing::run_graph(*wrap_fused(*sample_graph(3)), {random_of(DType::float32, {3, 1, 5}, 1), inputs[1]}, {"verify"});
+  std::vector<Tensor> got = graft::testing::run_reference(*wrap_fused(*plain), inputs, {"verify"});
+  std::vector<Tensor> again = graft::testing::run_reference(*wrap_fused(*sample_graph(3)), {random_of(DType::float32, {3, 1, 5}, 1), inputs[1]}, {"verify"});
   std::string err = ::testing::internal::GetCapturedStderr();
   cache.set_fail_compiles_for_testing(false);
   cache.clear_memory();
-  std::vector<Tensor> want = graft::testing::run_graph(*plain, inputs);
+  std::vector<Tensor> want = graft::testing::run_reference(*plain, inputs);
   EXPECT_TRUE(close_enough(got[0], want[0], 1e-6, 1e-7));
   EXPECT_TRUE(close_enough(got[1], want[1], 0, 0));
   if (!cache.cpu_key(lower_body(*plain).ir).empty() && !std::getenv("GRAFT_JIT")) {
@@ -157,7 +159,7 @@ TEST(FuseBackend, SavedModuleLoadsAndRuns) {
   runtime::BufferPool pool;
   runtime::ModuleRunContext context{pool, 2};
   std::vector<Tensor> got = loaded->run(inputs, context);
-  std::vector<Tensor> want = graft::testing::run_graph(*plain, inputs);
+  std::vector<Tensor> want = graft::testing::run_reference(*plain, inputs);
   EXPECT_TRUE(close_enough(got[0], want[0], 1e-5, 1e-6));
   std::string bytes = saved.str();
   for (size_t cut : {size_t(2), size_t(9), bytes.size() / 2}) {

@@ -21,7 +21,9 @@ TEST(StreamingStores, LargeDenseKernelMatchesInterpreter) {
   ir.outputs = {s, wide};
   ir = canonicalize(ir);
   auto runner = CompileCache::global().cpu_runner(ir);
-  if (std::string(runner->kind()) == "llvm") EXPECT_GT(runner->streaming_lanes(), 0);
+  if (std::string(runner->kind()) == "llvm") {
+    EXPECT_GT(runner->streaming_lanes(), 0);
+  }
   const int64_t n = (int64_t(3) << 20) + 13;  // 12 MiB of float32 output, not a multiple of the lanes
   std::vector<Tensor> inputs = {graft::testing::random_of(DType::float32, {n}, 1),
                                 graft::testing::random_of(DType::float32, {n}, 2)};
