@@ -105,7 +105,9 @@ TEST(FusionControl, FusedNodesRunWithoutAFuseBackend) {
   Tensor y = session.run({x})[0];
   options.fusion = false;
   runtime::Session plain(small_chain(), options);
-  expect_close(y, plain.run({x})[0], 0, 0);
+  // Fused kernels run through the fuse backend: its JIT's exp/tanh/erf/... are
+  // within a few ulp of the reference kernels (docs/codegen.md), not bit-exact.
+  expect_close(y, plain.run({x})[0], 1e-5, 1e-6);
   if (runtime::find_backend("fuse") == nullptr) {
     EXPECT_EQ(count_fused(session.graph()), 1u);
   }
