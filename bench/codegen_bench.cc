@@ -138,6 +138,7 @@ int main(int argc, char** argv) {
     std::printf("%4d %10.2f %12.2f %10.2f %14.2f %12.2f %10.2f %10.2f\n", k, bytes / copy / 1e9, bytes / fused / 1e9,
                 copy / fused, bytes / interpreted / 1e9, unfused * 1e3, fused * 1e3, unfused / fused);
     if (std::string(runner->kind()) != "llvm") std::printf("     (runner: %s)\n", runner->kind());
+    if (k == 2) std::printf("     (streaming lanes: %lld)\n", static_cast<long long>(runner->streaming_lanes()));
   }
 
   // JIT latency: distinct kernels, cold (no disk cache), then from the disk
