@@ -56,6 +56,9 @@ std::vector<int64_t> strides_in(const Shape& shape, const Shape& domain) {
 }
 
 constexpr int64_t kChunkElements = 16384;
+/// Output size from which dense kernels use streaming stores (beyond a
+/// typical last-level cache share).
+constexpr int64_t kStreamingBytes = int64_t(8) << 20;
 
 }  // namespace
 
@@ -153,10 +156,31 @@ std::vector<Tensor> run_kernel(const KernelIR& ir, const KernelRunner& runner, s
   }
 
   if (rank == 1 && inner_contiguous) {
+    // Outputs far larger than the caches are written with streaming stores
+    // (no read-for-ownership) over the 64-byte-aligned middle of each chunk.
+    int64_t lanes = runner.streaming_lanes();
+    int64_t output_bytes = 0;
+    for (size_t k = inputs.size(); k < n_ops; ++k) output_bytes += total * static_cast<int64_t>(element_size[k]);
+    bool stream = lanes > 0 && output_bytes >= kStreamingBytes;
     parallel_for(total, kChunkElements, [&](int64_t begin, int64_t end) {
       std::vector<void*> ptrs(n_ops);
-      for (size_t k = 0; k < n_ops; ++k) ptrs[k] = base[k] ? base[k] + begin * static_cast<int64_t>(element_size[k]) : nullptr;
-      runner.run_contiguous(end - begin, ptrs.data());
+      auto at = [&](int64_t index) {
+        for (size_t k = 0; k < n_ops; ++k)
+          ptrs[k] = base[k] ? base[k] + index * static_cast<int64_t>(element_size[k]) : nullptr;
+        return ptrs.data();
+      };
+      int64_t head = stream ? std::min(end, (begin + lanes - 1) / lanes * lanes) : end;
+      int64_t body_end = head + (end - head) / lanes * lanes * (stream ? 1 : 0);
+      bool aligned = stream;
+      for (size_t k = inputs.size(); k < n_ops && aligned; ++k)
+        aligned = reinterpret_cast<uintptr_t>(base[k] + head * static_cast<int64_t>(element_size[k])) % 64 == 0;
+      if (!aligned) {
+        runner.run_contiguous(end - begin, at(begin));
+        return;
+      }
+      if (head > begin) runner.run_contiguous(head - begin, at(begin));
+      if (body_end > head) runner.run_streaming(body_end - head, at(head));
+      if (end > body_end) runner.run_contiguous(end - body_end, at(body_end));
     });
     return outputs;
   }

@@ -25,12 +25,14 @@
 //   sigmoid  1 / (1 + exp(-x)) or e / (1 + e), as the reference kernel.
 //   pow    exp(y log|x|) evaluated in float64 (float32 kernels) with the C
 //          rules for negative bases, zeros, ones and infinities.
-//   erf    float32: its Maclaurin series summed in float64 (60 terms, |x|<4;
-//          1 beyond). float64 erf, and sin/cos of both types, call libm (the
+//   erf    float32: its Maclaurin series (degree 121, Horner in x^2) in
+//          float64 for |x| < 4; 1 beyond. float64 erf, and sin/cos of both types, call libm (the
 //          loop then stays scalar).
 #include "llvm_jit.h"
 
 #include <atomic>
+#include <cstdio>
+#include <cstdlib>
 #include <cmath>
 #include <mutex>
 #include <numbers>
@@ -44,6 +46,7 @@
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
 #include <llvm/IR/IRBuilder.h>
 #include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/IntrinsicsX86.h>
 #include <llvm/IR/LLVMContext.h>
 #include <llvm/IR/LegacyPassManager.h>
 #include <llvm/IR/MDBuilder.h>
@@ -70,7 +73,8 @@ std::string to_message(llvm::Error error) { return llvm::toString(std::move(erro
 struct Host {
   std::string init_error;
   std::unique_ptr<llvm::orc::JITTargetMachineBuilder> builder;
-  std::unique_ptr<llvm::TargetMachine> machine;
+  std::unique_ptr<llvm::TargetMachine> machine;       // full instruction selection and scheduling
+  std::unique_ptr<llvm::TargetMachine> fast_machine;  // CodeGenOpt::None: for cheap, memory-bound kernels
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::string target_id;
   std::mutex compile_mutex;
@@ -87,7 +91,7 @@ Host& host() {
       result->init_error = to_message(detected.takeError());
       return result;
     }
-    detected->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
+    detected->setCodeGenOptLevel(llvm::CodeGenOpt::Default);
     detected->setRelocationModel(llvm::Reloc::PIC_);
     result->builder = std::make_unique<llvm::orc::JITTargetMachineBuilder>(*detected);
     auto machine = result->builder->createTargetMachine();
@@ -96,6 +100,14 @@ Host& host() {
       return result;
     }
     result->machine = std::move(*machine);
+    llvm::orc::JITTargetMachineBuilder fast_builder = *result->builder;
+    fast_builder.setCodeGenOptLevel(llvm::CodeGenOpt::None);
+    auto fast_machine = fast_builder.createTargetMachine();
+    if (!fast_machine) {
+      result->init_error = to_message(fast_machine.takeError());
+      return result;
+    }
+    result->fast_machine = std::move(*fast_machine);
     auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(*result->builder).create();
     if (!jit) {
       result->init_error = to_message(jit.takeError());
@@ -103,7 +115,7 @@ Host& host() {
     }
     result->jit = std::move(*jit);
     result->target_id = "llvm-" LLVM_VERSION_STRING "|" + result->builder->getTargetTriple().str() + "|" +
-                        result->builder->getCPU() + "|" + result->builder->getFeatures().getString() + "|emitter-1";
+                        result->builder->getCPU() + "|" + result->builder->getFeatures().getString() + "|emitter-2";
     return result;
   }();
   return *h;
@@ -121,7 +133,21 @@ class Emitter {
   Emitter(llvm::LLVMContext& context, llvm::Module& module, const KernelIR& ir)
       : ctx_(context), module_(module), ir_(ir), b_(context) {}
 
-  void emit_function(const std::string& name, bool strided) {
+  /// True when a streaming variant makes sense: no libm calls (they do not
+  /// take vectors) and outputs of 4 or 8 bytes (aligned full-vector stores).
+  bool can_stream() const {
+    if (calls_libm_) return false;
+    for (DType t : ir_.output_dtypes())
+      if (dtype_size(t) != 4 && dtype_size(t) != 8) return false;
+    return true;
+  }
+
+  /// Emits one loop function. `strided`: per-operand element strides.
+  /// `lanes` > 1: the streaming variant, written directly on vectors of that
+  /// many elements, with non-temporal stores (n a multiple of lanes, outputs
+  /// 64-byte aligned) and an sfence at the end.
+  void emit_function(const std::string& name, bool strided, int lanes = 1) {
+    lanes_ = lanes;
     llvm::Type* i64 = b_.getInt64Ty();
     llvm::Type* i8pp = b_.getInt8PtrTy()->getPointerTo();
     std::vector<llvm::Type*> params = {i64, i8pp};
@@ -169,6 +195,7 @@ class Emitter {
 
     b_.SetInsertPoint(loop);
     llvm::PHINode* i = b_.CreatePHI(i64, 2);
+    llvm::MDNode* nontemporal = llvm::MDNode::get(ctx_, {llvm::ConstantAsMetadata::get(b_.getInt32(1))});
     i->addIncoming(b_.getInt64(0), entry);
     access_group_ = llvm::MDNode::getDistinct(ctx_, {});
     std::vector<llvm::Value*> values(ir_.exprs.size(), nullptr);
@@ -177,13 +204,20 @@ class Emitter {
       size_t k = ir_.input_dtypes.size() + o;
       const Expr& out = ir_.exprs[static_cast<size_t>(ir_.outputs[o])];
       llvm::Value* v = values[static_cast<size_t>(ir_.outputs[o])];
-      if (out.dtype == DType::boolean) v = b_.CreateZExt(v, b_.getInt8Ty());
+      if (out.dtype == DType::boolean) v = b_.CreateZExt(v, vec(b_.getInt8Ty()));
       llvm::Value* index = strided ? b_.CreateMul(i, strides_[k]) : static_cast<llvm::Value*>(i);
       llvm::Value* address = b_.CreateInBoundsGEP(storage_type(out.dtype), pointers_[k], index);
-      auto* store = b_.CreateStore(v, address);
-      store->setMetadata(llvm::LLVMContext::MD_access_group, access_group_);
+      if (lanes_ > 1) {
+        address = b_.CreateBitCast(address, v->getType()->getPointerTo());
+        auto* store = b_.CreateAlignedStore(v, address, llvm::Align(64));
+        store->setMetadata(llvm::LLVMContext::MD_nontemporal, nontemporal);
+        store->setMetadata(llvm::LLVMContext::MD_access_group, access_group_);
+      } else {
+        auto* store = b_.CreateStore(v, address);
+        store->setMetadata(llvm::LLVMContext::MD_access_group, access_group_);
+      }
     }
-    llvm::Value* next = b_.CreateAdd(i, b_.getInt64(1));
+    llvm::Value* next = b_.CreateAdd(i, b_.getInt64(lanes_));
     i->addIncoming(next, loop);
     auto* branch = b_.CreateCondBr(b_.CreateICmpSLT(next, n), loop, done);
     llvm::MDNode* parallel = llvm::MDNode::get(
@@ -191,21 +225,39 @@ class Emitter {
     llvm::MDNode* vectorize = llvm::MDNode::get(
         ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
                llvm::ConstantAsMetadata::get(b_.getTrue())});
-    // Force vectorization only where it is possible: a libm call (sin, cos,
-    // float64 erf) keeps the loop scalar, and forcing it would make LLVM warn.
-    std::vector<llvm::Metadata*> loop_properties = {nullptr, parallel};
-    if (!calls_libm_) loop_properties.push_back(vectorize);
+    auto property = [&](const char* name, llvm::Constant* value) -> llvm::Metadata* {
+      return llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, name), llvm::ConstantAsMetadata::get(value)});
+    };
+    // Compile time matters (JIT latency): no interleaving or unrolling (the
+    // loops are memory-bound), and the strided variant, the rare broadcast
+    // path, stays scalar. Vectorization is forced only where possible: a
+    // libm call (sin, cos, float64 erf) keeps the loop scalar, and forcing it
+    // would make LLVM warn.
+    std::vector<llvm::Metadata*> loop_properties = {nullptr, parallel,
+                                                    property("llvm.loop.interleave.count", b_.getInt32(1)),
+                                                    llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")})};
+    if (strided || lanes_ > 1)
+      loop_properties.push_back(property("llvm.loop.vectorize.width", b_.getInt32(1)));
+    else if (!calls_libm_)
+      loop_properties.push_back(vectorize);
     llvm::MDNode* loop_id = llvm::MDNode::getDistinct(ctx_, loop_properties);
     loop_id->replaceOperandWith(0, loop_id);
     branch->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
 
     b_.SetInsertPoint(done);
+    if (lanes_ > 1) b_.CreateIntrinsic(llvm::Intrinsic::x86_sse_sfence, {}, {});  // order the streaming stores
     b_.CreateRetVoid();
+    lanes_ = 1;
   }
 
  private:
   // ---- types and constants
-  llvm::Type* value_type(DType t) {
+  /// The vector of `scalar` when emitting the streaming variant, else `scalar`.
+  llvm::Type* vec(llvm::Type* scalar) {
+    return lanes_ > 1 ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(scalar, lanes_)) : scalar;
+  }
+  llvm::Type* value_type(DType t) { return vec(scalar_type(t)); }
+  llvm::Type* scalar_type(DType t) {
     switch (t) {
       case DType::float32: return b_.getFloatTy();
       case DType::float64: return b_.getDoubleTy();
@@ -215,10 +267,11 @@ class Emitter {
       default: fail(ErrorKind::internal, "LLVM emitter: dtype ", dtype_name(t));
     }
   }
-  llvm::Type* storage_type(DType t) { return t == DType::boolean ? b_.getInt8Ty() : value_type(t); }
+  llvm::Type* storage_type(DType t) { return t == DType::boolean ? b_.getInt8Ty() : scalar_type(t); }
   llvm::Value* cf(llvm::Type* t, double v) { return llvm::ConstantFP::get(t, v); }
   llvm::Value* ci(llvm::Type* t, int64_t v) { return llvm::ConstantInt::get(t, static_cast<uint64_t>(v), true); }
-  llvm::Type* int_of(llvm::Type* t) { return t->isDoubleTy() ? b_.getInt64Ty() : b_.getInt32Ty(); }
+  llvm::Type* int_of(llvm::Type* t) { return vec(is_double(t) ? b_.getInt64Ty() : b_.getInt32Ty()); }
+  static bool is_double(llvm::Type* t) { return t->getScalarType()->isDoubleTy(); }
 
   llvm::Value* intrinsic(llvm::Intrinsic::ID id, llvm::Value* x) {
     return b_.CreateIntrinsic(id, {x->getType()}, {x});
@@ -244,7 +297,7 @@ class Emitter {
   // ---- approximations
   llvm::Value* exp_approx(llvm::Value* x) {
     llvm::Type* t = x->getType();
-    bool wide = t->isDoubleTy();
+    bool wide = is_double(t);
     llvm::Type* it = int_of(t);
     double hi = wide ? 709.782712893384 : 88.72283935546875;
     double lo = wide ? -745.1332191019411 : -103.97208;
@@ -280,7 +333,7 @@ class Emitter {
 
   llvm::Value* expm1_approx(llvm::Value* x) {
     llvm::Type* t = x->getType();
-    int degree = t->isDoubleTy() ? 14 : 8;
+    int degree = is_double(t) ? 14 : 8;
     std::vector<double> c(static_cast<size_t>(degree) + 1, 0.0);
     double factorial = 1;
     for (int k = 1; k <= degree; ++k) {
@@ -295,7 +348,7 @@ class Emitter {
 
   llvm::Value* log_approx(llvm::Value* x) {
     llvm::Type* t = x->getType();
-    bool wide = t->isDoubleTy();
+    bool wide = is_double(t);
     llvm::Type* it = int_of(t);
     int mantissa = wide ? 52 : 23, bias = wide ? 1023 : 127, shift = wide ? 54 : 24;
     double min_normal = wide ? 2.2250738585072014e-308 : 1.17549435e-38;
@@ -338,7 +391,7 @@ class Emitter {
 
   llvm::Value* tanh_approx(llvm::Value* x) {
     llvm::Type* t = x->getType();
-    double limit = t->isDoubleTy() ? 40 : 20;
+    double limit = is_double(t) ? 40 : 20;
     llvm::Value* a = intrinsic(llvm::Intrinsic::fabs, x);
     a = b_.CreateSelect(b_.CreateFCmpOGT(a, cf(t, limit)), cf(t, limit), a);
     llvm::Value* e = expm1_approx(b_.CreateFAdd(a, a));
@@ -357,38 +410,39 @@ class Emitter {
 
   llvm::Value* pow_approx(llvm::Value* x, llvm::Value* y) {
     llvm::Type* t = x->getType();
-    llvm::Type* wide = b_.getDoubleTy();
-    llvm::Value* xw = t->isDoubleTy() ? x : b_.CreateFPExt(x, wide);
-    llvm::Value* yw = t->isDoubleTy() ? y : b_.CreateFPExt(y, wide);
+    llvm::Type* wide = vec(b_.getDoubleTy());
+    llvm::Value* xw = is_double(t) ? x : b_.CreateFPExt(x, wide);
+    llvm::Value* yw = is_double(t) ? y : b_.CreateFPExt(y, wide);
     llvm::Value* ax = intrinsic(llvm::Intrinsic::fabs, xw);
     llvm::Value* r = exp_approx(b_.CreateFMul(yw, log_approx(ax)));
     llvm::Value* y_floor = intrinsic(llvm::Intrinsic::floor, yw);
     llvm::Value* y_integer = b_.CreateFCmpOEQ(y_floor, yw);
     llvm::Value* half = b_.CreateFMul(yw, cf(wide, 0.5));
     llvm::Value* y_odd = b_.CreateAnd(y_integer, b_.CreateFCmpUNE(intrinsic(llvm::Intrinsic::floor, half), half));
-    llvm::Value* sign_bit = b_.CreateICmpSLT(b_.CreateBitCast(xw, b_.getInt64Ty()), b_.getInt64(0));
+    llvm::Value* sign_bit = b_.CreateICmpSLT(b_.CreateBitCast(xw, vec(b_.getInt64Ty())), ci(vec(b_.getInt64Ty()), 0));
     r = b_.CreateSelect(b_.CreateAnd(b_.CreateFCmpOLT(xw, cf(wide, 0)), b_.CreateNot(y_integer)), cf(wide, NAN), r);
     r = b_.CreateSelect(b_.CreateAnd(sign_bit, y_odd), b_.CreateFNeg(r), r);
     llvm::Value* y_inf = b_.CreateFCmpOEQ(intrinsic(llvm::Intrinsic::fabs, yw), cf(wide, INFINITY));
     r = b_.CreateSelect(b_.CreateAnd(b_.CreateFCmpOEQ(ax, cf(wide, 1)), y_inf), cf(wide, 1), r);
     r = b_.CreateSelect(b_.CreateOr(b_.CreateFCmpOEQ(yw, cf(wide, 0)), b_.CreateFCmpOEQ(xw, cf(wide, 1))), cf(wide, 1), r);
-    return t->isDoubleTy() ? r : b_.CreateFPTrunc(r, t);
+    return is_double(t) ? r : b_.CreateFPTrunc(r, t);
   }
 
   llvm::Value* erf_approx(llvm::Value* x) {
     llvm::Type* t = x->getType();
-    if (t->isDoubleTy()) return libm_call("erf", x);
-    llvm::Type* wide = b_.getDoubleTy();
+    if (is_double(t)) return libm_call("erf", x);
+    llvm::Type* wide = vec(b_.getDoubleTy());
     llvm::Value* a = intrinsic(llvm::Intrinsic::fabs, b_.CreateFPExt(x, wide));
     llvm::Value* saturated = b_.CreateFCmpOGE(a, cf(wide, 4));
     llvm::Value* ac = b_.CreateSelect(saturated, cf(wide, 0), a);
-    llvm::Value* s = b_.CreateFNeg(b_.CreateFMul(ac, ac));
-    llvm::Value* term = ac;
-    llvm::Value* sum = ac;
-    for (int n = 1; n <= 60; ++n) {
-      term = b_.CreateFMul(term, b_.CreateFMul(s, cf(wide, 1.0 / n)));
-      sum = fma(term, cf(wide, 1.0 / (2 * n + 1)), sum);
+    // erf(x) = 2/sqrt(pi) * x * sum_n (-x^2)^n / (n! (2n+1)), Horner in x^2.
+    std::vector<double> c;
+    double factorial = 1;
+    for (int n = 0; n <= 60; ++n) {
+      if (n > 0) factorial *= n;
+      c.push_back((n % 2 ? -1.0 : 1.0) / (factorial * (2 * n + 1)));
     }
+    llvm::Value* sum = b_.CreateFMul(ac, poly(b_.CreateFMul(ac, ac), c));
     llvm::Value* r = b_.CreateFMul(sum, cf(wide, 2 * std::numbers::inv_sqrtpi));
     r = b_.CreateSelect(saturated, cf(wide, 1), r);
     r = b_.CreateFPTrunc(r, t);
@@ -398,7 +452,7 @@ class Emitter {
 
   llvm::Value* integer_pow(llvm::Value* base, llvm::Value* exponent) {
     llvm::Type* t = base->getType();
-    unsigned bits = t->getIntegerBitWidth();
+    unsigned bits = t->getScalarSizeInBits();
     llvm::Value* result = ci(t, 1);
     llvm::Value* factor = base;
     llvm::Value* e = exponent;
@@ -431,9 +485,10 @@ class Emitter {
       llvm::Value* too_big = b_.CreateFCmpOGE(x, cf(ft, 9223372036854775808.0));
       llvm::Value* too_small = b_.CreateFCmpOLT(x, cf(ft, -9223372036854775808.0));
       llvm::Value* in_range = b_.CreateNot(b_.CreateOr(b_.CreateOr(too_big, too_small), is_nan(x)));
-      llvm::Value* wide = b_.CreateFPToSI(b_.CreateSelect(in_range, x, cf(ft, 0)), b_.getInt64Ty());
-      wide = b_.CreateSelect(too_big, b_.getInt64(INT64_MAX), wide);
-      wide = b_.CreateSelect(too_small, b_.getInt64(INT64_MIN), wide);
+      llvm::Type* i64 = vec(b_.getInt64Ty());
+      llvm::Value* wide = b_.CreateFPToSI(b_.CreateSelect(in_range, x, cf(ft, 0)), i64);
+      wide = b_.CreateSelect(too_big, ci(i64, INT64_MAX), wide);
+      wide = b_.CreateSelect(too_small, ci(i64, INT64_MIN), wide);
       return to == DType::int64 ? wide : b_.CreateTrunc(wide, target);
     }
     return to == DType::int64 ? b_.CreateSExt(x, target) : b_.CreateTrunc(x, target);
@@ -449,14 +504,16 @@ class Emitter {
         size_t k = static_cast<size_t>(e.index);
         llvm::Value* index = strides_[k] ? b_.CreateMul(i, strides_[k]) : i;
         llvm::Value* address = b_.CreateInBoundsGEP(storage_type(e.dtype), pointers_[k], index);
-        auto* load = b_.CreateLoad(storage_type(e.dtype), address);
+        llvm::Type* loaded = vec(storage_type(e.dtype));
+        if (lanes_ > 1) address = b_.CreateBitCast(address, loaded->getPointerTo());
+        auto* load = b_.CreateAlignedLoad(loaded, address, llvm::Align(dtype_size(e.dtype)));
         load->setMetadata(llvm::LLVMContext::MD_access_group, access_group_);
-        if (e.dtype == DType::boolean) return b_.CreateICmpNE(load, b_.getInt8(0));
+        if (e.dtype == DType::boolean) return b_.CreateICmpNE(load, ci(loaded, 0));
         return load;
       }
       case ExprOp::constant:
         if (is_float) return cf(t, e.float_value);
-        if (e.dtype == DType::boolean) return e.int_value ? b_.getTrue() : b_.getFalse();
+        if (e.dtype == DType::boolean) return ci(t, e.int_value ? 1 : 0);
         return ci(t, e.int_value);
       case ExprOp::neg: return is_float ? b_.CreateFNeg(arg(0)) : b_.CreateSub(ci(t, 0), arg(0));
       case ExprOp::abs:
@@ -554,7 +611,38 @@ class Emitter {
   std::vector<llvm::Value*> strides_;
   llvm::MDNode* access_group_ = nullptr;
   bool calls_libm_ = false;
+  int lanes_ = 1;
 };
+
+/// True when the kernel calls a transcendental function (its speed then
+/// depends on the quality of the generated code).
+bool is_compute_heavy(const KernelIR& ir) {
+  for (const Expr& e : ir.exprs) {
+    switch (e.op) {
+      case ExprOp::exp:
+      case ExprOp::expm1:
+      case ExprOp::log:
+      case ExprOp::log1p:
+      case ExprOp::tanh:
+      case ExprOp::sigmoid:
+      case ExprOp::erf:
+      case ExprOp::sin:
+      case ExprOp::cos:
+      case ExprOp::pow:
+        return true;
+      default:
+        break;
+    }
+  }
+  return false;
+}
+
+/// The optimization pipeline of every kernel.
+constexpr const char* kPipeline =
+    "function(early-cse,instcombine,simplifycfg,loop-simplify,lcssa,loop-vectorize,early-cse,instcombine,simplifycfg)";
+
+/// Elements per call of the streaming variant (64 bytes of float32).
+constexpr int kStreamLanes = 16;
 
 std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& context, const KernelIR& ir, const std::string& prefix) {
   ir.validate();
@@ -567,6 +655,8 @@ std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& context, const Ker
   Emitter emitter(context, *module, ir);
   emitter.emit_function(prefix + "_contiguous", false);
   emitter.emit_function(prefix + "_strided", true);
+  if (emitter.can_stream() && module->getTargetTriple().rfind("x86_64", 0) == 0)
+    emitter.emit_function(prefix + "_stream", false, kStreamLanes);
   std::string problems;
   llvm::raw_string_ostream os(problems);
   if (llvm::verifyModule(*module, &os))
@@ -578,14 +668,18 @@ class JitRunner final : public KernelRunner {
  public:
   using Contiguous = void (*)(int64_t, void* const*);
   using Strided = void (*)(int64_t, void* const*, const int64_t*);
-  JitRunner(Contiguous contiguous, Strided strided) : contiguous_(contiguous), strided_(strided) {}
+  JitRunner(Contiguous contiguous, Strided strided, Contiguous stream)
+      : contiguous_(contiguous), strided_(strided), stream_(stream) {}
   void run_contiguous(int64_t n, void* const* ptrs) const override { contiguous_(n, ptrs); }
+  int64_t streaming_lanes() const override { return stream_ ? kStreamLanes : 0; }
+  void run_streaming(int64_t n, void* const* ptrs) const override { (stream_ ? stream_ : contiguous_)(n, ptrs); }
   void run_strided(int64_t n, void* const* ptrs, const int64_t* strides) const override { strided_(n, ptrs, strides); }
   const char* kind() const override { return "llvm"; }
 
  private:
   Contiguous contiguous_;
   Strided strided_;
+  Contiguous stream_;
 };
 
 }  // namespace
@@ -619,13 +713,29 @@ std::string compile_to_object(const KernelIR& ir, const std::string& symbol_pref
     builder.registerFunctionAnalyses(fam);
     builder.registerLoopAnalyses(lam);
     builder.crossRegisterProxies(lam, fam, cgam, mam);
-    llvm::ModulePassManager passes = builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+    // A short pipeline instead of O2 (JIT latency): the emitted IR is already
+    // SSA without memory traffic, so it needs CSE and peephole simplification
+    // around the loop vectorizer, nothing else.
+    llvm::ModulePassManager passes;
+    if (auto err = builder.parsePassPipeline(passes, kPipeline))
+      fail(ErrorKind::internal, "LLVM pass pipeline: ", to_message(std::move(err)));
     passes.run(*module, mam);
+  }
+  if (std::getenv("GRAFT_DUMP_KERNELS")) {  // debugging aid: the optimized IR on stderr
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    module->print(os, nullptr);
+    std::fprintf(stderr, "%s\n", os.str().c_str());
   }
   llvm::SmallVector<char, 0> buffer;
   llvm::raw_svector_ostream os(buffer);
   llvm::legacy::PassManager codegen;
-  if (h.machine->addPassesToEmitFile(codegen, os, nullptr, llvm::CGFT_ObjectFile))
+  // JIT latency: kernels without transcendental functions are memory-bound,
+  // so the quick instruction selector and register allocator cost them
+  // nothing at run time and cut compile time about 3x; the others get the
+  // full code generator.
+  llvm::TargetMachine& machine = is_compute_heavy(ir) ? *h.machine : *h.fast_machine;
+  if (machine.addPassesToEmitFile(codegen, os, nullptr, llvm::CGFT_ObjectFile))
     fail(ErrorKind::unsupported, "LLVM target cannot emit object files");
   codegen.run(*module);
   return std::string(buffer.begin(), buffer.end());
@@ -647,8 +757,14 @@ std::shared_ptr<const KernelRunner> load_object(const std::string& object, const
   if (!contiguous) fail(ErrorKind::invalid_model, "LLJIT: ", to_message(contiguous.takeError()));
   auto strided = h.jit->lookup(*dylib, symbol_prefix + "_strided");
   if (!strided) fail(ErrorKind::invalid_model, "LLJIT: ", to_message(strided.takeError()));
+  JitRunner::Contiguous stream_fn = nullptr;
+  auto stream = h.jit->lookup(*dylib, symbol_prefix + "_stream");
+  if (stream)
+    stream_fn = reinterpret_cast<JitRunner::Contiguous>(stream->getAddress());
+  else
+    llvm::consumeError(stream.takeError());  // kernels without a streaming variant
   return std::make_shared<JitRunner>(reinterpret_cast<JitRunner::Contiguous>(contiguous->getAddress()),
-                                     reinterpret_cast<JitRunner::Strided>(strided->getAddress()));
+                                     reinterpret_cast<JitRunner::Strided>(strided->getAddress()), stream_fn);
 }
 
 #else  // !GRAFT_WITH_LLVM

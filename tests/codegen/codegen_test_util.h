@@ -27,6 +27,21 @@ inline std::unique_ptr<ir::Graph> wrap_fused(const ir::Graph& g) {
   return outer;
 }
 
+/// Runs a clone of `graph` on the reference kernels only: backend `ref`, no
+/// fusion pass, the given passes (default: verify and infer). Graphs holding
+/// FusedPointwise nodes assigned to `fuse` still run them through that backend.
+inline std::vector<Tensor> run_reference(const ir::Graph& graph, const std::vector<Tensor>& inputs,
+                                         std::vector<std::string> passes = {"verify", "infer"}) {
+  runtime::SessionOptions options;
+  options.passes = std::move(passes);
+  options.num_threads = 2;
+  options.verify_after_each_pass = true;
+  options.fusion = false;
+  options.backends = {"ref"};
+  runtime::Session session(graph.clone(), options);
+  return session.run(inputs);
+}
+
 /// Random values of a kernel dtype: floats uniform in [lo, hi), integers in
 /// [lo, hi] rounded, bools fair coins.
 inline Tensor random_of(DType dtype, const Shape& shape, uint64_t seed, double lo = -2, double hi = 2) {

@@ -71,27 +71,26 @@ TEST(FuseBackend, SessionMatchesUnfusedAndSecondShapeDoesNotRecompile) {
   uint64_t compiles = cache.counters().compiles;
   auto plain = sample_graph(3);
   auto fused = wrap_fused(*plain);
+  // One Session whose first input has a symbolic leading dimension: each
+  // input shape gets its own plan, and each plan compiles the fused node.
+  fused->inputs()[0]->output_types[0].dims[0] = ir::Dim::symbolic("N");
+  ir::infer_types(*fused);
   runtime::SessionOptions options;
   options.passes = {"verify"};
   options.num_threads = 2;
-  runtime::Session session(fused->clone(), options);
+  options.fusion = false;
+  options.backends = {"ref"};
+  runtime::Session session(std::move(fused), options);
   for (int64_t n : {3, 7}) {
     std::vector<Tensor> inputs = {random_of(DType::float32, {n, 1, 5}, 10 + n), random_of(DType::float32, {4, 1}, 20)};
-    // The unfused reference at the same shape.
-    auto reference_graph = sample_graph(n);
-    std::vector<Tensor> want = graft::testing::run_graph(*reference_graph, inputs);
-    std::vector<Tensor> got;
-    if (n == 3) {
-      got = session.run(inputs);
-    } else {
-      auto fused_n = wrap_fused(*reference_graph);
-      runtime::Session second(std::move(fused_n), options);
-      got = second.run(inputs);
-    }
+    auto reference_graph = sample_graph(n);  // the unfused graph at the same shape
+    std::vector<Tensor> want = graft::testing::run_reference(*reference_graph, inputs);
+    std::vector<Tensor> got = session.run(inputs);
     ASSERT_EQ(got.size(), 2u);
     EXPECT_TRUE(close_enough(got[0], want[0], 1e-5, 1e-6));
     EXPECT_TRUE(close_enough(got[1], want[1], 0, 0));
   }
+  EXPECT_EQ(session.num_plans(), 2u);
   uint64_t expected = CompileCache::global().cpu_key(lower_body(*plain).ir).empty() ? 0 : 1;
   if (std::getenv("GRAFT_JIT") && std::string(std::getenv("GRAFT_JIT")) == "0") expected = 0;
   EXPECT_EQ(cache.counters().compiles - compiles, expected);
@@ -105,12 +104,12 @@ TEST(FuseBackend, InjectedCompileFailureFallsBackToInterpreter) {
   auto plain = sample_graph(2);
   std::vector<Tensor> inputs = {random_of(DType::float32, {2, 1, 5}, 1), random_of(DType::float32, {4, 1}, 2)};
   ::testing::internal::CaptureStderr();
-  std::vector<Tensor> got = graft::testing::run_graph(*wrap_fused(*plain), inputs, {"verify"});
-  std::vector<Tensor> again = graft::testing::run_graph(*wrap_fused(*sample_graph(3)), {random_of(DType::float32, {3, 1, 5}, 1), inputs[1]}, {"verify"});
+  std::vector<Tensor> got = graft::testing::run_reference(*wrap_fused(*plain), inputs, {"verify"});
+  std::vector<Tensor> again = graft::testing::run_reference(*wrap_fused(*sample_graph(3)), {random_of(DType::float32, {3, 1, 5}, 1), inputs[1]}, {"verify"});
   std::string err = ::testing::internal::GetCapturedStderr();
   cache.set_fail_compiles_for_testing(false);
   cache.clear_memory();
-  std::vector<Tensor> want = graft::testing::run_graph(*plain, inputs);
+  std::vector<Tensor> want = graft::testing::run_reference(*plain, inputs);
   EXPECT_TRUE(close_enough(got[0], want[0], 1e-6, 1e-7));
   EXPECT_TRUE(close_enough(got[1], want[1], 0, 0));
   if (!cache.cpu_key(lower_body(*plain).ir).empty() && !std::getenv("GRAFT_JIT")) {
@@ -160,7 +159,7 @@ TEST(FuseBackend, SavedModuleLoadsAndRuns) {
   runtime::BufferPool pool;
   runtime::ModuleRunContext context{pool, 2};
   std::vector<Tensor> got = loaded->run(inputs, context);
-  std::vector<Tensor> want = graft::testing::run_graph(*plain, inputs);
+  std::vector<Tensor> want = graft::testing::run_reference(*plain, inputs);
   EXPECT_TRUE(close_enough(got[0], want[0], 1e-5, 1e-6));
   std::string bytes = saved.str();
   for (size_t cut : {size_t(2), size_t(9), bytes.size() / 2}) {

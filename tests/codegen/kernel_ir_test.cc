@@ -104,7 +104,7 @@ TEST(Interpreter, ChainWithBroadcastMatchesReference) {
   std::vector<Tensor> inputs = {random_of(DType::float32, {3, 1, 5}, 1), random_of(DType::float32, {4, 1}, 2)};
   runtime::BufferPool pool;
   std::vector<Tensor> got = run_kernel(lowered.ir, interpreter, inputs, pool);
-  std::vector<Tensor> want = graft::testing::run_graph(g, inputs);
+  std::vector<Tensor> want = graft::testing::run_reference(g, inputs);
   ASSERT_EQ(got.size(), want.size());
   for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(close_enough(got[k], want[k], 1e-6, 1e-7)) << k;
 }

@@ -77,7 +77,7 @@ TEST(RandomDags, InterpreterMatchesReferenceOnThousands) {
     LoweredKernel lowered = lower_body(*dag.graph);
     Interpreter interpreter(lowered.ir);
     std::vector<Tensor> got = run_kernel(lowered.ir, interpreter, dag.inputs, pool);
-    std::vector<Tensor> want = graft::testing::run_graph(*dag.graph, dag.inputs);
+    std::vector<Tensor> want = graft::testing::run_reference(*dag.graph, dag.inputs);
     ASSERT_EQ(got.size(), want.size());
     for (size_t k = 0; k < got.size(); ++k)
       ASSERT_TRUE(close_enough(got[k], want[k], 1e-5, 1e-6)) << "seed " << seed << "\n" << to_string(lowered.ir);
@@ -87,8 +87,8 @@ TEST(RandomDags, InterpreterMatchesReferenceOnThousands) {
 TEST(RandomDags, JitMatchesReferenceOnSample) {
   for (uint64_t seed = 10000; seed < 10060; ++seed) {
     RandomDag dag = make_random_dag(seed, true);
-    std::vector<Tensor> got = graft::testing::run_graph(*graft::testing::wrap_fused(*dag.graph), dag.inputs, {"verify"});
-    std::vector<Tensor> want = graft::testing::run_graph(*dag.graph, dag.inputs);
+    std::vector<Tensor> got = graft::testing::run_reference(*graft::testing::wrap_fused(*dag.graph), dag.inputs, {"verify"});
+    std::vector<Tensor> want = graft::testing::run_reference(*dag.graph, dag.inputs);
     ASSERT_EQ(got.size(), want.size());
     for (size_t k = 0; k < got.size(); ++k)
       ASSERT_TRUE(close_enough(got[k], want[k], 1e-4, 1e-5))

@@ -172,7 +172,6 @@ TEST(FusionRandomGraphs, SubsetsAreConvexConnectedAndHomogeneous) {
 
 TEST(FusionRandomGraphs, FusedGraphsComputeTheSameOutputs) {
   runtime::SessionOptions on;
-  on.backends = {"ref"};  // partitioning is not under test here
   on.passes = {"verify", "infer"};
   on.num_threads = 1;
   on.verify_after_each_pass = true;
@@ -188,7 +187,9 @@ TEST(FusionRandomGraphs, FusedGraphsComputeTheSameOutputs) {
     auto got = fused.run(inputs);
     auto want = plain.run(inputs);
     ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i], 1e-5, 1e-6);
+    // Fused kernels run through the fuse backend: its JIT's exp/tanh/erf/... are
+    // within a few ulp of the reference kernels (docs/codegen.md), not bit-exact.
+    for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i], 1e-4, 1e-5);
     if (::testing::Test::HasFailure()) {
       ADD_FAILURE() << "seed " << seed;
       return;

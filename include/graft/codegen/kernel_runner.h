@@ -26,6 +26,13 @@ class KernelRunner {
   /// n elements; operand k's element j lives at ptrs[k] + j * strides[k]
   /// (strides in elements, 0 for broadcast operands).
   virtual void run_strided(int64_t n, void* const* ptrs, const int64_t* strides) const = 0;
+  /// Elements per call of run_streaming(); 0 when the runner has no
+  /// streaming variant.
+  virtual int64_t streaming_lanes() const { return 0; }
+  /// Like run_contiguous, with non-temporal stores that bypass the caches
+  /// (for outputs far larger than the caches). n is a multiple of
+  /// streaming_lanes() and every output pointer is 64-byte aligned.
+  virtual void run_streaming(int64_t n, void* const* ptrs) const { run_contiguous(n, ptrs); }
   /// "llvm", "interpreter", "cuda" (for messages and tests).
   virtual const char* kind() const = 0;
 };
