@@ -210,7 +210,7 @@ void bench_pass(const char* label, const std::function<std::unique_ptr<ir::Graph
   double per10k = 10000.0 / static_cast<double>(nodes);
   std::printf("    CPU ms: indexed graph %7.2f | find subsets %7.2f (%.3f per 10k nodes) | build graph (copying) %7.2f\n",
               median(index_ms), median(find_ms), median(find_ms) * per10k, median(build_ms));
-  std::printf("    CPU ms: whole pass (index + find + build moving nodes) %7.2f = %.3f per 10k nodes; freeing the old graph %.2f\n",
+  std::printf("    CPU ms: whole pass (index + find + build moving nodes) %7.2f = %.3f per 10k nodes; destroying the fused graph %.2f\n",
               total, total * per10k, median(free_ms));
 }
 
