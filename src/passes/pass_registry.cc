@@ -39,7 +39,11 @@ void run_pipeline(std::unique_ptr<ir::Graph>& graph, const std::vector<std::stri
 }
 
 std::vector<std::string> default_pipeline() {
-  return {"verify", "infer", "eliminate-identity", "fold-constants", "eliminate-dead-code", "infer"};
+  // fold-batch-norm is not in the default pipeline: it makes new constants, so a
+  // weight changed through the Session would not reach them (the dnnl backend
+  // folds BatchNormalization itself and follows weight versions).
+  return {"verify",          "infer",     "eliminate-identity", "fold-constants",      "fuse-gelu",
+          "fuse-layer-norm", "simplify-reshapes", "eliminate-dead-code", "infer"};
 }
 
 }  // namespace graft::passes

@@ -1,0 +1,34 @@
+/// \file
+/// The `dnnl` backend (oneDNN 2.6): compiles subgraphs of convolutions,
+/// matmuls, pools, norms and pointwise ops into oneDNN primitives that keep
+/// activations in the blocked layouts oneDNN picks, converting layouts only at
+/// the subgraph boundary. See docs/dnnl.md. This header exposes what tests and
+/// tools inspect; the backend itself registers as "dnnl".
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "graft/runtime/compiled_module.h"
+
+namespace graft::dnnl_backend {
+
+/// What one compiled dnnl module holds and has done.
+struct DnnlModuleStats {
+  int primitives = 0;              ///< primitive executions per run (reorders included)
+  int activation_reorders = 0;     ///< of those, reorders that change an activation's layout
+  int fused_nodes = 0;             ///< nodes attached to a conv/matmul (post-ops, folded BatchNormalization)
+  int weights = 0;                 ///< prepared weights (converted or read in place)
+  int64_t weight_conversions = 0;  ///< weight conversions done so far (first run, then on version changes)
+  size_t arena_bytes = 0;          ///< activation bytes one run takes from the pool
+};
+
+/// The statistics of a module the dnnl backend compiled. Throws
+/// invalid_argument when `module` comes from another backend.
+DnnlModuleStats dnnl_module_stats(const runtime::CompiledModule& module);
+
+/// How many subgraphs the dnnl backend has compiled in this process (each
+/// builds its primitives once; a new input shape compiles a new module).
+int64_t dnnl_compile_count();
+
+}  // namespace graft::dnnl_backend

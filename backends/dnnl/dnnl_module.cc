@@ -1,0 +1,172 @@
+// Running a dnnl program. Each run takes one arena from the run's pool (its
+// activations at planned offsets, then the largest primitive scratchpad),
+// allocates the outputs from the pool and executes the primitives in order on
+// a stream of its own. Converted weights are shared by all runs: each run
+// compares the storage and version of every weight's sources with those the
+// cached conversion was made from and converts again when they differ.
+#include "dnnl_module.h"
+
+#include <omp.h>
+
+#include <cstdlib>
+#include <ostream>
+#include <unordered_map>
+
+#include "graft/core/error.h"
+
+namespace graft::dnnl_backend {
+namespace {
+
+// OpenMP thread count of the calling thread for the scope (oneDNN reads omp_get_max_threads()).
+class ScopedOmpThreads {
+ public:
+  explicit ScopedOmpThreads(int n) : previous_(omp_get_max_threads()) {
+    if (n > 0) omp_set_num_threads(n);
+  }
+  ~ScopedOmpThreads() { omp_set_num_threads(previous_); }
+
+ private:
+  int previous_;
+};
+
+std::shared_ptr<void> aligned_buffer(size_t bytes) {
+  size_t rounded = (bytes + 63) / 64 * 64;
+  void* p = std::aligned_alloc(64, rounded == 0 ? 64 : rounded);
+  if (!p) fail(ErrorKind::internal, "dnnl backend: cannot allocate ", bytes, " bytes for a weight");
+  return std::shared_ptr<void>(p, std::free);
+}
+
+}  // namespace
+
+DnnlModule::DnnlModule(DnnlProgram program) : program_(std::move(program)), cache_(program_.weights.size()) {}
+
+DnnlModuleStats DnnlModule::stats() const {
+  DnnlModuleStats s;
+  s.primitives = static_cast<int>(program_.steps.size());
+  s.activation_reorders = program_.activation_reorders;
+  s.fused_nodes = program_.fused_nodes;
+  s.weights = static_cast<int>(program_.weights.size());
+  s.weight_conversions = conversions_.load();
+  s.arena_bytes = program_.arena_bytes;
+  return s;
+}
+
+void DnnlModule::check_inputs(std::span<const Tensor> inputs) const {
+  if (inputs.size() != program_.input_slots.size())
+    fail(ErrorKind::invalid_argument, "dnnl module: expected ", program_.input_slots.size(), " inputs, got ",
+         inputs.size());
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    const dnnl::memory::desc& d = program_.slots[program_.input_slots[i]].desc;
+    if (inputs[i].dtype() != DType::float32 || static_cast<size_t>(inputs[i].numel()) * 4 != d.get_size())
+      fail(ErrorKind::invalid_argument, "dnnl module: input ", i, " is ", inputs[i].type_string(),
+           ", not the float32 shape it was compiled for");
+  }
+}
+
+void DnnlModule::save(std::ostream& out) const { out << kSavedFormat; }
+
+std::vector<Tensor> DnnlModule::weight_sources(const Weight& weight, std::span<const Tensor> inputs) const {
+  std::vector<Tensor> sources;
+  for (const WeightSource& s : weight.sources) sources.push_back(s.input >= 0 ? inputs[s.input] : s.constant);
+  return sources;
+}
+
+std::vector<void*> DnnlModule::prepare_weights(std::span<const Tensor> inputs,
+                                               std::vector<std::shared_ptr<void>>& hold) const {
+  std::vector<void*> pointers(program_.weights.size(), nullptr);
+  std::unique_lock<std::mutex> lock(cache_mutex_, std::defer_lock);
+  for (size_t w = 0; w < program_.weights.size(); ++w) {
+    const Weight& weight = program_.weights[w];
+    std::vector<Tensor> sources = weight_sources(weight, inputs);
+    if (weight.identity) {
+      pointers[w] = const_cast<void*>(sources[0].raw_data());
+      continue;
+    }
+    if (!lock.owns_lock()) lock.lock();
+    Converted& c = cache_[w];
+    bool fresh = c.buffer != nullptr && c.storages.size() == sources.size();
+    for (size_t i = 0; fresh && i < sources.size(); ++i)
+      fresh = c.storages[i] == sources[i].storage().get() && c.offsets[i] == sources[i].byte_offset() &&
+              c.versions[i] == sources[i].version();
+    if (!fresh) {
+      Converted next;
+      for (const Tensor& t : sources) {
+        next.storages.push_back(t.storage().get());
+        next.offsets.push_back(t.byte_offset());
+        next.versions.push_back(t.version());
+      }
+      std::vector<float> plain;
+      void* plain_bytes = const_cast<void*>(sources[0].raw_data());
+      if (weight.fill) {
+        plain.resize(weight.plain.get_size() / sizeof(float));
+        weight.fill(sources, plain.data());
+        plain_bytes = plain.data();
+      }
+      next.buffer = aligned_buffer(weight.desc.get_size());
+      dnnl::stream stream(program_.engine);
+      dnnl::memory from(weight.plain, program_.engine, plain_bytes);
+      dnnl::memory to(weight.desc, program_.engine, next.buffer.get());
+      weight.convert.execute(stream, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+      stream.wait();
+      c = std::move(next);
+      conversions_.fetch_add(1);
+    }
+    hold.push_back(c.buffer);
+    pointers[w] = c.buffer.get();
+  }
+  return pointers;
+}
+
+std::vector<Tensor> DnnlModule::run(std::span<const Tensor> inputs, runtime::ModuleRunContext& context) const {
+  check_inputs(inputs);
+  ScopedOmpThreads threads(context.num_threads);
+  std::vector<std::shared_ptr<void>> hold;
+  std::vector<void*> weights;
+  std::vector<Tensor> outputs;
+  try {
+    weights = prepare_weights(inputs, hold);
+  } catch (const dnnl::error& e) {
+    fail(ErrorKind::internal, "dnnl module: weight conversion failed: ", e.what());
+  }
+  for (const Shape& shape : program_.output_shapes) outputs.push_back(context.pool.allocate(DType::float32, shape));
+  size_t arena_total = program_.arena_bytes + program_.scratchpad_bytes;
+  Tensor arena;
+  if (arena_total > 0) arena = context.pool.allocate(DType::uint8, {static_cast<int64_t>(arena_total)});
+  char* arena_base = arena_total > 0 ? static_cast<char*>(arena.raw_data()) : nullptr;
+
+  std::vector<dnnl::memory> memories(program_.slots.size());
+  auto memory_of = [&](int slot) -> dnnl::memory& {
+    dnnl::memory& m = memories[slot];
+    if (m) return m;
+    const Slot& s = program_.slots[slot];
+    const Slot& root = s.root >= 0 ? program_.slots[s.root] : s;
+    void* handle = nullptr;
+    switch (root.kind) {
+      case SlotKind::arena: handle = arena_base + root.offset; break;
+      case SlotKind::input: handle = const_cast<void*>(inputs[root.index].raw_data()); break;
+      case SlotKind::output: handle = outputs[root.index].raw_data(); break;
+      case SlotKind::weight: handle = weights[root.index]; break;
+    }
+    m = dnnl::memory(s.desc, program_.engine, handle);
+    return m;
+  };
+  try {
+    dnnl::stream stream(program_.engine);
+    std::unordered_map<int, dnnl::memory> args;
+    for (const Step& step : program_.steps) {
+      args.clear();
+      for (const auto& [arg, slot] : step.args) args.emplace(arg, memory_of(slot));
+      if (step.scratchpad.get_size() > 0)
+        args.emplace(DNNL_ARG_SCRATCHPAD,
+                     dnnl::memory(step.scratchpad, program_.engine, arena_base + program_.arena_bytes));
+      step.primitive.execute(stream, args);
+    }
+    stream.wait();
+  } catch (const dnnl::error& e) {
+    fail(ErrorKind::internal, "dnnl module: a primitive failed: ", e.what());
+  }
+  for (Tensor& t : outputs) t.mark_modified();
+  return outputs;
+}
+
+}  // namespace graft::dnnl_backend

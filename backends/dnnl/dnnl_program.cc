@@ -1,0 +1,1098 @@
+// Lowering a subgraph to a oneDNN program.
+//
+// Two phases over the topological order:
+//  1. Grouping. Every Conv, ConvTranspose, MatMul and Gemm anchors a group and
+//     grows down a chain of single-consumer nodes it can absorb: a
+//     BatchNormalization right after a Conv (folded into the weights), pointwise
+//     ops (eltwise post-ops, x*sigmoid(x) as swish), Add/Mul/Sub/Div with a
+//     constant or another activation (binary post-ops; a residual Add of an
+//     activation of the same shape as a sum post-op).
+//  2. Emission. A group is emitted at the position of its last node (all of
+//     its outside inputs are computed by then); other nodes are emitted on
+//     their own. Activations keep the layout the producing primitive chose
+//     (format_tag::any); a reorder is inserted only where a consumer needs
+//     another layout, and conversions are cached per (slot, layout). Module
+//     inputs are plain; module outputs are written plain.
+// A sum post-op writes in place into the residual's buffer when that value has
+// no other reader left; otherwise the residual is added as a binary post-op.
+#include "dnnl_program.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+
+#include "../../src/ops/conv_util.h"
+#include "dnnl_support.h"
+#include "graft/ir/graph.h"
+#include "graft/ir/indexed_graph.h"
+
+namespace graft::dnnl_backend {
+namespace {
+
+using dnnl::algorithm;
+using dnnl::memory;
+using dnnl::prop_kind;
+using Dims = memory::dims;
+using ir::Entry;
+
+memory::dims row_major_strides(const Dims& dims) {
+  Dims strides(dims.size(), 1);
+  for (size_t d = dims.size(); d-- > 1;) strides[d - 1] = strides[d] * dims[d];
+  return strides;
+}
+
+memory::desc plain_desc(const Dims& dims) { return memory::desc(dims, memory::data_type::f32, row_major_strides(dims)); }
+memory::desc any_desc(const Dims& dims) { return memory::desc(dims, memory::data_type::f32, memory::format_tag::any); }
+
+Dims dims_of(const ir::ValueType& type) {
+  Dims dims;
+  for (const ir::Dim& d : type.dims) dims.push_back(d.value);
+  if (dims.empty()) dims.push_back(1);
+  return dims;
+}
+
+// `dims` with leading ones up to `rank`.
+Dims expand_rank(Dims dims, size_t rank) {
+  while (dims.size() < rank) dims.insert(dims.begin(), 1);
+  return dims;
+}
+
+int64_t product(const Dims& dims, size_t begin, size_t end) {
+  int64_t n = 1;
+  for (size_t d = begin; d < end; ++d) n *= dims[d];
+  return n;
+}
+
+bool is_plain(const memory::desc& desc) { return desc == plain_desc(desc.dims()); }
+// Plain or strided (any order of dimensions), without inner blocks.
+bool is_unblocked(const memory::desc& desc) {
+  return desc.data.format_kind == dnnl_blocked && desc.data.format_desc.blocking.inner_nblks == 0 &&
+         desc.data.offset0 == 0;
+}
+
+// One node absorbed into an anchor.
+struct PostOp {
+  enum class Kind { fold_batch_norm, eltwise, binary, sum };
+  Kind kind = Kind::eltwise;
+  const ir::Node* node = nullptr;
+  algorithm alg = algorithm::undef;
+  float alpha = 0, beta = 0;
+  Entry other;  // the second operand of binary / sum
+};
+
+struct Group {
+  uint32_t anchor = 0;
+  std::vector<PostOp> post_ops;
+  std::vector<uint32_t> members;  // anchor first
+  uint32_t last = 0;              // node whose output the group computes
+};
+
+// Eltwise post-ops of a pointwise node (HardSigmoid needs two); empty when not pointwise.
+std::vector<PostOp> eltwise_ops(const ir::Node& node) {
+  const std::string op = node.op_type();
+  const ir::Attributes& a = node.attributes;
+  auto one = [&](algorithm alg, float alpha = 0, float beta = 0) {
+    return std::vector<PostOp>{PostOp{PostOp::Kind::eltwise, &node, alg, alpha, beta, {}}};
+  };
+  if (op == "Relu") return one(algorithm::eltwise_relu);
+  if (op == "LeakyRelu") return one(algorithm::eltwise_relu, a.get_float("alpha", 0.01f));
+  if (op == "Sigmoid") return one(algorithm::eltwise_logistic);
+  if (op == "Tanh") return one(algorithm::eltwise_tanh);
+  if (op == "Elu") return one(algorithm::eltwise_elu, a.get_float("alpha", 1.0f));
+  if (op == "HardSwish") return one(algorithm::eltwise_hardswish);
+  if (op == "Exp") return one(algorithm::eltwise_exp);
+  if (op == "Abs") return one(algorithm::eltwise_abs);
+  if (op == "Sqrt") return one(algorithm::eltwise_sqrt);
+  if (op == "Gelu")
+    return one(a.get_string("approximate", "none") == "tanh" ? algorithm::eltwise_gelu_tanh : algorithm::eltwise_gelu_erf);
+  if (op == "HardSigmoid") {
+    std::vector<PostOp> ops = one(algorithm::eltwise_linear, a.get_float("alpha", 0.2f), a.get_float("beta", 0.5f));
+    ops.push_back(PostOp{PostOp::Kind::eltwise, &node, algorithm::eltwise_clip, 0.0f, 1.0f, {}});
+    return ops;
+  }
+  if (op == "Clip") {
+    float lo = -INFINITY, hi = INFINITY;
+    if (node.opset_version < 11) {
+      lo = a.get_float("min", lo);
+      hi = a.get_float("max", hi);
+    } else {
+      if (node.inputs.size() > 1 && node.inputs[1]) lo = node.inputs[1].node->constant_value.value_as_double(0);
+      if (node.inputs.size() > 2 && node.inputs[2]) hi = node.inputs[2].node->constant_value.value_as_double(0);
+    }
+    return one(algorithm::eltwise_clip_v2, lo, hi);
+  }
+  return {};
+}
+
+algorithm binary_algorithm(const std::string& op) {
+  if (op == "Add") return algorithm::binary_add;
+  if (op == "Mul") return algorithm::binary_mul;
+  if (op == "Sub") return algorithm::binary_sub;
+  if (op == "Div") return algorithm::binary_div;
+  return algorithm::undef;
+}
+
+bool is_constant(const ir::Node& n) { return n.op_type() == "Constant"; }
+bool is_scalar_constant(const ir::Node& n) { return is_constant(n) && n.constant_value.numel() == 1; }
+
+// A binary op with a one-element constant as an eltwise_linear (alpha * x + beta); false when not expressible.
+bool scalar_as_linear(const std::string& op, int constant_position, float c, float& alpha, float& beta) {
+  if (op == "Add") { alpha = 1; beta = c; return true; }
+  if (op == "Mul") { alpha = c; beta = 0; return true; }
+  if (op == "Sub" && constant_position == 1) { alpha = 1; beta = -c; return true; }
+  if (op == "Sub" && constant_position == 0) { alpha = -1; beta = c; return true; }
+  if (op == "Div" && constant_position == 1 && c != 0) { alpha = 1 / c; beta = 0; return true; }
+  return false;
+}
+
+class Builder {
+ public:
+  explicit Builder(const ir::Graph& graph) : graph_(graph), indexed_(graph) {
+    program_.engine = dnnl::engine(dnnl::engine::kind::cpu, 0);
+  }
+
+  DnnlProgram build() {
+    check_support();
+    entry_slot_.assign(indexed_.num_entries(), -1);
+    emitted_.assign(indexed_.num_nodes(), false);
+    group_of_.assign(indexed_.num_nodes(), -1);
+    is_output_.assign(indexed_.num_entries(), false);
+    for (Entry e : indexed_.outputs()) is_output_[indexed_.entry_id(e)] = true;
+    for (size_t i = 0; i < graph_.inputs().size(); ++i) {
+      const ir::Node& in = *graph_.inputs()[i];
+      int slot = add_slot(plain_desc(dims_of(in.output_types[0])), SlotKind::input, static_cast<int>(i));
+      program_.input_slots.push_back(slot);
+      entry_slot_[indexed_.entry_id(indexed_.id_of(in), 0)] = slot;
+    }
+    form_groups();
+    for (uint32_t id = 0; id < indexed_.num_nodes(); ++id) {
+      const ir::Node& node = indexed_.node(id);
+      if (node.op_type() == "Input" || node.op_type() == "Constant") continue;
+      if (group_of_[id] >= 0) {
+        const Group& g = groups_[group_of_[id]];
+        if (g.last == id) emit_group(g);
+        continue;
+      }
+      emit_node(id);
+      emitted_[id] = true;
+    }
+    write_outputs();
+    return std::move(program_);
+  }
+
+ private:
+  // ---- support ----
+  void check_support() {
+    for (uint32_t id = 0; id < indexed_.num_nodes(); ++id) {
+      const ir::Node& node = indexed_.node(id);
+      if (node.op_type() == "Input" || node.op_type() == "Constant") continue;
+      SupportResult r = dnnl_supports(node);
+      if (!r) fail(ErrorKind::unsupported, "dnnl backend: ", node.describe(), ": ", r.reason);
+      for (const ir::ValueType& t : node.output_types)
+        if (!t.is_concrete())
+          fail(ErrorKind::unsupported, "dnnl backend: ", node.describe(), ": output type ", t.to_string(),
+               " is not concrete at compile time");
+    }
+  }
+
+  // Primitive attributes are handles: every primitive gets its own, with a user-mode scratchpad.
+  static dnnl::primitive_attr new_attr() {
+    dnnl::primitive_attr attr;
+    attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
+    return attr;
+  }
+
+  // ---- slots ----
+  int add_slot(const memory::desc& desc, SlotKind kind = SlotKind::arena, int index = -1) {
+    Slot s;
+    s.desc = desc;
+    s.kind = kind;
+    s.index = index;
+    program_.slots.push_back(s);
+    converted_.emplace_back();
+    return static_cast<int>(program_.slots.size()) - 1;
+  }
+
+  // A view of `slot`'s bytes with another descriptor of the same size.
+  int view(int slot, const memory::desc& desc) {
+    if (program_.slots[slot].desc == desc) return slot;
+    GRAFT_CHECK(desc.get_size() <= program_.slots[slot].desc.get_size(), "dnnl view larger than its slot");
+    int root = program_.slots[slot].root >= 0 ? program_.slots[slot].root : slot;
+    int v = add_slot(desc, program_.slots[root].kind, program_.slots[root].index);
+    program_.slots[v].root = root;
+    program_.slots[root].has_views = true;
+    return v;
+  }
+
+  int add_weight(Weight w) {
+    if (!w.identity) {
+      dnnl::reorder::primitive_desc pd(program_.engine, w.plain, program_.engine, w.desc);
+      w.convert = dnnl::reorder(pd);
+    }
+    program_.weights.push_back(std::move(w));
+    return add_slot(program_.weights.back().identity ? program_.weights.back().plain : program_.weights.back().desc,
+                    SlotKind::weight, static_cast<int>(program_.weights.size()) - 1);
+  }
+
+  WeightSource source_of(Entry e) {
+    const ir::Node& n = indexed_.node(e.node_id);
+    WeightSource s;
+    if (is_constant(n)) {
+      s.constant = n.constant_value;
+    } else if (n.op_type() == "Input") {
+      s.input = program_.slots[entry_slot_[indexed_.entry_id(e)]].index;
+    } else {
+      fail(ErrorKind::unsupported, "dnnl backend: ", n.describe(), " produces a weight; weights must be constants or inputs");
+    }
+    return s;
+  }
+  bool is_source(Entry e) const {
+    const ir::Node& n = indexed_.node(e.node_id);
+    return is_constant(n) || n.op_type() == "Input";
+  }
+
+  // The slot of a value; constants become identity weights in plain layout.
+  int slot_of(Entry e) {
+    uint32_t id = indexed_.entry_id(e);
+    if (entry_slot_[id] >= 0) return entry_slot_[id];
+    const ir::Node& n = indexed_.node(e.node_id);
+    if (!is_constant(n)) fail(ErrorKind::internal, "dnnl backend: value of ", n.describe(), " used before it is computed");
+    Weight w;
+    w.sources = {source_of(e)};
+    w.plain = w.desc = plain_desc(dims_of(n.output_types[0]));
+    w.identity = true;
+    w.label = n.name;
+    entry_slot_[id] = add_weight(std::move(w));
+    return entry_slot_[id];
+  }
+  Dims dims(Entry e) const { return dims_of(indexed_.node(e.node_id).output_types[e.index]); }
+  Entry input(const ir::Node& n, size_t i) const { return indexed_.entry_of(n.inputs[i]); }
+  bool has_input(const ir::Node& n, size_t i) const { return i < n.inputs.size() && n.inputs[i]; }
+
+  // `slot` converted to `desc` (a cached reorder, or a cached weight conversion).
+  int as_desc(int slot, const memory::desc& desc, const std::string& label) {
+    if (program_.slots[slot].desc == desc) return slot;
+    for (const auto& [d, s] : converted_[slot])
+      if (d == desc) return s;
+    int result;
+    const Slot& from = program_.slots[slot];
+    if (from.kind == SlotKind::weight) {
+      const Weight& source = program_.weights[from.index];
+      Weight w;
+      w.sources = source.sources;
+      w.plain = source.identity ? source.plain : source.desc;
+      w.desc = desc;
+      w.label = label;
+      GRAFT_CHECK(source.identity, "dnnl: converting a converted weight");
+      result = add_weight(std::move(w));
+    } else {
+      result = add_slot(desc);
+      add_reorder(slot, result, label);
+    }
+    converted_[slot].push_back({desc, result});
+    return result;
+  }
+  int as_plain(int slot, const std::string& label) { return as_desc(slot, plain_desc(program_.slots[slot].desc.dims()), label); }
+
+  void add_reorder(int from, int to, const std::string& label) {
+    dnnl::reorder::primitive_desc pd(program_.engine, program_.slots[from].desc, program_.engine,
+                                     program_.slots[to].desc, new_attr());
+    if (program_.slots[from].desc != program_.slots[to].desc) ++program_.activation_reorders;
+    add_step(dnnl::reorder(pd), pd, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}, "reorder for " + label);
+  }
+
+  void add_step(dnnl::primitive primitive, const dnnl::primitive_desc_base& pd, std::vector<std::pair<int, int>> args,
+                const std::string& label) {
+    Step s;
+    s.primitive = std::move(primitive);
+    s.args = std::move(args);
+    s.scratchpad = pd.scratchpad_desc();
+    s.label = label;
+    program_.steps.push_back(std::move(s));
+  }
+
+  // ---- grouping ----
+  bool is_anchor(const ir::Node& n) const {
+    std::string op = n.op_type();
+    return op == "Conv" || op == "ConvTranspose" || op == "MatMul" || op == "Gemm";
+  }
+
+  // The single consumer of node `id`'s output 0 that reads it exactly once, or -1.
+  int64_t only_consumer(uint32_t id) const {
+    auto consumers = indexed_.consumers(id);
+    if (consumers.size() != 1) return -1;
+    int uses = 0;
+    for (Entry e : indexed_.inputs(consumers[0])) uses += e.node_id == id ? 1 : 0;
+    return uses == 1 ? consumers[0] : -1;
+  }
+
+  void form_groups() {
+    for (uint32_t id = 0; id < indexed_.num_nodes(); ++id) {
+      if (!is_anchor(indexed_.node(id)) || group_of_[id] >= 0) continue;
+      Group g;
+      g.anchor = g.last = id;
+      g.members = {id};
+      grow(g);
+      int index = static_cast<int>(groups_.size());
+      for (uint32_t m : g.members) group_of_[m] = index;
+      program_.fused_nodes += static_cast<int>(g.members.size()) - 1;
+      groups_.push_back(std::move(g));
+    }
+  }
+
+  void grow(Group& g) {
+    const ir::Node& anchor = indexed_.node(g.anchor);
+    while (true) {
+      uint32_t cur = g.last;
+      if (is_output_[indexed_.entry_id(cur, 0)]) return;
+      Dims cur_dims = dims_of(indexed_.node(cur).output_types[0]);
+      auto consumers = indexed_.consumers(cur);
+      if (consumers.size() == 2 && try_swish(g, cur, consumers[0], consumers[1])) continue;
+      int64_t next = only_consumer(cur);
+      if (next < 0) return;
+      uint32_t cid = static_cast<uint32_t>(next);
+      const ir::Node& c = indexed_.node(cid);
+      if (group_of_[cid] >= 0) return;
+      std::string op = c.op_type();
+      if (op == "BatchNormalization" && anchor.op_type() == "Conv" && g.post_ops.empty() && all_sources(cid, 1, 5)) {
+        g.post_ops.push_back(PostOp{PostOp::Kind::fold_batch_norm, &c, algorithm::undef, 0, 0, {}});
+      } else if (std::vector<PostOp> ops = eltwise_ops(c); !ops.empty()) {
+        for (PostOp& p : ops) g.post_ops.push_back(p);
+      } else if (binary_algorithm(op) != algorithm::undef) {
+        int position = indexed_.inputs(cid)[0].node_id == cur ? 0 : 1;
+        Entry other = indexed_.inputs(cid)[1 - position];
+        if (dims_of(c.output_types[0]) != cur_dims) return;
+        const ir::Node& on = indexed_.node(other.node_id);
+        float alpha, beta;
+        if (is_scalar_constant(on) &&
+            scalar_as_linear(op, 1 - position, static_cast<float>(on.constant_value.value_as_double(0)), alpha, beta)) {
+          g.post_ops.push_back(PostOp{PostOp::Kind::eltwise, &c, algorithm::eltwise_linear, alpha, beta, {}});
+        } else {
+          if (position != 0 && (op == "Sub" || op == "Div")) return;
+          bool same_shape = dims(other) == cur_dims;
+          PostOp::Kind kind = op == "Add" && same_shape && !is_constant(on) ? PostOp::Kind::sum : PostOp::Kind::binary;
+          g.post_ops.push_back(PostOp{kind, &c, binary_algorithm(op), 0, 0, other});
+        }
+      } else {
+        return;
+      }
+      g.members.push_back(cid);
+      g.last = cid;
+    }
+  }
+
+  bool all_sources(uint32_t id, size_t begin, size_t end) const {
+    auto inputs = indexed_.inputs(id);
+    for (size_t i = begin; i < end; ++i)
+      if (i >= inputs.size() || !inputs[i].present() || !is_source(inputs[i])) return false;
+    return true;
+  }
+
+  // cur -> Sigmoid s -> Mul(cur, s): swish.
+  bool try_swish(Group& g, uint32_t cur, uint32_t a, uint32_t b) {
+    for (int swap = 0; swap < 2; ++swap) {
+      uint32_t s = swap ? b : a, m = swap ? a : b;
+      if (indexed_.node(s).op_type() != "Sigmoid" || indexed_.node(m).op_type() != "Mul") continue;
+      if (group_of_[s] >= 0 || group_of_[m] >= 0) continue;
+      if (only_consumer(s) != static_cast<int64_t>(m)) continue;
+      auto mi = indexed_.inputs(m);
+      bool ok = (mi[0].node_id == cur && mi[1].node_id == s) || (mi[0].node_id == s && mi[1].node_id == cur);
+      if (!ok || is_output_[indexed_.entry_id(s, 0)]) continue;
+      g.post_ops.push_back(PostOp{PostOp::Kind::eltwise, &indexed_.node(m), algorithm::eltwise_swish, 1.0f, 0, {}});
+      g.members.push_back(s);
+      g.members.push_back(m);
+      g.last = m;
+      return true;
+    }
+    return false;
+  }
+
+  // ---- emission of groups ----
+  std::string group_label(const Group& g) const {
+    std::string label;
+    for (uint32_t m : g.members) label += (label.empty() ? "" : "+") + indexed_.node(m).name;
+    return label;
+  }
+
+  // Post-ops into `ops`; binary operands into `binary_args`; the in-place sum target into `sum_slot`.
+  // A residual that cannot take the result in place is first copied into a
+  // buffer of `preferred_dst` (the layout the anchor picks on its own).
+  void build_post_ops(const Group& g, const Dims& dst_dims, dnnl::post_ops& ops,
+                      std::vector<std::pair<int, int>>& binary_args, int& sum_slot, int anchor_input_slot,
+                      const memory::desc& preferred_dst, const std::string& label) {
+    int index = 0;
+    for (const PostOp& p : g.post_ops) {
+      switch (p.kind) {
+        case PostOp::Kind::fold_batch_norm:
+          continue;
+        case PostOp::Kind::eltwise:
+          ops.append_eltwise(1.0f, p.alg, p.alpha, p.beta);
+          break;
+        case PostOp::Kind::sum: {
+          int other = slot_of(p.other);
+          if (index == 0 && sum_slot == -1 && can_write_in_place(p.other, other, anchor_input_slot, g)) {
+            ops.append_sum(1.0f);
+            sum_slot = other;
+            entry_slot_[indexed_.entry_id(p.other)] = -1;  // dead from here on
+            break;
+          }
+          if (index == 0 && sum_slot == -1 && preferred_dst.dims() == dst_dims) {
+            ops.append_sum(1.0f);
+            sum_slot = add_slot(preferred_dst);
+            add_reorder(other, sum_slot, label);
+            break;
+          }
+          [[fallthrough]];
+        }
+        case PostOp::Kind::binary: {
+          int other = slot_of(p.other);
+          Dims od = expand_rank(dims(p.other), dst_dims.size());
+          int src1 = program_.slots[other].desc.dims() == od && od == dst_dims
+                         ? other
+                         : view(as_plain(other, label), plain_desc(od));
+          ops.append_binary(p.alg, program_.slots[src1].desc);
+          binary_args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1, src1});
+          break;
+        }
+      }
+      ++index;
+    }
+  }
+
+  // The residual's buffer may take the result when nothing reads the value after this group.
+  bool can_write_in_place(Entry residual, int slot, int anchor_input_slot, const Group& g) const {
+    const Slot& s = program_.slots[slot];
+    if (s.kind != SlotKind::arena || s.root >= 0 || s.has_views || slot == anchor_input_slot) return false;
+    if (is_output_[indexed_.entry_id(residual)]) return false;
+    for (uint32_t c : indexed_.consumers(residual.node_id)) {
+      if (std::find(g.members.begin(), g.members.end(), c) != g.members.end()) continue;
+      if (!emitted_[c]) return false;
+    }
+    for (size_t i = 0; i < entry_slot_.size(); ++i)
+      if (entry_slot_[i] == slot && i != indexed_.entry_id(residual)) return false;
+    return true;
+  }
+
+  void emit_group(const Group& g) {
+    const ir::Node& anchor = indexed_.node(g.anchor);
+    std::string label = group_label(g);
+    std::string op = anchor.op_type();
+    int result;
+    if (op == "Conv") result = emit_conv(g, label);
+    else if (op == "ConvTranspose") result = emit_conv_transpose(g, label);
+    else result = emit_matmul(g, label);
+    for (uint32_t m : g.members) emitted_[m] = true;
+    entry_slot_[indexed_.entry_id(g.last, 0)] = result;
+  }
+
+  // Finishes an anchor: post-ops, input conversion, destination; returns the destination slot.
+  template <typename Primitive, typename MakeDesc>
+  int finish_anchor(const Group& g, const std::string& label, const Dims& dst_dims, int src_slot, MakeDesc make_desc,
+                    typename Primitive::primitive_desc& pd) {
+    using PrimitiveDesc = typename Primitive::primitive_desc;
+    dnnl::post_ops ops;
+    std::vector<std::pair<int, int>> binary_args;
+    int sum_slot = -1;
+    memory::desc src_any = any_desc(program_.slots[src_slot].desc.dims());
+    memory::desc preferred_dst = PrimitiveDesc(make_desc(src_any, any_desc(dst_dims)), new_attr(), program_.engine).dst_desc();
+    build_post_ops(g, dst_dims, ops, binary_args, sum_slot, src_slot, preferred_dst, label);
+    dnnl::primitive_attr attr = new_attr();
+    attr.set_post_ops(ops);
+    memory::desc dst_md = sum_slot >= 0 ? program_.slots[sum_slot].desc : any_desc(dst_dims);
+    pd = PrimitiveDesc(make_desc(src_any, dst_md), attr, program_.engine);
+    int src = as_desc(src_slot, pd.src_desc(), label);
+    int dst = sum_slot >= 0 ? sum_slot : add_slot(pd.dst_desc());
+    std::vector<std::pair<int, int>> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
+    for (auto& a : binary_args) args.push_back(a);
+    if (sum_slot >= 0) converted_[sum_slot].clear();  // its old value is gone
+    add_step(Primitive(pd), pd, std::move(args), label);
+    return dst;
+  }
+
+  const ir::Node* folded_batch_norm(const Group& g) const {
+    for (const PostOp& p : g.post_ops)
+      if (p.kind == PostOp::Kind::fold_batch_norm) return p.node;
+    return nullptr;
+  }
+
+  // Conv weights (BN folded in) and bias as weights in the layouts of `pd`.
+  void conv_weights(const Group& g, const ir::Node& conv, const Dims& w_dims, const memory::desc& w_desc,
+                    const memory::desc& b_desc, int& w_slot, int& b_slot) {
+    const ir::Node* bn = folded_batch_norm(g);
+    bool has_bias = has_input(conv, 2);
+    std::vector<WeightSource> sources = {source_of(input(conv, 1))};
+    if (has_bias) sources.push_back(source_of(input(conv, 2)));
+    size_t bn_first = sources.size();
+    float epsilon = 1e-5f;
+    if (bn) {
+      for (size_t i = 1; i < 5; ++i) sources.push_back(source_of(input(*bn, i)));
+      epsilon = bn->attributes.get_float("epsilon", 1e-5f);
+    }
+    int64_t out_channels = dims(input(conv, 1))[0];
+    int64_t per_channel = product(dims(input(conv, 1)), 1, dims(input(conv, 1)).size());
+    auto scale_of = [bn_first, epsilon](const std::vector<Tensor>& s, int64_t o) {
+      return s[bn_first].data<float>()[o] / std::sqrt(s[bn_first + 3].data<float>()[o] + epsilon);
+    };
+    Weight w;
+    w.sources = sources;
+    w.plain = plain_desc(w_dims);
+    w.desc = w_desc;
+    w.label = conv.name;
+    if (bn)
+      w.fill = [=](const std::vector<Tensor>& s, float* out) {
+        const float* src = s[0].data<float>();
+        for (int64_t o = 0; o < out_channels; ++o) {
+          float k = scale_of(s, o);
+          for (int64_t i = 0; i < per_channel; ++i) out[o * per_channel + i] = src[o * per_channel + i] * k;
+        }
+      };
+    w_slot = add_weight(std::move(w));
+    b_slot = -1;
+    if (!has_bias && !bn) return;
+    Weight b;
+    b.sources = sources;
+    b.plain = plain_desc({out_channels});
+    b.desc = b_desc;
+    b.label = conv.name + ".bias";
+    b.fill = [=](const std::vector<Tensor>& s, float* out) {
+      for (int64_t o = 0; o < out_channels; ++o) {
+        float bias = has_bias ? s[1].data<float>()[o] : 0.0f;
+        if (bn) bias = (bias - s[bn_first + 2].data<float>()[o]) * scale_of(s, o) + s[bn_first + 1].data<float>()[o];
+        out[o] = bias;
+      }
+    };
+    b_slot = add_weight(std::move(b));
+  }
+
+  int emit_conv(const Group& g, const std::string& label) {
+    const ir::Node& conv = indexed_.node(g.anchor);
+    Dims x_dims = dims(input(conv, 0)), w_dims = dims(input(conv, 1));
+    Dims dst_dims = dims_of(conv.output_types[0]);
+    size_t spatial = x_dims.size() - 2;
+    std::vector<int64_t> kernel(w_dims.begin() + 2, w_dims.end());
+    ops::conv::WindowAttributes attrs = ops::conv::read_window_attributes(conv, spatial, kernel, false);
+    Dims strides, dilates, pad_l, pad_r;
+    for (size_t d = 0; d < spatial; ++d) {
+      ops::conv::ResolvedDim r = ops::conv::resolve_dim(conv, attrs, d, x_dims[2 + d]);
+      strides.push_back(attrs.strides[d]);
+      dilates.push_back(attrs.dilations[d] - 1);
+      pad_l.push_back(r.pad_begin);
+      pad_r.push_back(r.pad_end);
+    }
+    int64_t group = conv.attributes.get_int("group", 1);
+    Dims wd = w_dims;
+    if (group > 1) {
+      wd = {group, w_dims[0] / group};
+      wd.insert(wd.end(), w_dims.begin() + 1, w_dims.end());
+    }
+    bool bias = has_input(conv, 2) || folded_batch_norm(g);
+    int src_slot = slot_of(input(conv, 0));
+    memory::desc w_any = any_desc(wd), b_any = any_desc({w_dims[0]});
+    auto make = [&](const memory::desc& src, const memory::desc& dst) {
+      if (bias)
+        return dnnl::convolution_forward::desc(prop_kind::forward_inference, algorithm::convolution_direct, src, w_any,
+                                               b_any, dst, strides, dilates, pad_l, pad_r);
+      return dnnl::convolution_forward::desc(prop_kind::forward_inference, algorithm::convolution_direct, src, w_any,
+                                             dst, strides, dilates, pad_l, pad_r);
+    };
+    // The weights' slots depend on the layouts the primitive picks: build the
+    // primitive first with placeholders, then fill in the weight arguments.
+    dnnl::convolution_forward::primitive_desc pd;
+    int dst = finish_anchor<dnnl::convolution_forward>(g, label, dst_dims, src_slot, make, pd);
+    int w_slot, b_slot;
+    conv_weights(g, conv, wd, pd.weights_desc(), bias ? pd.bias_desc() : memory::desc(), w_slot, b_slot);
+    Step& s = program_.steps.back();
+    s.args.push_back({DNNL_ARG_WEIGHTS, w_slot});
+    if (b_slot >= 0) s.args.push_back({DNNL_ARG_BIAS, b_slot});
+    return dst;
+  }
+
+  int emit_conv_transpose(const Group& g, const std::string& label) {
+    const ir::Node& node = indexed_.node(g.anchor);
+    Dims x_dims = dims(input(node, 0)), w_dims = dims(input(node, 1));
+    Dims dst_dims = dims_of(node.output_types[0]);
+    size_t spatial = x_dims.size() - 2;
+    int64_t group = node.attributes.get_int("group", 1);
+    std::vector<int64_t> pads = node.attributes.get_ints("pads", std::vector<int64_t>(2 * spatial, 0));
+    if (node.attributes.get_string("auto_pad", "NOTSET") == "VALID") pads.assign(2 * spatial, 0);
+    std::vector<int64_t> output_padding = node.attributes.get_ints("output_padding", std::vector<int64_t>(spatial, 0));
+    std::vector<int64_t> st = node.attributes.get_ints("strides", std::vector<int64_t>(spatial, 1));
+    std::vector<int64_t> dl = node.attributes.get_ints("dilations", std::vector<int64_t>(spatial, 1));
+    Dims strides, dilates, pad_l, pad_r;
+    for (size_t d = 0; d < spatial; ++d) {
+      strides.push_back(st[d]);
+      dilates.push_back(dl[d] - 1);
+      pad_l.push_back(pads[d]);
+      pad_r.push_back(pads[spatial + d] - output_padding[d]);
+    }
+    // ONNX stores [C_in, C_out/group, k...]; oneDNN wants [group, C_out/group, C_in/group, k...].
+    int64_t in_per_group = w_dims[0] / group, out_per_group = w_dims[1];
+    int64_t k = product(w_dims, 2, w_dims.size());
+    Dims kernel_dims(w_dims.begin() + 2, w_dims.end());
+    Dims kernel_strides = row_major_strides(kernel_dims);
+    Dims wd, ws;
+    if (group > 1) {
+      wd = {group, out_per_group, in_per_group};
+      ws = {in_per_group * out_per_group * k, k, out_per_group * k};
+    } else {
+      wd = {out_per_group, in_per_group};
+      ws = {k, out_per_group * k};
+    }
+    wd.insert(wd.end(), kernel_dims.begin(), kernel_dims.end());
+    ws.insert(ws.end(), kernel_strides.begin(), kernel_strides.end());
+    bool bias = has_input(node, 2);
+    int64_t out_channels = out_per_group * group;
+    memory::desc w_any = any_desc(wd), b_any = any_desc({out_channels});
+    auto make = [&](const memory::desc& src, const memory::desc& dst) {
+      if (bias)
+        return dnnl::deconvolution_forward::desc(prop_kind::forward_inference, algorithm::deconvolution_direct, src,
+                                                 w_any, b_any, dst, strides, dilates, pad_l, pad_r);
+      return dnnl::deconvolution_forward::desc(prop_kind::forward_inference, algorithm::deconvolution_direct, src,
+                                               w_any, dst, strides, dilates, pad_l, pad_r);
+    };
+    int src_slot = slot_of(input(node, 0));
+    dnnl::deconvolution_forward::primitive_desc pd;
+    int dst = finish_anchor<dnnl::deconvolution_forward>(g, label, dst_dims, src_slot, make, pd);
+    Weight w;
+    w.sources = {source_of(input(node, 1))};
+    w.plain = memory::desc(wd, memory::data_type::f32, ws);
+    w.desc = pd.weights_desc();
+    w.label = node.name;
+    Step& s = program_.steps.back();
+    s.args.push_back({DNNL_ARG_WEIGHTS, add_weight(std::move(w))});
+    if (bias) {
+      Weight b;
+      b.sources = {source_of(input(node, 2))};
+      b.plain = plain_desc({out_channels});
+      b.desc = pd.bias_desc();
+      b.label = node.name + ".bias";
+      b.identity = b.plain == b.desc;
+      int b_slot = add_weight(std::move(b));
+      program_.steps.back().args.push_back({DNNL_ARG_BIAS, b_slot});
+    }
+    return dst;
+  }
+
+  // Whether every binary operand of the group's post-ops is a row vector or
+  // the full result, so that the product may run on rows flattened to 2-D.
+  bool collapsible_post_ops(const Group& g, const Dims& dst_dims) const {
+    for (const PostOp& p : g.post_ops) {
+      if (p.kind == PostOp::Kind::eltwise) continue;
+      Dims od = expand_rank(dims(p.other), dst_dims.size());
+      if (od.size() != dst_dims.size()) return false;
+      bool row = product(od, 0, od.size() - 1) == 1;
+      if (!row && od != dst_dims) return false;
+    }
+    return true;
+  }
+
+  // MatMul and Gemm; Gemm's C becomes the first (binary add) post-op.
+  int emit_matmul(const Group& g, const std::string& label) {
+    const ir::Node& node = indexed_.node(g.anchor);
+    bool gemm = node.op_type() == "Gemm";
+    Dims a_dims = dims(input(node, 0)), b_dims = dims(input(node, 1));
+    Dims dst_dims = dims_of(node.output_types[0]);
+    size_t rank = dst_dims.size();
+    bool trans_a = gemm && node.attributes.get_int("transA", 0) != 0;
+    bool trans_b = gemm && node.attributes.get_int("transB", 0) != 0;
+    float alpha = gemm ? node.attributes.get_float("alpha", 1.0f) : 1.0f;
+    float beta = gemm ? node.attributes.get_float("beta", 1.0f) : 1.0f;
+
+    // Operands as strided views of rank `rank` (transposed: the last two dims
+    // swapped). Unblocked layouts, plain or strided like a Transpose's view,
+    // are read in place; blocked ones are reordered to plain first.
+    auto operand = [&](Entry e, bool transposed, int& slot) {
+      slot = slot_of(e);
+      if (!is_unblocked(program_.slots[slot].desc)) slot = as_plain(slot, label);
+      const memory::desc& from = program_.slots[slot].desc;
+      Dims d = from.dims();
+      Dims st(from.data.format_desc.blocking.strides, from.data.format_desc.blocking.strides + d.size());
+      while (d.size() < rank) {
+        st.insert(st.begin(), d[0] * st[0]);
+        d.insert(d.begin(), 1);
+      }
+      if (transposed) {
+        std::swap(d[rank - 1], d[rank - 2]);
+        std::swap(st[rank - 1], st[rank - 2]);
+      }
+      memory::desc md(d, memory::data_type::f32, st);
+      slot = view(slot, md);
+      return md;
+    };
+    int a_slot, b_slot;
+    memory::desc a_md = operand(input(node, 0), trans_a, a_slot);
+    Entry b_entry = input(node, 1);
+    memory::desc b_md = operand(b_entry, trans_b, b_slot);
+    bool b_packed = is_source(b_entry) && product(b_md.dims(), 0, rank - 2) == 1;
+
+    // x[..., M, K] times a constant [K, N]: one 2-D product of (batch * M) rows,
+    // so that oneDNN packs the weight once into its blocked layout.
+    int dst_root = -1;
+    if (b_packed && rank > 2 && !gemm && is_plain(a_md) && collapsible_post_ops(g, dst_dims)) {
+      int64_t rows = product(dst_dims, 0, rank - 1);
+      int64_t k = a_md.dims()[rank - 1], n = dst_dims[rank - 1];
+      a_slot = view(a_slot, plain_desc({rows, k}));
+      const auto* st = b_md.data.format_desc.blocking.strides;
+      b_md = memory::desc({k, n}, memory::data_type::f32, {st[rank - 2], st[rank - 1]});
+      a_md = program_.slots[a_slot].desc;
+      dst_root = add_slot(plain_desc(dst_dims));
+      dst_dims = {rows, n};
+      rank = 2;
+    }
+    dnnl::post_ops ops;
+    std::vector<std::pair<int, int>> binary_args;
+    int post_index = 0;
+    if (gemm && has_input(node, 2)) {
+      Entry c = input(node, 2);
+      Dims cd = expand_rank(dims(c), 2);
+      int c_slot;
+      if (is_source(c)) {
+        Weight w;
+        w.sources = {source_of(c)};
+        w.plain = w.desc = plain_desc(cd);
+        w.label = node.name + ".C";
+        w.identity = beta == 1.0f;
+        if (!w.identity)
+          w.fill = [beta](const std::vector<Tensor>& s, float* out) {
+            const float* src = s[0].data<float>();
+            for (int64_t i = 0; i < s[0].numel(); ++i) out[i] = beta * src[i];
+          };
+        c_slot = add_weight(std::move(w));
+      } else {
+        c_slot = view(as_plain(slot_of(c), label), plain_desc(cd));
+      }
+      ops.append_binary(algorithm::binary_add, program_.slots[c_slot].desc);
+      binary_args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(post_index) | DNNL_ARG_SRC_1, c_slot});
+      ++post_index;
+    }
+    // Post-ops of the group after C. Sums become binary adds here (matmul's dst is plain).
+    for (const PostOp& p : g.post_ops) {
+      if (p.kind == PostOp::Kind::eltwise) {
+        ops.append_eltwise(1.0f, p.alg, p.alpha, p.beta);
+      } else {
+        int other = slot_of(p.other);
+        Dims od = expand_rank(dims(p.other), std::max(rank, dims(p.other).size()));
+        if (od.size() > rank) od = {product(od, 0, od.size() - 1) == 1 ? 1 : dst_dims[0], od.back()};
+        int src1 = view(as_plain(other, label), plain_desc(od));
+        ops.append_binary(p.alg, program_.slots[src1].desc);
+        binary_args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(post_index) | DNNL_ARG_SRC_1, src1});
+      }
+      ++post_index;
+    }
+    dnnl::primitive_attr attr = new_attr();
+    attr.set_post_ops(ops);
+    if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+    memory::desc dst_md = plain_desc(dst_dims);
+    memory::desc b_query = b_packed ? any_desc(b_md.dims()) : b_md;
+    dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_query, dst_md), attr, program_.engine);
+    if (b_packed) {
+      Weight w;
+      w.sources = {source_of(b_entry)};
+      w.plain = b_md;
+      w.desc = pd.weights_desc();
+      w.label = node.name + ".B";
+      b_slot = add_weight(std::move(w));
+    }
+    int dst = dst_root >= 0 ? view(dst_root, pd.dst_desc()) : add_slot(pd.dst_desc());
+    std::vector<std::pair<int, int>> args = {{DNNL_ARG_SRC, a_slot}, {DNNL_ARG_WEIGHTS, b_slot}, {DNNL_ARG_DST, dst}};
+    for (auto& a : binary_args) args.push_back(a);
+    add_step(dnnl::matmul(pd), pd, std::move(args), label);
+    return dst_root >= 0 ? dst_root : dst;
+  }
+
+  // ---- emission of single nodes ----
+  void emit_node(uint32_t id) {
+    const ir::Node& node = indexed_.node(id);
+    std::string op = node.op_type();
+    int result;
+    if (op == "MaxPool" || op == "AveragePool") result = emit_pool(node);
+    else if (op == "GlobalAveragePool" || op == "GlobalMaxPool") result = emit_global_pool(node);
+    else if (op == "BatchNormalization") result = emit_batch_norm(node);
+    else if (op == "LRN") result = emit_lrn(node);
+    else if (op == "Softmax") result = emit_softmax(node);
+    else if (op == "LayerNormalization") result = emit_layer_norm(node);
+    else if (op == "Concat") result = emit_concat(node);
+    else if (op == "Flatten" || op == "Reshape") result = emit_reshape(node);
+    else if (op == "Transpose") result = emit_transpose(node);
+    else if (binary_algorithm(op) != algorithm::undef) result = emit_binary(node);
+    else if (std::vector<PostOp> ops = eltwise_ops(node); !ops.empty()) result = emit_eltwise(node, ops);
+    else fail(ErrorKind::unsupported, "dnnl backend: ", node.describe(), " has no lowering");
+    entry_slot_[indexed_.entry_id(id, 0)] = result;
+  }
+
+  int emit_eltwise(const ir::Node& node, const std::vector<PostOp>& ops, int src = -1) {
+    if (src < 0) src = slot_of(input(node, 0));
+    for (const PostOp& p : ops) {
+      dnnl::eltwise_forward::primitive_desc pd(
+          dnnl::eltwise_forward::desc(prop_kind::forward_inference, p.alg, program_.slots[src].desc, p.alpha, p.beta),
+          new_attr(), program_.engine);
+      int dst = add_slot(pd.dst_desc());
+      add_step(dnnl::eltwise_forward(pd), pd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}, node.name);
+      src = dst;
+    }
+    return src;
+  }
+
+  int emit_binary(const ir::Node& node) {
+    std::string op = node.op_type();
+    Dims out = dims_of(node.output_types[0]);
+    Entry a = input(node, 0), b = input(node, 1);
+    // A one-element constant operand is an eltwise_linear.
+    for (int position = 0; position < 2; ++position) {
+      Entry c = position == 0 ? a : b, x = position == 0 ? b : a;
+      const ir::Node& cn = indexed_.node(c.node_id);
+      float alpha, beta;
+      if (dims(x) == out && is_scalar_constant(cn) &&
+          scalar_as_linear(op, position, static_cast<float>(cn.constant_value.value_as_double(0)), alpha, beta))
+        return emit_eltwise(node, {PostOp{PostOp::Kind::eltwise, &node, algorithm::eltwise_linear, alpha, beta, {}}},
+                            slot_of(x));
+    }
+    if (dims(a) != out) std::swap(a, b);  // commutative (the checker guarantees it)
+    int src0 = slot_of(a);
+    int src1 = slot_of(b);
+    Dims bd = expand_rank(dims(b), out.size());
+    if (bd == out) src1 = as_desc(src1, program_.slots[src0].desc, node.name);
+    else src1 = view(as_plain(src1, node.name), plain_desc(bd));
+    const memory::desc& d0 = program_.slots[src0].desc;
+    dnnl::binary::primitive_desc pd(dnnl::binary::desc(binary_algorithm(op), d0, program_.slots[src1].desc, d0), new_attr(),
+                                    program_.engine);
+    int dst = add_slot(pd.dst_desc());
+    add_step(dnnl::binary(pd), pd, {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}}, node.name);
+    return dst;
+  }
+
+  int emit_pool(const ir::Node& node) {
+    bool max = node.op_type() == "MaxPool";
+    Dims x = dims(input(node, 0)), out = dims_of(node.output_types[0]);
+    size_t spatial = x.size() - 2;
+    ops::conv::WindowAttributes attrs = ops::conv::read_window_attributes(node, spatial, {}, true);
+    Dims strides, kernel, dilation, pad_l, pad_r;
+    for (size_t d = 0; d < spatial; ++d) {
+      ops::conv::ResolvedDim r = ops::conv::resolve_dim(node, attrs, d, x[2 + d]);
+      int64_t window = (attrs.kernel[d] - 1) * attrs.dilations[d] + 1;
+      int64_t needed = (r.output - 1) * attrs.strides[d] + window - x[2 + d] - r.pad_begin;
+      strides.push_back(attrs.strides[d]);
+      kernel.push_back(attrs.kernel[d]);
+      dilation.push_back(attrs.dilations[d] - 1);
+      pad_l.push_back(r.pad_begin);
+      pad_r.push_back(std::max(needed, r.pad_end));
+    }
+    algorithm alg = max ? algorithm::pooling_max
+                        : node.attributes.get_int("count_include_pad", 0) ? algorithm::pooling_avg_include_padding
+                                                                          : algorithm::pooling_avg_exclude_padding;
+    return pool(node, alg, out, strides, kernel, dilation, pad_l, pad_r);
+  }
+
+  int emit_global_pool(const ir::Node& node) {
+    Dims x = dims(input(node, 0)), out = dims_of(node.output_types[0]);
+    size_t spatial = x.size() - 2;
+    Dims kernel(x.begin() + 2, x.end()), ones(spatial, 1), zeros(spatial, 0);
+    algorithm alg = node.op_type() == "GlobalMaxPool" ? algorithm::pooling_max : algorithm::pooling_avg_exclude_padding;
+    return pool(node, alg, out, ones, kernel, zeros, zeros, zeros);
+  }
+
+  int pool(const ir::Node& node, algorithm alg, const Dims& out, const Dims& strides, const Dims& kernel,
+           const Dims& dilation, const Dims& pad_l, const Dims& pad_r) {
+    int src = slot_of(input(node, 0));
+    dnnl::pooling_v2_forward::primitive_desc pd(
+        dnnl::pooling_v2_forward::desc(prop_kind::forward_inference, alg, program_.slots[src].desc, any_desc(out),
+                                       strides, kernel, dilation, pad_l, pad_r),
+        new_attr(), program_.engine);
+    src = as_desc(src, pd.src_desc(), node.name);
+    int dst = add_slot(pd.dst_desc());
+    add_step(dnnl::pooling_v2_forward(pd), pd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}, node.name);
+    return dst;
+  }
+
+  // A 1-D per-channel parameter (constant or activation) as a plain slot of `n` elements.
+  int vector_slot(Entry e, int64_t n, const std::string& label) { return view(as_plain(slot_of(e), label), plain_desc({n})); }
+
+  int emit_batch_norm(const ir::Node& node) {
+    int src = slot_of(input(node, 0));
+    int64_t channels = dims(input(node, 0))[1];
+    auto flags = dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
+                 dnnl::normalization_flags::use_shift;
+    dnnl::batch_normalization_forward::primitive_desc pd(
+        dnnl::batch_normalization_forward::desc(prop_kind::forward_inference, program_.slots[src].desc,
+                                                node.attributes.get_float("epsilon", 1e-5f), flags),
+        new_attr(), program_.engine);
+    int dst = add_slot(pd.dst_desc());
+    add_step(dnnl::batch_normalization_forward(pd), pd,
+             {{DNNL_ARG_SRC, src},
+              {DNNL_ARG_DST, dst},
+              {DNNL_ARG_SCALE, vector_slot(input(node, 1), channels, node.name)},
+              {DNNL_ARG_SHIFT, vector_slot(input(node, 2), channels, node.name)},
+              {DNNL_ARG_MEAN, vector_slot(input(node, 3), channels, node.name)},
+              {DNNL_ARG_VARIANCE, vector_slot(input(node, 4), channels, node.name)}},
+             node.name);
+    return dst;
+  }
+
+  int emit_lrn(const ir::Node& node) {
+    int src = slot_of(input(node, 0));
+    const ir::Attributes& a = node.attributes;
+    dnnl::lrn_forward::primitive_desc pd(
+        dnnl::lrn_forward::desc(prop_kind::forward_inference, algorithm::lrn_across_channels, program_.slots[src].desc,
+                                a.get_int("size"), a.get_float("alpha", 1e-4f), a.get_float("beta", 0.75f),
+                                a.get_float("bias", 1.0f)),
+        new_attr(), program_.engine);
+    int dst = add_slot(pd.dst_desc());
+    add_step(dnnl::lrn_forward(pd), pd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}, node.name);
+    return dst;
+  }
+
+  int emit_softmax(const ir::Node& node) {
+    Dims x = dims(input(node, 0));
+    int64_t rank = static_cast<int64_t>(x.size());
+    int64_t axis = node.attributes.get_int("axis", node.opset_version >= 13 ? -1 : 1);
+    if (axis < 0) axis += rank;
+    Dims shape = x;
+    if (node.opset_version < 13) {  // coerced to 2-D at `axis`
+      shape = {product(x, 0, axis), product(x, axis, x.size())};
+      axis = 1;
+    }
+    int src = view(as_plain(slot_of(input(node, 0)), node.name), plain_desc(shape));
+    dnnl::softmax_forward::primitive_desc pd(
+        dnnl::softmax_forward::desc(prop_kind::forward_inference, program_.slots[src].desc, static_cast<int>(axis)),
+        new_attr(), program_.engine);
+    int dst = add_slot(pd.dst_desc());
+    add_step(dnnl::softmax_forward(pd), pd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}, node.name);
+    return view(dst, plain_desc(x));
+  }
+
+  int emit_layer_norm(const ir::Node& node) {
+    Dims x = dims(input(node, 0));
+    int64_t rank = static_cast<int64_t>(x.size());
+    int64_t axis = node.attributes.get_int("axis", -1);
+    if (axis < 0) axis += rank;
+    Dims shape(x.begin(), x.begin() + axis);
+    int64_t inner = product(x, axis, x.size());
+    shape.push_back(inner);
+    if (shape.size() == 1) shape.insert(shape.begin(), 1);
+    int src = view(as_plain(slot_of(input(node, 0)), node.name), plain_desc(shape));
+    bool shift = has_input(node, 2);
+    auto flags = dnnl::normalization_flags::use_scale;
+    if (shift) flags = flags | dnnl::normalization_flags::use_shift;
+    dnnl::layer_normalization_forward::primitive_desc pd(
+        dnnl::layer_normalization_forward::desc(prop_kind::forward_inference, program_.slots[src].desc,
+                                                node.attributes.get_float("epsilon", 1e-5f), flags),
+        new_attr(), program_.engine);
+    int dst = add_slot(pd.dst_desc());
+    std::vector<std::pair<int, int>> args = {{DNNL_ARG_SRC, src},
+                                             {DNNL_ARG_DST, dst},
+                                             {DNNL_ARG_SCALE, vector_slot(input(node, 1), inner, node.name)}};
+    if (shift) args.push_back({DNNL_ARG_SHIFT, vector_slot(input(node, 2), inner, node.name)});
+    add_step(dnnl::layer_normalization_forward(pd), pd, std::move(args), node.name);
+    return view(dst, plain_desc(x));
+  }
+
+  int emit_concat(const ir::Node& node) {
+    int64_t rank = static_cast<int64_t>(dims_of(node.output_types[0]).size());
+    int64_t axis = node.attributes.get_int("axis");
+    if (axis < 0) axis += rank;
+    std::vector<int> srcs;
+    std::vector<memory::desc> descs;
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      srcs.push_back(slot_of(input(node, i)));
+      descs.push_back(program_.slots[srcs.back()].desc);
+    }
+    dnnl::concat::primitive_desc pd(static_cast<int>(axis), descs, program_.engine, new_attr());
+    int dst = add_slot(pd.dst_desc());
+    std::vector<std::pair<int, int>> args = {{DNNL_ARG_DST, dst}};
+    for (size_t i = 0; i < srcs.size(); ++i) args.push_back({DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), srcs[i]});
+    add_step(dnnl::concat(pd), pd, std::move(args), node.name);
+    return dst;
+  }
+
+  // A Transpose is a strided view: no data moves until a consumer needs another layout.
+  int emit_transpose(const ir::Node& node) {
+    int src = slot_of(input(node, 0));
+    if (!is_unblocked(program_.slots[src].desc)) src = as_plain(src, node.name);
+    const memory::desc& from = program_.slots[src].desc;
+    Dims d = from.dims();
+    Dims st(from.data.format_desc.blocking.strides, from.data.format_desc.blocking.strides + d.size());
+    std::vector<int64_t> perm(d.size());
+    for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int64_t>(perm.size() - 1 - i);
+    perm = node.attributes.get_ints("perm", perm);
+    Dims out_dims, out_strides;
+    for (int64_t p : perm) {
+      out_dims.push_back(d[static_cast<size_t>(p)]);
+      out_strides.push_back(st[static_cast<size_t>(p)]);
+    }
+    return view(src, memory::desc(out_dims, memory::data_type::f32, out_strides));
+  }
+
+  int emit_reshape(const ir::Node& node) {
+    int src = as_plain(slot_of(input(node, 0)), node.name);
+    return view(src, plain_desc(dims_of(node.output_types[0])));
+  }
+
+  // ---- outputs ----
+  void write_outputs() {
+    const auto& outputs = indexed_.outputs();
+    std::vector<int> claimed(program_.slots.size(), 0);
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      Dims d = dims(outputs[k]);
+      program_.output_shapes.push_back(indexed_.node(outputs[k].node_id).output_types[outputs[k].index].concrete_shape().value());
+      int slot = slot_of(outputs[k]);
+      Slot& s = program_.slots[slot];
+      if (s.kind == SlotKind::arena && s.root < 0 && !s.has_views && is_plain(s.desc) && s.desc.dims() == d &&
+          claimed[slot] == 0) {
+        s.kind = SlotKind::output;
+        s.index = static_cast<int>(k);
+        claimed[slot] = 1;
+        continue;
+      }
+      int out = add_slot(plain_desc(d), SlotKind::output, static_cast<int>(k));
+      int from = program_.slots[slot].desc.dims() == d ? slot : view(as_plain(slot, "output"), plain_desc(d));
+      add_reorder(from, out, "output " + std::to_string(k));
+    }
+  }
+
+  const ir::Graph& graph_;
+  ir::IndexedGraph indexed_;
+  DnnlProgram program_;
+  std::vector<int> entry_slot_;
+  std::vector<std::vector<std::pair<memory::desc, int>>> converted_;
+  std::vector<bool> emitted_;
+  std::vector<int> group_of_;
+  std::vector<bool> is_output_;
+  std::vector<Group> groups_;
+};
+
+// "acdb[1,64,56,56]" style summary of a descriptor, for GRAFT_DNNL_VERBOSE.
+std::string describe(const memory::desc& d) {
+  std::string out = is_plain(d) ? "plain" : "blocked";
+  out += "[";
+  for (size_t i = 0; i < d.dims().size(); ++i) out += (i ? "," : "") + std::to_string(d.dims()[i]);
+  out += "]";
+  if (d.data.format_kind == dnnl_blocked) {
+    out += "s(";
+    for (int i = 0; i < d.data.ndims; ++i) out += (i ? "," : "") + std::to_string(d.data.format_desc.blocking.strides[i]);
+    out += ")";
+    if (d.data.format_desc.blocking.inner_nblks > 0) out += "b" + std::to_string(d.data.format_desc.blocking.inner_blks[0]);
+  }
+  return out;
+}
+
+}  // namespace
+
+DnnlProgram build_program(const ir::Graph& subgraph) {
+  try {
+    DnnlProgram program = Builder(subgraph).build();
+    plan_arena(program);
+    if (const char* env = std::getenv("GRAFT_DNNL_VERBOSE"); env && std::string(env) == "1")
+      for (const Step& step : program.steps) {
+        std::string line = "graft dnnl: " + step.label;
+        for (const auto& [arg, slot] : step.args) line += " " + std::to_string(arg) + ":" + describe(program.slots[slot].desc);
+        std::fprintf(stderr, "%s\n", line.c_str());
+      }
+    return program;
+  } catch (const dnnl::error& e) {
+    fail(ErrorKind::unsupported, "dnnl backend: oneDNN refused the subgraph: ", e.what());
+  }
+}
+
+}  // namespace graft::dnnl_backend

@@ -1,0 +1,321 @@
+// Op-level support of the dnnl backend. Each checker answers for one op from
+// its attributes, dtypes and shapes; the common part (float32 everywhere,
+// concrete shapes, at most oneDNN's rank) is checked first for every op.
+#include "dnnl_support.h"
+
+#include <algorithm>
+#include <functional>
+#include <map>
+
+#include "../../src/ops/conv_util.h"
+#include "graft/ir/graph.h"
+
+namespace graft::dnnl_backend {
+namespace {
+
+constexpr size_t kMaxRank = 12;  // DNNL_MAX_NDIMS
+
+const ir::ValueType& input_type(const ir::Node& node, size_t i) { return node.graph().type_of(node.inputs[i]); }
+bool has_input(const ir::Node& node, size_t i) { return i < node.inputs.size() && node.inputs[i]; }
+bool is_constant_input(const ir::Node& node, size_t i) {
+  return has_input(node, i) && node.inputs[i].node->op_type() == "Constant";
+}
+size_t rank_of(const ir::Node& node, size_t i) { return input_type(node, i).dims.size(); }
+
+// Two dimensions known to be equal: the same extent, or the same symbol.
+bool same_dim(const ir::Dim& a, const ir::Dim& b) {
+  return a.is_known() ? a.value == b.value : !a.symbol.empty() && a.symbol == b.symbol;
+}
+bool same_dims(const std::vector<ir::Dim>& a, const std::vector<ir::Dim>& b) {
+  if (a.size() != b.size()) return false;
+  for (size_t d = 0; d < a.size(); ++d)
+    if (!same_dim(a[d], b[d])) return false;
+  return true;
+}
+
+// Unidirectional broadcast: `small` broadcasts to `big` without changing it.
+bool broadcasts_into(const ir::ValueType& small, const ir::ValueType& big) {
+  if (small.dims.size() > big.dims.size()) return false;
+  size_t offset = big.dims.size() - small.dims.size();
+  for (size_t d = 0; d < small.dims.size(); ++d)
+    if (small.dims[d].value != 1 && !same_dim(small.dims[d], big.dims[d + offset])) return false;
+  return true;
+}
+
+bool all_known(const std::vector<ir::Dim>& dims) {
+  for (const ir::Dim& d : dims)
+    if (!d.is_known()) return false;
+  return true;
+}
+
+SupportResult check_window(const ir::Node& node, size_t spatial, const std::vector<int64_t>& kernel, bool pool) {
+  if (spatial < 1 || spatial > 3) return SupportResult::no("only 1 to 3 spatial dimensions");
+  try {
+    ops::conv::WindowAttributes attrs = ops::conv::read_window_attributes(node, spatial, kernel, pool);
+    const ir::ValueType& x = input_type(node, 0);
+    for (size_t d = 0; d < spatial; ++d)
+      if (x.dims[2 + d].is_known()) ops::conv::resolve_dim(node, attrs, d, x.dims[2 + d].value);
+  } catch (const Error& e) {
+    return SupportResult::no(e.what());
+  }
+  return SupportResult::yes();
+}
+
+SupportResult check_conv(const ir::Node& node) {
+  if (!has_input(node, 1)) return SupportResult::no("no weight input");
+  size_t rank = rank_of(node, 0);
+  if (rank < 3 || rank_of(node, 1) != rank) return SupportResult::no("data and weight must have equal rank >= 3");
+  const ir::ValueType& x = input_type(node, 0);
+  const ir::ValueType& w = input_type(node, 1);
+  if (!x.dims[1].is_known() || !all_known(w.dims)) return SupportResult::no("channels or weight shape unknown");
+  int64_t group = node.attributes.get_int("group", 1);
+  if (group < 1 || x.dims[1].value % group != 0 || w.dims[0].value % group != 0 ||
+      w.dims[1].value * group != x.dims[1].value)
+    return SupportResult::no("channels do not match the group count");
+  if (has_input(node, 2) && rank_of(node, 2) != 1) return SupportResult::no("bias must be 1-D");
+  std::vector<int64_t> kernel;
+  for (size_t d = 2; d < rank; ++d) kernel.push_back(w.dims[d].value);
+  return check_window(node, rank - 2, kernel, false);
+}
+
+SupportResult check_conv_transpose(const ir::Node& node) {
+  size_t rank = rank_of(node, 0);
+  if (!has_input(node, 1) || rank < 3 || rank > 5 || rank_of(node, 1) != rank)
+    return SupportResult::no("data and weight must have equal rank 3 to 5");
+  if (node.attributes.has("output_shape")) return SupportResult::no("attribute output_shape is not supported");
+  std::string auto_pad = node.attributes.get_string("auto_pad", "NOTSET");
+  if (auto_pad != "NOTSET" && auto_pad != "VALID") return SupportResult::no("auto_pad " + auto_pad);
+  const ir::ValueType& x = input_type(node, 0);
+  const ir::ValueType& w = input_type(node, 1);
+  if (!x.dims[1].is_known() || !all_known(w.dims)) return SupportResult::no("channels or weight shape unknown");
+  int64_t group = node.attributes.get_int("group", 1);
+  if (group < 1 || x.dims[1].value % group != 0 || w.dims[0].value != x.dims[1].value)
+    return SupportResult::no("channels do not match the group count");
+  size_t spatial = rank - 2;
+  std::vector<int64_t> pads = node.attributes.get_ints("pads", std::vector<int64_t>(2 * spatial, 0));
+  std::vector<int64_t> output_padding = node.attributes.get_ints("output_padding", std::vector<int64_t>(spatial, 0));
+  if (pads.size() != 2 * spatial || output_padding.size() != spatial) return SupportResult::no("malformed pads");
+  for (size_t d = 0; d < spatial; ++d)
+    if (output_padding[d] > pads[spatial + d]) return SupportResult::no("output_padding larger than the end padding");
+  if (has_input(node, 2) && rank_of(node, 2) != 1) return SupportResult::no("bias must be 1-D");
+  return SupportResult::yes();
+}
+
+SupportResult check_matmul(const ir::Node& node) {
+  size_t a = rank_of(node, 0), b = rank_of(node, 1);
+  if (a < 2 || b < 2) return SupportResult::no("1-D operands are not supported");
+  const ir::ValueType& ta = input_type(node, 0);
+  const ir::ValueType& tb = input_type(node, 1);
+  size_t rank = std::max(a, b);
+  for (size_t d = 0; d + 2 < rank; ++d) {
+    ir::Dim da = d + a >= rank ? ta.dims[d + a - rank] : ir::Dim::known(1);
+    ir::Dim db = d + b >= rank ? tb.dims[d + b - rank] : ir::Dim::known(1);
+    if (!same_dim(da, db) && da.value != 1 && db.value != 1) return SupportResult::no("batch dimensions do not broadcast");
+  }
+  return SupportResult::yes();
+}
+
+SupportResult check_gemm(const ir::Node& node) {
+  if (rank_of(node, 0) != 2 || rank_of(node, 1) != 2) return SupportResult::no("A and B must be 2-D");
+  if (has_input(node, 2)) {
+    if (!broadcasts_into(input_type(node, 2), node.output_types[0])) return SupportResult::no("C does not broadcast");
+    if (!is_constant_input(node, 2) && node.attributes.get_float("beta", 1.0f) != 1.0f)
+      return SupportResult::no("beta != 1 with a non-constant C");
+  }
+  return SupportResult::yes();
+}
+
+SupportResult check_pool(const ir::Node& node) {
+  if (node.num_outputs() > 1) return SupportResult::no("the Indices output is not supported");
+  size_t rank = rank_of(node, 0);
+  if (rank < 3) return SupportResult::no("rank below 3");
+  if (node.op_type() == "AveragePool" && node.attributes.get_int("ceil_mode", 0) != 0 &&
+      node.attributes.get_int("count_include_pad", 0) != 0)
+    return SupportResult::no("ceil_mode with count_include_pad");
+  if (node.op_type() == "AveragePool" && node.attributes.has("dilations")) {
+    for (int64_t d : node.attributes.get_ints("dilations"))
+      if (d != 1) return SupportResult::no("dilated AveragePool");
+  }
+  return check_window(node, rank - 2, {}, true);
+}
+
+SupportResult check_global_pool(const ir::Node& node) {
+  size_t rank = rank_of(node, 0);
+  if (rank < 3 || rank > 5) return SupportResult::no("rank must be 3 to 5");
+  return SupportResult::yes();
+}
+
+SupportResult check_batch_norm(const ir::Node& node) {
+  if (node.num_outputs() > 1 || node.attributes.get_int("training_mode", 0) != 0)
+    return SupportResult::no("training mode");
+  if (rank_of(node, 0) < 2 || rank_of(node, 0) > 5) return SupportResult::no("rank must be 2 to 5");
+  for (size_t i = 1; i < 5; ++i)
+    if (!has_input(node, i) || rank_of(node, i) != 1) return SupportResult::no("parameters must be 1-D");
+  return SupportResult::yes();
+}
+
+SupportResult check_lrn(const ir::Node& node) {
+  if (rank_of(node, 0) < 3 || rank_of(node, 0) > 5) return SupportResult::no("rank must be 3 to 5");
+  if (node.attributes.get_int("size") % 2 == 0) return SupportResult::no("even window size");
+  return SupportResult::yes();
+}
+
+SupportResult check_layer_norm(const ir::Node& node) {
+  if (node.num_outputs() > 1) return SupportResult::no("Mean and InvStdDev outputs are not supported");
+  int64_t rank = static_cast<int64_t>(rank_of(node, 0));
+  int64_t axis = node.attributes.get_int("axis", -1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return SupportResult::no("axis out of range");
+  int64_t inner = 1;
+  for (int64_t d = axis; d < rank; ++d) {
+    if (!input_type(node, 0).dims[d].is_known()) return SupportResult::no("normalized dimensions unknown");
+    inner *= input_type(node, 0).dims[d].value;
+  }
+  for (size_t i = 1; i < 3; ++i)
+    if (has_input(node, i)) {
+      int64_t n = 1;
+      for (const ir::Dim& d : input_type(node, i).dims) n *= d.value;
+      if (n != inner) return SupportResult::no("scale and bias must cover the normalized dimensions");
+    }
+  return SupportResult::yes();
+}
+
+SupportResult check_softmax(const ir::Node& node) {
+  int64_t rank = static_cast<int64_t>(rank_of(node, 0));
+  int64_t axis = node.attributes.get_int("axis", node.opset_version >= 13 ? -1 : 1);
+  if (axis < -rank || axis >= std::max<int64_t>(rank, 1)) return SupportResult::no("axis out of range");
+  if (rank == 0) return SupportResult::no("0-d input");
+  return SupportResult::yes();
+}
+
+SupportResult check_concat(const ir::Node& node) {
+  if (node.inputs.empty()) return SupportResult::no("no inputs");
+  size_t rank = rank_of(node, 0);
+  if (rank == 0) return SupportResult::no("0-d inputs");
+  for (size_t i = 0; i < node.inputs.size(); ++i)
+    if (!has_input(node, i) || rank_of(node, i) != rank) return SupportResult::no("inputs differ in rank");
+  return SupportResult::yes();
+}
+
+SupportResult check_binary(const ir::Node& node) {
+  const ir::ValueType& out = node.output_types[0];
+  if (out.dims.empty()) return SupportResult::no("0-d output");
+  bool first_full = same_dims(input_type(node, 0).dims, out.dims);
+  bool second_full = same_dims(input_type(node, 1).dims, out.dims);
+  bool commutative = node.op_type() == "Add" || node.op_type() == "Mul";
+  if (first_full && broadcasts_into(input_type(node, 1), out)) return SupportResult::yes();
+  // A one-element constant on either side becomes alpha * x + beta.
+  if ((second_full && is_constant_input(node, 0) && input_type(node, 0).dims.size() <= out.dims.size() &&
+       node.inputs[0].node->constant_value.numel() == 1 && node.op_type() != "Div"))
+    return SupportResult::yes();
+  if (commutative && second_full && broadcasts_into(input_type(node, 0), out)) return SupportResult::yes();
+  return SupportResult::no("neither operand has the output's shape");
+}
+
+SupportResult check_clip(const ir::Node& node) {
+  for (size_t i = 1; i < 3; ++i)
+    if (has_input(node, i) && !is_constant_input(node, i)) return SupportResult::no("min/max must be constants");
+  return SupportResult::yes();
+}
+
+SupportResult check_gelu(const ir::Node& node) {
+  std::string approximate = node.attributes.get_string("approximate", "none");
+  if (approximate != "none" && approximate != "tanh") return SupportResult::no("approximate=" + approximate);
+  return SupportResult::yes();
+}
+
+SupportResult check_reshape(const ir::Node& node) {
+  if (node.op_type() == "Reshape" && !is_constant_input(node, 1)) return SupportResult::no("shape is not a constant");
+  if (node.op_type() == "Reshape" && node.attributes.get_int("allowzero", 0) != 0) return SupportResult::no("allowzero");
+  if (node.output_types[0].dims.empty()) return SupportResult::no("0-d output");
+  return SupportResult::yes();
+}
+
+SupportResult check_transpose(const ir::Node& node) {
+  size_t rank = rank_of(node, 0);
+  std::vector<int64_t> perm = node.attributes.get_ints("perm", {});
+  if (perm.empty()) return SupportResult::yes();
+  if (perm.size() != rank) return SupportResult::no("perm does not match the rank");
+  std::vector<bool> seen(rank, false);
+  for (int64_t p : perm) {
+    if (p < 0 || p >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(p)]) return SupportResult::no("perm is not a permutation");
+    seen[static_cast<size_t>(p)] = true;
+  }
+  return SupportResult::yes();
+}
+
+SupportResult always(const ir::Node&) { return SupportResult::yes(); }
+
+using Checker = std::function<SupportResult(const ir::Node&)>;
+
+const std::map<std::string, Checker>& checkers() {
+  static const std::map<std::string, Checker> table = {
+      {"Conv", check_conv},
+      {"ConvTranspose", check_conv_transpose},
+      {"MatMul", check_matmul},
+      {"Gemm", check_gemm},
+      {"MaxPool", check_pool},
+      {"AveragePool", check_pool},
+      {"GlobalAveragePool", check_global_pool},
+      {"GlobalMaxPool", check_global_pool},
+      {"BatchNormalization", check_batch_norm},
+      {"LRN", check_lrn},
+      {"Softmax", check_softmax},
+      {"LayerNormalization", check_layer_norm},
+      {"Concat", check_concat},
+      {"Relu", always},
+      {"LeakyRelu", always},
+      {"Clip", check_clip},
+      {"Sigmoid", always},
+      {"Tanh", always},
+      {"HardSigmoid", always},
+      {"HardSwish", always},
+      {"Elu", always},
+      {"Gelu", check_gelu},
+      {"Exp", always},
+      {"Abs", always},
+      {"Sqrt", always},
+      {"Add", check_binary},
+      {"Mul", check_binary},
+      {"Sub", check_binary},
+      {"Div", check_binary},
+      {"Flatten", check_reshape},
+      {"Reshape", check_reshape},
+      {"Transpose", check_transpose},
+  };
+  return table;
+}
+
+}  // namespace
+
+const std::vector<std::string>& dnnl_op_types() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const auto& [name, checker] : checkers()) out.push_back(name);
+    return out;
+  }();
+  return names;
+}
+
+SupportResult dnnl_supports(const ir::Node& node) {
+  auto it = checkers().find(node.op_type());
+  if (it == checkers().end()) return SupportResult::no("op " + node.op_type() + " is not supported by dnnl");
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if (!node.inputs[i]) continue;
+    const ir::ValueType& t = input_type(node, i);
+    bool shape_input = node.op_type() == "Reshape" && i == 1;
+    if (!shape_input && t.dtype != DType::float32) return SupportResult::no("input " + std::to_string(i) + " is not float32");
+    if (!t.has_rank) return SupportResult::no("input " + std::to_string(i) + " has unknown rank");
+    if (t.dims.size() > kMaxRank) return SupportResult::no("rank above 12");
+  }
+  for (const ir::ValueType& t : node.output_types) {
+    if (t.dtype != DType::float32) return SupportResult::no("output is not float32");
+    if (!t.has_rank) return SupportResult::no("output has unknown rank");
+    if (t.dims.size() > kMaxRank) return SupportResult::no("rank above 12");
+    for (const ir::Dim& d : t.dims)
+      if (d.value == 0) return SupportResult::no("empty output");
+  }
+  return it->second(node);
+}
+
+}  // namespace graft::dnnl_backend

@@ -1,0 +1,192 @@
+// The dnnl module's guarantees: layouts converted only at the subgraph
+// boundary, weights converted once and again when they change, primitives
+// built per input shape and kept, concurrent runs, whole zoo models.
+#include <sstream>
+#include <thread>
+
+#include "dnnl_test_util.h"
+#include "graft/frontend/onnx_import.h"
+#include "graft/passes/pass.h"
+#include "graft/zoo/zoo.h"
+
+namespace graft::testing {
+namespace {
+
+// conv -> relu -> conv -> maxpool on 16 channels, weights as constants.
+std::unique_ptr<ir::Graph> conv_relu_conv_pool(const Shape& input_shape, Tensor first_weight) {
+  auto g = new_graph();
+  ir::Node* x = g->add_input("x", ir::ValueType::of(DType::float32, input_shape));
+  ir::Node* w1 = g->add_constant("w1", std::move(first_weight));
+  ir::Node* w2 = g->add_constant("w2", random_tensor({16, 16, 3, 3}, 12));
+  ir::Node* c1 = g->add_node("Conv", {x->output(0), w1->output(0)}, 1, "conv1");
+  c1->attributes.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  ir::Node* r = g->add_node("Relu", {c1->output(0)}, 1, "relu");
+  ir::Node* c2 = g->add_node("Conv", {r->output(0), w2->output(0)}, 1, "conv2");
+  c2->attributes.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  ir::Node* p = g->add_node("MaxPool", {c2->output(0)}, 1, "pool");
+  p->attributes.set("kernel_shape", std::vector<int64_t>{2, 2});
+  p->attributes.set("strides", std::vector<int64_t>{2, 2});
+  g->add_output(p->output(0), "y");
+  ir::infer_types(*g);
+  return g;
+}
+
+TEST(DnnlModule, ReordersOnlyAtTheBoundary) {
+  auto g = conv_relu_conv_pool({1, 16, 16, 16}, random_tensor({16, 16, 3, 3}, 11));
+  auto stats = expect_dnnl_matches_reference(*g, {random_tensor({1, 16, 16, 16}, 1)});
+  EXPECT_EQ(stats.activation_reorders, 2);  // plain -> blocked in, blocked -> plain out
+  EXPECT_EQ(stats.primitives, 5);          // reorder, conv+relu, conv, pool, reorder
+  EXPECT_EQ(stats.fused_nodes, 1);
+}
+
+TEST(DnnlModule, WeightChangedBetweenRunsGivesTheNewResult) {
+  Tensor w1 = random_tensor({16, 16, 3, 3}, 11);
+  auto g = conv_relu_conv_pool({1, 16, 8, 8}, w1);
+  auto module = compile_dnnl(*g);
+  std::vector<Tensor> inputs = {random_tensor({1, 16, 8, 8}, 3)};
+  std::vector<Tensor> first = run_module(*module, inputs);
+  int64_t after_first = dnnl_backend::dnnl_module_stats(*module).weight_conversions;
+  EXPECT_EQ(after_first, 2);  // two conv weights (no bias)
+  run_module(*module, inputs);
+  EXPECT_EQ(dnnl_backend::dnnl_module_stats(*module).weight_conversions, after_first);
+
+  w1.copy_from(random_tensor({16, 16, 3, 3}, 99));  // through the public API: bumps the version
+  std::vector<Tensor> second = run_module(*module, inputs);
+  EXPECT_EQ(dnnl_backend::dnnl_module_stats(*module).weight_conversions, after_first + 1);
+  EXPECT_GT(max_relative_error(second[0], first[0]), 1e-2);
+  std::vector<Tensor> want = run_graph(*g, inputs);
+  EXPECT_LE(max_relative_error(second[0], want[0]), 1e-4);
+}
+
+TEST(DnnlModule, FoldedBatchNormFollowsItsParameters) {
+  auto g = new_graph();
+  ir::Node* x = g->add_input("x", ir::ValueType::of(DType::float32, {1, 4, 5, 5}));
+  ir::Node* w = g->add_constant("w", random_tensor({8, 4, 3, 3}, 1));
+  Tensor scale = random_tensor({8}, 2);
+  std::vector<ir::Value> bn_inputs;
+  ir::Node* conv = g->add_node("Conv", {x->output(0), w->output(0)}, 1, "conv");
+  bn_inputs.push_back(conv->output(0));
+  bn_inputs.push_back(g->add_constant("scale", scale)->output(0));
+  for (int i = 0; i < 2; ++i) bn_inputs.push_back(g->add_constant("p" + std::to_string(i), random_tensor({8}, 3 + i))->output(0));
+  Tensor var = Tensor::from_vector<float>(std::vector<float>(8, 0.5f), {8});
+  bn_inputs.push_back(g->add_constant("var", var)->output(0));
+  ir::Node* bn = g->add_node("BatchNormalization", bn_inputs, 1, "bn");
+  g->add_output(bn->output(0));
+  ir::infer_types(*g);
+  auto module = compile_dnnl(*g);
+  std::vector<Tensor> inputs = {random_tensor({1, 4, 5, 5}, 7)};
+  run_module(*module, inputs);
+  scale.copy_from(random_tensor({8}, 50));
+  std::vector<Tensor> got = run_module(*module, inputs);
+  EXPECT_LE(max_relative_error(got[0], run_graph(*g, inputs)[0]), 1e-4);
+}
+
+TEST(DnnlModule, WeightsFromInputsAreConvertedPerVersion) {
+  auto g = new_graph();
+  ir::Node* x = g->add_input("x", ir::ValueType::of(DType::float32, {1, 8, 6, 6}));
+  ir::Node* w = g->add_input("w", ir::ValueType::of(DType::float32, {8, 8, 3, 3}));
+  ir::Node* conv = g->add_node("Conv", {x->output(0), w->output(0)}, 1, "conv");
+  g->add_output(conv->output(0));
+  ir::infer_types(*g);
+  auto module = compile_dnnl(*g);
+  Tensor weight = random_tensor({8, 8, 3, 3}, 5);
+  std::vector<Tensor> inputs = {random_tensor({1, 8, 6, 6}, 6), weight};
+  run_module(*module, inputs);
+  run_module(*module, inputs);
+  EXPECT_EQ(dnnl_backend::dnnl_module_stats(*module).weight_conversions, 1);
+  weight.copy_from(random_tensor({8, 8, 3, 3}, 8));
+  std::vector<Tensor> got = run_module(*module, inputs);
+  EXPECT_EQ(dnnl_backend::dnnl_module_stats(*module).weight_conversions, 2);
+  EXPECT_LE(max_relative_error(got[0], run_graph(*g, inputs)[0]), 1e-4);
+}
+
+TEST(DnnlModule, NewInputShapeBuildsNewPrimitivesAndKeepsTheOld) {
+  auto body = conv_relu_conv_pool({1, 16, 8, 8}, random_tensor({16, 16, 3, 3}, 11));
+  auto outer = wrap_in_subgraph(*body, "dnnl");
+  // The batch and spatial extents are left to the run.
+  outer->inputs()[0]->output_types[0] = ir::ValueType{DType::float32, true,
+                                                      {ir::Dim::symbolic("n"), ir::Dim::known(16),
+                                                       ir::Dim::symbolic("h"), ir::Dim::symbolic("w")}};
+  runtime::SessionOptions options;
+  options.passes = {"verify", "infer"};
+  options.num_threads = 2;
+  runtime::Session session(std::move(outer), options);
+  int64_t compiles = dnnl_backend::dnnl_compile_count();
+  Tensor small = random_tensor({1, 16, 8, 8}, 1), large = random_tensor({2, 16, 12, 12}, 2);
+  std::vector<Tensor> small_first = session.run({small});
+  EXPECT_EQ(dnnl_backend::dnnl_compile_count(), compiles + 1);
+  std::vector<Tensor> large_out = session.run({large});
+  EXPECT_EQ(dnnl_backend::dnnl_compile_count(), compiles + 2);
+  std::vector<Tensor> small_again = session.run({small});
+  EXPECT_EQ(dnnl_backend::dnnl_compile_count(), compiles + 2);
+  EXPECT_EQ(session.num_plans(), 2u);
+  EXPECT_EQ(large_out[0].shape(), (Shape{2, 16, 6, 6}));
+  expect_close(small_again[0], small_first[0], 0, 0);
+  // The reference on the large shape.
+  auto reference_body = conv_relu_conv_pool({2, 16, 12, 12}, body->nodes()[1]->constant_value);
+  EXPECT_LE(max_relative_error(large_out[0], run_graph(*reference_body, {large})[0]), 1e-4);
+}
+
+TEST(DnnlModule, ConcurrentRunsAgree) {
+  auto g = conv_relu_conv_pool({1, 16, 16, 16}, random_tensor({16, 16, 3, 3}, 11));
+  auto module = compile_dnnl(*g, 1);
+  std::vector<Tensor> inputs = {random_tensor({1, 16, 16, 16}, 1)};
+  std::vector<Tensor> want = run_module(*module, inputs, 1);
+  std::vector<std::thread> threads;
+  std::vector<double> errors(4, 1.0);
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 5; ++i) errors[t] = max_relative_error(run_module(*module, inputs, 1)[0], want[0]);
+    });
+  for (std::thread& t : threads) t.join();
+  for (double e : errors) EXPECT_EQ(e, 0.0);
+}
+
+TEST(DnnlModule, RefusesWhatItDoesNotSupport) {
+  auto g = new_graph();
+  ir::Node* x = g->add_input("x", ir::ValueType::of(DType::float32, {2, 3}));
+  ir::Node* n = g->add_node("Neg", {x->output(0)}, 1, "neg");
+  g->add_output(n->output(0));
+  ir::infer_types(*g);
+  try {
+    compile_dnnl(*g);
+    FAIL() << "expected unsupported";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::unsupported);
+    EXPECT_NE(std::string(e.what()).find("neg"), std::string::npos);
+  }
+}
+
+// A zoo CNN as one dnnl subgraph (every op is supported) against the reference.
+void check_zoo_model(const std::string& name, const Shape& input_shape, double tolerance) {
+  auto graph = frontend::load_onnx_from_memory(zoo::build_zoo_model(name, 1));
+  passes::PassContext ctx;
+  passes::run_pipeline(graph, {"infer", "eliminate-identity", "fold-constants", "eliminate-dead-code"}, ctx);
+  graph->inputs()[0]->output_types[0] = ir::ValueType::of(DType::float32, input_shape);
+  expect_dnnl_matches_reference(*graph, {random_tensor(input_shape, 3)}, tolerance);
+}
+
+TEST(DnnlZoo, Resnet18) { check_zoo_model("resnet18", {1, 3, 64, 64}, 1e-4); }
+TEST(DnnlZoo, MobilenetV2) { check_zoo_model("mobilenet_v2", {1, 3, 64, 64}, 1e-4); }
+TEST(DnnlZoo, Squeezenet) { check_zoo_model("squeezenet", {1, 3, 64, 64}, 1e-4); }
+
+}  // namespace
+}  // namespace graft::testing
+
+namespace graft::testing {
+namespace {
+
+TEST(DnnlModule, SavedModuleLoadsAndRunsTheSame) {
+  auto g = conv_relu_conv_pool({1, 16, 8, 8}, random_tensor({16, 16, 3, 3}, 11));
+  auto module = compile_dnnl(*g);
+  std::stringstream saved;
+  module->save(saved);
+  auto loaded = runtime::load_module("dnnl", saved, *g);
+  std::vector<Tensor> inputs = {random_tensor({1, 16, 8, 8}, 2)};
+  expect_close(run_module(*loaded, inputs)[0], run_module(*module, inputs)[0], 0, 0);
+  std::stringstream garbage("not a dnnl module");
+  EXPECT_THROW(runtime::load_module("dnnl", garbage, *g), Error);
+}
+
+}  // namespace
+}  // namespace graft::testing

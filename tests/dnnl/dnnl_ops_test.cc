@@ -1,0 +1,286 @@
+// Every op and post-op pattern the dnnl backend takes, against the reference
+// kernels on the same graph and inputs (max relative error 1e-4).
+#include <functional>
+
+#include "dnnl_test_util.h"
+
+namespace graft::testing {
+namespace {
+
+using ir::Value;
+using Attrs = std::function<void(ir::Attributes&)>;
+
+// A small graph under construction with its random inputs.
+struct Case {
+  std::unique_ptr<ir::Graph> graph = new_graph();
+  std::vector<Tensor> inputs;
+  uint64_t seed = 1;
+
+  Value input(const Shape& shape) {
+    inputs.push_back(random_tensor(shape, seed++));
+    return graph->add_input("x" + std::to_string(inputs.size()), ir::ValueType::of(DType::float32, shape))->output(0);
+  }
+  Value constant(const Shape& shape, bool positive = false) {
+    Tensor t = random_tensor(shape, 1000 + seed++);
+    if (positive)
+      for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = std::abs(t.data<float>()[i]) + 0.5f;
+    return graph->add_constant("c" + std::to_string(seed), t)->output(0);
+  }
+  Value op(const std::string& type, const std::vector<Value>& in, const Attrs& attrs = {}) {
+    ir::Node* n = graph->add_node(type, in, 1, type + std::to_string(seed++));
+    if (attrs) attrs(n->attributes);
+    return n->output(0);
+  }
+  dnnl_backend::DnnlModuleStats check(const std::vector<Value>& outputs, double tolerance = 1e-4) {
+    for (Value v : outputs) graph->add_output(v);
+    return expect_dnnl_matches_reference(*graph, inputs, tolerance);
+  }
+};
+
+Attrs ints(const std::string& name, std::vector<int64_t> v) {
+  return [=](ir::Attributes& a) { a.set(name, v); };
+}
+Attrs all(std::vector<Attrs> list) {
+  return [=](ir::Attributes& a) {
+    for (const Attrs& f : list) f(a);
+  };
+}
+Attrs one_int(const std::string& name, int64_t v) {
+  return [=](ir::Attributes& a) { a.set(name, v); };
+}
+Attrs one_float(const std::string& name, float v) {
+  return [=](ir::Attributes& a) { a.set(name, v); };
+}
+Attrs one_string(const std::string& name, std::string v) {
+  return [=](ir::Attributes& a) { a.set(name, v); };
+}
+
+TEST(DnnlOps, ConvPadded) {
+  Case c;
+  Value x = c.input({1, 16, 9, 9});
+  c.check({c.op("Conv", {x, c.constant({32, 16, 3, 3})}, ints("pads", {1, 1, 1, 1}))});
+}
+
+TEST(DnnlOps, ConvGroupedStridedWithBias) {
+  Case c;
+  Value x = c.input({2, 8, 10, 10});
+  c.check({c.op("Conv", {x, c.constant({12, 4, 3, 3}), c.constant({12})},
+                all({one_int("group", 2), ints("strides", {2, 2}), ints("pads", {1, 0, 1, 0})}))});
+}
+
+TEST(DnnlOps, ConvDepthwise) {
+  Case c;
+  Value x = c.input({1, 32, 12, 12});
+  c.check({c.op("Conv", {x, c.constant({32, 1, 3, 3}), c.constant({32})},
+                all({one_int("group", 32), ints("pads", {1, 1, 1, 1})}))});
+}
+
+TEST(DnnlOps, ConvDilatedAutoPad) {
+  Case c;
+  Value x = c.input({1, 8, 11, 13});
+  c.check({c.op("Conv", {x, c.constant({8, 8, 3, 3})},
+                all({ints("dilations", {2, 2}), ints("strides", {2, 1}), one_string("auto_pad", "SAME_UPPER")})),
+           c.op("Conv", {x, c.constant({4, 8, 2, 2})}, one_string("auto_pad", "SAME_LOWER")),
+           c.op("Conv", {x, c.constant({4, 8, 3, 3})}, one_string("auto_pad", "VALID"))});
+}
+
+TEST(DnnlOps, Conv1dAnd3d) {
+  Case c;
+  Value x1 = c.input({1, 4, 20});
+  Value x3 = c.input({1, 4, 5, 6, 7});
+  c.check({c.op("Conv", {x1, c.constant({6, 4, 5})}, ints("pads", {2, 2})),
+           c.op("Conv", {x3, c.constant({6, 4, 3, 3, 3})}, ints("pads", {1, 1, 1, 1, 1, 1}))});
+}
+
+TEST(DnnlOps, ConvTranspose) {
+  Case c;
+  Value x = c.input({1, 8, 5, 5});
+  c.check({c.op("ConvTranspose", {x, c.constant({8, 3, 3, 3}), c.constant({6})},
+                all({one_int("group", 2), ints("strides", {2, 2}), ints("pads", {1, 1, 1, 1}),
+                     ints("output_padding", {1, 1})})),
+           c.op("ConvTranspose", {x, c.constant({8, 4, 4, 4})}, ints("strides", {2, 2}))});
+}
+
+TEST(DnnlOps, MatMulBatchedAndBroadcast) {
+  Case c;
+  Value a = c.input({2, 3, 5, 4});
+  Value b = c.input({2, 3, 4, 6});
+  Value a3 = c.input({2, 5, 4});
+  Value b1 = c.input({1, 4, 6});
+  c.check({c.op("MatMul", {a, b}), c.op("MatMul", {a3, c.constant({4, 6})}), c.op("MatMul", {a3, b1})});
+}
+
+TEST(DnnlOps, GemmTransposedScaled) {
+  Case c;
+  Value a = c.input({7, 5});
+  Value at = c.input({5, 7});
+  c.check({c.op("Gemm", {a, c.constant({3, 5}), c.constant({3})},
+                all({one_int("transB", 1), one_float("alpha", 0.5f), one_float("beta", 2.0f)})),
+           c.op("Gemm", {at, c.constant({5, 3}), c.constant({7, 3})}, one_int("transA", 1)),
+           c.op("Gemm", {a, c.constant({5, 3})})});
+}
+
+TEST(DnnlOps, Pools) {
+  Case c;
+  Value x = c.input({1, 16, 11, 11});
+  c.check({c.op("MaxPool", {x}, all({ints("kernel_shape", {3, 3}), ints("strides", {2, 2}), ints("pads", {1, 1, 1, 1})})),
+           c.op("MaxPool", {x}, all({ints("kernel_shape", {2, 2}), ints("strides", {2, 2}), one_int("ceil_mode", 1)})),
+           c.op("MaxPool", {x}, all({ints("kernel_shape", {2, 2}), ints("dilations", {2, 2})})),
+           c.op("AveragePool", {x}, all({ints("kernel_shape", {3, 3}), ints("pads", {1, 1, 1, 1}),
+                                         one_int("count_include_pad", 1)})),
+           c.op("AveragePool", {x}, all({ints("kernel_shape", {3, 3}), ints("strides", {2, 2}), ints("pads", {1, 1, 1, 1})})),
+           c.op("AveragePool", {x}, all({ints("kernel_shape", {2, 2}), ints("strides", {2, 2}), one_int("ceil_mode", 1)})),
+           c.op("GlobalAveragePool", {x}), c.op("GlobalMaxPool", {x})});
+}
+
+TEST(DnnlOps, BatchNormLrnSoftmax) {
+  Case c;
+  Value x = c.input({2, 8, 5, 5});
+  Value s = c.input({4, 6, 10});
+  c.check({c.op("BatchNormalization", {x, c.constant({8}), c.constant({8}), c.constant({8}), c.constant({8}, true)},
+                one_float("epsilon", 1e-3f)),
+           c.op("LRN", {x}, all({one_int("size", 5), one_float("alpha", 1e-3f), one_float("beta", 0.75f),
+                                 one_float("bias", 2.0f)})),
+           c.op("Softmax", {s}, one_int("axis", -1)), c.op("Softmax", {s}, one_int("axis", 1))});
+}
+
+TEST(DnnlOps, SoftmaxOpset11Coerces) {
+  Case c;
+  c.graph->opset_imports[""] = 11;
+  Value s = c.input({4, 6, 10});
+  c.check({c.op("Softmax", {s}, one_int("axis", 1))});
+}
+
+TEST(DnnlOps, LayerNormalization) {
+  Case c;
+  Value x = c.input({2, 7, 32});
+  c.check({c.op("LayerNormalization", {x, c.constant({32}), c.constant({32})}, one_float("epsilon", 1e-5f)),
+           c.op("LayerNormalization", {x, c.constant({7, 32})}, one_int("axis", 1))});
+}
+
+TEST(DnnlOps, ConcatOfConvs) {
+  Case c;
+  Value x = c.input({1, 16, 8, 8});
+  Value a = c.op("Conv", {x, c.constant({16, 16, 1, 1})});
+  Value b = c.op("Conv", {x, c.constant({8, 16, 3, 3})}, ints("pads", {1, 1, 1, 1}));
+  Value y = c.input({1, 4, 8, 8});
+  c.check({c.op("Concat", {a, b, y}, one_int("axis", 1))});
+}
+
+TEST(DnnlOps, StandaloneEltwiseAndBinary) {
+  Case c;
+  Value x = c.input({2, 8, 4, 4});
+  Value y = c.input({2, 8, 4, 4});
+  Value ch = c.input({1, 8, 1, 1});
+  std::vector<Value> outs;
+  for (const char* op : {"Relu", "Sigmoid", "Tanh", "HardSwish", "Elu", "Gelu", "Abs", "Exp"}) outs.push_back(c.op(op, {x}));
+  outs.push_back(c.op("LeakyRelu", {x}, one_float("alpha", 0.1f)));
+  outs.push_back(c.op("HardSigmoid", {x}, all({one_float("alpha", 0.3f), one_float("beta", 0.4f)})));
+  outs.push_back(c.op("Clip", {x, c.graph->add_constant("lo", Tensor::scalar(-0.25f))->output(0), c.graph->add_constant("hi", Tensor::scalar(0.5f))->output(0)}));
+  outs.push_back(c.op("Add", {x, y}));
+  outs.push_back(c.op("Mul", {ch, x}));
+  outs.push_back(c.op("Sub", {x, ch}));
+  outs.push_back(c.op("Div", {x, c.constant({8, 1, 1}, true)}));
+  outs.push_back(c.op("Mul", {x, c.graph->add_constant("k", Tensor::scalar(3.0f))->output(0)}));
+  outs.push_back(c.op("Sub", {c.graph->add_constant("k2", Tensor::scalar(1.0f))->output(0), x}));
+  c.check(outs);
+}
+
+TEST(DnnlOps, FlattenAndReshape) {
+  Case c;
+  Value x = c.input({2, 16, 4, 4});
+  Value conv = c.op("Conv", {x, c.constant({16, 16, 3, 3})}, ints("pads", {1, 1, 1, 1}));
+  Value pooled = c.op("GlobalAveragePool", {conv});
+  Value flat = c.op("Flatten", {pooled}, one_int("axis", 1));
+  Value shape = c.graph->add_constant("shape", Tensor::from_vector<int64_t>({2, 8, 32}, {3}))->output(0);
+  c.check({c.op("Gemm", {flat, c.constant({10, 16}), c.constant({10})}, one_int("transB", 1)),
+           c.op("Reshape", {conv, shape})});
+}
+
+// ---- post-ops on conv and matmul ----
+
+TEST(DnnlPostOps, EveryEltwiseOnConv) {
+  for (const char* op : {"Relu", "Sigmoid", "Tanh", "HardSwish", "Elu", "Gelu", "LeakyRelu", "HardSigmoid", "Clip"}) {
+    SCOPED_TRACE(op);
+    Case c;
+    Value x = c.input({1, 16, 6, 6});
+    Value conv = c.op("Conv", {x, c.constant({16, 16, 3, 3}), c.constant({16})}, ints("pads", {1, 1, 1, 1}));
+    std::vector<Value> in = {conv};
+    if (std::string(op) == "Clip") {
+      in.push_back(c.graph->add_constant("lo", Tensor::scalar(-0.2f))->output(0));
+      in.push_back(c.graph->add_constant("hi", Tensor::scalar(0.3f))->output(0));
+    }
+    auto stats = c.check({c.op(op, in)});
+    EXPECT_GE(stats.fused_nodes, 1);
+  }
+}
+
+TEST(DnnlPostOps, SwishBinaryAndSum) {
+  Case c;
+  Value x = c.input({1, 16, 6, 6});
+  Value conv = c.op("Conv", {x, c.constant({16, 16, 3, 3})}, ints("pads", {1, 1, 1, 1}));
+  Value swish = c.op("Mul", {conv, c.op("Sigmoid", {conv})});
+  Value biased = c.op("Add", {swish, c.constant({1, 16, 1, 1})});
+  Value scaled = c.op("Mul", {c.constant({16, 1, 1}), biased});
+  Value conv2 = c.op("Conv", {scaled, c.constant({16, 16, 1, 1})});
+  Value residual = c.op("Add", {conv2, scaled});
+  auto stats = c.check({c.op("Relu", {residual})});
+  EXPECT_EQ(stats.fused_nodes, 6);  // Sigmoid, Mul, Add, Mul | Add, Relu
+}
+
+TEST(DnnlPostOps, ResidualFromInputIsBinaryAdd) {
+  Case c;
+  Value x = c.input({1, 16, 6, 6});
+  Value conv = c.op("Conv", {x, c.constant({16, 16, 3, 3})}, ints("pads", {1, 1, 1, 1}));
+  auto stats = c.check({c.op("Relu", {c.op("Add", {x, conv})})});
+  EXPECT_EQ(stats.fused_nodes, 2);
+}
+
+TEST(DnnlPostOps, BatchNormFoldedIntoConv) {
+  Case c;
+  Value x = c.input({1, 8, 7, 7});
+  Value conv = c.op("Conv", {x, c.constant({16, 8, 3, 3}), c.constant({16})}, ints("pads", {1, 1, 1, 1}));
+  Value bn = c.op("BatchNormalization", {conv, c.constant({16}), c.constant({16}), c.constant({16}), c.constant({16}, true)});
+  auto stats = c.check({c.op("Relu", {bn})});
+  EXPECT_EQ(stats.fused_nodes, 2);
+  EXPECT_EQ(stats.primitives, 3);  // reorder in, conv, reorder out
+}
+
+TEST(DnnlPostOps, MatMulBiasGeluAndScale) {
+  Case c;
+  Value x = c.input({2, 5, 16});
+  Value h = c.op("Add", {c.op("MatMul", {x, c.constant({16, 32})}), c.constant({32})});
+  Value gelu = c.op("Gelu", {h});
+  Value q = c.input({2, 4, 5, 8});
+  Value k = c.input({2, 4, 8, 5});
+  Value scores = c.op("Div", {c.op("MatMul", {q, k}), c.graph->add_constant("s", Tensor::scalar(2.0f))->output(0)});
+  auto stats = c.check({gelu, scores});
+  EXPECT_EQ(stats.fused_nodes, 3);
+}
+
+}  // namespace
+}  // namespace graft::testing
+
+namespace graft::testing {
+namespace {
+
+// BERT's self-attention: transposes are strided views read in place by the matmuls.
+TEST(DnnlOps, AttentionWithTransposes) {
+  Case c;
+  Value x = c.input({2, 5, 16});
+  Value split = c.graph->add_constant("split", Tensor::from_vector<int64_t>({0, 0, 4, 4}, {4}))->output(0);
+  Value merge = c.graph->add_constant("merge", Tensor::from_vector<int64_t>({0, 0, 16}, {3}))->output(0);
+  auto heads = [&](std::vector<int64_t> perm) {
+    Value projected = c.op("Add", {c.op("MatMul", {x, c.constant({16, 16})}), c.constant({16})});
+    return c.op("Transpose", {c.op("Reshape", {projected, split})}, ints("perm", perm));
+  };
+  Value q = heads({0, 2, 1, 3}), k = heads({0, 2, 3, 1}), v = heads({0, 2, 1, 3});
+  Value scores = c.op("Div", {c.op("MatMul", {q, k}), c.graph->add_constant("d", Tensor::scalar(2.0f))->output(0)});
+  Value context = c.op("MatMul", {c.op("Softmax", {scores}, one_int("axis", -1)), v});
+  Value merged = c.op("Reshape", {c.op("Transpose", {context}, ints("perm", {0, 2, 1, 3})), merge});
+  auto stats = c.check({merged, c.op("Transpose", {x}, {})});
+  EXPECT_EQ(stats.activation_reorders, 2);  // the context's transpose before the Reshape, the output transpose
+}
+
+}  // namespace
+}  // namespace graft::testing

@@ -1,0 +1,167 @@
+// fold-batch-norm, fuse-gelu, fuse-layer-norm, simplify-reshapes: the
+// structure after the pass and the same outputs as before it.
+#include <gtest/gtest.h>
+
+#include "graft/ir/type_inference.h"
+#include "graft/passes/pass.h"
+#include "support/graph_runner.h"
+
+using namespace graft;
+using namespace graft::ir;
+using graft::testing::expect_close;
+using graft::testing::random_tensor;
+using graft::testing::run_graph;
+
+namespace {
+
+size_t count_ops(const Graph& g, std::string_view op) {
+  size_t n = 0;
+  for (const auto& node : g.nodes()) n += node->schema().name == op;
+  return n;
+}
+
+std::unique_ptr<Graph> apply(const Graph& g, std::vector<std::string> names) {
+  auto out = g.clone();
+  passes::PassContext ctx;
+  ctx.verify_after_each = true;
+  names.insert(names.begin(), "infer");
+  names.push_back("eliminate-dead-code");
+  passes::run_pipeline(out, names, ctx);
+  return out;
+}
+
+std::unique_ptr<Graph> new_graph() {
+  auto g = std::make_unique<Graph>();
+  g->opset_imports[""] = 17;
+  return g;
+}
+
+Value scalar(Graph& g, float v) { return g.add_constant("s" + std::to_string(g.num_nodes()), Tensor::scalar(v))->output(0); }
+
+Node* op(Graph& g, const std::string& type, const std::vector<Value>& in) {
+  return g.add_node(type, in, 1, type + std::to_string(g.num_nodes()));
+}
+
+void expect_same_outputs(const Graph& before, const Graph& after, const std::vector<Tensor>& inputs, double rtol = 1e-5) {
+  std::vector<Tensor> want = run_graph(before, inputs), got = run_graph(after, inputs);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i], rtol, 1e-5);
+}
+
+}  // namespace
+
+TEST(FoldBatchNorm, FoldsIntoConstantConv) {
+  auto g = new_graph();
+  Node* x = g->add_input("x", ValueType::of(DType::float32, {1, 4, 6, 6}));
+  Node* w = g->add_constant("w", random_tensor({8, 4, 3, 3}, 1));
+  Node* b = g->add_constant("b", random_tensor({8}, 2));
+  Node* conv = g->add_node("Conv", {x->output(0), w->output(0), b->output(0)}, 1, "conv");
+  Tensor var = random_tensor({8}, 6);
+  for (int i = 0; i < 8; ++i) var.data<float>()[i] = std::abs(var.data<float>()[i]) + 0.1f;
+  std::vector<Value> bn_in = {conv->output(0)};
+  for (int i = 0; i < 3; ++i) bn_in.push_back(g->add_constant("p" + std::to_string(i), random_tensor({8}, 3 + i))->output(0));
+  bn_in.push_back(g->add_constant("var", var)->output(0));
+  Node* bn = g->add_node("BatchNormalization", bn_in, 1, "bn");
+  g->add_output(op(*g, "Relu", {bn->output(0)})->output(0), "y");
+  auto out = apply(*g, {"fold-batch-norm"});
+  EXPECT_EQ(count_ops(*out, "BatchNormalization"), 0u);
+  EXPECT_EQ(count_ops(*out, "Conv"), 1u);
+  expect_same_outputs(*g, *out, {random_tensor({1, 4, 6, 6}, 9)});
+}
+
+TEST(FoldBatchNorm, LeavesSharedConvOutputAlone) {
+  auto g = new_graph();
+  Node* x = g->add_input("x", ValueType::of(DType::float32, {1, 2, 4, 4}));
+  Node* conv = g->add_node("Conv", {x->output(0), g->add_constant("w", random_tensor({2, 2, 1, 1}, 1))->output(0)}, 1, "c");
+  std::vector<Value> bn_in = {conv->output(0)};
+  for (int i = 0; i < 4; ++i) bn_in.push_back(g->add_constant("p" + std::to_string(i), Tensor::from_vector<float>({1, 1}, {2}))->output(0));
+  Node* bn = g->add_node("BatchNormalization", bn_in, 1, "bn");
+  g->add_output(bn->output(0), "y");
+  g->add_output(conv->output(0), "z");
+  auto out = apply(*g, {"fold-batch-norm"});
+  EXPECT_EQ(count_ops(*out, "BatchNormalization"), 1u);
+}
+
+TEST(FuseGelu, BertStyleAndTorchStyle) {
+  auto g = new_graph();
+  Node* x = g->add_input("x", ValueType::of(DType::float32, {4, 16}));
+  // BERT zoo style: (x * 0.5) * (erf(x / sqrt2) + 1)
+  Node* e1 = op(*g, "Erf", {op(*g, "Div", {x->output(0), scalar(*g, 1.41421354f)})->output(0)});
+  Node* u1 = op(*g, "Add", {e1->output(0), scalar(*g, 1.0f)});
+  Node* y1 = op(*g, "Mul", {op(*g, "Mul", {x->output(0), scalar(*g, 0.5f)})->output(0), u1->output(0)});
+  // torch.onnx style: (x * (1 + erf(x * 0.7071))) * 0.5
+  Node* e2 = op(*g, "Erf", {op(*g, "Mul", {x->output(0), scalar(*g, 0.70710678f)})->output(0)});
+  Node* u2 = op(*g, "Add", {scalar(*g, 1.0f), e2->output(0)});
+  Node* y2 = op(*g, "Mul", {op(*g, "Mul", {x->output(0), u2->output(0)})->output(0), scalar(*g, 0.5f)});
+  g->add_output(y1->output(0), "y1");
+  g->add_output(y2->output(0), "y2");
+  auto out = apply(*g, {"fuse-gelu"});
+  EXPECT_EQ(count_ops(*out, "Gelu"), 2u);
+  EXPECT_EQ(count_ops(*out, "Erf"), 0u);
+  EXPECT_EQ(count_ops(*out, "Mul"), 0u);
+  expect_same_outputs(*g, *out, {random_tensor({4, 16}, 1)});
+}
+
+TEST(FuseGelu, KeepsPatternWhoseIntermediateIsReadElsewhere) {
+  auto g = new_graph();
+  Node* x = g->add_input("x", ValueType::of(DType::float32, {8}));
+  Node* e = op(*g, "Erf", {op(*g, "Div", {x->output(0), scalar(*g, 1.41421354f)})->output(0)});
+  Node* u = op(*g, "Add", {e->output(0), scalar(*g, 1.0f)});
+  Node* y = op(*g, "Mul", {op(*g, "Mul", {x->output(0), scalar(*g, 0.5f)})->output(0), u->output(0)});
+  g->add_output(y->output(0), "y");
+  g->add_output(e->output(0), "erf");
+  auto out = apply(*g, {"fuse-gelu"});
+  EXPECT_EQ(count_ops(*out, "Gelu"), 0u);
+}
+
+TEST(FuseLayerNorm, DecomposedPatternBecomesOneNode) {
+  for (bool opset18 : {false, true}) {
+    SCOPED_TRACE(opset18 ? "axes as input" : "axes as attribute");
+    auto g = new_graph();
+    if (opset18) g->opset_imports[""] = 18;
+    Node* x = g->add_input("x", ValueType::of(DType::float32, {2, 5, 32}));
+    auto mean_of = [&](Value v) {
+      Node* m;
+      if (opset18) {
+        m = op(*g, "ReduceMean", {v, g->add_constant("axes" + std::to_string(g->num_nodes()), Tensor::from_vector<int64_t>({-1}, {1}))->output(0)});
+      } else {
+        m = op(*g, "ReduceMean", {v});
+        m->attributes.set("axes", std::vector<int64_t>{-1});
+      }
+      return m->output(0);
+    };
+    Value d = op(*g, "Sub", {x->output(0), mean_of(x->output(0))})->output(0);
+    Value var = mean_of(op(*g, "Pow", {d, scalar(*g, 2.0f)})->output(0));
+    Value root = op(*g, "Sqrt", {op(*g, "Add", {var, scalar(*g, 1e-5f)})->output(0)})->output(0);
+    Value n = op(*g, "Div", {d, root})->output(0);
+    Value gamma = g->add_constant("gamma", random_tensor({32}, 2))->output(0);
+    Value beta = g->add_constant("beta", random_tensor({32}, 3))->output(0);
+    Node* y = op(*g, "Add", {op(*g, "Mul", {n, gamma})->output(0), beta});
+    g->add_output(y->output(0), "y");
+    auto out = apply(*g, {"fuse-layer-norm"});
+    EXPECT_EQ(count_ops(*out, "LayerNormalization"), 1u);
+    EXPECT_EQ(count_ops(*out, "ReduceMean"), 0u);
+    EXPECT_EQ(count_ops(*out, "Sqrt"), 0u);
+    expect_same_outputs(*g, *out, {random_tensor({2, 5, 32}, 1)}, 1e-4);
+  }
+}
+
+TEST(SimplifyReshapes, TransposePairsAndReshapeChains) {
+  auto g = new_graph();
+  Node* x = g->add_input("x", ValueType::of(DType::float32, {2, 3, 4, 5}));
+  Node* t1 = op(*g, "Transpose", {x->output(0)});
+  t1->attributes.set("perm", std::vector<int64_t>{0, 2, 1, 3});
+  Node* t2 = op(*g, "Transpose", {t1->output(0)});
+  t2->attributes.set("perm", std::vector<int64_t>{0, 2, 1, 3});  // cancels t1
+  Node* t3 = op(*g, "Transpose", {t2->output(0)});
+  t3->attributes.set("perm", std::vector<int64_t>{0, 2, 3, 1});
+  Node* t4 = op(*g, "Transpose", {t3->output(0)});
+  t4->attributes.set("perm", std::vector<int64_t>{0, 1, 3, 2});  // composes with t3
+  Node* r1 = op(*g, "Reshape", {t4->output(0), g->add_constant("s1", Tensor::from_vector<int64_t>({2, 0, 15}, {3}))->output(0)});
+  Node* r2 = op(*g, "Reshape", {r1->output(0), g->add_constant("s2", Tensor::from_vector<int64_t>({6, -1}, {2}))->output(0)});
+  g->add_output(r2->output(0), "y");
+  auto out = apply(*g, {"simplify-reshapes"});
+  EXPECT_EQ(count_ops(*out, "Transpose"), 1u);
+  EXPECT_EQ(count_ops(*out, "Reshape"), 1u);
+  expect_same_outputs(*g, *out, {random_tensor({2, 3, 4, 5}, 1)}, 0);
+}
