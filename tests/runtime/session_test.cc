@@ -85,7 +85,10 @@ TEST(Session, ReusesBuffersAndReportsPeak) {
   Value v = x->output(0);
   for (int i = 0; i < 8; ++i) v = g->add_node(i % 2 ? "Neg" : "Exp", {v}, 1, "op" + std::to_string(i))->output(0);
   g->add_output(v, "y");
-  runtime::Session s(std::move(g));
+  runtime::SessionOptions options;
+  options.fusion = false;      // the executor's in-place reuse, not one fused kernel
+  options.backends = {"ref"};  // nor a backend's subgraph
+  runtime::Session s(std::move(g), options);
   runtime::RunStats stats;
   s.run({random_tensor({262144}, 3)}, &stats);
   EXPECT_EQ(stats.memory.allocations, 1u);
