@@ -19,8 +19,8 @@ namespace {
 
 class FusedGraphBuilder {
  public:
-  /// `consume_source`: the source graph is discarded afterwards, so node
-  /// names, attributes and constants are moved rather than copied.
+  /// `consume_source`: the source graph is discarded afterwards, so its node
+  /// objects move into the new graph rather than being copied.
   FusedGraphBuilder(const ir::IndexedGraph& source, const FusionSubsets& subsets, bool consume_source)
       : source_(source), subsets_(subsets), consume_source_(consume_source), map_(source.num_entries()) {}
 
@@ -107,25 +107,15 @@ class FusedGraphBuilder {
       if (subsets_.subset_of[id] != FusionSubsets::kNone) members_[fill[subsets_.subset_of[id]]++] = id;
   }
 
-  /// Copies (or moves, when consuming the source) source node `id` into `graph`.
-  /// Output types, names and constant values are always copied: boundary
-  /// values and scalar constants of later fused nodes read them.
+  /// Copies source node `id` into `graph`, or moves the node object itself
+  /// when consuming the source (it keeps its name, attributes, types and
+  /// constant; later boundary values still read its types through it).
   ir::Node* transfer(ir::Graph& graph, uint32_t id, const std::vector<ir::Value>& inputs) {
     if (!consume_source_) return graph.copy_node(source_.node(id), inputs);
-    ir::Node& src = source_.mutable_node(id);
-    ir::Node* n = graph.add_node(src.schema().name, inputs, 0, std::move(src.name), src.schema().domain);
-    n->attributes = std::move(src.attributes);
-    n->attributes.set_owner(n->describe());
-    n->output_types = src.output_types;
-    n->output_names = src.output_names;
-    n->opset_version = src.opset_version;
-    n->device = src.device;
-    n->backend = std::move(src.backend);
-    n->is_backward = src.is_backward;
-    n->constant_value = src.constant_value;  // shares storage; a body may still copy a scalar constant
-    n->subgraph = std::move(src.subgraph);
-    n->num_captured_inputs = src.num_captured_inputs;
-    return n;
+    ir::Node& node = source_.mutable_node(id);
+    graph.take_node(const_cast<ir::Graph&>(source_.graph()), node);
+    node.inputs = inputs;
+    return &node;
   }
 
   bool in_subset(ir::Entry e, uint32_t subset) const { return e.present() && subsets_.subset_of[e.node_id] == subset; }

@@ -140,25 +140,15 @@ class SubsetFinder {
     return set.intersects(pool_.get(member_ids_[root]));
   }
 
-  /// One sequential sweep over the nodes caches what the walk asks about
-  /// them, so that it never chases a producer's Node: is_fusible (composed
-  /// from its two halves, with each value's type checked once), and a kind
-  /// key (backward mark and device) that fused nodes must share.
+  /// One sequential sweep caches what the walk asks about each node: whether
+  /// it is fusible, and a kind key (backward mark and device) that the nodes of
+  /// one fused node must share.
   void classify_nodes() {
-    const size_t n = graph_.num_nodes();
-    std::vector<bool> fusible_value(graph_.num_entries(), false);
-    for (uint32_t id = 0; id < n; ++id) {
+    for (uint32_t id = 0; id < graph_.num_nodes(); ++id) {
       const ir::Node& node = graph_.node(id);
-      for (int k = 0; k < node.num_outputs(); ++k)
-        fusible_value[graph_.entry_id(id, static_cast<uint32_t>(k))] =
-            is_fusible_type(node.output_types[static_cast<size_t>(k)]);
-      nodes_[id].kind = (static_cast<uint64_t>(node.device.type) << 33) | (static_cast<uint64_t>(static_cast<uint32_t>(node.device.id)) << 1) |
-                  (node.is_backward ? 1u : 0u);
-      if (!is_fusible_op(node) || !fusible_value[graph_.entry_id(id, 0)]) continue;
-      bool inputs_ok = true;
-      for (const ir::Entry& e : graph_.inputs(id))
-        if (e.present() && !fusible_value[graph_.entry_id(e)]) inputs_ok = false;
-      nodes_[id].fusible = inputs_ok;
+      nodes_[id].kind = (static_cast<uint64_t>(node.device.type) << 33) |
+                        (static_cast<uint64_t>(static_cast<uint32_t>(node.device.id)) << 1) | (node.is_backward ? 1u : 0u);
+      nodes_[id].fusible = is_fusible_op(node) && is_fusible(node);
     }
   }
 

@@ -1,39 +1,30 @@
-// The fusible-op test. Until the code generator's op-to-expression table is
-// available this is a fixed list of float32 pointwise ops whose reference
-// kernels the fused node's body runs; switching to the table changes only
-// has_pointwise_expression().
+// The fusible-node test: the op table's category (elementwise or broadcast)
+// and the code generator's op-to-expression table (codegen::is_fusible, which
+// also checks dtypes, ranks and attributes), so that the pass fuses exactly
+// what the `fuse` backend can compile.
 #include "graft/fusion/fusible.h"
 
-#include <algorithm>
-#include <array>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
+
+#include "graft/codegen/op_expressions.h"
 
 namespace graft::fusion {
 
 namespace {
 
-constexpr size_t kMaxFusedRank = 8;
-
-bool has_pointwise_expression(const ir::OpSchema& schema) {
-  static constexpr std::array<std::string_view, 32> kPointwiseOps = {
-      "Abs",   "Add",        "Ceil",  "Clip",    "Cos",      "Div",   "Elu",  "Erf",
-      "Exp",   "Floor",      "Gelu",  "HardSigmoid", "Identity", "LeakyRelu", "Log", "Max",
-      "Mean",  "Min",        "Mul",   "Neg",     "Pow",      "Reciprocal", "Relu", "Selu",
-      "Sigmoid", "Sin",      "Softplus", "Softsign", "Sqrt", "Sub",   "Sum",  "Tanh",
-  };
-  if (!schema.domain.empty()) return false;
-  return std::find(kPointwiseOps.begin(), kPointwiseOps.end(), schema.name) != kPointwiseOps.end();
-}
-
-/// has_pointwise_expression and the category test for every op, by position
-/// in the op table (built on first use, after static initialization).
+/// Per op of the op table (by position): elementwise or broadcast, implemented,
+/// and in the code generator's table. Built on first use, after static
+/// initialization has attached the semantics.
 bool op_is_pointwise(const ir::OpSchema& schema) {
   static const std::vector<bool> table = [] {
+    std::unordered_set<std::string_view> expressions;
+    for (std::string_view name : codegen::fusible_op_types()) expressions.insert(name);
     std::vector<bool> t;
     for (const ir::OpSchema& op : ir::all_ops())
       t.push_back((op.category == ir::OpCategory::elementwise || op.category == ir::OpCategory::broadcast) &&
-                  op.is_implemented() && has_pointwise_expression(op));
+                  op.is_implemented() && op.domain.empty() && expressions.count(op.name) > 0);
     return t;
   }();
   auto ops = ir::all_ops();
@@ -43,22 +34,13 @@ bool op_is_pointwise(const ir::OpSchema& schema) {
 
 }  // namespace
 
-bool is_fusible_type(const ir::ValueType& type) {
-  return type.dtype == DType::float32 && (!type.has_rank || type.dims.size() <= kMaxFusedRank);
-}
-
 bool is_fusible_op(const ir::Node& node) {
   if (!op_is_pointwise(node.schema())) return false;
   if (!node.backend.empty() && node.backend != "fuse") return false;
   return !node.subgraph && node.num_outputs() == 1;
 }
 
-bool is_fusible(const ir::Node& node) {
-  if (!is_fusible_op(node) || !is_fusible_type(node.output_types[0])) return false;
-  for (const ir::Value& v : node.inputs)
-    if (v && !is_fusible_type(v.node->output_types[static_cast<size_t>(v.index)])) return false;
-  return true;
-}
+bool is_fusible(const ir::Node& node) { return is_fusible_op(node) && codegen::is_fusible(node); }
 
 bool is_scalar_constant(const ir::Node& node) {
   return node.schema().category == ir::OpCategory::source && node.schema().name == "Constant" &&

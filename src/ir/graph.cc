@@ -109,6 +109,16 @@ Node* Graph::copy_node(const Node& src, const std::vector<Value>& inputs) {
   return n;
 }
 
+Node* Graph::take_node(Graph& other, Node& node) {
+  GRAFT_CHECK(&node.graph() == &other && &other != this, "take_node: the node is not in the other graph");
+  std::unique_ptr<Node>& slot = other.nodes_[node.index()];
+  GRAFT_CHECK(slot.get() == &node, "take_node: node taken twice");
+  node.graph_ = this;
+  node.index_ = static_cast<uint32_t>(nodes_.size());
+  nodes_.push_back(std::move(slot));
+  return &node;
+}
+
 std::unique_ptr<Graph> Graph::clone() const {
   auto g = std::make_unique<Graph>();
   g->opset_imports = opset_imports;

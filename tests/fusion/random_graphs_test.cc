@@ -11,6 +11,7 @@
 #include "graft/fusion/fusible.h"
 #include "graft/ir/indexed_graph.h"
 #include "graft/ir/verify.h"
+#include "graft/partition/convexity.h"
 #include "graft/passes/pass.h"
 #include "support/graph_runner.h"
 
@@ -111,6 +112,11 @@ void check_subsets(const IndexedGraph& graph, const fusion::FusionSubsets& subse
     EXPECT_GE(count[s], 2u);
     EXPECT_EQ(count[s], subsets.sizes[s]);
   }
+  // The shared utility agrees: contracting every subset at once is acyclic.
+  std::vector<int32_t> group_of_node(n, -1);
+  for (uint32_t id = 0; id < n; ++id)
+    if (subsets.subset_of[id] != fusion::FusionSubsets::kNone) group_of_node[id] = static_cast<int32_t>(subsets.subset_of[id]);
+  EXPECT_TRUE(partition::check_contraction(graph, group_of_node).acyclic);
   // Convexity: no path from a subset through a node outside it back into it.
   // left[v] = subsets with a member that reaches v through a node outside them.
   std::vector<std::vector<bool>> reached(n, std::vector<bool>(subsets.num_subsets(), false));
@@ -170,26 +176,38 @@ TEST(FusionRandomGraphs, SubsetsAreConvexConnectedAndHomogeneous) {
   EXPECT_GT(fused, 3000u);  // the generator does produce fusible groups
 }
 
+// The pass's graph, its fused nodes run on the reference kernels, computes
+// exactly what the original does; run through a Session with fusion on
+// (fused nodes compiled by backend `fuse`), closely.
 TEST(FusionRandomGraphs, FusedGraphsComputeTheSameOutputs) {
-  runtime::SessionOptions on;
-  on.passes = {"verify", "infer"};
-  on.num_threads = 1;
-  on.verify_after_each_pass = true;
-  on.fusion = true;
-  runtime::SessionOptions off = on;
+  runtime::SessionOptions off;
+  off.passes = {"verify", "infer"};
+  off.num_threads = 1;
+  off.verify_after_each_pass = true;
+  off.backends = {"ref"};
   off.fusion = false;
+  runtime::SessionOptions on = off;
+  on.fusion = true;
   for (uint64_t seed = 0; seed < 1000; ++seed) {
     auto g = random_graph(1000000 + seed, 4 + static_cast<int>(seed % 30));
     std::vector<Tensor> inputs;
     for (size_t i = 0; i < g->inputs().size(); ++i) inputs.push_back(random_tensor({2, 8}, seed * 7 + i));
-    runtime::Session fused(g->clone(), on);
+    auto fused_graph = g->clone();
+    fusion::fuse_pointwise(fused_graph);
+    for (const auto& n : fused_graph->nodes())
+      if (n->op_type() == "graft.FusedPointwise") n->backend = "ref";
+    runtime::Session reference(std::move(fused_graph), off);
     runtime::Session plain(g->clone(), off);
-    auto got = fused.run(inputs);
+    auto got = reference.run(inputs);
     auto want = plain.run(inputs);
     ASSERT_EQ(got.size(), want.size());
-    // Fused kernels run through the fuse backend: its JIT's exp/tanh/erf/... are
-    // within a few ulp of the reference kernels (docs/codegen.md), not bit-exact.
-    for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i], 1e-4, 1e-5);
+    for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i], 0, 0);
+    if (seed % 5 == 0) {
+      runtime::Session compiled(g->clone(), on);
+      auto close = compiled.run(inputs);
+      ASSERT_EQ(close.size(), want.size());
+      for (size_t i = 0; i < close.size(); ++i) expect_close(close[i], want[i], 1e-5, 1e-6);
+    }
     if (::testing::Test::HasFailure()) {
       ADD_FAILURE() << "seed " << seed;
       return;

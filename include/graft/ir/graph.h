@@ -138,6 +138,11 @@ class Graph {
   /// Copies `src` (a node of another graph) into this graph with new inputs;
   /// keeps name, attributes, types, placement and flags.
   Node* copy_node(const Node& src, const std::vector<Value>& inputs);
+  /// Moves `node` out of `other` into this graph without copying it: the same
+  /// Node object, with a new index, still reading its old inputs, which the
+  /// caller replaces. For passes that rebuild a graph they own: afterwards
+  /// `other` may only be destroyed.
+  Node* take_node(Graph& other, Node& node);
 
  private:
   std::vector<std::unique_ptr<Node>> nodes_;
