@@ -26,7 +26,7 @@ TEST(DnnlSession, Resnet18GoesToDnnlWhole) {
   auto per_backend = session.partition_report().nodes_per_backend();
   EXPECT_EQ(per_backend["ref"], 0u) << session.partition_report().to_text();
   EXPECT_GT(per_backend["dnnl"], 40u);
-  std::vector<Tensor> inputs = {random_tensor({1, 3, 64, 64}, 5)};
+  std::vector<Tensor> inputs = {random_tensor({1, 3, 224, 224}, 5)};
   std::vector<Tensor> got = session.run(inputs);
   std::vector<Tensor> want = run_session(model, {"ref"}, inputs);
   EXPECT_LE(max_relative_error(got[0], want[0]), 1e-4);
