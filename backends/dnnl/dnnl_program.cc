@@ -335,11 +335,27 @@ class Builder {
       g.anchor = g.last = id;
       g.members = {id};
       grow(g);
-      int index = static_cast<int>(groups_.size());
-      for (uint32_t m : g.members) group_of_[m] = index;
-      program_.fused_nodes += static_cast<int>(g.members.size()) - 1;
-      groups_.push_back(std::move(g));
+      add_group(std::move(g));
     }
+    // A standalone BatchNormalization followed by Relu: one primitive (fuse_norm_relu).
+    for (uint32_t id = 0; id < indexed_.num_nodes(); ++id) {
+      if (indexed_.node(id).op_type() != "BatchNormalization" || group_of_[id] >= 0) continue;
+      if (is_output_[indexed_.entry_id(id, 0)]) continue;
+      int64_t next = only_consumer(id);
+      if (next < 0 || indexed_.node(next).op_type() != "Relu" || group_of_[next] >= 0) continue;
+      Group g;
+      g.anchor = id;
+      g.last = static_cast<uint32_t>(next);
+      g.members = {id, g.last};
+      add_group(std::move(g));
+    }
+  }
+
+  void add_group(Group g) {
+    int index = static_cast<int>(groups_.size());
+    for (uint32_t m : g.members) group_of_[m] = index;
+    program_.fused_nodes += static_cast<int>(g.members.size()) - 1;
+    groups_.push_back(std::move(g));
   }
 
   void grow(Group& g) {
@@ -482,6 +498,7 @@ class Builder {
     int result;
     if (op == "Conv") result = emit_conv(g, label);
     else if (op == "ConvTranspose") result = emit_conv_transpose(g, label);
+    else if (op == "BatchNormalization") result = emit_batch_norm(anchor, true);
     else result = emit_matmul(g, label);
     for (uint32_t m : g.members) emitted_[m] = true;
     entry_slot_[indexed_.entry_id(g.last, 0)] = result;
@@ -909,11 +926,12 @@ class Builder {
   // A 1-D per-channel parameter (constant or activation) as a plain slot of `n` elements.
   int vector_slot(Entry e, int64_t n, const std::string& label) { return view(as_plain(slot_of(e), label), plain_desc({n})); }
 
-  int emit_batch_norm(const ir::Node& node) {
+  int emit_batch_norm(const ir::Node& node, bool fuse_relu = false) {
     int src = slot_of(input(node, 0));
     int64_t channels = dims(input(node, 0))[1];
     auto flags = dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
                  dnnl::normalization_flags::use_shift;
+    if (fuse_relu) flags = flags | dnnl::normalization_flags::fuse_norm_relu;
     dnnl::batch_normalization_forward::primitive_desc pd(
         dnnl::batch_normalization_forward::desc(prop_kind::forward_inference, program_.slots[src].desc,
                                                 node.attributes.get_float("epsilon", 1e-5f), flags),

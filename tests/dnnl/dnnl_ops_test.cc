@@ -284,3 +284,18 @@ TEST(DnnlOps, AttentionWithTransposes) {
 
 }  // namespace
 }  // namespace graft::testing
+
+namespace graft::testing {
+namespace {
+
+TEST(DnnlPostOps, BatchNormReluIsOnePrimitive) {
+  Case c;
+  Value x = c.input({2, 16, 5, 5});
+  Value bn = c.op("BatchNormalization", {x, c.constant({16}), c.constant({16}), c.constant({16}), c.constant({16}, true)});
+  auto stats = c.check({c.op("Relu", {bn})});
+  EXPECT_EQ(stats.fused_nodes, 1);
+  EXPECT_EQ(stats.primitives, 1);
+}
+
+}  // namespace
+}  // namespace graft::testing
