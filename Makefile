@@ -7,7 +7,7 @@ CMAKE_FLAGS ?=
 # ccache hits across clones: paths under the checkout are hashed relative to it.
 export CCACHE_BASEDIR ?= $(CURDIR)
 
-.PHONY: all deps build demo test unit-test asan-test conformance clean
+.PHONY: all deps build demo test unit-test asan-test conformance compare clean
 
 all: build
 
@@ -37,6 +37,17 @@ asan-test: deps
 
 conformance: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -L conformance
+
+# Side-by-side latency, first-inference time, memory and accuracy of graft,
+# ONNX Runtime (npm onnxruntime-node) and PyTorch: bench/compare/compare.py.
+# Options through COMPARE_ARGS, e.g. COMPARE_ARGS="--models resnet50 --runs 20 --backends dnnl,fuse".
+COMPARE_ARGS ?=
+compare: deps $(BUILD_DIR)/build.ninja
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target graft_runner graft_cli
+	@command -v node >/dev/null && command -v npm >/dev/null || { echo "make compare needs node and npm (Node.js >= 16)"; exit 1; }
+	cd bench/compare && { [ -d node_modules/onnxruntime-node ] || npm install --ignore-scripts --no-audit --no-fund; }
+	/usr/bin/python3 bench/compare/compare.py --graft-runner $(BUILD_DIR)/bin/graft_runner \
+	  --workdir $(BUILD_DIR)/compare --json $(BUILD_DIR)/compare/compare.json $(COMPARE_ARGS)
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR)

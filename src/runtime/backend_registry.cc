@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "graft/core/error.h"
 #include "graft/runtime/backend.h"
@@ -12,17 +13,39 @@ std::vector<std::shared_ptr<const Backend>>& registry() {
   static std::vector<std::shared_ptr<const Backend>> backends;
   return backends;
 }
-}  // namespace
+// Names whose registered backend is a default stand-in (register_default_backend).
+std::vector<std::string>& default_names() {
+  static std::vector<std::string> names;
+  return names;
+}
 
-bool register_backend(std::shared_ptr<const Backend> backend) {
-  if (find_backend(backend->name())) {
-    std::fprintf(stderr, "graft: backend '%s' registered twice\n", backend->name().c_str());
-    std::abort();
-  }
+void insert_sorted(std::shared_ptr<const Backend> backend) {
   auto& backends = registry();
   backends.push_back(std::move(backend));
   std::stable_sort(backends.begin(), backends.end(),
                    [](const auto& a, const auto& b) { return a->default_rank() < b->default_rank(); });
+}
+}  // namespace
+
+bool register_backend(std::shared_ptr<const Backend> backend) {
+  auto& defaults = default_names();
+  auto stand_in = std::find(defaults.begin(), defaults.end(), backend->name());
+  if (stand_in != defaults.end()) {
+    defaults.erase(stand_in);
+    auto& backends = registry();
+    std::erase_if(backends, [&](const auto& b) { return b->name() == backend->name(); });
+  } else if (find_backend(backend->name())) {
+    std::fprintf(stderr, "graft: backend '%s' registered twice\n", backend->name().c_str());
+    std::abort();
+  }
+  insert_sorted(std::move(backend));
+  return true;
+}
+
+bool register_default_backend(std::shared_ptr<const Backend> backend) {
+  if (find_backend(backend->name())) return true;
+  default_names().push_back(backend->name());
+  insert_sorted(std::move(backend));
   return true;
 }
 

@@ -74,7 +74,7 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, BufferPool& po
     }
     if (options.profile && stats) {
       double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
-      stats->timings.push_back({n.name, n.op_type(), n.backend.empty() ? "ref" : n.backend, us});
+      stats->timings.push_back({n.name, n.op_type(), n.backend.empty() ? "ref" : n.backend, us, start});
     }
     for (size_t k = 0; k < outs.size(); ++k) values[first_entry + k] = std::move(outs[k]);
     node_inputs = std::vector<Tensor>();

@@ -1,33 +1,77 @@
 #include "graft/runtime/session.h"
 
+#include <functional>
+
 #include "graft/core/parallel.h"
 #include "graft/frontend/onnx_import.h"
+#include "graft/fusion/fuse_pointwise.h"
+#include "graft/fusion/fusion_options.h"
 #include "graft/ir/type_inference.h"
+#include "graft/ir/verify.h"
+#include "graft/partition/partitioner.h"
 #include "graft/passes/pass.h"
+#include "graft/runtime/artifact.h"
 
 namespace graft::runtime {
+
+namespace {
+
+/// Pointwise fusion (DESIGN section 6): what no backend claimed and is
+/// pointwise becomes graft.FusedPointwise nodes run by backend `fuse`.
+void apply_pointwise_fusion(std::unique_ptr<ir::Graph>& graph, const SessionOptions& options) {
+  if (!fusion::fusion_enabled(options.fusion)) return;
+  if (fusion::fuse_pointwise(graph) && options.verify_after_each_pass) ir::verify(*graph);
+}
+
+}  // namespace
 
 /// What is prepared per input-shape signature: the graph specialized to the
 /// concrete input shapes (types inferred throughout) and its executor.
 struct Session::Plan {
-  std::unique_ptr<ir::Graph> graph;
+  std::shared_ptr<ir::Graph> graph;
   ModuleTable modules;  // compiled subgraph nodes, by Node::index()
   std::unique_ptr<Executor> executor;
 };
 
-Session::Session(const std::string& model_path, SessionOptions options)
-    : Session(frontend::load_onnx(model_path), std::move(options)) {}
+namespace {
+/// The plan cache key of one set of input types.
+std::string signature(const std::vector<DType>& dtypes, const std::vector<Shape>& shapes) {
+  std::string key;
+  for (size_t i = 0; i < dtypes.size(); ++i) key += std::string(dtype_name(dtypes[i])) + shape_to_string(shapes[i]) + ";";
+  return key;
+}
+}  // namespace
+
+Session::Session(const std::string& model_path, SessionOptions options) : options_(std::move(options)) {
+  set_threads();
+  const bool graft_extension = model_path.size() >= 6 && model_path.compare(model_path.size() - 6, 6, ".graft") == 0;
+  if (graft_extension || is_artifact_file(model_path)) {
+    restore(load_artifact(model_path));
+    return;
+  }
+  graph_ = frontend::load_onnx(model_path);
+  prepare();
+}
 
 Session::Session(std::unique_ptr<ir::Graph> graph, SessionOptions options)
     : options_(std::move(options)), graph_(std::move(graph)) {
   GRAFT_CHECK(graph_, "Session needs a graph");
-  if (options_.num_threads < 0 || options_.num_threads > 1024)
-    fail(ErrorKind::invalid_argument, "thread count ", options_.num_threads, " is out of range (expected 1..1024)");
-  num_threads_ = options_.num_threads > 0 ? options_.num_threads : default_num_threads();
+  set_threads();
   prepare();
 }
 
+Session::Session(RestoredPlan plan, SessionOptions options) : options_(std::move(options)) {
+  set_threads();
+  restore(std::move(plan));
+}
+
 Session::~Session() = default;
+
+void Session::set_threads() {
+  if (options_.num_threads < 0 || options_.num_threads > 1024)
+    fail(ErrorKind::invalid_argument, "thread count ", options_.num_threads, " is out of range (expected 1..1024)");
+  num_threads_ = options_.num_threads > 0 ? options_.num_threads : default_num_threads();
+}
 
 void Session::prepare() {
   passes::PassContext ctx;
@@ -35,9 +79,40 @@ void Session::prepare() {
   ctx.num_threads = num_threads_;
   auto pipeline = options_.passes.empty() ? passes::default_pipeline() : options_.passes;
   passes::run_pipeline(graph_, pipeline, ctx);
+  partition::PartitionOptions partition_options;
+  partition_options.backends = partition::resolve_backend_order(options_.backends);
+  partition_options.annotations = options_.annotations;
+  partition_report_ = partition::partition_graph(graph_, partition_options);
+  // Backends claimed their subgraphs above; fusion takes what is left.
+  apply_pointwise_fusion(graph_, options_);
+  if (options_.verify_after_each_pass) ir::verify(*graph_);
+  describe_io();
+}
+
+void Session::describe_io() {
   for (const ir::Node* in : graph_->inputs()) inputs_.push_back({in->output_names[0], in->output_types[0]});
   for (size_t i = 0; i < graph_->outputs().size(); ++i)
     outputs_.push_back({graph_->output_names()[i], graph_->type_of(graph_->outputs()[i])});
+}
+
+void Session::restore(RestoredPlan restored) {
+  GRAFT_CHECK(restored.graph, "restored plan without a graph");
+  restored_ = true;
+  auto plan = std::make_shared<Plan>();
+  plan->graph = std::move(restored.graph);
+  plan->modules = std::move(restored.modules);
+  plan->executor = std::make_unique<Executor>(*plan->graph, plan->modules);
+  graph_ = plan->graph->clone();
+  describe_io();
+  std::vector<DType> dtypes;
+  std::vector<Shape> shapes;
+  for (const ValueInfo& info : inputs_) {
+    auto shape = info.type.concrete_shape();
+    if (!shape) fail(ErrorKind::invalid_model, "artifact input '", info.name, "' has no concrete shape (", info.type.to_string(), ")");
+    dtypes.push_back(info.type.dtype);
+    shapes.push_back(*shape);
+  }
+  plans_.emplace(signature(dtypes, shapes), plan);
 }
 
 void Session::validate_inputs(const std::vector<Tensor>& inputs) const {
@@ -61,23 +136,45 @@ void Session::validate_inputs(const std::vector<Tensor>& inputs) const {
   }
 }
 
-std::shared_ptr<Session::Plan> Session::plan_for(const std::vector<Tensor>& inputs) const {
-  std::string key;
-  for (const Tensor& t : inputs) key += t.type_string() + ";";
+std::shared_ptr<Session::Plan> Session::plan_for(const std::vector<DType>& dtypes, const std::vector<Shape>& shapes) const {
+  std::string key = signature(dtypes, shapes);
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
   auto plan = std::make_shared<Plan>();
-  plan->graph = graph_->clone();
-  for (size_t i = 0; i < inputs.size(); ++i)
-    plan->graph->inputs()[i]->output_types[0] = ir::ValueType::of(inputs[i].dtype(), inputs[i].shape());
+  plan->graph = std::shared_ptr<ir::Graph>(graph_->clone());
+  for (size_t i = 0; i < dtypes.size(); ++i)
+    plan->graph->inputs()[i]->output_types[0] = ir::ValueType::of(dtypes[i], shapes[i]);
   ir::infer_types(*plan->graph);
   CompileOptions compile_options;
   compile_options.num_threads = num_threads_;
+  compile_options.emit_source_dir = options_.emit_source_dir;
   plan->modules = compile_modules(*plan->graph, compile_options);
+  for (const auto& module : plan->modules) num_compiles_ += module != nullptr;
   plan->executor = std::make_unique<Executor>(*plan->graph, plan->modules);
   plans_.emplace(key, plan);
   return plan;
+}
+
+void Session::set_weight(const std::string& name, const Tensor& value) {
+  ir::Node* weight = nullptr;
+  std::function<void(const ir::Graph&)> find = [&](const ir::Graph& graph) {
+    for (const auto& node : graph.nodes()) {
+      if (node->schema().name == "Constant" && node->schema().domain.empty() && !weight &&
+          (node->name == name || (!node->output_names.empty() && node->output_names[0] == name)))
+        weight = node.get();
+      if (node->subgraph && !weight) find(*node->subgraph);
+    }
+  };
+  find(*graph_);
+  if (!weight)
+    fail(ErrorKind::invalid_argument, "the prepared model has no weight named '", name,
+         "' (it may have been folded into another constant by a pass)");
+  Tensor& current = weight->constant_value;
+  if (value.dtype() != current.dtype() || value.shape() != current.shape())
+    fail(ErrorKind::invalid_argument, "weight '", name, "' is ", current.type_string(), ", got ", value.type_string());
+  // Subgraph bodies and plans share the constant's storage: one write updates them all.
+  current.copy_from(value);
 }
 
 size_t Session::num_plans() const {
@@ -85,9 +182,35 @@ size_t Session::num_plans() const {
   return plans_.size();
 }
 
+size_t Session::num_compiles() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return num_compiles_;
+}
+
+Session::PlannedGraph Session::plan_for_types(const std::vector<ir::ValueType>& input_types) const {
+  if (input_types.size() != inputs_.size())
+    fail(ErrorKind::invalid_argument, "the model takes ", inputs_.size(), " inputs, got ", input_types.size(), " types");
+  std::vector<DType> dtypes;
+  std::vector<Shape> shapes;
+  for (size_t i = 0; i < input_types.size(); ++i) {
+    auto shape = input_types[i].concrete_shape();
+    if (!shape) fail(ErrorKind::invalid_argument, "input '", inputs_[i].name, "': ", input_types[i].to_string(), " is not concrete");
+    dtypes.push_back(input_types[i].dtype);
+    shapes.push_back(*shape);
+  }
+  std::shared_ptr<Plan> plan = plan_for(dtypes, shapes);
+  return PlannedGraph{plan->graph, plan->modules};
+}
+
 std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, RunStats* stats) const {
   validate_inputs(inputs);
-  std::shared_ptr<Plan> plan = plan_for(inputs);
+  std::vector<DType> dtypes;
+  std::vector<Shape> shapes;
+  for (const Tensor& t : inputs) {
+    dtypes.push_back(t.dtype());
+    shapes.push_back(t.shape());
+  }
+  std::shared_ptr<Plan> plan = plan_for(dtypes, shapes);
   std::unique_ptr<BufferPool> pool;
   {
     std::lock_guard<std::mutex> lock(mutex_);

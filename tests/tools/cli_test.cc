@@ -279,6 +279,19 @@ TEST_F(CliTest, BadFlagsAreOneLineErrors) {
   expect_one_line_error(graft("zoo nosuchmodel -o " + quote(path("x.onnx"))), "nosuchmodel", "unknown zoo model");
 }
 
+TEST_F(CliTest, RunFusionFlagAndVariable) {
+  CommandResult on = graft("run " + quote(mlp_) + " --fusion on");
+  ASSERT_EQ(on.exit_code, 0) << on.err;
+  CommandResult off = graft("run " + quote(mlp_) + " --fusion off");
+  ASSERT_EQ(off.exit_code, 0) << off.err;
+  EXPECT_EQ(checksum_line(on.out), checksum_line(off.out));
+  CommandResult env_off = graft("run " + quote(mlp_), "GRAFT_FUSION=0");
+  EXPECT_EQ(env_off.exit_code, 0) << env_off.err;
+  expect_one_line_error(graft("run " + quote(mlp_) + " --fusion maybe"), "--fusion", "--fusion maybe");
+  expect_one_line_error(graft("run " + quote(mlp_), "GRAFT_FUSION=banana"), "GRAFT_FUSION='banana'",
+                        "GRAFT_FUSION=banana");
+}
+
 /// Writes an ONNX backend test case for the mlp: input_0.pb and output_0.pb
 /// (graft's own output, optionally perturbed at element 3).
 void write_mlp_case(const fs::path& dir, const std::string& model_bytes, int64_t batch, float perturbation) {
@@ -344,3 +357,43 @@ TEST_F(CliTest, OnnxTestMissingFolder) {
 }
 
 }  // namespace
+
+TEST_F(CliTest, PartitionReportsEveryNodeAsTextJsonAndDot) {
+  CommandResult text = graft("partition " + quote(mlp_));
+  ASSERT_EQ(text.exit_code, 0) << text.err;
+  EXPECT_EQ(text.out.rfind("partition: ref 5 nodes\n", 0), 0u) << text.out;
+  EXPECT_NE(text.out.find("/layers/layers.1/Relu (Relu) -> ref"), std::string::npos) << text.out;
+
+  std::string dot = path("partition.dot");
+  CommandResult json = graft("partition " + quote(mlp_) + " --backends ref --format json --dot " + quote(dot));
+  ASSERT_EQ(json.exit_code, 0) << json.err;
+  EXPECT_NE(json.out.find("\"summary\": \"partition: ref 5 nodes\""), std::string::npos) << json.out;
+  EXPECT_NE(json.out.find("\"op\": \"Gemm\""), std::string::npos) << json.out;
+  EXPECT_EQ(read_text(dot).rfind("digraph partition {", 0), 0u);
+}
+
+TEST_F(CliTest, RunReportPrintsThePartitionSummary) {
+  CommandResult r = graft("run " + quote(mlp_) + " --report --backends ref");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.rfind("partition: ref 5 nodes\n", 0), 0u) << r.out;
+}
+
+TEST_F(CliTest, PartitionErrorsAreOneLine) {
+  expect_one_line_error(graft("partition " + quote(mlp_) + " --backends ref,tpu"), "unknown backend 'tpu' (available: ref",
+                        "unknown backend");
+  expect_one_line_error(graft("run " + quote(mlp_) + " --backends ,ref"), "empty name", "empty backend name");
+  expect_one_line_error(graft("partition " + quote(mlp_), "GRAFT_BACKENDS=nope"), "unknown backend 'nope'",
+                        "GRAFT_BACKENDS");
+  expect_one_line_error(graft("partition " + quote(mlp_) + " --format xml"), "--format 'xml'", "bad format");
+  expect_one_line_error(graft("partition " + quote(mlp_) + " --annotations " + quote(path("missing.json"))),
+                        "missing.json", "missing annotation file");
+  write_bytes(path("broken.json"), "{\"pin\": ");
+  expect_one_line_error(graft("partition " + quote(mlp_) + " --annotations " + quote(path("broken.json"))),
+                        "not valid JSON", "malformed annotation file");
+  write_bytes(path("ghost.json"), R"({"pin": {"ghost": "ref"}})");
+  expect_one_line_error(graft("run " + quote(mlp_) + " --annotations " + quote(path("ghost.json"))), "'ghost'",
+                        "annotation naming an unknown node");
+  write_bytes(path("region.json"), R"({"regions": [{"backend": "ref", "nodes": ["/layers/layers.1/Relu"]}]})");
+  expect_one_line_error(graft("partition " + quote(mlp_) + " --annotations " + quote(path("region.json"))),
+                        "other than ref", "region on ref");
+}

@@ -75,6 +75,20 @@ std::string format_bytes(uint64_t bytes) {
   return buffer;
 }
 
+std::vector<std::string> parse_name_list(const std::string& text, const std::string& flag) {
+  std::vector<std::string> names;
+  size_t start = 0;
+  while (true) {
+    size_t comma = text.find(',', start);
+    std::string name = text.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (name.empty()) fail(ErrorKind::invalid_argument, flag, " '", text, "' has an empty name (expected a,b,c)");
+    names.push_back(name);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return names;
+}
+
 std::string read_file(const std::string& path) {
   std::error_code error;
   if (std::filesystem::is_directory(path, error)) fail(ErrorKind::io, "'", path, "' is a directory, not a file");

@@ -24,6 +24,9 @@ int parse_thread_count(const std::string& text, const std::string& flag);
 /// Parses a non-negative integer no larger than `max` given to `flag`.
 int64_t parse_count(const std::string& text, const std::string& flag, int64_t max);
 
+/// Parses "a,b,c" given to `flag` into non-empty names ("a,,b" and "" are errors).
+std::vector<std::string> parse_name_list(const std::string& text, const std::string& flag);
+
 /// "1.50 MiB", "312 B".
 std::string format_bytes(uint64_t bytes);
 

@@ -10,6 +10,7 @@
 #include <map>
 #include <set>
 
+#include "artifact_info.h"
 #include "cli_support.h"
 #include "command.h"
 #include "graft/core/dtype.h"
@@ -83,6 +84,11 @@ std::string qualified(const std::pair<std::string, std::string>& op) {
 }
 
 int show_info(const std::string& path) {
+  const bool graft_extension = path.size() >= 6 && path.compare(path.size() - 6, 6, ".graft") == 0;
+  if (graft_extension || runtime::is_artifact_file(path)) {
+    print_artifact_info(path, runtime::inspect_artifact(path));
+    return 0;
+  }
   std::string bytes = read_file(path);
   if (bytes.empty()) fail(ErrorKind::invalid_model, "'", path, "' is empty, not an ONNX model");
   onnx::ModelProto model;
@@ -155,8 +161,8 @@ int show_info(const std::string& path) {
 
 std::function<int()> setup_info(CLI::App& app) {
   auto path = std::make_shared<std::string>();
-  CLI::App* sub = app.add_subcommand("info", "describe a model: inputs, outputs, ops and the ops graft cannot run");
-  sub->add_option("model", *path, "the .onnx model")->required();
+  CLI::App* sub = app.add_subcommand("info", "describe a model: inputs, outputs, ops and the ops graft cannot run; or a .graft artifact");
+  sub->add_option("model", *path, "the .onnx model or .graft artifact")->required();
   return [path] { return show_info(*path); };
 }
 

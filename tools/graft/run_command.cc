@@ -3,6 +3,10 @@
 // dtype, first values, checksums), optionally the latency over repeated runs
 // and the memory statistics, and writes the outputs as .npy files.
 //
+// --profile prints the time per node, op type and backend (averaged over the
+// --repeat runs, else of the first run); --trace writes those runs as a Chrome
+// trace JSON (profile_report.h).
+//
 // Random inputs: float types are uniform in [-1, 1), integer types uniform in
 // [0, 100), bool a fair coin; drawn from std::mt19937_64 seeded with --seed
 // (default 0), inputs in model order. A dimension the model leaves symbolic
@@ -21,6 +25,8 @@
 #include "command.h"
 #include "graft/core/error.h"
 #include "graft/frontend/npy.h"
+#include "graft/partition/annotations.h"
+#include "graft/runtime/profile_report.h"
 #include "graft/runtime/session.h"
 
 namespace graft::cli {
@@ -37,10 +43,17 @@ struct RunCommandOptions {
   std::vector<std::string> shapes;
   std::string output_dir;
   std::string threads;
+  std::string fusion;
   std::string repeat;
   std::string show = "8";
   uint64_t seed = 0;
   bool stats = false;
+  std::string backends;
+  std::string annotations;
+  bool report = false;
+  bool profile = false;
+  std::string trace;
+  std::string profile_top = "25";
 };
 
 Tensor random_tensor(DType dtype, const Shape& shape, std::mt19937_64& random, const std::string& name) {
@@ -124,6 +137,13 @@ void print_output(const std::string& name, const Tensor& t, int64_t show) {
 int run_model(const RunCommandOptions& options) {
   runtime::SessionOptions session_options;
   if (!options.threads.empty()) session_options.num_threads = parse_thread_count(options.threads, "--threads");
+  if (options.fusion == "on") session_options.fusion = true;
+  else if (options.fusion == "off") session_options.fusion = false;
+  else if (!options.fusion.empty())
+    fail(ErrorKind::invalid_argument, "--fusion '", options.fusion, "' is not valid (expected on or off)");
+  const bool profiling = options.profile || !options.trace.empty();
+  session_options.profile = profiling;
+  int64_t profile_top = parse_count(options.profile_top, "--profile-top", 1000000);
   int64_t repeat = options.repeat.empty() ? 0 : parse_count(options.repeat, "--repeat", 1000000);
   if (!options.repeat.empty() && repeat < 1)
     fail(ErrorKind::invalid_argument, "--repeat '", options.repeat, "' must be at least 1");
@@ -141,7 +161,10 @@ int run_model(const RunCommandOptions& options) {
     if (!files.emplace(name, path).second) fail(ErrorKind::invalid_argument, "--input given twice for '", name, "'");
   }
 
+  if (!options.backends.empty()) session_options.backends = parse_name_list(options.backends, "--backends");
+  if (!options.annotations.empty()) session_options.annotations = partition::load_annotations(options.annotations);
   runtime::Session session(options.model, session_options);
+  if (options.report) std::cout << session.partition_report().summary_line() << "\n";
   std::string input_names;
   for (const auto& info : session.inputs()) input_names += (input_names.empty() ? "'" : ", '") + info.name + "'";
   if (input_names.empty()) input_names = "none";
@@ -180,15 +203,21 @@ int run_model(const RunCommandOptions& options) {
   auto start = std::chrono::steady_clock::now();
   std::vector<Tensor> outputs = session.run(inputs, &stats);
   double first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  // The first run plans and compiles; when there are repeats, only they are profiled.
+  std::vector<runtime::ProfiledRun> profiled;
+  if (profiling) profiled.push_back({start, first_ms * 1000.0, std::move(stats.timings)});
 
   for (size_t i = 0; i < outputs.size(); ++i) print_output(session.outputs()[i].name, outputs[i], show);
 
   if (repeat > 0) {
     std::vector<double> times;
+    if (profiling) profiled.clear();
     for (int64_t r = 0; r < repeat; ++r) {
+      runtime::RunStats run_stats;
       auto begin = std::chrono::steady_clock::now();
-      session.run(inputs);
+      session.run(inputs, profiling ? &run_stats : nullptr);
       times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count());
+      if (profiling) profiled.push_back({begin, times.back() * 1000.0, std::move(run_stats.timings)});
     }
     std::sort(times.begin(), times.end());
     double median =
@@ -211,6 +240,14 @@ int run_model(const RunCommandOptions& options) {
     std::cout << "memory: peak " << format_bytes(m.peak_bytes) << " of intermediates held at once, "
               << format_bytes(m.total_allocated_bytes) << " allocated in total (" << buffer << "); " << m.allocations
               << " allocations, " << m.reused << " reused a freed buffer\n";
+  }
+
+  if (options.profile)
+    std::cout << runtime::format_profile(runtime::summarize_profile(profiled), static_cast<size_t>(profile_top));
+  if (!options.trace.empty()) {
+    runtime::write_chrome_trace(profiled, options.trace);
+    std::cout << "wrote trace " << options.trace << " (" << profiled.size() << " run" << (profiled.size() == 1 ? "" : "s")
+              << ")\n";
   }
 
   if (!options.output_dir.empty()) {
@@ -241,10 +278,19 @@ std::function<int()> setup_run(CLI::App& app) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub->add_option("--output-dir", options->output_dir, "write each output to DIR/OUTPUTNAME.npy");
   sub->add_option("--threads", options->threads, "intra-op threads, 1..1024 (default: GRAFT_NUM_THREADS or cores)");
+  sub->add_option("--fusion", options->fusion, "on|off: pointwise fusion (default: GRAFT_FUSION, else on)");
   sub->add_option("--repeat", options->repeat, "run N more times and print the median and min latency");
   sub->add_flag("--stats", options->stats, "print peak and total intermediate memory and buffer reuse");
+  sub->add_flag("--profile", options->profile,
+               "print time per node, op type and backend (mean over the --repeat runs, else the first run)");
+  sub->add_option("--trace", options->trace, "write the profiled runs as a Chrome trace JSON (chrome://tracing, Perfetto)");
+  sub->add_option("--profile-top", options->profile_top, "how many of the slowest nodes --profile lists (default 25, 0 = all)");
   sub->add_option("--seed", options->seed, "seed of the random inputs (default 0)");
   sub->add_option("--show", options->show, "how many leading values of each output to print (default 8)");
+  sub->add_option("--backends", options->backends,
+                  "backends in priority order, comma-separated (default: GRAFT_BACKENDS, else all available)");
+  sub->add_option("--annotations", options->annotations, "JSON file pinning nodes, forbidding backends, declaring regions");
+  sub->add_flag("--report", options->report, "print how many nodes each backend runs (see graft partition)");
   return [options] { return run_model(*options); };
 }
 

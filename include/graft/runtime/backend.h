@@ -21,6 +21,9 @@ namespace graft::runtime {
 /// What compile() may take into account.
 struct CompileOptions {
   int num_threads = 1;  ///< intra-op threads the module will run with
+  /// Where a backend that generates source (ccodegen) also writes it, one file
+  /// per subgraph; empty: nowhere.
+  std::string emit_source_dir;
 };
 
 class Backend {
@@ -43,6 +46,10 @@ class Backend {
 
 /// Adds a backend to the registry; returns true. Aborts start-up on a duplicate name.
 bool register_backend(std::shared_ptr<const Backend> backend);
+/// Adds `backend` unless one of that name is registered; a later
+/// register_backend() of the same name replaces it. Used for the executor
+/// backend graft supplies to a SubgraphProperty registered without a Backend.
+bool register_default_backend(std::shared_ptr<const Backend> backend);
 /// The backend of this name, or nullptr.
 const Backend* find_backend(std::string_view name);
 /// The backend of this name; throws invalid_argument listing the registered

@@ -21,6 +21,8 @@ struct NodeTiming {
   std::string op_type;
   std::string backend;
   double microseconds = 0;
+  /// When the node started (for timelines such as a Chrome trace).
+  std::chrono::steady_clock::time_point start{};
 };
 
 /// Per-run options.

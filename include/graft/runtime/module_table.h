@@ -17,7 +17,9 @@ using ModuleTable = std::vector<std::shared_ptr<const CompiledModule>>;
 bool is_compiled_node(const ir::Node& node);
 
 /// Compiles every compiled node of `graph` (types must be concrete) with its
-/// backend. Throws invalid_argument for a node whose backend is not registered.
+/// backend. Throws invalid_argument for a node whose backend is not registered,
+/// except graft.FusedPointwise nodes, which then run their body through the
+/// reference kernels (fusion works before any code generator is built in).
 ModuleTable compile_modules(const ir::Graph& graph, const CompileOptions& options);
 
 }  // namespace graft::runtime

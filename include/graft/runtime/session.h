@@ -11,6 +11,8 @@
 #include <vector>
 
 #include "graft/ir/graph.h"
+#include "graft/partition/annotations.h"
+#include "graft/partition/report.h"
 #include "graft/runtime/executor.h"
 
 namespace graft::runtime {
@@ -19,8 +21,13 @@ namespace graft::runtime {
 struct SessionOptions {
   /// Intra-op threads; 0 = GRAFT_NUM_THREADS, else the number of cores.
   int num_threads = 0;
-  /// Backends in priority order; empty = --backends / GRAFT_BACKENDS / default.
+  /// Backends in priority order; empty = GRAFT_BACKENDS, else every available
+  /// backend in default order (see partition::resolve_backend_order). After
+  /// the passes, each backend with a SubgraphProperty claims its subgraphs;
+  /// `ref` runs the rest.
   std::vector<std::string> backends;
+  /// User annotations for partitioning (pins, forbidden backends, regions).
+  partition::Annotations annotations;
   /// Pointwise fusion; nullopt = GRAFT_FUSION, else on.
   std::optional<bool> fusion;
   /// Passes to run before execution; empty = passes::default_pipeline().
@@ -29,7 +36,11 @@ struct SessionOptions {
   bool verify_after_each_pass = false;
   /// Record per-node timings in RunStats.
   bool profile = false;
+  /// Where backends that generate source (ccodegen's C files) also write it; empty: nowhere.
+  std::string emit_source_dir;
 };
+
+struct RestoredPlan;
 
 /// Description of one graph input or output.
 struct ValueInfo {
@@ -39,10 +50,15 @@ struct ValueInfo {
 
 class Session {
  public:
-  /// Loads an ONNX model file. Throws graft::Error on any problem with it.
+  /// Loads an ONNX model file, or a compiled artifact (a file named *.graft
+  /// or starting with the artifact magic) which runs without passes, partitioning or compiling.
+  /// Throws graft::Error on any problem with it.
   explicit Session(const std::string& model_path, SessionOptions options = {});
   /// Takes ownership of a graph.
   explicit Session(std::unique_ptr<ir::Graph> graph, SessionOptions options = {});
+  /// Runs a plan restored from an artifact: its inputs have the concrete
+  /// types it was compiled for; nothing is prepared or compiled.
+  explicit Session(RestoredPlan plan, SessionOptions options = {});
   ~Session();
 
   /// Runs with one tensor per input, in input order. Validates count, dtype,
@@ -58,16 +74,44 @@ class Session {
   int num_threads() const { return num_threads_; }
   /// Number of distinct input-shape signatures planned so far.
   size_t num_plans() const;
+  /// Where every node went when the session partitioned its graph, and why.
+  const partition::PartitionReport& partition_report() const { return partition_report_; }
+  /// Replaces the value of the weight (Constant node) named `name` in place:
+  /// same dtype and shape required (invalid_argument otherwise, or when the
+  /// prepared graph has no such constant, e.g. because a pass folded it
+  /// away). The storage version is bumped, so modules that cached a converted
+  /// copy convert again on their next run. Not to be called while run() is
+  /// in progress on another thread.
+  void set_weight(const std::string& name, const Tensor& value);
+  /// Number of backend compile() calls this session made (0 for a restored artifact).
+  size_t num_compiles() const;
+  /// True when the session runs a plan restored from an artifact.
+  bool restored_from_artifact() const { return restored_; }
+
+  /// A planned graph (input types concrete, compiled nodes assigned) and its modules.
+  struct PlannedGraph {
+    std::shared_ptr<const ir::Graph> graph;
+    ModuleTable modules;  ///< by Node::index() of `graph`
+  };
+  /// The plan for inputs of these concrete types, planning (and compiling) it
+  /// now if needed: what graft compile stores in an artifact.
+  PlannedGraph plan_for_types(const std::vector<ir::ValueType>& input_types) const;
 
  private:
   struct Plan;
   void prepare();
+  void set_threads();
+  void describe_io();
+  void restore(RestoredPlan plan);
   void validate_inputs(const std::vector<Tensor>& inputs) const;
-  std::shared_ptr<Plan> plan_for(const std::vector<Tensor>& inputs) const;
+  std::shared_ptr<Plan> plan_for(const std::vector<DType>& dtypes, const std::vector<Shape>& shapes) const;
 
   SessionOptions options_;
   std::unique_ptr<ir::Graph> graph_;
   int num_threads_ = 1;
+  partition::PartitionReport partition_report_;
+  bool restored_ = false;
+  mutable size_t num_compiles_ = 0;  // guarded by mutex_
   std::vector<ValueInfo> inputs_;
   std::vector<ValueInfo> outputs_;
   mutable std::mutex mutex_;

@@ -1,0 +1,731 @@
+// The ccodegen emitter: one C function per subgraph, shapes baked in.
+//
+// Algorithm. The subgraph is walked in topological order. Every value gets a
+// C pointer variable: subgraph inputs point into the `inputs` array, float
+// constants into `constants`, a value that is a subgraph output is written
+// straight into its `outputs` slot, and every other value gets its own
+// 64-byte-aligned slice of one scratch buffer whose total size the module
+// allocates per run (no reuse between values: subgraphs are small, and
+// distinct buffers keep the C easy to read). Reshape-like ops alias their
+// input instead of copying, unless their result is a subgraph output.
+//
+// Each op becomes a loop nest. Pointwise ops (elementwise and broadcast) take
+// their per-element expression from the op table (c_op_table.cc); the loop
+// nest is the output's shape with each operand's broadcast strides, after
+// merging dimensions that are contiguous for every operand, so a bias add over
+// [128, 768] is two loops and a same-shape op one. MatMul and Gemm are row
+// loops whose inner loop -O3 vectorizes (an axpy over B's rows, or for a
+// transposed B a dot product with 16 independent accumulators). Softmax and
+// the reductions are row loops. The outermost loop of each nest carries an
+// OpenMP pragma (honoured when the module is compiled with -fopenmp) that only
+// forks above a work threshold.
+#include <cstdint>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <numeric>
+#include <set>
+#include <sstream>
+
+#include "c_op_table.h"
+#include "graft/backends/ccodegen.h"
+#include "graft/core/error.h"
+#include "graft/ir/graph.h"
+#include "graft/ir/indexed_graph.h"
+
+namespace graft::backends {
+
+namespace {
+
+/// Loops with fewer elements than this stay on one thread.
+constexpr int64_t kParallelThreshold = 1 << 15;
+
+std::vector<int64_t> contiguous_strides(const Shape& shape) {
+  std::vector<int64_t> strides(shape.size(), 1);
+  for (size_t i = shape.size(); i-- > 1;) strides[i - 1] = strides[i] * shape[i];
+  return strides;
+}
+
+int64_t product(const Shape& shape, size_t begin = 0, size_t end = SIZE_MAX) {
+  int64_t p = 1;
+  for (size_t i = begin; i < std::min(end, shape.size()); ++i) p *= shape[i];
+  return p;
+}
+
+/// Strides that read `shape` broadcast (numpy, right-aligned) to `target`.
+std::vector<int64_t> broadcast_strides(const Shape& shape, const Shape& target) {
+  std::vector<int64_t> own = contiguous_strides(shape);
+  std::vector<int64_t> out(target.size(), 0);
+  size_t offset = target.size() - shape.size();
+  for (size_t i = 0; i < shape.size(); ++i)
+    out[offset + i] = (shape[i] == 1 && target[offset + i] != 1) ? 0 : own[i];
+  return out;
+}
+
+/// A loop nest over `dims`; array a is indexed by sum(i_k * strides[a][k]).
+struct LoopNest {
+  Shape dims;
+  std::vector<std::vector<int64_t>> strides;
+
+  /// Drops unit dimensions and merges neighbours that are contiguous for every array.
+  void simplify() {
+    Shape d;
+    std::vector<std::vector<int64_t>> s(strides.size());
+    for (size_t k = 0; k < dims.size(); ++k) {
+      if (dims[k] == 1) continue;
+      bool merge = !d.empty();
+      for (size_t a = 0; merge && a < strides.size(); ++a) merge = s[a].back() == strides[a][k] * dims[k];
+      if (merge) {
+        d.back() *= dims[k];
+        for (size_t a = 0; a < strides.size(); ++a) s[a].back() = strides[a][k];
+      } else {
+        d.push_back(dims[k]);
+        for (size_t a = 0; a < strides.size(); ++a) s[a].push_back(strides[a][k]);
+      }
+    }
+    dims = d;
+    strides = s;
+  }
+
+  /// The C index expression of array a inside the nest.
+  std::string index(size_t a) const {
+    std::string expr;
+    for (size_t k = 0; k < dims.size(); ++k) {
+      int64_t st = strides[a][k];
+      if (st == 0) continue;
+      std::string term = "i" + std::to_string(k) + (st == 1 ? "" : " * " + std::to_string(st));
+      expr += (expr.empty() ? "" : " + ") + term;
+    }
+    return expr.empty() ? "0" : expr;
+  }
+};
+
+class CEmitter {
+ public:
+  explicit CEmitter(const ir::Graph& graph) : graph_(graph), indexed_(graph) {}
+
+  GeneratedC emit() {
+    const std::string name_hint = graph_.name.empty() ? "subgraph" : graph_.name;
+    collect_outputs();
+    for (size_t i = 0; i < graph_.inputs().size(); ++i) {
+      const ir::Node& in = *graph_.inputs()[i];
+      uint32_t entry = indexed_.entry_id(indexed_.id_of(in), 0);
+      Shape shape = concrete_float_shape(in, 0);
+      result_.input_shapes.push_back(shape);
+      declare(entry, "const float*", "inputs[" + std::to_string(i) + "]", value_label(in, 0), shape);
+    }
+    for (uint32_t id = 0; id < indexed_.num_nodes(); ++id) {
+      const ir::Node& node = indexed_.node(id);
+      if (node.schema().category == ir::OpCategory::source) continue;
+      emit_node(id, node);
+    }
+    finish_outputs();
+
+    std::ostringstream file;
+    file << "/* Generated by graft's ccodegen backend from subgraph '" << name_hint << "'.\n"
+         << " * Shapes are baked in; float32 throughout. Entry: " << entry_name() << ".\n";
+    for (size_t i = 0; i < result_.input_shapes.size(); ++i)
+      file << " *   input " << i << ": " << graft_label(graph_.inputs()[i]->output_names[0]) << " "
+           << shape_to_string(result_.input_shapes[i]) << "\n";
+    for (size_t i = 0; i < result_.output_shapes.size(); ++i)
+      file << " *   output " << i << ": " << graft_label(graph_.output_names()[i]) << " "
+           << shape_to_string(result_.output_shapes[i]) << "\n";
+    file << " */\n#include <math.h>\n#include <stdint.h>\n#include <string.h>\n\n";
+    file << kMathHelpers;
+    if (uses_dot_) file << kDotHelper;
+    file << "void " << entry_name()
+         << "(const float* const* inputs, float* const* outputs, const float* const* constants, float* scratch) {\n"
+         << "  (void)inputs; (void)outputs; (void)constants; (void)scratch;\n"
+         << declarations_.str() << body_.str() << "}\n";
+    result_.source = file.str();
+    result_.entry = entry_name();
+    result_.scratch_floats = scratch_floats_;
+    return result_;
+  }
+
+ private:
+  // exp, erf and tanh without libm calls, branch-free so that -O3 vectorizes
+  // the loops around them (glibc's vector math is only declared under
+  // -ffast-math, which would also change NaN and rounding semantics).
+  static constexpr const char* kMathHelpers =
+      "/* cond ? a : b on the bits: GCC if-converts (and so vectorizes) this where it keeps a branch for ?:. */\n"
+      "static inline float graft_select(int cond, float a, float b) {\n"
+      "  union { float f; int32_t i; } ua, ub, r;\n"
+      "  ua.f = a;\n"
+      "  ub.f = b;\n"
+      "  const int32_t mask = -cond;\n"
+      "  r.i = (ua.i & mask) | (ub.i & ~mask);\n"
+      "  return r.f;\n"
+      "}\n"
+      "/* exp: Cephes range reduction and degree-6 polynomial (about 1 ulp); the power of two is applied in\n"
+      " * two halves so that results near the top of the range and denormals come out right. */\n"
+      "static inline float graft_expf(float x) {\n"
+      "  float c = graft_select(x > 88.7228394f, 88.7228394f, x);\n"
+      "  c = graft_select(c < -103.972084f, -103.972084f, c);\n"
+      "  const float t = c * 1.44269504088896341f;\n"
+      "  const int32_t n = (int32_t)(t + (t < 0.0f ? -0.5f : 0.5f));  /* round to nearest */\n"
+      "  const float r = c - (float)n * 0.693359375f + (float)n * 2.12194440e-4f;\n"
+      "  float p = 1.9875691500e-4f;\n"
+      "  p = p * r + 1.3981999507e-3f;\n"
+      "  p = p * r + 8.3334519073e-3f;\n"
+      "  p = p * r + 4.1665795894e-2f;\n"
+      "  p = p * r + 1.6666665459e-1f;\n"
+      "  p = p * r + 5.0000001201e-1f;\n"
+      "  p = p * r * r + r + 1.0f;\n"
+      "  const int32_t half = n >> 1;\n"
+      "  union { int32_t i; float f; } s1, s2;\n"
+      "  s1.i = (half + 127) << 23;\n"
+      "  s2.i = (n - half + 127) << 23;\n"
+      "  const float y = p * s1.f * s2.f;\n"
+      "  return graft_select(x > 88.7228394f, INFINITY, graft_select(x < -103.972084f, 0.0f, y));\n"
+      "}\n"
+      "/* erf: Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7). */\n"
+      "static inline float graft_erff(float x) {\n"
+      "  const float a = fabsf(x);\n"
+      "  const float t = 1.0f / (1.0f + 0.3275911f * a);\n"
+      "  const float poly = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));\n"
+      "  const float y = 1.0f - poly * graft_expf(-a * a);\n"
+      "  return copysignf(y, x);\n"
+      "}\n"
+      "/* tanh from exp; a cubic near 0 keeps the relative error small there. */\n"
+      "static inline float graft_tanhf(float x) {\n"
+      "  const float a = fabsf(x);\n"
+      "  const float big = 1.0f - 2.0f / (graft_expf(2.0f * a) + 1.0f);\n"
+      "  const float y = graft_select(a < 0.004f, a * (1.0f - a * a * (1.0f / 3.0f)), big);\n"
+      "  return copysignf(y, x);\n"
+      "}\n"
+      "/* Largest of n floats `stride` apart (-INFINITY for none; NaNs are skipped here and surface in the exp). */\n"
+      "static inline float graft_max(const float* x, int64_t n, int64_t stride) {\n"
+      "  float mx = -INFINITY;\n"
+      "  if (stride != 1) {\n"
+      "    for (int64_t j = 0; j < n; ++j) mx = graft_select(x[j * stride] > mx, x[j * stride], mx);\n"
+      "    return mx;\n"
+      "  }\n"
+      "  float acc[16];\n"
+      "  for (int k = 0; k < 16; ++k) acc[k] = -INFINITY;\n"
+      "  int64_t j = 0;\n"
+      "  for (; j + 16 <= n; j += 16)\n"
+      "    for (int k = 0; k < 16; ++k) acc[k] = graft_select(x[j + k] > acc[k], x[j + k], acc[k]);\n"
+      "  for (int k = 0; k < 16; ++k) mx = graft_select(acc[k] > mx, acc[k], mx);\n"
+      "  for (; j < n; ++j) mx = graft_select(x[j] > mx, x[j], mx);\n"
+      "  return mx;\n"
+      "}\n"
+      "/* Sum of n floats `stride` apart; 16 partial sums let -O3 vectorize the contiguous case. */\n"
+      "static inline float graft_sum(const float* x, int64_t n, int64_t stride) {\n"
+      "  float sum = 0.0f;\n"
+      "  if (stride != 1) {\n"
+      "    for (int64_t j = 0; j < n; ++j) sum += x[j * stride];\n"
+      "    return sum;\n"
+      "  }\n"
+      "  float acc[16] = {0};\n"
+      "  int64_t j = 0;\n"
+      "  for (; j + 16 <= n; j += 16)\n"
+      "    for (int k = 0; k < 16; ++k) acc[k] += x[j + k];\n"
+      "  for (int k = 0; k < 16; ++k) sum += acc[k];\n"
+      "  for (; j < n; ++j) sum += x[j];\n"
+      "  return sum;\n"
+      "}\n\n";
+
+  static constexpr const char* kDotHelper =
+      "/* Dot product with 16 independent partial sums, so that -O3 vectorizes it without -ffast-math. */\n"
+      "static inline float graft_dot(const float* a, const float* b, int64_t n) {\n"
+      "  float acc[16] = {0};\n"
+      "  int64_t k = 0;\n"
+      "  for (; k + 16 <= n; k += 16)\n"
+      "    for (int j = 0; j < 16; ++j) acc[j] += a[k + j] * b[k + j];\n"
+      "  float sum = 0.0f;\n"
+      "  for (int j = 0; j < 16; ++j) sum += acc[j];\n"
+      "  for (; k < n; ++k) sum += a[k] * b[k];\n"
+      "  return sum;\n"
+      "}\n\n";
+
+  struct Buffer {
+    std::string var;
+    Shape shape;
+  };
+  /// An operand a fused pointwise loop loads: buffer, strides in the loop's shape, local name.
+  struct Leaf {
+    std::string var;
+    std::vector<int64_t> strides;
+    std::string name;
+  };
+  /// Pointwise ops not yet stored: their loads and statements, computing `result`.
+  struct PointwiseChain {
+    Shape shape;
+    std::vector<Leaf> leaves;
+    std::vector<std::string> statements;
+    std::string result;
+  };
+
+  std::string entry_name() const {
+    // A hash of the body keeps names distinct when several modules share a process.
+    uint64_t h = 1469598103934665603ull;
+    for (char c : declarations_.str() + body_.str()) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    char buffer[40];
+    std::snprintf(buffer, sizeof(buffer), "graft_subgraph_%016llx", static_cast<unsigned long long>(h));
+    return buffer;
+  }
+
+  /// A value name safe inside a C comment.
+  static std::string graft_label(const std::string& name) {
+    std::string out;
+    for (char c : name) out += (c == '*' || c == '/' || c == '\n' || c == '\r' || static_cast<unsigned char>(c) < 32) ? '_' : c;
+    return "'" + out + "'";
+  }
+
+  std::string value_label(const ir::Node& node, int index) const {
+    return graft_label(graph_.value_name(ir::Value{const_cast<ir::Node*>(&node), index}));
+  }
+
+  Shape concrete_float_shape(const ir::Node& node, int index) const {
+    const ir::ValueType& type = node.output_types.at(static_cast<size_t>(index));
+    if (type.dtype != DType::float32)
+      fail(ErrorKind::unsupported, "ccodegen: ", node.describe(), " output ", index, " is ", type.to_string(),
+           " (only float32)");
+    auto shape = type.concrete_shape();
+    if (!shape)
+      fail(ErrorKind::unsupported, "ccodegen: ", node.describe(), " output ", index, " has no concrete shape (",
+           type.to_string(), ")");
+    return *shape;
+  }
+
+  void collect_outputs() {
+    const auto& outputs = indexed_.outputs();
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      uint32_t entry = indexed_.entry_id(outputs[k]);
+      const ir::Node& producer = indexed_.node(outputs[k].node_id);
+      Shape shape = concrete_float_shape(producer, static_cast<int>(outputs[k].index));
+      result_.output_shapes.push_back(shape);
+      // The first output slot of a computed value is written in place; any other is a copy at the end.
+      if (producer.schema().category != ir::OpCategory::source && !direct_output_.count(entry))
+        direct_output_[entry] = k;
+    }
+  }
+
+  void declare(uint32_t entry, const std::string& type, const std::string& init, const std::string& label,
+               const Shape& shape) {
+    std::string var = "v" + std::to_string(entry);
+    // Distinct variables never overlap where one is written (aliases reuse the variable).
+    declarations_ << "  " << type << " restrict " << var << " = " << init << ";  /* " << label << " "
+                  << shape_to_string(shape) << " */\n";
+    buffers_[entry] = Buffer{var, shape};
+  }
+
+  /// The buffer of an input of node `id` that the op reads as float data.
+  const Buffer& data_input(uint32_t id, size_t k) {
+    const ir::Node& node = indexed_.node(id);
+    auto inputs = indexed_.inputs(id);
+    if (k >= inputs.size() || !inputs[k].present())
+      fail(ErrorKind::unsupported, "ccodegen: ", node.describe(), " input ", k, " is absent");
+    uint32_t entry = indexed_.entry_id(inputs[k]);
+    auto it = buffers_.find(entry);
+    if (it != buffers_.end()) return it->second;
+    const ir::Node& producer = indexed_.node(inputs[k].node_id);
+    if (producer.schema().name != "Constant")
+      fail(ErrorKind::internal, "ccodegen: ", node.describe(), " reads a value that has no buffer");
+    const Tensor& value = producer.constant_value;
+    if (value.dtype() != DType::float32)
+      fail(ErrorKind::unsupported, "ccodegen: ", node.describe(), " reads constant ", value_label(producer, 0), " of ",
+           value.type_string(), " as data (only float32)");
+    std::string slot = "constants[" + std::to_string(result_.constant_ids.size()) + "]";
+    result_.constant_ids.push_back(inputs[k].node_id);
+    declare(entry, "const float*", slot, "constant " + value_label(producer, 0), value.shape());
+    return buffers_[entry];
+  }
+
+  /// Declares the buffer of output 0 of node `id` (an outputs slot or scratch).
+  const Buffer& output_buffer(uint32_t id, const Shape& shape) {
+    uint32_t entry = indexed_.entry_id(id, 0);
+    const ir::Node& node = indexed_.node(id);
+    auto direct = direct_output_.find(entry);
+    if (direct != direct_output_.end()) {
+      declare(entry, "float*", "outputs[" + std::to_string(direct->second) + "]", value_label(node, 0), shape);
+    } else {
+      size_t offset = scratch_floats_;
+      scratch_floats_ += (static_cast<size_t>(product(shape)) + 15) / 16 * 16;
+      declare(entry, "float*", "scratch + " + std::to_string(offset), value_label(node, 0), shape);
+    }
+    return buffers_[entry];
+  }
+
+  void emit_node(uint32_t id, const ir::Node& node) {
+    const COp* op = find_c_op(node.schema().name);
+    if (!op || node.schema().domain != "")
+      fail(ErrorKind::unsupported, "ccodegen: ", node.describe(), ": op not supported by ccodegen");
+    if (node.num_outputs() != 1)
+      fail(ErrorKind::unsupported, "ccodegen: ", node.describe(), ": only single-output ops");
+    Shape out_shape = concrete_float_shape(node, 0);
+    body_ << "  /* " << graft_label(node.name.empty() ? "#" + std::to_string(node.index()) : node.name) << " ("
+          << node.op_type() << ") -> " << shape_to_string(out_shape) << " */\n";
+    switch (op->kind) {
+      case COpKind::pointwise: return emit_pointwise(id, node, out_shape);
+      case COpKind::matmul: return emit_matmul(id, node, out_shape);
+      case COpKind::gemm: return emit_gemm(id, node, out_shape);
+      case COpKind::softmax: return emit_softmax(id, node, out_shape);
+      case COpKind::reduce: return emit_reduce(id, node, out_shape);
+      case COpKind::copy: return emit_copy(id, node, out_shape);
+      case COpKind::transpose: return emit_transpose(id, node, out_shape);
+    }
+  }
+
+  /// Writes a loop nest; `statement` receives the index expressions of each array.
+  void emit_loops(LoopNest nest, bool parallel, const std::function<std::string(const std::vector<std::string>&)>& statement) {
+    nest.simplify();
+    std::vector<std::string> indices;
+    for (size_t a = 0; a < nest.strides.size(); ++a) indices.push_back(nest.index(a));
+    std::string indent = "  ";
+    int64_t total = product(nest.dims);
+    for (size_t k = 0; k < nest.dims.size(); ++k) {
+      if (k == 0 && parallel && total >= kParallelThreshold) body_ << indent << "#pragma omp parallel for\n";
+      body_ << indent << "for (int64_t i" << k << " = 0; i" << k << " < " << nest.dims[k] << "; ++i" << k << ")\n";
+      indent += "  ";
+    }
+    body_ << indent << statement(indices) << "\n";
+  }
+
+  /// True when node `id`'s result can be computed inside its one consumer's
+  /// loop instead of being stored: the consumer is a pointwise op of the same
+  /// output shape and the value is not a subgraph output.
+  bool can_defer(uint32_t id, const Shape& shape) const {
+    uint32_t entry = indexed_.entry_id(id, 0);
+    for (const ir::Entry& e : indexed_.outputs())
+      if (indexed_.entry_id(e) == entry) return false;
+    auto consumers = indexed_.consumers(id);
+    if (consumers.size() != 1) return false;
+    const ir::Node& consumer = indexed_.node(consumers[0]);
+    const COp* op = find_c_op(consumer.schema().name);
+    if (!op || op->kind != COpKind::pointwise || consumer.schema().domain != "" || consumer.num_outputs() != 1)
+      return false;
+    auto consumer_shape = consumer.output_types[0].concrete_shape();
+    if (!consumer_shape || *consumer_shape != shape) return false;
+    // Only as a data operand (not, say, Clip's bound).
+    auto inputs = indexed_.inputs(consumers[0]);
+    for (size_t k = static_cast<size_t>(num_data_inputs(consumer)); k < inputs.size(); ++k)
+      if (inputs[k].present() && indexed_.entry_id(inputs[k]) == entry) return false;
+    return true;
+  }
+
+  /// Pointwise ops are chained: a result whose only reader is another
+  /// pointwise op of the same shape is not stored but recomputed as a local
+  /// inside that reader's loop, so a chain like GELU is one loop.
+  void emit_pointwise(uint32_t id, const ir::Node& node, const Shape& out_shape) {
+    if (node.attributes.has("broadcast") || node.attributes.has("axis"))
+      fail(ErrorKind::unsupported, "ccodegen: ", node.describe(), ": legacy broadcast attributes");
+    const int n = num_data_inputs(node);
+    auto inputs = indexed_.inputs(id);
+    PointwiseChain chain{out_shape, {}, {}, {}};
+    std::vector<std::string> operands;
+    for (int k = 0; k < n; ++k) {
+      if (static_cast<size_t>(k) < inputs.size() && inputs[static_cast<size_t>(k)].present()) {
+        auto deferred = deferred_.find(indexed_.entry_id(inputs[static_cast<size_t>(k)]));
+        if (deferred != deferred_.end() && deferred->second.shape == out_shape) {
+          PointwiseChain& inner = deferred->second;
+          chain.leaves.insert(chain.leaves.end(), inner.leaves.begin(), inner.leaves.end());
+          chain.statements.insert(chain.statements.end(), inner.statements.begin(), inner.statements.end());
+          operands.push_back(inner.result);
+          continue;
+        }
+      }
+      const Buffer& b = data_input(id, static_cast<size_t>(k));
+      if (b.shape.size() > out_shape.size())
+        fail(ErrorKind::internal, "ccodegen: ", node.describe(), ": operand of higher rank than its output");
+      std::string name = "a" + std::to_string(local_counter_++);
+      chain.leaves.push_back(Leaf{b.var, broadcast_strides(b.shape, out_shape), name});
+      operands.push_back(name);
+    }
+    std::string reason;
+    auto expr = pointwise_expression(node, operands, &reason);
+    if (!expr) fail(ErrorKind::unsupported, "ccodegen: ", node.describe(), ": ", reason);
+    chain.result = "t" + std::to_string(local_counter_++);
+    chain.statements.push_back("const float " + chain.result + " = " + *expr + ";");
+    if (can_defer(id, out_shape)) {
+      body_ << "  /* computed inside its reader's loop */\n";
+      deferred_[indexed_.entry_id(id, 0)] = std::move(chain);
+      return;
+    }
+    const Buffer& out = output_buffer(id, out_shape);
+    LoopNest nest{out_shape, {contiguous_strides(out_shape)}};
+    for (const Leaf& leaf : chain.leaves) nest.strides.push_back(leaf.strides);
+    emit_loops(nest, true, [&](const std::vector<std::string>& idx) {
+      std::string s = "{\n";
+      std::string pad(2 * (nest.dims.size() + 2), ' ');
+      for (size_t k = 0; k < chain.leaves.size(); ++k)
+        s += pad + "const float " + chain.leaves[k].name + " = " + chain.leaves[k].var + "[" + idx[k + 1] + "];\n";
+      for (const std::string& statement : chain.statements) s += pad + statement + "\n";
+      return s + pad + out.var + "[" + idx[0] + "] = " + chain.result + ";\n" + pad.substr(2) + "}";
+    });
+  }
+
+  /// Emits the offsets of batch index `b` into A and B for broadcast batch dims.
+  void emit_batch_offsets(const Shape& batch, const std::vector<int64_t>& a_strides,
+                          const std::vector<int64_t>& b_strides, const std::string& indent) {
+    body_ << indent << "int64_t a_off = 0, b_off = 0, rest = b;\n";
+    for (size_t k = batch.size(); k-- > 0;) {
+      body_ << indent << "{ const int64_t i = rest % " << batch[k] << "; rest /= " << batch[k] << ";";
+      if (a_strides[k]) body_ << " a_off += i * " << a_strides[k] << ";";
+      if (b_strides[k]) body_ << " b_off += i * " << b_strides[k] << ";";
+      body_ << " }\n";
+    }
+    body_ << indent << "(void)rest;\n";
+  }
+
+  void emit_matmul(uint32_t id, const ir::Node& node, const Shape& out_shape) {
+    const Buffer& a = data_input(id, 0);
+    const Buffer& b = data_input(id, 1);
+    const Buffer& y = output_buffer(id, out_shape);
+    if (a.shape.empty() || b.shape.empty()) fail(ErrorKind::unsupported, "ccodegen: ", node.describe(), ": 0-d operand");
+    const bool a_vector = a.shape.size() == 1, b_vector = b.shape.size() == 1;
+    const int64_t M = a_vector ? 1 : a.shape[a.shape.size() - 2];
+    const int64_t K = a.shape.back();
+    const int64_t N = b_vector ? 1 : b.shape.back();
+    Shape a_batch(a.shape.begin(), a.shape.end() - (a_vector ? 1 : 2));
+    Shape b_batch(b.shape.begin(), b.shape.end() - (b_vector ? 1 : 2));
+    Shape batch(std::max(a_batch.size(), b_batch.size()), 1);
+    for (size_t k = 0; k < batch.size(); ++k) {
+      size_t from_end = batch.size() - k;
+      int64_t da = from_end <= a_batch.size() ? a_batch[a_batch.size() - from_end] : 1;
+      int64_t db = from_end <= b_batch.size() ? b_batch[b_batch.size() - from_end] : 1;
+      batch[k] = std::max(da, db);
+    }
+    std::vector<int64_t> a_strides = broadcast_strides(a_batch, batch), b_strides = broadcast_strides(b_batch, batch);
+    for (auto& s : a_strides) s *= M * K;
+    for (auto& s : b_strides) s *= K * N;
+    const int64_t rows = product(batch) * M;
+    if (rows * N * K >= kParallelThreshold) body_ << "  #pragma omp parallel for\n";
+    body_ << "  for (int64_t bm = 0; bm < " << rows << "; ++bm) {\n"
+          << "    const int64_t b = bm / " << M << ", m = bm % " << M << ";\n";
+    emit_batch_offsets(batch, a_strides, b_strides, "    ");
+    body_ << "    const float* arow = " << a.var << " + a_off + m * " << K << ";\n"
+          << "    const float* bmat = " << b.var << " + b_off;\n"
+          << "    float* y = " << y.var << " + bm * " << N << ";\n"
+          << "    for (int64_t n = 0; n < " << N << "; ++n) y[n] = 0.0f;\n"
+          << "    for (int64_t k = 0; k < " << K << "; ++k) {\n"
+          << "      const float av = arow[k];\n"
+          << "      const float* brow = bmat + k * " << N << ";\n"
+          << "      for (int64_t n = 0; n < " << N << "; ++n) y[n] += av * brow[n];\n"
+          << "    }\n  }\n";
+  }
+
+  void emit_gemm(uint32_t id, const ir::Node& node, const Shape& out_shape) {
+    const Buffer& a = data_input(id, 0);
+    const Buffer& b = data_input(id, 1);
+    const Buffer* c = node.inputs.size() > 2 && node.inputs[2] ? &data_input(id, 2) : nullptr;
+    const Buffer& y = output_buffer(id, out_shape);
+    if (a.shape.size() != 2 || b.shape.size() != 2 || out_shape.size() != 2)
+      fail(ErrorKind::unsupported, "ccodegen: ", node.describe(), ": Gemm operands must be 2-D");
+    const bool trans_a = node.attributes.get_int("transA", 0) != 0, trans_b = node.attributes.get_int("transB", 0) != 0;
+    const float alpha = node.attributes.get_float("alpha", 1.0f), beta = node.attributes.get_float("beta", 1.0f);
+    const int64_t M = out_shape[0], N = out_shape[1], K = trans_a ? a.shape[0] : a.shape[1];
+    std::string a_at = trans_a ? a.var + "[k * " + std::to_string(M) + " + m]" : "arow[k]";
+    if (M * N * K >= kParallelThreshold) body_ << "  #pragma omp parallel for\n";
+    body_ << "  for (int64_t m = 0; m < " << M << "; ++m) {\n"
+          << "    const float* arow = " << a.var << " + m * " << K << ";\n    (void)arow;\n"
+          << "    float* y = " << y.var << " + m * " << N << ";\n";
+    if (trans_b && !trans_a) {
+      uses_dot_ = true;
+      body_ << "    for (int64_t n = 0; n < " << N << "; ++n) y[n] = graft_dot(arow, " << b.var << " + n * " << K << ", "
+            << K << ");\n";
+    } else {
+      std::string b_at = trans_b ? b.var + "[n * " + std::to_string(K) + " + k]" : "brow[n]";
+      body_ << "    for (int64_t n = 0; n < " << N << "; ++n) y[n] = 0.0f;\n"
+            << "    for (int64_t k = 0; k < " << K << "; ++k) {\n"
+            << "      const float av = " << a_at << ";\n"
+            << "      const float* brow = " << b.var << " + k * " << N << ";\n      (void)brow;\n"
+            << "      for (int64_t n = 0; n < " << N << "; ++n) y[n] += av * " << b_at << ";\n"
+            << "    }\n";
+    }
+    std::string scaled = alpha == 1.0f ? "y[n]" : c_float_literal(alpha) + " * y[n]";
+    if (c && beta != 0.0f) {
+      std::vector<int64_t> cs = broadcast_strides(c->shape, out_shape);
+      std::string c_at = c->var + "[m * " + std::to_string(cs[0]) + " + n * " + std::to_string(cs[1]) + "]";
+      std::string c_term = beta == 1.0f ? c_at : c_float_literal(beta) + " * " + c_at;
+      body_ << "    for (int64_t n = 0; n < " << N << "; ++n) y[n] = " << scaled << " + " << c_term << ";\n";
+    } else if (alpha != 1.0f) {
+      body_ << "    for (int64_t n = 0; n < " << N << "; ++n) y[n] = " << scaled << ";\n";
+    }
+    body_ << "  }\n";
+  }
+
+  void emit_softmax(uint32_t id, const ir::Node& node, const Shape& out_shape) {
+    const Buffer& x = data_input(id, 0);
+    const Buffer& y = output_buffer(id, out_shape);
+    const int opset = node.opset_version == 0 ? 13 : node.opset_version;
+    const int64_t rank = static_cast<int64_t>(out_shape.size());
+    int64_t axis = node.attributes.get_int("axis", opset < 13 ? 1 : -1);
+    if (axis < 0) axis += rank;
+    if (rank == 0 || axis < 0 || axis >= rank)
+      fail(ErrorKind::unsupported, "ccodegen: ", node.describe(), ": axis out of range");
+    const auto a = static_cast<size_t>(axis);
+    const int64_t outer = product(out_shape, 0, a);
+    const int64_t n = opset < 13 ? product(out_shape, a) : out_shape[a];
+    const int64_t inner = opset < 13 ? 1 : product(out_shape, a + 1);
+    const bool log = node.schema().name == "LogSoftmax";
+    std::string at = inner == 1 ? "[j]" : "[j * " + std::to_string(inner) + "]";
+    if (outer * inner * n >= kParallelThreshold) body_ << "  #pragma omp parallel for\n";
+    body_ << "  for (int64_t r = 0; r < " << outer * inner << "; ++r) {\n"
+          << "    const int64_t base = (r / " << inner << ") * " << n * inner << " + r % " << inner << ";\n"
+          << "    const float* x = " << x.var << " + base;\n"
+          << "    float* y = " << y.var << " + base;\n"
+          << "    const float mx = graft_max(x, " << n << ", " << inner << ");\n"
+          << "    float sum = 0.0f;\n";
+    if (log) {
+      body_ << "    for (int64_t j = 0; j < " << n << "; ++j) y" << at << " = graft_expf(x" << at << " - mx);\n"
+            << "    sum = graft_sum(y, " << n << ", " << inner << ");\n"
+            << "    const float shift = mx + logf(sum);\n"
+            << "    for (int64_t j = 0; j < " << n << "; ++j) y" << at << " = x" << at << " - shift;\n";
+    } else {
+      body_ << "    for (int64_t j = 0; j < " << n << "; ++j) y" << at << " = graft_expf(x" << at << " - mx);\n"
+            << "    sum = graft_sum(y, " << n << ", " << inner << ");\n"
+            << "    const float inv = 1.0f / sum;\n"
+            << "    for (int64_t j = 0; j < " << n << "; ++j) y" << at << " *= inv;\n";
+    }
+    body_ << "  }\n";
+  }
+
+  /// The reduction axes of a Reduce node: the attribute, or a constant input.
+  std::vector<int64_t> reduce_axes(uint32_t id, const ir::Node& node, int64_t rank, bool* noop) {
+    std::vector<int64_t> axes = node.attributes.get_ints("axes", {});
+    *noop = node.attributes.get_int("noop_with_empty_axes", 0) != 0;
+    auto inputs = indexed_.inputs(id);
+    if (inputs.size() > 1 && inputs[1].present()) {
+      const ir::Node& producer = indexed_.node(inputs[1].node_id);
+      if (producer.schema().name != "Constant")
+        fail(ErrorKind::unsupported, "ccodegen: ", node.describe(), ": axes are not a constant");
+      axes = producer.constant_value.to_int64_vector();
+    }
+    if (axes.empty() && !*noop)
+      for (int64_t d = 0; d < rank; ++d) axes.push_back(d);
+    for (int64_t& axis : axes) {
+      if (axis < 0) axis += rank;
+      if (axis < 0 || axis >= rank) fail(ErrorKind::unsupported, "ccodegen: ", node.describe(), ": axis out of range");
+    }
+    return axes;
+  }
+
+  void emit_reduce(uint32_t id, const ir::Node& node, const Shape& out_shape) {
+    const Buffer& x = data_input(id, 0);
+    const int64_t rank = static_cast<int64_t>(x.shape.size());
+    bool noop = false;
+    std::vector<int64_t> axes = reduce_axes(id, node, rank, &noop);
+    if (axes.empty()) return emit_copy(id, node, out_shape);
+    const Buffer& y = output_buffer(id, out_shape);
+    std::set<int64_t> reduced(axes.begin(), axes.end());
+    const std::string_view op = node.schema().name;
+    const std::string init = op == "ReduceMax" ? "-INFINITY" : op == "ReduceMin" ? "INFINITY" : "0.0f";
+    auto combine = [&](const std::string& acc, const std::string& v) {
+      if (op == "ReduceMax") return acc + " = fmaxf(" + acc + ", " + v + ");";
+      if (op == "ReduceMin") return acc + " = fminf(" + acc + ", " + v + ");";
+      return acc + " += " + v + ";";
+    };
+    int64_t in_count = product(x.shape), out_count = product(out_shape);
+    int64_t group = out_count == 0 ? 0 : in_count / out_count;
+    std::string finish = op == "ReduceMean" ? " * " + c_float_literal(1.0f / static_cast<float>(group)) : "";
+    bool trailing = true;
+    for (int64_t d = 0; d < rank; ++d)
+      if (reduced.count(d) != (d >= rank - static_cast<int64_t>(reduced.size()) ? 1u : 0u)) trailing = false;
+    if (trailing) {
+      if (in_count >= kParallelThreshold) body_ << "  #pragma omp parallel for\n";
+      body_ << "  for (int64_t r = 0; r < " << out_count << "; ++r) {\n"
+            << "    const float* x = " << x.var << " + r * " << group << ";\n"
+            << "    float acc = " << init << ";\n"
+            << "    for (int64_t j = 0; j < " << group << "; ++j) " << combine("acc", "x[j]") << "\n"
+            << "    " << y.var << "[r] = acc" << finish << ";\n  }\n";
+      return;
+    }
+    // General form: walk the input in order, accumulating into the output element each input element maps to.
+    std::vector<int64_t> out_strides(x.shape.size(), 0);
+    {
+      int64_t stride = 1;
+      for (size_t d = x.shape.size(); d-- > 0;) {
+        if (reduced.count(static_cast<int64_t>(d))) continue;
+        out_strides[d] = stride;
+        stride *= x.shape[d];
+      }
+    }
+    body_ << "  for (int64_t i = 0; i < " << out_count << "; ++i) " << y.var << "[i] = " << init << ";\n";
+    LoopNest nest{x.shape, {out_strides, contiguous_strides(x.shape)}};
+    emit_loops(nest, false, [&](const std::vector<std::string>& idx) {
+      return combine(y.var + "[" + idx[0] + "]", x.var + "[" + idx[1] + "]");
+    });
+    if (!finish.empty())
+      body_ << "  for (int64_t i = 0; i < " << out_count << "; ++i) " << y.var << "[i] *= " << finish.substr(3) << ";\n";
+  }
+
+  void emit_copy(uint32_t id, const ir::Node& node, const Shape& out_shape) {
+    const Buffer& x = data_input(id, 0);
+    if (product(x.shape) != product(out_shape))
+      fail(ErrorKind::internal, "ccodegen: ", node.describe(), ": element count changes");
+    uint32_t entry = indexed_.entry_id(id, 0);
+    if (!direct_output_.count(entry)) {
+      // Same bytes, new shape: alias the input (values are never written twice).
+      std::string var = x.var;
+      buffers_[entry] = Buffer{var, out_shape};
+      body_ << "  /* aliases " << var << " */\n";
+      return;
+    }
+    const Buffer& y = output_buffer(id, out_shape);
+    body_ << "  memcpy(" << y.var << ", " << x.var << ", " << product(out_shape) << " * sizeof(float));\n";
+  }
+
+  void emit_transpose(uint32_t id, const ir::Node& node, const Shape& out_shape) {
+    const Buffer& x = data_input(id, 0);
+    const size_t rank = x.shape.size();
+    std::vector<int64_t> perm = node.attributes.get_ints("perm", {});
+    if (perm.empty())
+      for (size_t d = rank; d-- > 0;) perm.push_back(static_cast<int64_t>(d));
+    if (perm.size() != rank) fail(ErrorKind::unsupported, "ccodegen: ", node.describe(), ": perm of wrong length");
+    const Buffer& y = output_buffer(id, out_shape);
+    std::vector<int64_t> in_strides = contiguous_strides(x.shape), read(rank);
+    for (size_t k = 0; k < rank; ++k) {
+      if (perm[k] < 0 || perm[k] >= static_cast<int64_t>(rank))
+        fail(ErrorKind::unsupported, "ccodegen: ", node.describe(), ": bad perm");
+      read[k] = in_strides[static_cast<size_t>(perm[k])];
+    }
+    LoopNest nest{out_shape, {contiguous_strides(out_shape), read}};
+    emit_loops(nest, true, [&](const std::vector<std::string>& idx) {
+      return y.var + "[" + idx[0] + "] = " + x.var + "[" + idx[1] + "];";
+    });
+  }
+
+  void finish_outputs() {
+    const auto& outputs = indexed_.outputs();
+    for (size_t k = 0; k < outputs.size(); ++k) {
+      uint32_t entry = indexed_.entry_id(outputs[k]);
+      auto direct = direct_output_.find(entry);
+      if (direct != direct_output_.end() && direct->second == k) continue;
+      const Buffer* source = nullptr;
+      auto it = buffers_.find(entry);
+      if (it != buffers_.end()) {
+        source = &it->second;
+      } else {
+        // An output that is a constant of the subgraph.
+        const ir::Node& producer = indexed_.node(outputs[k].node_id);
+        if (producer.schema().name != "Constant" || producer.constant_value.dtype() != DType::float32)
+          fail(ErrorKind::unsupported, "ccodegen: subgraph output ", k, " is not a computed float32 value");
+        std::string slot = "constants[" + std::to_string(result_.constant_ids.size()) + "]";
+        result_.constant_ids.push_back(outputs[k].node_id);
+        declare(entry, "const float*", slot, "constant " + value_label(producer, 0), producer.constant_value.shape());
+        source = &buffers_[entry];
+      }
+      body_ << "  memcpy(outputs[" << k << "], " << source->var << ", " << product(result_.output_shapes[k])
+            << " * sizeof(float));\n";
+    }
+  }
+
+  const ir::Graph& graph_;
+  ir::IndexedGraph indexed_;
+  GeneratedC result_;
+  std::map<uint32_t, Buffer> buffers_;          // by entry id
+  std::map<uint32_t, size_t> direct_output_;    // entry id -> output slot written in place
+  std::ostringstream declarations_, body_;
+  size_t scratch_floats_ = 0;
+  bool uses_dot_ = false;
+  std::map<uint32_t, PointwiseChain> deferred_;  // by entry id
+  int local_counter_ = 0;
+};
+
+}  // namespace
+
+GeneratedC generate_c(const ir::Graph& subgraph) { return CEmitter(subgraph).emit(); }
+
+}  // namespace graft::backends

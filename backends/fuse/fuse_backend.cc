@@ -1,0 +1,120 @@
+// The `fuse` backend: runs graft.FusedPointwise bodies as one generated
+// kernel. compile() lowers the body to kernel IR through the op table and
+// asks the compile cache for a CPU runner (LLVM JIT, else the interpreter);
+// because the cache key holds no shapes, compiling the same body for another
+// input shape reuses the kernel already compiled.
+//
+// Saved form: the kernel IR and the captured constant tensors, not object
+// code. Object code is specific to the CPU (and LLVM version) it was built
+// for, while an artifact may be loaded on another machine; the compile cache
+// (memory, and GRAFT_CACHE_DIR on disk) makes rebuilding it on load cheap.
+// Loading never reruns the fusion pass or the op table.
+#include <istream>
+#include <ostream>
+
+#include "graft/codegen/compile_cache.h"
+#include "graft/codegen/op_expressions.h"
+#include "graft/core/parallel.h"
+#include "graft/ir/graph.h"
+#include "graft/runtime/backend.h"
+
+namespace graft::runtime {
+namespace {
+
+constexpr char kModuleMagic[4] = {'G', 'F', 'U', 'S'};
+constexpr uint32_t kModuleVersion = 1;
+
+class FuseModule final : public CompiledModule {
+ public:
+  explicit FuseModule(codegen::LoweredKernel kernel)
+      : kernel_(std::move(kernel)), runner_(codegen::CompileCache::global().cpu_runner(kernel_.ir)) {}
+  std::string type_key() const override { return "fuse"; }
+
+  std::vector<Tensor> run(std::span<const Tensor> inputs, ModuleRunContext& context) const override {
+    ScopedNumThreads threads(std::max(1, context.num_threads));
+    if (kernel_.captured.empty()) return codegen::run_kernel(kernel_.ir, *runner_, inputs, context.pool);
+    std::vector<Tensor> all(inputs.begin(), inputs.end());
+    all.insert(all.end(), kernel_.captured.begin(), kernel_.captured.end());
+    return codegen::run_kernel(kernel_.ir, *runner_, all, context.pool);
+  }
+
+  void save(std::ostream& out) const override {
+    out.write(kModuleMagic, 4);
+    write_u32(out, kModuleVersion);
+    codegen::write_kernel_ir(out, kernel_.ir);
+    write_u32(out, static_cast<uint32_t>(kernel_.captured.size()));
+    for (const Tensor& t : kernel_.captured) {
+      write_u32(out, static_cast<uint32_t>(t.dtype()));
+      write_u32(out, static_cast<uint32_t>(t.rank()));
+      for (int64_t d : t.shape()) out.write(reinterpret_cast<const char*>(&d), sizeof d);
+      out.write(static_cast<const char*>(t.raw_data()), static_cast<std::streamsize>(t.nbytes()));
+    }
+  }
+
+  /// The kernel runner's kind ("llvm" or "interpreter").
+  const char* runner_kind() const { return runner_->kind(); }
+
+ private:
+  static void write_u32(std::ostream& out, uint32_t v) { out.write(reinterpret_cast<const char*>(&v), sizeof v); }
+
+  codegen::LoweredKernel kernel_;
+  std::shared_ptr<const codegen::KernelRunner> runner_;
+};
+
+class FuseBackend final : public Backend {
+ public:
+  std::string name() const override { return "fuse"; }
+  int default_rank() const override { return 50; }
+  std::unique_ptr<CompiledModule> compile(const ir::Graph& subgraph, const CompileOptions&) const override {
+    return std::make_unique<FuseModule>(codegen::lower_body(subgraph));
+  }
+};
+
+uint32_t read_u32(std::istream& in) {
+  uint32_t v = 0;
+  if (!in.read(reinterpret_cast<char*>(&v), sizeof v)) fail(ErrorKind::invalid_model, "fuse module: truncated");
+  return v;
+}
+
+std::unique_ptr<CompiledModule> load_fuse_module(std::istream& in, const ir::Graph&) {
+  char magic[4];
+  if (!in.read(magic, 4) || std::string_view(magic, 4) != std::string_view(kModuleMagic, 4))
+    fail(ErrorKind::invalid_model, "fuse module: bad magic (expected GFUS)");
+  uint32_t version = read_u32(in);
+  if (version != kModuleVersion)
+    fail(ErrorKind::invalid_model, "fuse module: version ", version, " is not supported (expected ", kModuleVersion, ")");
+  codegen::LoweredKernel kernel;
+  kernel.ir = codegen::read_kernel_ir(in);
+  uint32_t captured = read_u32(in);
+  if (captured > kernel.ir.input_dtypes.size())
+    fail(ErrorKind::invalid_model, "fuse module: ", captured, " captured tensors for ", kernel.ir.input_dtypes.size(),
+         " kernel inputs");
+  for (uint32_t i = 0; i < captured; ++i) {
+    DType dtype = static_cast<DType>(read_u32(in));
+    if (!codegen::is_kernel_dtype(dtype)) fail(ErrorKind::invalid_model, "fuse module: bad captured dtype");
+    uint32_t rank = read_u32(in);
+    if (rank > static_cast<uint32_t>(codegen::kMaxKernelRank)) fail(ErrorKind::invalid_model, "fuse module: bad captured rank");
+    Shape shape(rank);
+    for (int64_t& d : shape)
+      if (!in.read(reinterpret_cast<char*>(&d), sizeof d) || d < 0 || d > (int64_t(1) << 40))
+        fail(ErrorKind::invalid_model, "fuse module: bad captured dimension");
+    size_t nbytes = shape_nbytes(shape, dtype_size(dtype), "captured tensor");
+    if (nbytes > (size_t(1) << 32)) fail(ErrorKind::invalid_model, "fuse module: captured tensor too large");
+    Tensor t(dtype, shape);
+    if (!in.read(static_cast<char*>(t.raw_data()), static_cast<std::streamsize>(nbytes)))
+      fail(ErrorKind::invalid_model, "fuse module: truncated captured tensor");
+    kernel.captured.push_back(std::move(t));
+  }
+  size_t body_inputs = kernel.ir.input_dtypes.size() - captured;
+  for (uint32_t i = 0; i < captured; ++i)
+    if (kernel.captured[i].dtype() != kernel.ir.input_dtypes[body_inputs + i])
+      fail(ErrorKind::invalid_model, "fuse module: captured tensor ", i, " has the wrong dtype");
+  return std::make_unique<FuseModule>(std::move(kernel));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_BACKEND(FuseBackend);
+GRAFT_REGISTER_MODULE_LOADER("fuse", load_fuse_module);
+
+}  // namespace graft::runtime

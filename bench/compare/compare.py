@@ -1,0 +1,500 @@
+#!/usr/bin/env python3
+"""Side-by-side latency of graft, ONNX Runtime and PyTorch on the same models.
+
+Each model is built with torchvision / torch (seeded random weights, batch
+norm statistics randomized too so that folding them is not a no-op),
+exported to ONNX (for graft and ONNX Runtime) and traced to TorchScript (for
+PyTorch). Each runtime then runs in its own fresh worker process
+(graft_runner, ort_runner.js, torch_runner.py, one line-based protocol):
+
+* time to first inference: load + compile/optimize + the first run, measured
+  inside the fresh worker before anything else runs;
+* latency: after --warmup runs each, the runtimes take turns running --block
+  runs at a time (rotating who goes first) until each has --runs timed runs;
+  the median is reported. Every worker uses 2 threads, batch 1;
+* peak RSS: VmHWM of each worker process (/proc/PID/status) before it exits;
+* accuracy: max |output - PyTorch eager| / max |PyTorch eager| on the first
+  output, for graft and for ONNX Runtime.
+
+Prints a markdown table and writes everything (all times) as JSON.
+
+    compare.py [--models a,b] [--runs 20] [--quick] [--backends dnnl,fuse]
+               [--json out.json] [--workdir DIR]
+
+--backends is passed to graft_runner (SessionOptions::backends) and set as
+GRAFT_BACKENDS in its environment. Exits 77 when ONNX Runtime (npm install
+--ignore-scripts in bench/compare) or PyTorch is missing, so CTest can skip.
+"""
+import argparse
+import datetime
+import json
+import math
+import os
+import platform
+import select
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(os.path.dirname(HERE))
+SKIP = 77
+RUNTIMES = ["graft", "ort", "torch"]
+LABELS = {"graft": "graft", "ort": "ONNX Runtime", "torch": "PyTorch"}
+
+
+# ---------------------------------------------------------------- models
+
+def model_builders():
+    import torch
+    import torch.nn as nn
+    import torchvision
+
+    def vision(name, size=224, **kwargs):
+        def build():
+            return getattr(torchvision.models, name)(weights=None, **kwargs), (torch.randn(1, 3, size, size),)
+        return build
+
+    class BertEncoder(nn.Module):
+        """4 BERT-base layers (post-norm, GELU, d 768, 12 heads, ff 3072) on [1, 128, 768] hidden states."""
+
+        def __init__(self):
+            super().__init__()
+            layer = nn.TransformerEncoderLayer(d_model=768, nhead=12, dim_feedforward=3072, dropout=0.0,
+                                               activation="gelu", batch_first=True)
+            self.encoder = nn.TransformerEncoder(layer, num_layers=4, enable_nested_tensor=False)
+            # TransformerEncoder deep-copies one layer: give every layer its own weights.
+            with torch.no_grad():
+                for name, p in self.named_parameters():
+                    if p.dim() > 1:
+                        nn.init.xavier_uniform_(p)
+                    elif "norm" in name and name.endswith("weight"):
+                        p.copy_(1 + 0.1 * torch.randn_like(p))
+                    else:
+                        p.copy_(0.02 * torch.randn_like(p))
+
+        def forward(self, hidden):
+            return self.encoder(hidden)
+
+    class ResidualGru(nn.Module):
+        """A GRU cell (hidden 500) applied for two steps with a residual connection, batch 100."""
+
+        def __init__(self, hidden=500):
+            super().__init__()
+            self.cell = nn.GRUCell(hidden, hidden)
+
+        def forward(self, x, h):
+            for step in range(x.shape[0]):
+                h = h + self.cell(x[step], h)
+            return h
+
+    return {
+        "resnet50": vision("resnet50"),
+        "mobilenet_v2": vision("mobilenet_v2"),
+        "squeezenet1_1": vision("squeezenet1_1"),
+        "efficientnet_b0": vision("efficientnet_b0"),
+        "densenet121": vision("densenet121"),
+        "inception_v3": vision("inception_v3", 299, init_weights=True),
+        "bert4_seq128": lambda: (BertEncoder(), (torch.randn(1, 128, 768),)),
+        "gru_cell_residual": lambda: (ResidualGru(), (torch.randn(2, 100, 500), torch.randn(100, 500))),
+    }
+
+
+MODEL_NAMES = ["resnet50", "mobilenet_v2", "squeezenet1_1", "efficientnet_b0", "densenet121", "inception_v3",
+               "bert4_seq128", "gru_cell_residual"]
+INPUT_NAMES = {"gru_cell_residual": ["x", "h"]}
+
+
+def randomize_batch_norms(model, torch):
+    generator = torch.Generator().manual_seed(1)
+    for m in model.modules():
+        if isinstance(m, torch.nn.modules.batchnorm._BatchNorm):
+            n = m.num_features
+            m.running_mean.copy_((torch.rand(n, generator=generator) - 0.5) * 0.2)
+            m.running_var.copy_(torch.rand(n, generator=generator) + 0.5)
+            m.weight.data.copy_(torch.rand(n, generator=generator) + 0.5)
+            m.bias.data.copy_((torch.rand(n, generator=generator) - 0.5) * 0.2)
+
+
+def write_tensors(tensors, names, folder, prefix):
+    manifest = []
+    for name, t in zip(names, tensors):
+        a = t.detach().contiguous().numpy()
+        file = "%s_%s.bin" % (prefix, name)
+        a.tofile(os.path.join(folder, file))
+        # Relative to the manifest's folder, so a work directory can move.
+        manifest.append({"name": name, "dtype": str(a.dtype), "shape": list(a.shape), "file": file})
+    return manifest
+
+
+def export(name, workdir, opset):
+    """Exports `name` once per (opset, torch version); returns its folder's paths."""
+    import torch
+    folder = os.path.join(workdir, name)
+    os.makedirs(folder, exist_ok=True)
+    paths = {k: os.path.join(folder, v) for k, v in
+             {"onnx": "model.onnx", "pt": "model.pt", "inputs": "inputs.json", "reference": "reference.json",
+              "stamp": "export.json"}.items()}
+    stamp = {"opset": opset, "torch": torch.__version__, "version": 3}
+    if os.path.exists(paths["stamp"]):
+        with open(paths["stamp"]) as f:
+            if json.load(f) == stamp and all(os.path.exists(p) for p in paths.values()):
+                return paths
+    torch.manual_seed(0)
+    model, inputs = model_builders()[name]()
+    with torch.no_grad():
+        randomize_batch_norms(model, torch)
+    model.eval()
+    names = INPUT_NAMES.get(name, ["input"])
+    with torch.no_grad():
+        reference = model(*inputs)
+    references = list(reference) if isinstance(reference, (tuple, list)) else [reference]
+    # Exported with autograd on: PyTorch's fused inference fast paths (the
+    # transformer encoder's) only run under no_grad and have no ONNX form.
+    torch.onnx.export(model, inputs, paths["onnx"], opset_version=opset, input_names=names,
+                      output_names=["output%d" % i for i in range(len(references))], do_constant_folding=True)
+    with torch.no_grad():
+        traced = torch.jit.trace(model, inputs, check_trace=False)
+    traced.save(paths["pt"])
+    with open(paths["inputs"], "w") as f:
+        json.dump(write_tensors(inputs, names, folder, "input"), f)
+    with open(paths["reference"], "w") as f:
+        json.dump(write_tensors(references, ["output%d" % i for i in range(len(references))], folder, "reference"), f)
+    with open(paths["stamp"], "w") as f:
+        json.dump(stamp, f)
+    return paths
+
+
+# ---------------------------------------------------------------- workers
+
+class WorkerError(Exception):
+    pass
+
+
+class Worker:
+    """One runtime in its own process, speaking the runner protocol."""
+
+    def __init__(self, runtime, command, env, log_path, timeout):
+        self.runtime = runtime
+        self.timeout = timeout
+        self.buffer = b""
+        self.log = open(log_path, "wb")
+        self.started = time.perf_counter()
+        self.proc = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.log,
+                                     env=env, cwd=HERE)
+        self.ready = self.receive()
+        self.ready["process_ready_ms"] = (time.perf_counter() - self.started) * 1e3
+
+    def receive(self):
+        deadline = time.monotonic() + self.timeout
+        while b"\n" not in self.buffer:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                self.kill()
+                raise WorkerError("%s: no answer within %d s" % (self.runtime, self.timeout))
+            readable, _, _ = select.select([self.proc.stdout], [], [], left)
+            if readable:
+                chunk = os.read(self.proc.stdout.fileno(), 1 << 16)
+                if not chunk:
+                    self.kill()
+                    raise WorkerError("%s: worker exited: %s" % (self.runtime, self.log_tail()))
+                self.buffer += chunk
+        line, self.buffer = self.buffer.split(b"\n", 1)
+        try:
+            message = json.loads(line)
+        except ValueError:
+            raise WorkerError("%s: unreadable answer %r" % (self.runtime, line[:200]))
+        if "error" in message:
+            self.kill()
+            raise WorkerError("%s: %s" % (self.runtime, message["error"]))
+        return message
+
+    def log_tail(self):
+        self.log.flush()
+        with open(self.log.name, "rb") as f:
+            return f.read()[-600:].decode("utf-8", "replace").strip()
+
+    def run(self, count):
+        self.proc.stdin.write(b"run %d\n" % count)
+        self.proc.stdin.flush()
+        return self.receive()["times_ms"]
+
+    def peak_rss_kb(self):
+        """VmHWM of the worker. Not ru_maxrss from wait4: after fork + exec,
+        Linux keeps the parent's (this driver's, with torch loaded) peak in it."""
+        try:
+            with open("/proc/%d/status" % self.proc.pid) as f:
+                for line in f:
+                    if line.startswith("VmHWM:"):
+                        return int(line.split()[1])
+        except OSError:
+            pass
+        return None
+
+    def close(self):
+        """Ends the worker; returns its peak RSS in KiB."""
+        peak = self.peak_rss_kb()
+        try:
+            self.proc.stdin.write(b"quit\n")
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        self.proc.wait()
+        self.log.close()
+        return peak
+
+    def kill(self):
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def worker_command(runtime, paths, out_dir, args):
+    if runtime == "graft":
+        command = [args.graft_runner, paths["onnx"], paths["inputs"], out_dir, "--threads", str(args.threads)]
+        if args.backends:
+            command += ["--backends", args.backends]
+        return command
+    if runtime == "ort":
+        return ["node", os.path.join(HERE, "ort_runner.js"), paths["onnx"], paths["inputs"], out_dir,
+                "--threads", str(args.threads)]
+    return [sys.executable, os.path.join(HERE, "torch_runner.py"), paths["pt"], paths["inputs"], out_dir,
+            "--threads", str(args.threads)]
+
+
+def worker_env(args):
+    env = dict(os.environ)
+    if args.backends:
+        env["GRAFT_BACKENDS"] = args.backends
+    return env
+
+
+def max_relative_error(outputs, reference_manifest, reference_folder):
+    import numpy as np
+    want = reference_manifest[0]
+    got = outputs[0]
+    a = np.fromfile(got["file"], dtype=got["dtype"]).astype(np.float64)
+    b = np.fromfile(os.path.join(reference_folder, os.path.basename(want["file"])), dtype=want["dtype"]).astype(np.float64)
+    if list(got["shape"]) != list(want["shape"]) or a.size != b.size:
+        return float("inf")
+    if a.size == 0:
+        return 0.0
+    if not np.all(np.isfinite(a)):
+        return float("inf")
+    return float(np.max(np.abs(a - b)) / max(float(np.max(np.abs(b))), 1e-30))
+
+
+def median(values):
+    s = sorted(values)
+    n = len(s)
+    return s[n // 2] if n % 2 else 0.5 * (s[n // 2 - 1] + s[n // 2])
+
+
+def compare_model(name, args):
+    paths = export(name, args.workdir, args.opset)
+    with open(paths["reference"]) as f:
+        reference = json.load(f)
+    result = {"model": name, "runtimes": {}}
+    workers = {}
+    env = worker_env(args)
+    # Started one at a time: each fresh process has the machine to itself
+    # while it loads, compiles and runs its first inference.
+    for runtime in args.runtimes:
+        out_dir = os.path.join(args.workdir, name, "out_" + runtime)
+        os.makedirs(out_dir, exist_ok=True)
+        entry = result["runtimes"].setdefault(runtime, {})
+        try:
+            worker = Worker(runtime, worker_command(runtime, paths, out_dir, args), env,
+                            os.path.join(args.workdir, name, runtime + ".log"), args.timeout)
+            workers[runtime] = worker
+            entry.update({k: worker.ready[k] for k in ("load_ms", "first_run_ms", "first_inference_ms",
+                                                        "startup_rss_kb", "process_ready_ms") if k in worker.ready})
+            entry["max_rel_error"] = max_relative_error(worker.ready["outputs"], reference,
+                                                       os.path.dirname(paths["reference"]))
+        except WorkerError as e:
+            entry["error"] = str(e)
+    active = list(workers)
+    times = {r: [] for r in active}
+    try:
+        for runtime in active:
+            workers[runtime].run(args.warmup)
+        turn = 0
+        while any(len(times[r]) < args.runs for r in active):
+            order = active[turn % len(active):] + active[:turn % len(active)]
+            for runtime in order:
+                count = min(args.block, args.runs - len(times[runtime]))
+                if count > 0:
+                    times[runtime] += workers[runtime].run(count)
+                    # Lets the runtime's spinning worker threads go to sleep before the next one starts.
+                    time.sleep(args.gap_ms / 1000.0)
+            turn += 1
+    except WorkerError as e:
+        failed = str(e).split(":")[0]
+        result["runtimes"][failed]["error"] = str(e)
+        active = [r for r in active if r != failed]
+    for runtime, worker in workers.items():
+        entry = result["runtimes"][runtime]
+        if worker.proc.poll() is None:
+            entry["peak_rss_kb"] = worker.close()
+        if "error" not in entry:
+            entry["times_ms"] = times[runtime]
+            entry["median_ms"] = median(times[runtime])
+            entry["min_ms"] = min(times[runtime])
+    return result
+
+
+# ---------------------------------------------------------------- report
+
+def fmt(value, digits=1):
+    if value is None:
+        return "–"
+    if isinstance(value, float) and math.isinf(value):
+        return "inf"
+    return "%.*f" % (digits, value)
+
+
+def ratio(a, b):
+    return a / b if a is not None and b else None
+
+
+def markdown(results, runtimes):
+    def get(result, runtime, key):
+        return result["runtimes"].get(runtime, {}).get(key)
+
+    lines = []
+    head = ["model"] + ["%s ms" % LABELS[r] for r in runtimes]
+    if "graft" in runtimes:
+        head += ["graft / %s" % LABELS[r] for r in runtimes if r != "graft"]
+        head += ["graft max rel err"]
+        if "ort" in runtimes:
+            head += ["ORT max rel err"]
+    head += ["first inference ms (%s)" % " / ".join(LABELS[r] for r in runtimes)]
+    head += ["peak RSS MiB (%s)" % " / ".join(LABELS[r] for r in runtimes)]
+    lines.append("| " + " | ".join(head) + " |")
+    lines.append("|" + "---|" * len(head))
+    ratios = {r: [] for r in runtimes}
+    for result in results:
+        row = [result["model"]]
+        for r in runtimes:
+            row.append(fmt(get(result, r, "median_ms"), 2) if get(result, r, "median_ms") is not None else
+                       ("error" if get(result, r, "error") else "–"))
+        if "graft" in runtimes:
+            for r in runtimes:
+                if r == "graft":
+                    continue
+                q = ratio(get(result, "graft", "median_ms"), get(result, r, "median_ms"))
+                if q is not None:
+                    ratios[r].append(q)
+                row.append(fmt(q, 2))
+            e = get(result, "graft", "max_rel_error")
+            row.append("%.1e" % e if e is not None else "–")
+            if "ort" in runtimes:
+                e = get(result, "ort", "max_rel_error")
+                row.append("%.1e" % e if e is not None else "–")
+        row.append(" / ".join(fmt(get(result, r, "first_inference_ms"), 0) for r in runtimes))
+        row.append(" / ".join(fmt(get(result, r, "peak_rss_kb") / 1024 if get(result, r, "peak_rss_kb") else None, 0)
+                              for r in runtimes))
+        lines.append("| " + " | ".join(row) + " |")
+    if "graft" in runtimes and any(ratios.values()):
+        row = ["geometric mean"] + [""] * len(runtimes)
+        for r in runtimes:
+            if r == "graft":
+                continue
+            q = ratios[r]
+            row.append(fmt(math.exp(sum(map(math.log, q)) / len(q)), 2) if q else "–")
+        row += [""] * (len(head) - len(row))
+        lines.append("| " + " | ".join(row) + " |")
+    errors = ["- %s, %s: %s" % (result["model"], LABELS[r], entry["error"])
+              for result in results for r, entry in result["runtimes"].items() if entry.get("error")]
+    if errors:
+        lines += ["", "Errors:"] + errors
+    return "\n".join(lines)
+
+
+def machine():
+    model = platform.processor()
+    try:
+        out = subprocess.run(["lscpu"], capture_output=True, text=True).stdout
+        for line in out.splitlines():
+            if line.startswith("Model name:"):
+                model = line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return {"cpu": model, "cores": os.cpu_count(), "load_average": os.getloadavg()}
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", default=",".join(MODEL_NAMES), help="comma-separated, or 'all'")
+    parser.add_argument("--runs", type=int, default=20, help="timed runs per runtime (median reported)")
+    parser.add_argument("--warmup", type=int, default=5,
+                        help="untimed runs per runtime after the first (TorchScript optimizes during its first 2-3)")
+    parser.add_argument("--block", type=int, default=5, help="runs per turn when the runtimes alternate")
+    parser.add_argument("--gap-ms", type=float, default=20, help="pause after each turn (idle threads settle)")
+    parser.add_argument("--quick", action="store_true", help="smoke test: 3 runs, 3 warm-ups, turns of 1")
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--backends", default="", help="graft backends in priority order (also GRAFT_BACKENDS)")
+    parser.add_argument("--runtimes", default=",".join(RUNTIMES), help="subset of graft,ort,torch")
+    parser.add_argument("--opset", type=int, default=17)
+    parser.add_argument("--graft-runner", default=os.path.join(ROOT, "build", "bin", "graft_runner"))
+    parser.add_argument("--workdir", default=os.path.join(ROOT, "build", "compare"))
+    parser.add_argument("--json", default="", help="write all results here (default WORKDIR/compare.json)")
+    parser.add_argument("--timeout", type=int, default=600, help="seconds a worker may take for one answer")
+    args = parser.parse_args()
+    if args.quick:
+        args.runs, args.warmup, args.block = 3, 3, 1
+    # Workers run in bench/compare: every path they get must be absolute.
+    args.workdir = os.path.abspath(args.workdir)
+    args.graft_runner = os.path.abspath(args.graft_runner)
+    args.json = os.path.abspath(args.json) if args.json else ""
+    args.runtimes = [r for r in args.runtimes.split(",") if r]
+    names = MODEL_NAMES if args.models == "all" else [m for m in args.models.split(",") if m]
+    for name in names:
+        if name not in MODEL_NAMES:
+            print("unknown model '%s' (known: %s)" % (name, ", ".join(MODEL_NAMES)), file=sys.stderr)
+            return 2
+    for r in args.runtimes:
+        if r not in RUNTIMES:
+            print("unknown runtime '%s' (known: %s)" % (r, ", ".join(RUNTIMES)), file=sys.stderr)
+            return 2
+    try:
+        import numpy  # noqa: F401
+        import torch  # noqa: F401
+        import torchvision  # noqa: F401
+    except ImportError as e:
+        print("skipped: PyTorch/torchvision not importable (%s); install python3-torch python3-torchvision" % e)
+        return SKIP
+    if "ort" in args.runtimes and not os.path.isdir(os.path.join(HERE, "node_modules", "onnxruntime-node")):
+        print("skipped: ONNX Runtime is not installed; run `npm install --ignore-scripts` in %s" % HERE)
+        return SKIP
+    if "graft" in args.runtimes and not os.access(args.graft_runner, os.X_OK):
+        print("graft runner '%s' not found; build the graft_runner target" % args.graft_runner, file=sys.stderr)
+        return 2
+    os.makedirs(args.workdir, exist_ok=True)
+    json_path = args.json or os.path.join(args.workdir, "compare.json")
+
+    started = datetime.datetime.now(datetime.timezone.utc)
+    info = {"date": started.strftime("%Y-%m-%d %H:%M UTC"), "machine": machine(), "runs": args.runs,
+            "warmup": args.warmup, "block": args.block, "threads": args.threads, "batch": 1,
+            "backends": args.backends or os.environ.get("GRAFT_BACKENDS", "") or "(default)", "opset": args.opset}
+    results = []
+    for name in names:
+        t0 = time.perf_counter()
+        print("%s ..." % name, file=sys.stderr, flush=True)
+        results.append(compare_model(name, args))
+        print("%s done in %.0f s" % (name, time.perf_counter() - t0), file=sys.stderr, flush=True)
+        with open(json_path, "w") as f:  # after every model, so a long run keeps what it measured
+            json.dump({"info": info, "results": results}, f, indent=1)
+    info["load_average_after"] = os.getloadavg()
+    with open(json_path, "w") as f:
+        json.dump({"info": info, "results": results}, f, indent=1)
+    print("%s, %s (%d cores), %d threads per runtime, batch 1, median of %d runs; graft backends: %s\n" %
+          (info["date"], info["machine"]["cpu"], info["machine"]["cores"], args.threads, args.runs, info["backends"]))
+    print(markdown(results, args.runtimes))
+    print("\nJSON: %s" % json_path)
+    failed = any(entry.get("error") for result in results for entry in result["runtimes"].values())
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+/// \file
+/// The JIT compile cache of fused pointwise kernels.
+///
+/// Key: hash of the canonical kernel IR (which holds the input dtypes), the
+/// target ("cpu"), the LLVM version, target triple, host CPU name and
+/// features, and the emitter version. Never shapes: a kernel compiled once
+/// runs at every shape.
+///
+/// Levels: in memory, always; on disk when GRAFT_CACHE_DIR names a directory
+/// (created when missing). A disk entry is the object code with a header and a
+/// checksum, written to a temporary file and renamed into place, so readers
+/// never see a partial entry and concurrent writers (threads or processes)
+/// both succeed; an entry that is corrupt or truncated is a miss and is
+/// rewritten.
+///
+/// Environment: GRAFT_JIT=0 forces the interpreter, GRAFT_JIT=1 (default)
+/// uses the LLVM JIT when built in. A JIT failure never fails a run: graft
+/// warns once on stderr and interprets the kernel.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <unordered_map>
+
+#include "graft/codegen/kernel_runner.h"
+
+namespace graft::codegen {
+
+/// Counters of the cache (public for tests and benchmarks).
+struct CompileCounters {
+  std::atomic<uint64_t> compiles{0};       ///< kernels compiled by LLVM
+  std::atomic<uint64_t> memory_hits{0};    ///< served from memory
+  std::atomic<uint64_t> disk_hits{0};      ///< loaded from GRAFT_CACHE_DIR
+  std::atomic<uint64_t> disk_rejects{0};   ///< corrupt or truncated disk entries replaced
+  std::atomic<uint64_t> interpreted{0};    ///< kernels handed to the interpreter
+};
+
+/// Whether GRAFT_JIT allows the JIT: unset or "1" -> true, "0" -> false;
+/// anything else throws invalid_argument naming GRAFT_JIT.
+bool jit_enabled_by_environment();
+/// The disk cache directory from GRAFT_CACHE_DIR (nullopt when unset or
+/// empty). Creates it when missing; throws invalid_argument naming
+/// GRAFT_CACHE_DIR when it is not a directory or cannot be created.
+std::optional<std::string> cache_directory_from_environment();
+
+/// The process-wide cache of compiled CPU kernels.
+class CompileCache {
+ public:
+  /// The one cache of the process.
+  static CompileCache& global();
+
+  /// A runner for `ir` (canonical form expected) on the CPU: the JIT-compiled
+  /// kernel from memory, disk or a fresh compile, or the interpreter when the
+  /// JIT is disabled, unavailable or fails.
+  std::shared_ptr<const KernelRunner> cpu_runner(const KernelIR& ir);
+  /// The cache key of `ir` on the CPU target (hex), or "" without a JIT.
+  std::string cpu_key(const KernelIR& ir) const;
+
+  CompileCounters& counters() { return counters_; }
+  /// Drops the in-memory entries (tests: forces disk or compile next time).
+  void clear_memory();
+  /// Test hook: make every compile throw, as a broken code generator would.
+  void set_fail_compiles_for_testing(bool fail) { fail_compiles_ = fail; }
+  /// Test hook: forget that the JIT-failure warning was printed.
+  void reset_warning_for_testing() { warned_ = false; }
+
+ private:
+  std::shared_ptr<const KernelRunner> compile_or_load(const KernelIR& ir, const std::string& key);
+  void warn_once(const std::string& message);
+
+  std::mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<const KernelRunner>> memory_;
+  CompileCounters counters_;
+  std::atomic<bool> fail_compiles_{false};
+  std::atomic<bool> warned_{false};
+};
+
+}  // namespace graft::codegen

@@ -1,0 +1,59 @@
+/// \file
+/// The NVIDIA emitter: kernel IR -> CUDA C source -> PTX through NVRTC, and a
+/// launcher through the CUDA driver API. Both libraries are opened at run time
+/// (dlopen of libnvrtc and libcuda.so.1), so graft has no link-time
+/// dependency on CUDA and runs where there is none: NVRTC needs no GPU, so
+/// every kernel can be compiled to PTX anywhere the toolkit is installed.
+#pragma once
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "graft/codegen/kernel_ir.h"
+#include "graft/core/tensor.h"
+
+namespace graft::codegen {
+
+/// CUDA C source of a kernel: one `extern "C" __global__` function named
+/// `kernel_name` taking a by-value argument block (element count, collapsed
+/// extents and per-operand strides, operand pointers), with a grid-stride loop.
+/// Semantics are the reference kernels' (libdevice math functions).
+std::string emit_cuda_source(const KernelIR& ir, const std::string& kernel_name);
+
+/// Empty when NVRTC can be opened; otherwise why not.
+std::string nvrtc_unavailable_reason();
+/// NVRTC's version as "major.minor" (throws unsupported without NVRTC).
+std::string nvrtc_version();
+/// Compiles CUDA C to PTX for a virtual architecture ("compute_75"). Throws
+/// unsupported without NVRTC, and internal with NVRTC's log when the source
+/// does not compile.
+std::string compile_cuda_to_ptx(const std::string& source, const std::string& program_name,
+                                const std::string& architecture = "compute_75");
+
+/// Empty when the CUDA driver opened, initialized and found a device;
+/// otherwise why not ("libcuda.so.1 not found", "cuInit failed: ...").
+std::string cuda_device_unavailable_reason();
+/// The device's virtual architecture ("compute_90"); throws without a device.
+std::string cuda_device_architecture();
+
+/// A kernel loaded on device 0. Runs on host tensors: copies inputs to the
+/// device, launches, copies outputs back (synchronously).
+class CudaKernel {
+ public:
+  /// Compiles `ir` for the device and loads it. Throws unsupported without a device.
+  explicit CudaKernel(const KernelIR& ir);
+  ~CudaKernel();
+  CudaKernel(const CudaKernel&) = delete;
+  CudaKernel& operator=(const CudaKernel&) = delete;
+  /// Outputs for `inputs` (host tensors, the kernel's dtypes), as host tensors.
+  std::vector<Tensor> run(std::span<const Tensor> inputs) const;
+
+ private:
+  KernelIR ir_;
+  void* module_ = nullptr;
+  void* function_ = nullptr;
+};
+
+}  // namespace graft::codegen

@@ -1,0 +1,51 @@
+/// \file
+/// The one op-to-expression table: how each fusible ONNX op is written as a
+/// small expression of kernel IR primitives (attributes become constants).
+/// The fusion pass asks is_fusible() and code generation calls lower_body(),
+/// so both always agree on what can be fused.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "graft/codegen/kernel_ir.h"
+#include "graft/core/tensor.h"
+
+namespace graft::ir {
+class Graph;
+class Node;
+}  // namespace graft::ir
+
+namespace graft::codegen {
+
+/// True for the dtypes kernels compute in: float32, float64, int32, int64, bool.
+bool is_kernel_dtype(DType dtype);
+
+/// True when `node` (with inferred input and output dtypes) can be part of a
+/// fused pointwise kernel: its op is in the table, every input and output
+/// dtype is a kernel dtype the op accepts, its attributes are supported (no
+/// legacy broadcast attributes, Cast to a kernel dtype, ...) and every known
+/// rank is at most kMaxKernelRank. Constant nodes holding a kernel dtype are
+/// fusible too (they become constants or captured inputs).
+bool is_fusible(const ir::Node& node);
+/// Empty when is_fusible(node); otherwise why not (for reports and messages).
+std::string why_not_fusible(const ir::Node& node);
+/// Every op type ("Add", "Sigmoid", ...) the table knows.
+std::vector<std::string_view> fusible_op_types();
+
+/// A fused body lowered to kernel IR.
+struct LoweredKernel {
+  /// Canonical IR. Its first inputs are the body's inputs, in order; the rest
+  /// are `captured` tensors.
+  KernelIR ir;
+  /// Non-scalar Constant nodes of the body, passed as extra kernel inputs.
+  std::vector<Tensor> captured;
+};
+
+/// Lowers a FusedPointwise body (Input nodes = kernel inputs, outputs = kernel
+/// outputs) whose dtypes are inferred. Throws unsupported naming the node
+/// when a body node is not fusible.
+LoweredKernel lower_body(const ir::Graph& body);
+
+}  // namespace graft::codegen

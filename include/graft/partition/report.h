@@ -1,0 +1,89 @@
+/// \file
+/// PartitionReport: where every node went and, for every backend that did not
+/// take it, why not. Nothing falls back silently: `graft partition` prints it,
+/// `graft run --report` prints its summary line, Session::partition_report()
+/// returns it.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace graft::partition {
+
+/// Why a backend did not take a node.
+enum class DeclineKind {
+  unsupported,        ///< the backend's selector or checker declined (detail: its reason)
+  filtered,           ///< the selector's Filter dropped it
+  convexity,          ///< taking it would break convexity (a path would leave the subgraph and re-enter)
+  below_min_size,     ///< its subgraph was smaller than the backend's minimum
+  taken,              ///< a higher-priority backend took it (detail: which)
+  forbidden,          ///< a user annotation forbids this backend
+  pinned_elsewhere,   ///< a user annotation pins it to another backend
+  unavailable,        ///< the backend cannot run on this machine (detail: why)
+};
+
+/// "unsupported", "convexity", ...
+const char* to_string(DeclineKind kind);
+
+struct Decline {
+  std::string backend;
+  DeclineKind kind;
+  std::string detail;
+};
+
+/// One node of the graph as it was before partitioning.
+struct NodePlacement {
+  std::string name;
+  std::string op_type;
+  std::string backend;     ///< the backend that runs it ("ref" when nobody took it)
+  int subgraph = -1;       ///< index into PartitionReport::subgraphs, or -1
+  bool is_source = false;  ///< Input/Constant: not partitioned (constants are copied into the bodies that read them)
+  std::vector<Decline> declined;  ///< per backend before the one that took it, in priority order
+};
+
+/// One subgraph made by partitioning.
+struct SubgraphInfo {
+  std::string backend;
+  int id = 0;                      ///< the subgraph node's `id` attribute
+  std::string node_name;           ///< name of the graft.Subgraph node standing for it
+  size_t size = 0;                 ///< number of nodes it holds
+  std::vector<std::string> nodes;  ///< names of the nodes it holds (detailed reports)
+  bool from_annotation = false;    ///< a user-declared region
+};
+
+/// What one backend ended up with.
+struct BackendSummary {
+  std::string backend;
+  bool has_property = false;     ///< false: the backend takes no nodes by partitioning
+  std::string unavailable;       ///< why it cannot run here, or empty
+  size_t nodes = 0;
+  std::vector<size_t> subgraph_sizes;
+};
+
+struct PartitionReport {
+  std::vector<std::string> backends;  ///< the priority order used
+  std::vector<NodePlacement> nodes;   ///< every node, in topological order (detailed reports)
+  std::vector<SubgraphInfo> subgraphs;
+  std::vector<BackendSummary> summaries;  ///< one per backend in `backends`, then `ref`
+  double milliseconds = 0;                ///< time spent partitioning
+
+  /// Compute nodes (not Input/Constant) per backend, including `ref`.
+  std::map<std::string, size_t> nodes_per_backend() const;
+  /// One line: "partition: dnnl 40 nodes in 3 subgraphs, ref 5 nodes".
+  std::string summary_line() const;
+  /// Human-readable: the summary, then one line per node with its backend or reasons.
+  std::string to_text() const;
+  /// The whole report as a JSON document.
+  std::string to_json() const;
+  /// A Graphviz picture of the original graph, nodes coloured by backend and
+  /// clustered by subgraph. Needs the original graph's edges: pass them as
+  /// (producer, consumer) pairs of indices into `nodes`.
+  std::string to_dot(const std::vector<std::pair<size_t, size_t>>& edges) const;
+  /// Edges of the original graph as indices into `nodes` (filled by the partitioner).
+  std::vector<std::pair<size_t, size_t>> edges;
+  /// to_dot(edges).
+  std::string to_dot() const { return to_dot(edges); }
+};
+
+}  // namespace graft::partition

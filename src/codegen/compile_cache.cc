@@ -1,0 +1,217 @@
+// The compile cache (see graft/codegen/compile_cache.h for the contract).
+//
+// Disk entry layout (<GRAFT_CACHE_DIR>/<key>.gko):
+//   8 bytes  magic "GRAFTKO1"
+//   8 bytes  payload size (little endian)
+//   8 bytes  FNV-1a of the payload
+//   4 bytes  key length, then the key
+//   payload  the object file
+// Anything else (short file, wrong magic, size or checksum, another key) is
+// a miss: the kernel is compiled again and the entry rewritten.
+#include "graft/codegen/compile_cache.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "graft/codegen/interpreter.h"
+#include "graft/core/error.h"
+#include "llvm_jit.h"
+
+namespace graft::codegen {
+
+namespace {
+
+constexpr char kEntryMagic[8] = {'G', 'R', 'A', 'F', 'T', 'K', 'O', '1'};
+constexpr uint64_t kMaxEntryBytes = uint64_t(1) << 30;
+
+std::string hex(uint64_t v) {
+  char buffer[17];
+  std::snprintf(buffer, sizeof buffer, "%016llx", static_cast<unsigned long long>(v));
+  return buffer;
+}
+
+template <typename T>
+void append(std::string& out, T v) {
+  out.append(reinterpret_cast<const char*>(&v), sizeof v);
+}
+
+std::string encode_entry(const std::string& key, const std::string& object) {
+  std::string bytes(kEntryMagic, 8);
+  append<uint64_t>(bytes, object.size());
+  append<uint64_t>(bytes, fnv1a(object));
+  append<uint32_t>(bytes, static_cast<uint32_t>(key.size()));
+  bytes += key;
+  bytes += object;
+  return bytes;
+}
+
+/// The object code of a valid entry, or nullopt.
+std::optional<std::string> decode_entry(const std::string& bytes, const std::string& key) {
+  size_t header = 8 + 8 + 8 + 4;
+  if (bytes.size() < header || std::memcmp(bytes.data(), kEntryMagic, 8) != 0) return std::nullopt;
+  uint64_t size, checksum;
+  uint32_t key_size;
+  std::memcpy(&size, bytes.data() + 8, 8);
+  std::memcpy(&checksum, bytes.data() + 16, 8);
+  std::memcpy(&key_size, bytes.data() + 24, 4);
+  if (key_size != key.size() || bytes.size() != header + key_size + size) return std::nullopt;
+  if (bytes.compare(header, key_size, key) != 0) return std::nullopt;
+  std::string object = bytes.substr(header + key_size);
+  if (fnv1a(object) != checksum) return std::nullopt;
+  return object;
+}
+
+std::optional<std::string> read_file(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (!std::filesystem::is_regular_file(path, ec)) return std::nullopt;
+  auto size = std::filesystem::file_size(path, ec);
+  if (ec || size > kMaxEntryBytes) return std::nullopt;
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string bytes(size, '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(size));
+  if (static_cast<uint64_t>(in.gcount()) != size) return std::nullopt;
+  return bytes;
+}
+
+/// Writes to a unique temporary file in the same directory, then renames it
+/// over `path` (atomic on POSIX). Returns an error message or "".
+std::string write_atomically(const std::filesystem::path& path, const std::string& bytes) {
+  static std::atomic<uint64_t> counter{0};
+  std::ostringstream name;
+  name << "." << path.filename().string() << "." << ::getpid() << "." << std::this_thread::get_id() << "."
+       << counter.fetch_add(1) << ".tmp";
+  std::filesystem::path temporary = path.parent_path() / name.str();
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out) return "cannot create " + temporary.string();
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    out.flush();
+    if (!out) {
+      std::error_code ignored;
+      std::filesystem::remove(temporary, ignored);
+      return "cannot write " + temporary.string();
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(temporary, path, ec);
+  if (ec) {
+    std::filesystem::remove(temporary, ec);
+    return "cannot rename into " + path.string();
+  }
+  return {};
+}
+
+}  // namespace
+
+bool jit_enabled_by_environment() {
+  const char* value = std::getenv("GRAFT_JIT");
+  if (!value || std::strcmp(value, "1") == 0) return true;
+  if (std::strcmp(value, "0") == 0) return false;
+  fail(ErrorKind::invalid_argument, "GRAFT_JIT must be 0 or 1, got \"", value, "\"");
+}
+
+std::optional<std::string> cache_directory_from_environment() {
+  const char* value = std::getenv("GRAFT_CACHE_DIR");
+  if (!value || !*value) return std::nullopt;
+  std::filesystem::path dir(value);
+  std::error_code ec;
+  if (std::filesystem::exists(dir, ec)) {
+    if (!std::filesystem::is_directory(dir, ec))
+      fail(ErrorKind::invalid_argument, "GRAFT_CACHE_DIR=\"", value, "\" is not a directory");
+  } else {
+    std::filesystem::create_directories(dir, ec);
+    if (ec || !std::filesystem::is_directory(dir))
+      fail(ErrorKind::invalid_argument, "GRAFT_CACHE_DIR=\"", value, "\" cannot be created: ", ec.message());
+  }
+  if (::access(dir.c_str(), R_OK | W_OK | X_OK) != 0)
+    fail(ErrorKind::invalid_argument, "GRAFT_CACHE_DIR=\"", value, "\" is not readable and writable");
+  return dir.string();
+}
+
+CompileCache& CompileCache::global() {
+  static CompileCache* cache = new CompileCache;  // never destroyed: JIT code may run at exit
+  return *cache;
+}
+
+std::string CompileCache::cpu_key(const KernelIR& ir) const {
+  if (!llvm_jit_available()) return {};
+  std::string material = serialize(ir) + "|cpu|" + llvm_target_id();
+  return hex(fnv1a(material)) + hex(fnv1a(material, 0x84222325cbf29ce4ull));
+}
+
+void CompileCache::warn_once(const std::string& message) {
+  if (warned_.exchange(true)) return;
+  std::cerr << "graft: warning: " << message << "; fused kernels run in the interpreter (results stay correct)\n";
+}
+
+std::shared_ptr<const KernelRunner> CompileCache::cpu_runner(const KernelIR& ir) {
+  if (!jit_enabled_by_environment() || !llvm_jit_available()) {
+    counters_.interpreted++;
+    return std::make_shared<Interpreter>(ir);
+  }
+  std::optional<std::string> dir = cache_directory_from_environment();  // invalid values throw here
+  (void)dir;
+  std::string key = cpu_key(ir);
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = memory_.find(key);
+  if (it != memory_.end()) {
+    counters_.memory_hits++;
+    return it->second;
+  }
+  std::shared_ptr<const KernelRunner> runner;
+  try {
+    runner = compile_or_load(ir, key);
+  } catch (const std::exception& e) {
+    warn_once(std::string("JIT compilation of a fused kernel failed: ") + e.what());
+    counters_.interpreted++;
+    runner = std::make_shared<Interpreter>(ir);
+  }
+  memory_.emplace(key, runner);
+  return runner;
+}
+
+std::shared_ptr<const KernelRunner> CompileCache::compile_or_load(const KernelIR& ir, const std::string& key) {
+  std::string prefix = "graft_k" + key.substr(0, 16);
+  std::optional<std::string> dir = cache_directory_from_environment();
+  std::filesystem::path path;
+  if (dir) {
+    path = std::filesystem::path(*dir) / (key + ".gko");
+    if (std::optional<std::string> bytes = read_file(path)) {
+      if (std::optional<std::string> object = decode_entry(*bytes, key)) {
+        try {
+          auto runner = load_object(*object, prefix);
+          counters_.disk_hits++;
+          return runner;
+        } catch (const Error&) {
+          // unusable object code: compile again below and replace the entry
+        }
+      }
+      counters_.disk_rejects++;
+    }
+  }
+  if (fail_compiles_) fail(ErrorKind::internal, "compile failure injected for testing");
+  std::string object = compile_to_object(ir, prefix);
+  counters_.compiles++;
+  auto runner = load_object(object, prefix);
+  if (dir) {
+    std::string problem = write_atomically(path, encode_entry(key, object));
+    if (!problem.empty()) std::cerr << "graft: warning: compile cache: " << problem << "\n";
+  }
+  return runner;
+}
+
+void CompileCache::clear_memory() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  memory_.clear();
+}
+
+}  // namespace graft::codegen

@@ -1,0 +1,193 @@
+// run_kernel: the C++ side of every pointwise kernel.
+//
+// 1. Shapes: each DAG node's shape is the broadcast of its arguments' shapes
+//    (inputs: the tensor's shape, constants: scalars); the iteration space is
+//    the broadcast of the output shapes.
+// 2. Strides: every operand (inputs, then outputs) gets element strides in the
+//    iteration space, 0 along broadcast dimensions. An output smaller than the
+//    iteration space is written with stride 0 too: every write of one element
+//    stores the same value, since the value cannot depend on a dimension the
+//    output does not have.
+// 3. Collapse: dimensions of extent 1 go; neighbouring dimensions merge when
+//    every operand's strides allow it. Equal shapes become one dense run.
+// 4. Split: a dense iteration space is cut into contiguous chunks, one per
+//    thread; otherwise rows of the innermost dimension are distributed, each
+//    row run contiguously when all its inner strides are 1, else strided.
+#include "graft/codegen/kernel_runner.h"
+
+#include <algorithm>
+
+#include "graft/core/error.h"
+#include "graft/core/parallel.h"
+
+namespace graft::codegen {
+
+namespace {
+
+/// Right-aligned broadcast of two shapes; throws invalid_argument.
+Shape broadcast_pair(const Shape& a, const Shape& b) {
+  size_t rank = std::max(a.size(), b.size());
+  Shape out(rank);
+  for (size_t i = 0; i < rank; ++i) {
+    int64_t da = i < rank - a.size() ? 1 : a[i - (rank - a.size())];
+    int64_t db = i < rank - b.size() ? 1 : b[i - (rank - b.size())];
+    if (da == db || db == 1)
+      out[i] = da;
+    else if (da == 1)
+      out[i] = db;
+    else
+      fail(ErrorKind::invalid_argument, "fused kernel: shapes ", shape_to_string(a), " and ", shape_to_string(b),
+           " cannot be broadcast");
+  }
+  return out;
+}
+
+/// Element strides of `shape` in the iteration space `domain`.
+std::vector<int64_t> strides_in(const Shape& shape, const Shape& domain) {
+  std::vector<int64_t> strides(domain.size(), 0);
+  int64_t stride = 1;
+  for (size_t k = 0; k < shape.size(); ++k) {
+    size_t d = domain.size() - 1 - k;
+    size_t s = shape.size() - 1 - k;
+    strides[d] = shape[s] == 1 ? 0 : stride;
+    stride *= shape[s];
+  }
+  return strides;
+}
+
+constexpr int64_t kChunkElements = 16384;
+
+}  // namespace
+
+std::vector<Shape> kernel_output_shapes(const KernelIR& ir, std::span<const Shape> input_shapes) {
+  if (input_shapes.size() != ir.input_dtypes.size())
+    fail(ErrorKind::invalid_argument, "fused kernel: expected ", ir.input_dtypes.size(), " inputs, got ",
+         input_shapes.size());
+  std::vector<Shape> shapes(ir.exprs.size());
+  for (size_t i = 0; i < ir.exprs.size(); ++i) {
+    const Expr& e = ir.exprs[i];
+    if (e.op == ExprOp::input) {
+      shapes[i] = input_shapes[static_cast<size_t>(e.index)];
+    } else if (e.op != ExprOp::constant) {
+      Shape s = shapes[static_cast<size_t>(e.args[0])];
+      for (int k = 1; k < arity(e.op); ++k) s = broadcast_pair(s, shapes[static_cast<size_t>(e.args[k])]);
+      shapes[i] = std::move(s);
+    }
+    if (shapes[i].size() > static_cast<size_t>(kMaxKernelRank))
+      fail(ErrorKind::invalid_argument, "fused kernel: rank ", shapes[i].size(), " is above the limit of ",
+           kMaxKernelRank);
+  }
+  std::vector<Shape> result;
+  for (int32_t o : ir.outputs) result.push_back(shapes[static_cast<size_t>(o)]);
+  return result;
+}
+
+std::vector<Tensor> run_kernel(const KernelIR& ir, const KernelRunner& runner, std::span<const Tensor> inputs,
+                               ops::OutputAllocator& allocator) {
+  if (inputs.size() != ir.input_dtypes.size())
+    fail(ErrorKind::invalid_argument, "fused kernel: expected ", ir.input_dtypes.size(), " inputs, got ", inputs.size());
+  std::vector<Shape> input_shapes;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!inputs[i].is_defined() || inputs[i].dtype() != ir.input_dtypes[i])
+      fail(ErrorKind::invalid_argument, "fused kernel: input ", i, " should have dtype ",
+           dtype_name(ir.input_dtypes[i]), ", got ", inputs[i].is_defined() ? inputs[i].type_string() : "nothing");
+    input_shapes.push_back(inputs[i].shape());
+  }
+  std::vector<Shape> output_shapes = kernel_output_shapes(ir, input_shapes);
+  std::vector<DType> output_dtypes = ir.output_dtypes();
+  std::vector<Tensor> outputs;
+  for (size_t o = 0; o < output_shapes.size(); ++o) outputs.push_back(allocator.allocate(output_dtypes[o], output_shapes[o]));
+
+  Shape domain;
+  for (const Shape& s : output_shapes) domain = broadcast_pair(domain, s);
+  int64_t total = shape_numel(domain);
+  if (total == 0) return outputs;
+
+  // Operands: inputs that some output reads, then outputs.
+  std::vector<bool> used(inputs.size(), false);
+  for (const Expr& e : ir.exprs)
+    if (e.op == ExprOp::input) used[static_cast<size_t>(e.index)] = true;
+  size_t n_ops = inputs.size() + outputs.size();
+  std::vector<char*> base(n_ops, nullptr);
+  std::vector<size_t> element_size(n_ops, 0);
+  std::vector<std::vector<int64_t>> strides(n_ops, std::vector<int64_t>(domain.size(), 0));
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!used[i]) continue;
+    base[i] = static_cast<char*>(const_cast<void*>(inputs[i].raw_data()));
+    element_size[i] = dtype_size(inputs[i].dtype());
+    strides[i] = strides_in(inputs[i].shape(), domain);
+  }
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    size_t k = inputs.size() + o;
+    base[k] = static_cast<char*>(outputs[o].raw_data());
+    element_size[k] = dtype_size(outputs[o].dtype());
+    strides[k] = strides_in(outputs[o].shape(), domain);
+  }
+
+  // Collapse: drop extent-1 dimensions, merge mergeable neighbours.
+  std::vector<int64_t> extents;
+  std::vector<std::vector<int64_t>> collapsed(n_ops);
+  for (size_t d = 0; d < domain.size(); ++d) {
+    if (domain[d] == 1) continue;
+    bool merge = !extents.empty();
+    for (size_t k = 0; k < n_ops && merge; ++k) merge = collapsed[k].back() == strides[k][d] * domain[d];
+    if (merge) {
+      extents.back() *= domain[d];
+      for (size_t k = 0; k < n_ops; ++k) collapsed[k].back() = strides[k][d];
+    } else {
+      extents.push_back(domain[d]);
+      for (size_t k = 0; k < n_ops; ++k) collapsed[k].push_back(strides[k][d]);
+    }
+  }
+  if (extents.empty()) {
+    extents.push_back(1);
+    for (size_t k = 0; k < n_ops; ++k) collapsed[k].push_back(1);
+  }
+  size_t rank = extents.size();
+  int64_t inner = extents.back();
+  std::vector<int64_t> inner_strides(n_ops);
+  bool inner_contiguous = true;
+  for (size_t k = 0; k < n_ops; ++k) {
+    inner_strides[k] = collapsed[k].back();
+    if (base[k] && inner_strides[k] != 1) inner_contiguous = false;
+  }
+
+  if (rank == 1 && inner_contiguous) {
+    parallel_for(total, kChunkElements, [&](int64_t begin, int64_t end) {
+      std::vector<void*> ptrs(n_ops);
+      for (size_t k = 0; k < n_ops; ++k) ptrs[k] = base[k] ? base[k] + begin * static_cast<int64_t>(element_size[k]) : nullptr;
+      runner.run_contiguous(end - begin, ptrs.data());
+    });
+    return outputs;
+  }
+
+  int64_t rows = total / inner;
+  int64_t row_grain = std::max<int64_t>(1, kChunkElements / inner);
+  parallel_for(rows, row_grain, [&](int64_t begin, int64_t end) {
+    std::vector<void*> ptrs(n_ops);
+    std::vector<int64_t> index(rank, 0);
+    for (int64_t row = begin; row < end; ++row) {
+      int64_t rest = row;
+      for (size_t d = rank - 1; d-- > 0;) {
+        index[d] = rest % extents[d];
+        rest /= extents[d];
+      }
+      for (size_t k = 0; k < n_ops; ++k) {
+        if (!base[k]) {
+          ptrs[k] = nullptr;
+          continue;
+        }
+        int64_t offset = 0;
+        for (size_t d = 0; d + 1 < rank; ++d) offset += index[d] * collapsed[k][d];
+        ptrs[k] = base[k] + offset * static_cast<int64_t>(element_size[k]);
+      }
+      if (inner_contiguous)
+        runner.run_contiguous(inner, ptrs.data());
+      else
+        runner.run_strided(inner, ptrs.data(), inner_strides.data());
+    }
+  });
+  return outputs;
+}
+
+}  // namespace graft::codegen

@@ -1,0 +1,670 @@
+// The CPU emitter: kernel IR -> LLVM IR -> object code for the host CPU ->
+// ORC LLJIT.
+//
+// Each kernel becomes two functions over a run of n elements:
+//   void <prefix>_contiguous(i64 n, i8** ptrs)              every operand dense
+//   void <prefix>_strided(i64 n, i8** ptrs, i64* strides)   element strides per operand
+// (operands: kernel inputs, then outputs). The loop body evaluates the DAG for
+// element i with scalar IR; the loops carry llvm.loop.parallel_accesses
+// metadata (iterations are independent: outputs never alias inputs, and an
+// output written with stride 0 gets the same value from every iteration), so
+// LLVM's loop vectorizer widens them to the host SIMD width chosen by the
+// target machine (host CPU name and features) without runtime alias checks.
+// C++ (run_kernel) splits the iteration space over threads.
+//
+// Transcendental functions are written out as branch-free polynomial code so
+// that they vectorize (bounds measured by tests/codegen/approximation_test.cc,
+// stated in docs/codegen.md):
+//   exp    Cody-Waite reduction by ln 2, Taylor polynomial (degree 7 for
+//          float32, 13 for float64), scaling by 2^n in two steps (denormals).
+//   expm1  Taylor polynomial for |x| < ln2/2, exp(x) - 1 elsewhere.
+//   log    x = m 2^e with m in [sqrt(1/2), sqrt(2)), log m = 2 atanh(s),
+//          s = (m-1)/(m+1), odd series in s; e ln2 split into two parts.
+//   log1p  log(u) * x / (u - 1) with u = 1 + x (Goldberg's correction).
+//   tanh   sign(x) e / (e + 2), e = expm1(2|x|).
+//   sigmoid  1 / (1 + exp(-x)) or e / (1 + e), as the reference kernel.
+//   pow    exp(y log|x|) evaluated in float64 (float32 kernels) with the C
+//          rules for negative bases, zeros, ones and infinities.
+//   erf    float32: its Maclaurin series summed in float64 (60 terms, |x|<4;
+//          1 beyond). float64 erf, and sin/cos of both types, call libm (the
+//          loop then stays scalar).
+#include "llvm_jit.h"
+
+#include <atomic>
+#include <cmath>
+#include <mutex>
+#include <numbers>
+
+#include "graft/core/error.h"
+
+#if GRAFT_WITH_LLVM
+#include <llvm/ADT/SmallString.h>
+#include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
+#include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
+#include <llvm/ExecutionEngine/Orc/LLJIT.h>
+#include <llvm/IR/IRBuilder.h>
+#include <llvm/IR/Intrinsics.h>
+#include <llvm/IR/LLVMContext.h>
+#include <llvm/IR/LegacyPassManager.h>
+#include <llvm/IR/MDBuilder.h>
+#include <llvm/IR/Module.h>
+#include <llvm/IR/Verifier.h>
+#include <llvm/MC/SubtargetFeature.h>
+#include <llvm/Passes/PassBuilder.h>
+#include <llvm/Support/Host.h>
+#include <llvm/Support/MemoryBuffer.h>
+#include <llvm/Support/TargetSelect.h>
+#include <llvm/Support/raw_ostream.h>
+#include <llvm/Target/TargetMachine.h>
+#endif
+
+namespace graft::codegen {
+
+#if GRAFT_WITH_LLVM
+
+namespace {
+
+std::string to_message(llvm::Error error) { return llvm::toString(std::move(error)); }
+
+/// Host target and the one LLJIT instance of the process.
+struct Host {
+  std::string init_error;
+  std::unique_ptr<llvm::orc::JITTargetMachineBuilder> builder;
+  std::unique_ptr<llvm::TargetMachine> machine;
+  std::unique_ptr<llvm::orc::LLJIT> jit;
+  std::string target_id;
+  std::mutex compile_mutex;
+  std::atomic<uint64_t> next_dylib{0};
+};
+
+Host& host() {
+  static Host* h = [] {
+    auto* result = new Host;
+    llvm::InitializeNativeTarget();
+    llvm::InitializeNativeTargetAsmPrinter();
+    auto detected = llvm::orc::JITTargetMachineBuilder::detectHost();
+    if (!detected) {
+      result->init_error = to_message(detected.takeError());
+      return result;
+    }
+    detected->setCodeGenOptLevel(llvm::CodeGenOpt::Aggressive);
+    detected->setRelocationModel(llvm::Reloc::PIC_);
+    result->builder = std::make_unique<llvm::orc::JITTargetMachineBuilder>(*detected);
+    auto machine = result->builder->createTargetMachine();
+    if (!machine) {
+      result->init_error = to_message(machine.takeError());
+      return result;
+    }
+    result->machine = std::move(*machine);
+    auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(*result->builder).create();
+    if (!jit) {
+      result->init_error = to_message(jit.takeError());
+      return result;
+    }
+    result->jit = std::move(*jit);
+    result->target_id = "llvm-" LLVM_VERSION_STRING "|" + result->builder->getTargetTriple().str() + "|" +
+                        result->builder->getCPU() + "|" + result->builder->getFeatures().getString() + "|emitter-1";
+    return result;
+  }();
+  return *h;
+}
+
+Host& usable_host() {
+  Host& h = host();
+  if (!h.init_error.empty()) fail(ErrorKind::unsupported, "LLVM JIT unavailable: ", h.init_error);
+  return h;
+}
+
+/// Renders one kernel into an LLVM module.
+class Emitter {
+ public:
+  Emitter(llvm::LLVMContext& context, llvm::Module& module, const KernelIR& ir)
+      : ctx_(context), module_(module), ir_(ir), b_(context) {}
+
+  void emit_function(const std::string& name, bool strided) {
+    llvm::Type* i64 = b_.getInt64Ty();
+    llvm::Type* i8pp = b_.getInt8PtrTy()->getPointerTo();
+    std::vector<llvm::Type*> params = {i64, i8pp};
+    if (strided) params.push_back(i64->getPointerTo());
+    auto* type = llvm::FunctionType::get(b_.getVoidTy(), params, false);
+    auto* fn = llvm::Function::Create(type, llvm::Function::ExternalLinkage, name, module_);
+    fn->addFnAttr(llvm::Attribute::NoUnwind);
+    fn->addParamAttr(1, llvm::Attribute::NoAlias);
+    fn->addParamAttr(1, llvm::Attribute::ReadOnly);
+    if (strided) {
+      fn->addParamAttr(2, llvm::Attribute::NoAlias);
+      fn->addParamAttr(2, llvm::Attribute::ReadOnly);
+    }
+    Host& h = host();
+    if (h.machine) {
+      fn->addFnAttr("target-cpu", h.machine->getTargetCPU());
+      fn->addFnAttr("target-features", h.machine->getTargetFeatureString());
+    }
+    llvm::Value* n = fn->getArg(0);
+    llvm::Value* ptr_array = fn->getArg(1);
+    auto* entry = llvm::BasicBlock::Create(ctx_, "entry", fn);
+    auto* loop = llvm::BasicBlock::Create(ctx_, "loop", fn);
+    auto* done = llvm::BasicBlock::Create(ctx_, "done", fn);
+    b_.SetInsertPoint(entry);
+    size_t n_ops = ir_.input_dtypes.size() + ir_.outputs.size();
+    std::vector<DType> operand_dtypes = ir_.input_dtypes;
+    for (DType t : ir_.output_dtypes()) operand_dtypes.push_back(t);
+    std::vector<bool> used(n_ops, false);
+    for (const Expr& e : ir_.exprs)
+      if (e.op == ExprOp::input) used[static_cast<size_t>(e.index)] = true;
+    for (size_t k = ir_.input_dtypes.size(); k < n_ops; ++k) used[k] = true;
+    pointers_.assign(n_ops, nullptr);
+    strides_.assign(n_ops, nullptr);
+    for (size_t k = 0; k < n_ops; ++k) {
+      if (!used[k]) continue;
+      llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(b_.getInt8PtrTy(), ptr_array, k);
+      llvm::Value* raw = b_.CreateLoad(b_.getInt8PtrTy(), slot);
+      pointers_[k] = b_.CreateBitCast(raw, storage_type(operand_dtypes[k])->getPointerTo());
+      if (strided) {
+        llvm::Value* stride_slot = b_.CreateConstInBoundsGEP1_64(i64, fn->getArg(2), k);
+        strides_[k] = b_.CreateLoad(i64, stride_slot);
+      }
+    }
+    b_.CreateCondBr(b_.CreateICmpSGT(n, b_.getInt64(0)), loop, done);
+
+    b_.SetInsertPoint(loop);
+    llvm::PHINode* i = b_.CreatePHI(i64, 2);
+    i->addIncoming(b_.getInt64(0), entry);
+    access_group_ = llvm::MDNode::getDistinct(ctx_, {});
+    std::vector<llvm::Value*> values(ir_.exprs.size(), nullptr);
+    for (size_t e = 0; e < ir_.exprs.size(); ++e) values[e] = emit_expr(ir_.exprs[e], values, i);
+    for (size_t o = 0; o < ir_.outputs.size(); ++o) {
+      size_t k = ir_.input_dtypes.size() + o;
+      const Expr& out = ir_.exprs[static_cast<size_t>(ir_.outputs[o])];
+      llvm::Value* v = values[static_cast<size_t>(ir_.outputs[o])];
+      if (out.dtype == DType::boolean) v = b_.CreateZExt(v, b_.getInt8Ty());
+      llvm::Value* index = strided ? b_.CreateMul(i, strides_[k]) : static_cast<llvm::Value*>(i);
+      llvm::Value* address = b_.CreateInBoundsGEP(storage_type(out.dtype), pointers_[k], index);
+      auto* store = b_.CreateStore(v, address);
+      store->setMetadata(llvm::LLVMContext::MD_access_group, access_group_);
+    }
+    llvm::Value* next = b_.CreateAdd(i, b_.getInt64(1));
+    i->addIncoming(next, loop);
+    auto* branch = b_.CreateCondBr(b_.CreateICmpSLT(next, n), loop, done);
+    llvm::MDNode* parallel = llvm::MDNode::get(
+        ctx_, {llvm::MDString::get(ctx_, "llvm.loop.parallel_accesses"), access_group_});
+    llvm::MDNode* vectorize = llvm::MDNode::get(
+        ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
+               llvm::ConstantAsMetadata::get(b_.getTrue())});
+    // Force vectorization only where it is possible: a libm call (sin, cos,
+    // float64 erf) keeps the loop scalar, and forcing it would make LLVM warn.
+    std::vector<llvm::Metadata*> loop_properties = {nullptr, parallel};
+    if (!calls_libm_) loop_properties.push_back(vectorize);
+    llvm::MDNode* loop_id = llvm::MDNode::getDistinct(ctx_, loop_properties);
+    loop_id->replaceOperandWith(0, loop_id);
+    branch->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
+
+    b_.SetInsertPoint(done);
+    b_.CreateRetVoid();
+  }
+
+ private:
+  // ---- types and constants
+  llvm::Type* value_type(DType t) {
+    switch (t) {
+      case DType::float32: return b_.getFloatTy();
+      case DType::float64: return b_.getDoubleTy();
+      case DType::int32: return b_.getInt32Ty();
+      case DType::int64: return b_.getInt64Ty();
+      case DType::boolean: return b_.getInt1Ty();
+      default: fail(ErrorKind::internal, "LLVM emitter: dtype ", dtype_name(t));
+    }
+  }
+  llvm::Type* storage_type(DType t) { return t == DType::boolean ? b_.getInt8Ty() : value_type(t); }
+  llvm::Value* cf(llvm::Type* t, double v) { return llvm::ConstantFP::get(t, v); }
+  llvm::Value* ci(llvm::Type* t, int64_t v) { return llvm::ConstantInt::get(t, static_cast<uint64_t>(v), true); }
+  llvm::Type* int_of(llvm::Type* t) { return t->isDoubleTy() ? b_.getInt64Ty() : b_.getInt32Ty(); }
+
+  llvm::Value* intrinsic(llvm::Intrinsic::ID id, llvm::Value* x) {
+    return b_.CreateIntrinsic(id, {x->getType()}, {x});
+  }
+  llvm::Value* fma(llvm::Value* a, llvm::Value* b, llvm::Value* c) {
+    return b_.CreateIntrinsic(llvm::Intrinsic::fmuladd, {a->getType()}, {a, b, c});
+  }
+  /// Horner evaluation of sum coefficients[k] x^k.
+  llvm::Value* poly(llvm::Value* x, const std::vector<double>& coefficients) {
+    llvm::Type* t = x->getType();
+    llvm::Value* r = cf(t, coefficients.back());
+    for (size_t k = coefficients.size() - 1; k-- > 0;) r = fma(r, x, cf(t, coefficients[k]));
+    return r;
+  }
+  llvm::Value* is_nan(llvm::Value* x) { return b_.CreateFCmpUNO(x, x); }
+  llvm::Value* libm_call(const char* name, llvm::Value* x) {
+    calls_libm_ = true;
+    llvm::FunctionCallee callee = module_.getOrInsertFunction(name, x->getType(), x->getType());
+    auto* call = b_.CreateCall(callee, {x});
+    return call;
+  }
+
+  // ---- approximations
+  llvm::Value* exp_approx(llvm::Value* x) {
+    llvm::Type* t = x->getType();
+    bool wide = t->isDoubleTy();
+    llvm::Type* it = int_of(t);
+    double hi = wide ? 709.782712893384 : 88.72283935546875;
+    double lo = wide ? -745.1332191019411 : -103.97208;
+    llvm::Value* nan = is_nan(x);
+    llvm::Value* xc = b_.CreateSelect(b_.CreateFCmpOGT(x, cf(t, hi)), cf(t, hi), x);
+    xc = b_.CreateSelect(b_.CreateFCmpOLT(xc, cf(t, lo)), cf(t, lo), xc);
+    xc = b_.CreateSelect(nan, cf(t, 0), xc);
+    llvm::Value* n = intrinsic(llvm::Intrinsic::roundeven, b_.CreateFMul(xc, cf(t, std::numbers::log2e)));
+    double ln2_hi = wide ? 6.93147180369123816490e-01 : 0.693359375;
+    double ln2_lo = wide ? 1.90821492927058770002e-10 : -2.12194440e-4;
+    llvm::Value* r = fma(n, cf(t, -ln2_hi), xc);
+    r = fma(n, cf(t, -ln2_lo), r);
+    int degree = wide ? 13 : 7;
+    std::vector<double> c(static_cast<size_t>(degree) + 1);
+    double factorial = 1;
+    for (int k = 0; k <= degree; ++k) {
+      if (k > 0) factorial *= k;
+      c[static_cast<size_t>(k)] = 1.0 / factorial;
+    }
+    llvm::Value* p = poly(r, c);
+    llvm::Value* ni = b_.CreateFPToSI(n, it);
+    llvm::Value* n1 = b_.CreateAShr(ni, ci(it, 1));
+    llvm::Value* n2 = b_.CreateSub(ni, n1);
+    int mantissa = wide ? 52 : 23, bias = wide ? 1023 : 127;
+    auto scale = [&](llvm::Value* k) {
+      return b_.CreateBitCast(b_.CreateShl(b_.CreateAdd(k, ci(it, bias)), ci(it, mantissa)), t);
+    };
+    llvm::Value* result = b_.CreateFMul(b_.CreateFMul(p, scale(n1)), scale(n2));
+    result = b_.CreateSelect(b_.CreateFCmpOGT(x, cf(t, hi)), cf(t, INFINITY), result);
+    result = b_.CreateSelect(b_.CreateFCmpOLT(x, cf(t, lo)), cf(t, 0), result);
+    return b_.CreateSelect(nan, x, result);
+  }
+
+  llvm::Value* expm1_approx(llvm::Value* x) {
+    llvm::Type* t = x->getType();
+    int degree = t->isDoubleTy() ? 14 : 8;
+    std::vector<double> c(static_cast<size_t>(degree) + 1, 0.0);
+    double factorial = 1;
+    for (int k = 1; k <= degree; ++k) {
+      factorial *= k;
+      c[static_cast<size_t>(k)] = 1.0 / factorial;
+    }
+    llvm::Value* small = b_.CreateFCmpOLT(intrinsic(llvm::Intrinsic::fabs, x), cf(t, 0.34657359027997264));
+    llvm::Value* series = b_.CreateFMul(x, poly(x, std::vector<double>(c.begin() + 1, c.end())));
+    llvm::Value* large = b_.CreateFSub(exp_approx(x), cf(t, 1));
+    return b_.CreateSelect(small, series, large);
+  }
+
+  llvm::Value* log_approx(llvm::Value* x) {
+    llvm::Type* t = x->getType();
+    bool wide = t->isDoubleTy();
+    llvm::Type* it = int_of(t);
+    int mantissa = wide ? 52 : 23, bias = wide ? 1023 : 127, shift = wide ? 54 : 24;
+    double min_normal = wide ? 2.2250738585072014e-308 : 1.17549435e-38;
+    llvm::Value* subnormal = b_.CreateFCmpOLT(x, cf(t, min_normal));
+    llvm::Value* xs = b_.CreateSelect(subnormal, b_.CreateFMul(x, cf(t, std::ldexp(1.0, shift))), x);
+    llvm::Value* xi = b_.CreateBitCast(xs, it);
+    llvm::Value* e = b_.CreateSub(b_.CreateLShr(xi, ci(it, mantissa)), ci(it, bias));
+    e = b_.CreateAdd(e, b_.CreateSelect(subnormal, ci(it, -shift), ci(it, 0)));
+    int64_t mantissa_mask = (int64_t(1) << mantissa) - 1;
+    llvm::Value* mi = b_.CreateOr(b_.CreateAnd(xi, ci(it, mantissa_mask)), ci(it, int64_t(bias) << mantissa));
+    llvm::Value* m = b_.CreateBitCast(mi, t);
+    llvm::Value* big = b_.CreateFCmpOGT(m, cf(t, std::numbers::sqrt2));
+    m = b_.CreateSelect(big, b_.CreateFMul(m, cf(t, 0.5)), m);
+    e = b_.CreateAdd(e, b_.CreateZExt(big, it));
+    llvm::Value* f = b_.CreateFSub(m, cf(t, 1));
+    llvm::Value* s = b_.CreateFDiv(f, b_.CreateFAdd(f, cf(t, 2)));
+    llvm::Value* z = b_.CreateFMul(s, s);
+    int terms = wide ? 12 : 5;
+    std::vector<double> c;
+    for (int k = 0; k < terms; ++k) c.push_back(1.0 / (2 * k + 1));
+    llvm::Value* lf = b_.CreateFMul(b_.CreateFAdd(s, s), poly(z, c));
+    llvm::Value* ef = b_.CreateSIToFP(e, t);
+    double ln2_hi = wide ? 6.93147180369123816490e-01 : 0.693359375;
+    double ln2_lo = wide ? 1.90821492927058770002e-10 : -2.12194440e-4;
+    llvm::Value* result = fma(ef, cf(t, ln2_hi), fma(ef, cf(t, ln2_lo), lf));
+    result = b_.CreateSelect(b_.CreateFCmpOEQ(x, cf(t, 0)), cf(t, -INFINITY), result);
+    result = b_.CreateSelect(b_.CreateFCmpOLT(x, cf(t, 0)), cf(t, NAN), result);
+    result = b_.CreateSelect(b_.CreateFCmpOEQ(x, cf(t, INFINITY)), cf(t, INFINITY), result);
+    return b_.CreateSelect(is_nan(x), x, result);
+  }
+
+  llvm::Value* log1p_approx(llvm::Value* x) {
+    llvm::Type* t = x->getType();
+    llvm::Value* u = b_.CreateFAdd(x, cf(t, 1));
+    llvm::Value* corrected = b_.CreateFMul(log_approx(u), b_.CreateFDiv(x, b_.CreateFSub(u, cf(t, 1))));
+    llvm::Value* result = b_.CreateSelect(b_.CreateFCmpOEQ(u, cf(t, 1)), x, corrected);
+    result = b_.CreateSelect(b_.CreateFCmpOEQ(u, cf(t, INFINITY)), u, result);
+    return b_.CreateSelect(b_.CreateFCmpOEQ(u, cf(t, 0)), cf(t, -INFINITY), result);
+  }
+
+  llvm::Value* tanh_approx(llvm::Value* x) {
+    llvm::Type* t = x->getType();
+    double limit = t->isDoubleTy() ? 40 : 20;
+    llvm::Value* a = intrinsic(llvm::Intrinsic::fabs, x);
+    a = b_.CreateSelect(b_.CreateFCmpOGT(a, cf(t, limit)), cf(t, limit), a);
+    llvm::Value* e = expm1_approx(b_.CreateFAdd(a, a));
+    llvm::Value* r = b_.CreateFDiv(e, b_.CreateFAdd(e, cf(t, 2)));
+    return b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, r, x);
+  }
+
+  llvm::Value* sigmoid_approx(llvm::Value* x) {
+    llvm::Type* t = x->getType();
+    llvm::Value* e = exp_approx(b_.CreateFNeg(intrinsic(llvm::Intrinsic::fabs, x)));
+    llvm::Value* one_plus = b_.CreateFAdd(cf(t, 1), e);
+    llvm::Value* positive = b_.CreateFDiv(cf(t, 1), one_plus);
+    llvm::Value* negative = b_.CreateFDiv(e, one_plus);
+    return b_.CreateSelect(b_.CreateFCmpOGE(x, cf(t, 0)), positive, negative);
+  }
+
+  llvm::Value* pow_approx(llvm::Value* x, llvm::Value* y) {
+    llvm::Type* t = x->getType();
+    llvm::Type* wide = b_.getDoubleTy();
+    llvm::Value* xw = t->isDoubleTy() ? x : b_.CreateFPExt(x, wide);
+    llvm::Value* yw = t->isDoubleTy() ? y : b_.CreateFPExt(y, wide);
+    llvm::Value* ax = intrinsic(llvm::Intrinsic::fabs, xw);
+    llvm::Value* r = exp_approx(b_.CreateFMul(yw, log_approx(ax)));
+    llvm::Value* y_floor = intrinsic(llvm::Intrinsic::floor, yw);
+    llvm::Value* y_integer = b_.CreateFCmpOEQ(y_floor, yw);
+    llvm::Value* half = b_.CreateFMul(yw, cf(wide, 0.5));
+    llvm::Value* y_odd = b_.CreateAnd(y_integer, b_.CreateFCmpUNE(intrinsic(llvm::Intrinsic::floor, half), half));
+    llvm::Value* sign_bit = b_.CreateICmpSLT(b_.CreateBitCast(xw, b_.getInt64Ty()), b_.getInt64(0));
+    r = b_.CreateSelect(b_.CreateAnd(b_.CreateFCmpOLT(xw, cf(wide, 0)), b_.CreateNot(y_integer)), cf(wide, NAN), r);
+    r = b_.CreateSelect(b_.CreateAnd(sign_bit, y_odd), b_.CreateFNeg(r), r);
+    llvm::Value* y_inf = b_.CreateFCmpOEQ(intrinsic(llvm::Intrinsic::fabs, yw), cf(wide, INFINITY));
+    r = b_.CreateSelect(b_.CreateAnd(b_.CreateFCmpOEQ(ax, cf(wide, 1)), y_inf), cf(wide, 1), r);
+    r = b_.CreateSelect(b_.CreateOr(b_.CreateFCmpOEQ(yw, cf(wide, 0)), b_.CreateFCmpOEQ(xw, cf(wide, 1))), cf(wide, 1), r);
+    return t->isDoubleTy() ? r : b_.CreateFPTrunc(r, t);
+  }
+
+  llvm::Value* erf_approx(llvm::Value* x) {
+    llvm::Type* t = x->getType();
+    if (t->isDoubleTy()) return libm_call("erf", x);
+    llvm::Type* wide = b_.getDoubleTy();
+    llvm::Value* a = intrinsic(llvm::Intrinsic::fabs, b_.CreateFPExt(x, wide));
+    llvm::Value* saturated = b_.CreateFCmpOGE(a, cf(wide, 4));
+    llvm::Value* ac = b_.CreateSelect(saturated, cf(wide, 0), a);
+    llvm::Value* s = b_.CreateFNeg(b_.CreateFMul(ac, ac));
+    llvm::Value* term = ac;
+    llvm::Value* sum = ac;
+    for (int n = 1; n <= 60; ++n) {
+      term = b_.CreateFMul(term, b_.CreateFMul(s, cf(wide, 1.0 / n)));
+      sum = fma(term, cf(wide, 1.0 / (2 * n + 1)), sum);
+    }
+    llvm::Value* r = b_.CreateFMul(sum, cf(wide, 2 * std::numbers::inv_sqrtpi));
+    r = b_.CreateSelect(saturated, cf(wide, 1), r);
+    r = b_.CreateFPTrunc(r, t);
+    r = b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, r, x);
+    return b_.CreateSelect(is_nan(x), x, r);
+  }
+
+  llvm::Value* integer_pow(llvm::Value* base, llvm::Value* exponent) {
+    llvm::Type* t = base->getType();
+    unsigned bits = t->getIntegerBitWidth();
+    llvm::Value* result = ci(t, 1);
+    llvm::Value* factor = base;
+    llvm::Value* e = exponent;
+    for (unsigned k = 0; k < bits; ++k) {
+      llvm::Value* bit = b_.CreateICmpNE(b_.CreateAnd(e, ci(t, 1)), ci(t, 0));
+      result = b_.CreateSelect(bit, b_.CreateMul(result, factor), result);
+      factor = b_.CreateMul(factor, factor);
+      e = b_.CreateLShr(e, ci(t, 1));
+    }
+    llvm::Value* odd = b_.CreateICmpNE(b_.CreateAnd(exponent, ci(t, 1)), ci(t, 0));
+    llvm::Value* negative_result = b_.CreateSelect(
+        b_.CreateICmpEQ(base, ci(t, 1)), ci(t, 1),
+        b_.CreateSelect(b_.CreateICmpEQ(base, ci(t, -1)), b_.CreateSelect(odd, ci(t, -1), ci(t, 1)), ci(t, 0)));
+    return b_.CreateSelect(b_.CreateICmpSLT(exponent, ci(t, 0)), negative_result, result);
+  }
+
+  llvm::Value* cast(llvm::Value* x, DType from, DType to) {
+    if (from == to) return x;
+    llvm::Type* target = value_type(to);
+    if (to == DType::boolean)
+      return dtype_is_float(from) ? b_.CreateFCmpUNE(x, cf(x->getType(), 0)) : b_.CreateICmpNE(x, ci(x->getType(), 0));
+    if (from == DType::boolean) return dtype_is_float(to) ? b_.CreateUIToFP(x, target) : b_.CreateZExt(x, target);
+    if (dtype_is_float(from) && dtype_is_float(to))
+      return to == DType::float64 ? b_.CreateFPExt(x, target) : b_.CreateFPTrunc(x, target);
+    if (dtype_is_float(to)) return b_.CreateSIToFP(x, target);
+    if (dtype_is_float(from)) {
+      // Saturate at the int64 range, NaN -> 0 (llvm.fptosi.sat would do it but
+      // does not vectorize in LLVM 14); fptosi only sees in-range values.
+      llvm::Type* ft = x->getType();
+      llvm::Value* too_big = b_.CreateFCmpOGE(x, cf(ft, 9223372036854775808.0));
+      llvm::Value* too_small = b_.CreateFCmpOLT(x, cf(ft, -9223372036854775808.0));
+      llvm::Value* in_range = b_.CreateNot(b_.CreateOr(b_.CreateOr(too_big, too_small), is_nan(x)));
+      llvm::Value* wide = b_.CreateFPToSI(b_.CreateSelect(in_range, x, cf(ft, 0)), b_.getInt64Ty());
+      wide = b_.CreateSelect(too_big, b_.getInt64(INT64_MAX), wide);
+      wide = b_.CreateSelect(too_small, b_.getInt64(INT64_MIN), wide);
+      return to == DType::int64 ? wide : b_.CreateTrunc(wide, target);
+    }
+    return to == DType::int64 ? b_.CreateSExt(x, target) : b_.CreateTrunc(x, target);
+  }
+
+  llvm::Value* emit_expr(const Expr& e, const std::vector<llvm::Value*>& v, llvm::Value* i) {
+    auto arg = [&](int k) { return v[static_cast<size_t>(e.args[k])]; };
+    auto arg_dtype = [&](int k) { return ir_.exprs[static_cast<size_t>(e.args[k])].dtype; };
+    llvm::Type* t = value_type(e.dtype);
+    bool is_float = dtype_is_float(e.dtype);
+    switch (e.op) {
+      case ExprOp::input: {
+        size_t k = static_cast<size_t>(e.index);
+        llvm::Value* index = strides_[k] ? b_.CreateMul(i, strides_[k]) : i;
+        llvm::Value* address = b_.CreateInBoundsGEP(storage_type(e.dtype), pointers_[k], index);
+        auto* load = b_.CreateLoad(storage_type(e.dtype), address);
+        load->setMetadata(llvm::LLVMContext::MD_access_group, access_group_);
+        if (e.dtype == DType::boolean) return b_.CreateICmpNE(load, b_.getInt8(0));
+        return load;
+      }
+      case ExprOp::constant:
+        if (is_float) return cf(t, e.float_value);
+        if (e.dtype == DType::boolean) return e.int_value ? b_.getTrue() : b_.getFalse();
+        return ci(t, e.int_value);
+      case ExprOp::neg: return is_float ? b_.CreateFNeg(arg(0)) : b_.CreateSub(ci(t, 0), arg(0));
+      case ExprOp::abs:
+        if (is_float) return intrinsic(llvm::Intrinsic::fabs, arg(0));
+        return b_.CreateSelect(b_.CreateICmpSLT(arg(0), ci(t, 0)), b_.CreateSub(ci(t, 0), arg(0)), arg(0));
+      case ExprOp::exp: return exp_approx(arg(0));
+      case ExprOp::expm1: return expm1_approx(arg(0));
+      case ExprOp::log: return log_approx(arg(0));
+      case ExprOp::log1p: return log1p_approx(arg(0));
+      case ExprOp::sqrt: return intrinsic(llvm::Intrinsic::sqrt, arg(0));
+      case ExprOp::tanh: return tanh_approx(arg(0));
+      case ExprOp::sigmoid: return sigmoid_approx(arg(0));
+      case ExprOp::erf: return erf_approx(arg(0));
+      case ExprOp::sin: return libm_call(e.dtype == DType::float32 ? "sinf" : "sin", arg(0));
+      case ExprOp::cos: return libm_call(e.dtype == DType::float32 ? "cosf" : "cos", arg(0));
+      case ExprOp::floor: return intrinsic(llvm::Intrinsic::floor, arg(0));
+      case ExprOp::ceil: return intrinsic(llvm::Intrinsic::ceil, arg(0));
+      case ExprOp::round: return intrinsic(llvm::Intrinsic::roundeven, arg(0));
+      case ExprOp::sign: {
+        llvm::Value* x = arg(0);
+        if (is_float) {
+          llvm::Value* r = b_.CreateSelect(b_.CreateFCmpOGT(x, cf(t, 0)), cf(t, 1),
+                                           b_.CreateSelect(b_.CreateFCmpOLT(x, cf(t, 0)), cf(t, -1), cf(t, 0)));
+          return b_.CreateSelect(is_nan(x), x, r);
+        }
+        return b_.CreateSub(b_.CreateZExt(b_.CreateICmpSGT(x, ci(t, 0)), t), b_.CreateZExt(b_.CreateICmpSLT(x, ci(t, 0)), t));
+      }
+      case ExprOp::logical_not: return b_.CreateNot(arg(0));
+      case ExprOp::cast: return cast(arg(0), arg_dtype(0), e.dtype);
+      case ExprOp::add: return is_float ? b_.CreateFAdd(arg(0), arg(1)) : b_.CreateAdd(arg(0), arg(1));
+      case ExprOp::sub: return is_float ? b_.CreateFSub(arg(0), arg(1)) : b_.CreateSub(arg(0), arg(1));
+      case ExprOp::mul: return is_float ? b_.CreateFMul(arg(0), arg(1)) : b_.CreateMul(arg(0), arg(1));
+      case ExprOp::div: {
+        if (is_float) return b_.CreateFDiv(arg(0), arg(1));
+        llvm::Value* a = arg(0);
+        llvm::Value* d = arg(1);
+        llvm::Value* zero = b_.CreateICmpEQ(d, ci(t, 0));
+        llvm::Value* minus_one = b_.CreateICmpEQ(d, ci(t, -1));
+        llvm::Value* safe = b_.CreateSelect(b_.CreateOr(zero, minus_one), ci(t, 1), d);
+        llvm::Value* q = b_.CreateSDiv(a, safe);
+        q = b_.CreateSelect(minus_one, b_.CreateSub(ci(t, 0), a), q);
+        return b_.CreateSelect(zero, ci(t, 0), q);
+      }
+      case ExprOp::pow: return is_float ? pow_approx(arg(0), arg(1)) : integer_pow(arg(0), arg(1));
+      case ExprOp::max:
+      case ExprOp::min: {
+        llvm::Value* a = arg(0);
+        llvm::Value* c = arg(1);
+        bool is_max = e.op == ExprOp::max;
+        if (is_float) {
+          llvm::Value* pick_a = b_.CreateOr(is_nan(a), is_max ? b_.CreateFCmpOGT(a, c) : b_.CreateFCmpOLT(a, c));
+          return b_.CreateSelect(pick_a, a, c);
+        }
+        return b_.CreateSelect(is_max ? b_.CreateICmpSGT(a, c) : b_.CreateICmpSLT(a, c), a, c);
+      }
+      case ExprOp::equal:
+      case ExprOp::less:
+      case ExprOp::less_equal:
+      case ExprOp::greater:
+      case ExprOp::greater_equal: {
+        DType operand = arg_dtype(0);
+        llvm::Value* a = arg(0);
+        llvm::Value* c = arg(1);
+        if (dtype_is_float(operand)) {
+          switch (e.op) {
+            case ExprOp::equal: return b_.CreateFCmpOEQ(a, c);
+            case ExprOp::less: return b_.CreateFCmpOLT(a, c);
+            case ExprOp::less_equal: return b_.CreateFCmpOLE(a, c);
+            case ExprOp::greater: return b_.CreateFCmpOGT(a, c);
+            default: return b_.CreateFCmpOGE(a, c);
+          }
+        }
+        bool u = operand == DType::boolean;
+        switch (e.op) {
+          case ExprOp::equal: return b_.CreateICmpEQ(a, c);
+          case ExprOp::less: return u ? b_.CreateICmpULT(a, c) : b_.CreateICmpSLT(a, c);
+          case ExprOp::less_equal: return u ? b_.CreateICmpULE(a, c) : b_.CreateICmpSLE(a, c);
+          case ExprOp::greater: return u ? b_.CreateICmpUGT(a, c) : b_.CreateICmpSGT(a, c);
+          default: return u ? b_.CreateICmpUGE(a, c) : b_.CreateICmpSGE(a, c);
+        }
+      }
+      case ExprOp::logical_and: return b_.CreateAnd(arg(0), arg(1));
+      case ExprOp::logical_or: return b_.CreateOr(arg(0), arg(1));
+      case ExprOp::logical_xor: return b_.CreateXor(arg(0), arg(1));
+      case ExprOp::select: return b_.CreateSelect(arg(0), arg(1), arg(2));
+    }
+    fail(ErrorKind::internal, "LLVM emitter: op ", to_string(e.op));
+  }
+
+  llvm::LLVMContext& ctx_;
+  llvm::Module& module_;
+  const KernelIR& ir_;
+  llvm::IRBuilder<> b_;
+  std::vector<llvm::Value*> pointers_;
+  std::vector<llvm::Value*> strides_;
+  llvm::MDNode* access_group_ = nullptr;
+  bool calls_libm_ = false;
+};
+
+std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& context, const KernelIR& ir, const std::string& prefix) {
+  ir.validate();
+  auto module = std::make_unique<llvm::Module>(prefix, context);
+  Host& h = host();
+  if (h.machine) {
+    module->setDataLayout(h.machine->createDataLayout());
+    module->setTargetTriple(h.machine->getTargetTriple().str());
+  }
+  Emitter emitter(context, *module, ir);
+  emitter.emit_function(prefix + "_contiguous", false);
+  emitter.emit_function(prefix + "_strided", true);
+  std::string problems;
+  llvm::raw_string_ostream os(problems);
+  if (llvm::verifyModule(*module, &os))
+    fail(ErrorKind::internal, "LLVM emitter produced invalid IR: ", os.str());
+  return module;
+}
+
+class JitRunner final : public KernelRunner {
+ public:
+  using Contiguous = void (*)(int64_t, void* const*);
+  using Strided = void (*)(int64_t, void* const*, const int64_t*);
+  JitRunner(Contiguous contiguous, Strided strided) : contiguous_(contiguous), strided_(strided) {}
+  void run_contiguous(int64_t n, void* const* ptrs) const override { contiguous_(n, ptrs); }
+  void run_strided(int64_t n, void* const* ptrs, const int64_t* strides) const override { strided_(n, ptrs, strides); }
+  const char* kind() const override { return "llvm"; }
+
+ private:
+  Contiguous contiguous_;
+  Strided strided_;
+};
+
+}  // namespace
+
+bool llvm_jit_available() { return host().init_error.empty(); }
+
+std::string llvm_target_id() { return usable_host().target_id; }
+
+std::string emit_llvm_ir(const KernelIR& ir, const std::string& symbol_prefix) {
+  llvm::LLVMContext context;
+  auto module = build_module(context, ir, symbol_prefix);
+  std::string text;
+  llvm::raw_string_ostream os(text);
+  module->print(os, nullptr);
+  return os.str();
+}
+
+std::string compile_to_object(const KernelIR& ir, const std::string& symbol_prefix) {
+  Host& h = usable_host();
+  llvm::LLVMContext context;
+  auto module = build_module(context, ir, symbol_prefix);
+  std::lock_guard<std::mutex> lock(h.compile_mutex);
+  {
+    llvm::LoopAnalysisManager lam;
+    llvm::FunctionAnalysisManager fam;
+    llvm::CGSCCAnalysisManager cgam;
+    llvm::ModuleAnalysisManager mam;
+    llvm::PassBuilder builder(h.machine.get());
+    builder.registerModuleAnalyses(mam);
+    builder.registerCGSCCAnalyses(cgam);
+    builder.registerFunctionAnalyses(fam);
+    builder.registerLoopAnalyses(lam);
+    builder.crossRegisterProxies(lam, fam, cgam, mam);
+    llvm::ModulePassManager passes = builder.buildPerModuleDefaultPipeline(llvm::OptimizationLevel::O3);
+    passes.run(*module, mam);
+  }
+  llvm::SmallVector<char, 0> buffer;
+  llvm::raw_svector_ostream os(buffer);
+  llvm::legacy::PassManager codegen;
+  if (h.machine->addPassesToEmitFile(codegen, os, nullptr, llvm::CGFT_ObjectFile))
+    fail(ErrorKind::unsupported, "LLVM target cannot emit object files");
+  codegen.run(*module);
+  return std::string(buffer.begin(), buffer.end());
+}
+
+std::shared_ptr<const KernelRunner> load_object(const std::string& object, const std::string& symbol_prefix) {
+  Host& h = usable_host();
+  std::string name = "graft_kernel_" + std::to_string(h.next_dylib.fetch_add(1));
+  auto dylib = h.jit->createJITDylib(name);
+  if (!dylib) fail(ErrorKind::internal, "LLJIT: ", to_message(dylib.takeError()));
+  auto generator = llvm::orc::DynamicLibrarySearchGenerator::GetForCurrentProcess(
+      h.jit->getDataLayout().getGlobalPrefix());
+  if (!generator) fail(ErrorKind::internal, "LLJIT: ", to_message(generator.takeError()));
+  dylib->addGenerator(std::move(*generator));
+  auto buffer = llvm::MemoryBuffer::getMemBufferCopy(object, name);
+  if (auto err = h.jit->addObjectFile(*dylib, std::move(buffer)))
+    fail(ErrorKind::invalid_model, "LLJIT cannot load kernel object: ", to_message(std::move(err)));
+  auto contiguous = h.jit->lookup(*dylib, symbol_prefix + "_contiguous");
+  if (!contiguous) fail(ErrorKind::invalid_model, "LLJIT: ", to_message(contiguous.takeError()));
+  auto strided = h.jit->lookup(*dylib, symbol_prefix + "_strided");
+  if (!strided) fail(ErrorKind::invalid_model, "LLJIT: ", to_message(strided.takeError()));
+  return std::make_shared<JitRunner>(reinterpret_cast<JitRunner::Contiguous>(contiguous->getAddress()),
+                                     reinterpret_cast<JitRunner::Strided>(strided->getAddress()));
+}
+
+#else  // !GRAFT_WITH_LLVM
+
+bool llvm_jit_available() { return false; }
+std::string llvm_target_id() { fail(ErrorKind::unsupported, "graft was built without LLVM (GRAFT_WITH_LLVM=OFF)"); }
+std::string emit_llvm_ir(const KernelIR&, const std::string&) {
+  fail(ErrorKind::unsupported, "graft was built without LLVM (GRAFT_WITH_LLVM=OFF)");
+}
+std::string compile_to_object(const KernelIR&, const std::string&) {
+  fail(ErrorKind::unsupported, "graft was built without LLVM (GRAFT_WITH_LLVM=OFF)");
+}
+std::shared_ptr<const KernelRunner> load_object(const std::string&, const std::string&) {
+  fail(ErrorKind::unsupported, "graft was built without LLVM (GRAFT_WITH_LLVM=OFF)");
+}
+
+#endif
+
+}  // namespace graft::codegen

@@ -1,0 +1,29 @@
+// The CPU emitter's interface (private to src/codegen): kernel IR -> LLVM IR
+// -> optimized object code for the host CPU, and object code -> a runnable
+// KernelRunner through ORC LLJIT. Built only with GRAFT_WITH_LLVM; without it
+// llvm_jit_available() is false and the other functions throw unsupported.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "graft/codegen/kernel_runner.h"
+
+namespace graft::codegen {
+
+/// True when graft was built with LLVM and the host target initialized.
+bool llvm_jit_available();
+/// What compiled object code depends on besides the kernel: LLVM version,
+/// target triple, host CPU name and features, emitter version. Part of the
+/// compile cache key.
+std::string llvm_target_id();
+/// The LLVM IR text of a kernel (unoptimized), for debugging and tests.
+std::string emit_llvm_ir(const KernelIR& ir, const std::string& symbol_prefix);
+/// Emits, optimizes (O3, host CPU) and compiles a kernel to an object file;
+/// its functions are `<symbol_prefix>_contiguous` and `<symbol_prefix>_strided`.
+std::string compile_to_object(const KernelIR& ir, const std::string& symbol_prefix);
+/// Links object code into the process (a fresh JITDylib) and returns a runner
+/// calling its functions. Throws graft::Error when the object is unusable.
+std::shared_ptr<const KernelRunner> load_object(const std::string& object, const std::string& symbol_prefix);
+
+}  // namespace graft::codegen

@@ -1,0 +1,467 @@
+// The op-to-expression table. Each row names an ONNX op, the dtypes its first
+// input may have, an optional attribute check, and how to write the op with
+// kernel IR primitives. The expressions mirror the reference kernels in
+// src/ops (same branch structure, same constants, same NaN behaviour), so a
+// fused kernel computes what the unfused graph computes; only the CPU JIT's
+// transcendental approximations differ, within the bounds stated in
+// docs/codegen.md.
+#include "graft/codegen/op_expressions.h"
+
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <map>
+#include <numbers>
+
+#include "graft/ir/graph.h"
+#include "graft/ir/indexed_graph.h"
+
+namespace graft::codegen {
+
+bool is_kernel_dtype(DType dtype) {
+  return dtype == DType::float32 || dtype == DType::float64 || dtype == DType::int32 || dtype == DType::int64 ||
+         dtype == DType::boolean;
+}
+
+namespace {
+
+/// Which kernel dtypes an op's first input may have.
+enum class Accepts { floats, numeric, signed_numeric, boolean, any };
+
+bool accepts(Accepts set, DType t) {
+  switch (set) {
+    case Accepts::floats: return t == DType::float32 || t == DType::float64;
+    case Accepts::numeric:
+    case Accepts::signed_numeric: return t != DType::boolean && is_kernel_dtype(t);
+    case Accepts::boolean: return t == DType::boolean;
+    case Accepts::any: return is_kernel_dtype(t);
+  }
+  return false;
+}
+
+/// What a builder sees: the node, its lowered arguments and their dtypes.
+struct Lowering {
+  KernelIR& ir;
+  const ir::Node& node;
+  std::vector<int32_t> args;   // -1 for an absent optional input
+  std::vector<DType> dtypes;   // per argument
+  DType out;                   // dtype of output 0
+
+  DType t(int32_t e) const { return ir.exprs[static_cast<size_t>(e)].dtype; }
+  int32_t arg(size_t i) const { return args.at(i); }
+  /// A constant of dtype `dtype` (default: the output dtype).
+  int32_t k(double value, DType dtype = DType::undefined) {
+    return ir.add_constant(dtype == DType::undefined ? out : dtype, value);
+  }
+  int32_t k_int(int64_t value, DType dtype) {
+    Expr e;
+    e.op = ExprOp::constant;
+    e.dtype = dtype;
+    e.int_value = value;
+    return ir.add(e);
+  }
+  int32_t un(ExprOp op, int32_t a) { return ir.add_op(op, t(a), a); }
+  int32_t bin(ExprOp op, int32_t a, int32_t b) { return ir.add_op(op, t(a), a, b); }
+  int32_t cmp(ExprOp op, int32_t a, int32_t b) { return ir.add_op(op, DType::boolean, a, b); }
+  int32_t select(int32_t c, int32_t a, int32_t b) { return ir.add_op(ExprOp::select, t(a), c, a, b); }
+  int32_t cast(int32_t a, DType to) { return t(a) == to ? a : ir.add_op(ExprOp::cast, to, a); }
+  /// std::max(a, b) = a < b ? b : a (what the reference kernels call).
+  int32_t std_max(int32_t a, int32_t b) { return select(cmp(ExprOp::less, a, b), b, a); }
+  /// std::min(a, b) = b < a ? b : a.
+  int32_t std_min(int32_t a, int32_t b) { return select(cmp(ExprOp::less, b, a), b, a); }
+  float attr_float(const std::string& name, float fallback) const { return node.attributes.get_float(name, fallback); }
+  /// log(1 + exp(x)) without overflow, as the reference Softplus.
+  int32_t softplus(int32_t x) {
+    int32_t zero = k(0, t(x));
+    int32_t positive = bin(ExprOp::add, x, un(ExprOp::log1p, un(ExprOp::exp, un(ExprOp::neg, x))));
+    int32_t negative = un(ExprOp::log1p, un(ExprOp::exp, x));
+    return select(cmp(ExprOp::greater, x, zero), positive, negative);
+  }
+};
+
+using Builder = std::function<int32_t(Lowering&)>;
+/// Returns "" when the node's attributes are supported, else why not.
+using AttributeCheck = std::function<std::string(const ir::Node&)>;
+
+struct OpRow {
+  Accepts first_input;
+  Builder build;
+  AttributeCheck check;
+};
+
+int effective_opset(const ir::Node& node) { return node.opset_version > 0 ? node.opset_version : 1000; }
+
+std::string no_legacy_broadcast(const ir::Node& node) {
+  if (node.attributes.has("broadcast") || node.attributes.has("axis"))
+    return "legacy broadcast attributes (opset < 7) are not fused";
+  return {};
+}
+
+int32_t fold(Lowering& l, ExprOp op) {
+  int32_t acc = l.arg(0);
+  for (size_t i = 1; i < l.args.size(); ++i) acc = l.bin(op, acc, l.arg(i));
+  return acc;
+}
+
+/// Pow with the reference kernel's choice of compute type.
+int32_t lower_pow(Lowering& l) {
+  int32_t base = l.arg(0), exponent = l.arg(1);
+  DType b = l.t(base), e = l.t(exponent);
+  if (b == e) return l.bin(ExprOp::pow, base, exponent);
+  if (dtype_is_float(b) || dtype_is_float(e)) {
+    int32_t r = l.bin(ExprOp::pow, l.cast(base, DType::float64), l.cast(exponent, DType::float64));
+    return l.cast(r, b);
+  }
+  int32_t r = l.bin(ExprOp::pow, l.cast(base, DType::int64), l.cast(exponent, DType::int64));
+  return l.cast(r, b);
+}
+
+int32_t lower_clip(Lowering& l) {
+  int32_t x = l.arg(0);
+  DType t = l.t(x);
+  int32_t low, high;
+  if (effective_opset(l.node) < 11) {
+    low = l.k(l.attr_float("min", std::numeric_limits<float>::lowest()));
+    high = l.k(l.attr_float("max", std::numeric_limits<float>::max()));
+  } else {
+    auto bound = [&](size_t i, bool is_low) {
+      if (i < l.args.size() && l.args[i] >= 0) return l.args[i];
+      switch (t) {
+        case DType::float32:
+          return l.k(is_low ? std::numeric_limits<float>::lowest() : std::numeric_limits<float>::max());
+        case DType::float64:
+          return l.k(is_low ? std::numeric_limits<double>::lowest() : std::numeric_limits<double>::max());
+        case DType::int32:
+          return l.k_int(is_low ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int32_t>::max(), t);
+        default:
+          return l.k_int(is_low ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max(), t);
+      }
+    };
+    low = bound(1, true);
+    high = bound(2, false);
+  }
+  return l.std_min(l.std_max(x, low), high);
+}
+
+std::string check_cast(const ir::Node& node) {
+  if (!node.attributes.has("to")) return "attribute 'to' is missing";
+  int64_t to = node.attributes.get_int("to");
+  if (to < 0 || to > 16 || !is_kernel_dtype(static_cast<DType>(to))) return "Cast to this dtype is not fused";
+  return {};
+}
+
+std::string check_gelu(const ir::Node& node) {
+  std::string approximate = node.attributes.get_string("approximate", "none");
+  return approximate == "none" || approximate == "tanh" ? "" : "attribute 'approximate' is not none or tanh";
+}
+
+const std::map<std::string_view, OpRow>& table() {
+  static const std::map<std::string_view, OpRow> rows = [] {
+    std::map<std::string_view, OpRow> r;
+    auto unary = [&](std::string_view name, Accepts set, ExprOp op) {
+      r[name] = {set, [op](Lowering& l) { return l.un(op, l.arg(0)); }, nullptr};
+    };
+    auto binary = [&](std::string_view name, Accepts set, ExprOp op) {
+      r[name] = {set, [op](Lowering& l) { return l.bin(op, l.arg(0), l.arg(1)); }, no_legacy_broadcast};
+    };
+    auto compare = [&](std::string_view name, Accepts set, ExprOp op) {
+      r[name] = {set, [op](Lowering& l) { return l.cmp(op, l.arg(0), l.arg(1)); }, no_legacy_broadcast};
+    };
+    unary("Abs", Accepts::numeric, ExprOp::abs);
+    unary("Neg", Accepts::signed_numeric, ExprOp::neg);
+    unary("Exp", Accepts::floats, ExprOp::exp);
+    unary("Log", Accepts::floats, ExprOp::log);
+    unary("Sqrt", Accepts::floats, ExprOp::sqrt);
+    unary("Tanh", Accepts::floats, ExprOp::tanh);
+    unary("Sigmoid", Accepts::floats, ExprOp::sigmoid);
+    unary("Sin", Accepts::floats, ExprOp::sin);
+    unary("Cos", Accepts::floats, ExprOp::cos);
+    unary("Floor", Accepts::floats, ExprOp::floor);
+    unary("Ceil", Accepts::floats, ExprOp::ceil);
+    unary("Round", Accepts::floats, ExprOp::round);
+    unary("Sign", Accepts::numeric, ExprOp::sign);
+    unary("Not", Accepts::boolean, ExprOp::logical_not);
+    r["Identity"] = {Accepts::any, [](Lowering& l) { return l.arg(0); }, nullptr};
+    r["Erf"] = {Accepts::numeric,
+                [](Lowering& l) {
+                  int32_t x = l.arg(0);
+                  if (dtype_is_float(l.t(x))) return l.un(ExprOp::erf, x);
+                  return l.cast(l.un(ExprOp::erf, l.cast(x, DType::float64)), l.t(x));
+                },
+                nullptr};
+    r["Reciprocal"] = {Accepts::floats, [](Lowering& l) { return l.bin(ExprOp::div, l.k(1), l.arg(0)); }, nullptr};
+    r["Relu"] = {Accepts::signed_numeric,
+                 [](Lowering& l) {
+                   int32_t x = l.arg(0), zero = l.k(0);
+                   return l.select(l.cmp(ExprOp::less, x, zero), zero, x);
+                 },
+                 nullptr};
+    r["LeakyRelu"] = {Accepts::floats,
+                      [](Lowering& l) {
+                        int32_t x = l.arg(0);
+                        int32_t scaled = l.bin(ExprOp::mul, l.k(l.attr_float("alpha", 0.01f)), x);
+                        return l.select(l.cmp(ExprOp::less, x, l.k(0)), scaled, x);
+                      },
+                      nullptr};
+    r["Elu"] = {Accepts::floats,
+                [](Lowering& l) {
+                  int32_t x = l.arg(0);
+                  int32_t negative = l.bin(ExprOp::mul, l.k(l.attr_float("alpha", 1.0f)), l.un(ExprOp::expm1, x));
+                  return l.select(l.cmp(ExprOp::less, x, l.k(0)), negative, x);
+                },
+                nullptr};
+    r["Celu"] = {Accepts::floats,
+                 [](Lowering& l) {
+                   int32_t x = l.arg(0), zero = l.k(0);
+                   int32_t a = l.k(l.attr_float("alpha", 1.0f));
+                   int32_t negative = l.bin(ExprOp::mul, a, l.un(ExprOp::expm1, l.bin(ExprOp::div, x, a)));
+                   return l.bin(ExprOp::add, l.std_max(zero, x), l.std_min(zero, negative));
+                 },
+                 [](const ir::Node& n) -> std::string {
+                   return n.attributes.get_float("alpha", 1.0f) == 0.0f ? "alpha is 0" : "";
+                 }};
+    r["Selu"] = {Accepts::floats,
+                 [](Lowering& l) {
+                   int32_t x = l.arg(0);
+                   int32_t alpha = l.k(l.attr_float("alpha", 1.67326319217681884765625f));
+                   int32_t gamma = l.k(l.attr_float("gamma", 1.05070102214813232421875f));
+                   int32_t negative = l.bin(ExprOp::mul, gamma,
+                                            l.bin(ExprOp::sub, l.bin(ExprOp::mul, alpha, l.un(ExprOp::exp, x)), alpha));
+                   return l.select(l.cmp(ExprOp::greater, x, l.k(0)), l.bin(ExprOp::mul, gamma, x), negative);
+                 },
+                 nullptr};
+    r["Softplus"] = {Accepts::floats, [](Lowering& l) { return l.softplus(l.arg(0)); }, nullptr};
+    r["Softsign"] = {Accepts::floats,
+                     [](Lowering& l) {
+                       int32_t x = l.arg(0);
+                       return l.bin(ExprOp::div, x, l.bin(ExprOp::add, l.k(1), l.un(ExprOp::abs, x)));
+                     },
+                     nullptr};
+    r["Mish"] = {Accepts::floats,
+                 [](Lowering& l) { return l.bin(ExprOp::mul, l.arg(0), l.un(ExprOp::tanh, l.softplus(l.arg(0)))); },
+                 nullptr};
+    r["HardSigmoid"] = {Accepts::floats,
+                        [](Lowering& l) {
+                          int32_t x = l.arg(0);
+                          int32_t v = l.bin(ExprOp::add, l.bin(ExprOp::mul, l.k(l.attr_float("alpha", 0.2f)), x),
+                                            l.k(l.attr_float("beta", 0.5f)));
+                          return l.std_max(l.k(0), l.std_min(l.k(1), v));
+                        },
+                        nullptr};
+    r["HardSwish"] = {Accepts::floats,
+                      [](Lowering& l) {
+                        int32_t x = l.arg(0);
+                        int32_t v = l.bin(ExprOp::add, l.bin(ExprOp::div, x, l.k(6)), l.k(0.5));
+                        return l.bin(ExprOp::mul, x, l.std_max(l.k(0), l.std_min(l.k(1), v)));
+                      },
+                      nullptr};
+    r["ThresholdedRelu"] = {Accepts::floats,
+                            [](Lowering& l) {
+                              int32_t x = l.arg(0);
+                              return l.select(l.cmp(ExprOp::greater, x, l.k(l.attr_float("alpha", 1.0f))), x, l.k(0));
+                            },
+                            nullptr};
+    r["Shrink"] = {Accepts::floats,
+                   [](Lowering& l) {
+                     int32_t x = l.arg(0);
+                     float lambd = l.attr_float("lambd", 0.5f), bias = l.attr_float("bias", 0.0f);
+                     int32_t above = l.select(l.cmp(ExprOp::greater, x, l.k(lambd)), l.bin(ExprOp::sub, x, l.k(bias)), l.k(0));
+                     return l.select(l.cmp(ExprOp::less, x, l.k(-lambd)), l.bin(ExprOp::add, x, l.k(bias)), above);
+                   },
+                   nullptr};
+    r["Gelu"] = {Accepts::floats,
+                 [](Lowering& l) {
+                   int32_t x = l.arg(0);
+                   int32_t inner;
+                   if (l.node.attributes.get_string("approximate", "none") == "tanh") {
+                     int32_t cube = l.bin(ExprOp::mul, l.bin(ExprOp::mul, l.bin(ExprOp::mul, l.k(0.044715), x), x), x);
+                     int32_t scale = l.k(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);
+                     inner = l.un(ExprOp::tanh, l.bin(ExprOp::mul, scale, l.bin(ExprOp::add, x, cube)));
+                   } else {
+                     inner = l.un(ExprOp::erf, l.bin(ExprOp::mul, x, l.k(std::numbers::sqrt2 / 2)));
+                   }
+                   return l.bin(ExprOp::mul, l.bin(ExprOp::mul, l.k(0.5), x), l.bin(ExprOp::add, l.k(1), inner));
+                 },
+                 check_gelu};
+    r["IsNaN"] = {Accepts::floats,
+                  [](Lowering& l) {
+                    return l.ir.add_op(ExprOp::logical_not, DType::boolean, l.cmp(ExprOp::equal, l.arg(0), l.arg(0)));
+                  },
+                  nullptr};
+    r["IsInf"] = {Accepts::floats,
+                  [](Lowering& l) {
+                    int32_t x = l.arg(0);
+                    DType t = l.t(x);
+                    int32_t result = l.k(0, DType::boolean);
+                    if (l.node.attributes.get_int("detect_positive", 1) != 0)
+                      result = l.bin(ExprOp::logical_or, result,
+                                     l.cmp(ExprOp::equal, x, l.k(std::numeric_limits<double>::infinity(), t)));
+                    if (l.node.attributes.get_int("detect_negative", 1) != 0)
+                      result = l.bin(ExprOp::logical_or, result,
+                                     l.cmp(ExprOp::equal, x, l.k(-std::numeric_limits<double>::infinity(), t)));
+                    return result;
+                  },
+                  nullptr};
+    binary("Add", Accepts::numeric, ExprOp::add);
+    binary("Sub", Accepts::numeric, ExprOp::sub);
+    binary("Mul", Accepts::numeric, ExprOp::mul);
+    binary("Div", Accepts::numeric, ExprOp::div);
+    r["Pow"] = {Accepts::numeric, lower_pow, no_legacy_broadcast};
+    r["PRelu"] = {Accepts::numeric,
+                  [](Lowering& l) {
+                    int32_t x = l.arg(0), slope = l.arg(1);
+                    return l.select(l.cmp(ExprOp::less, x, l.k(0)), l.bin(ExprOp::mul, slope, x), x);
+                  },
+                  [](const ir::Node& n) -> std::string {
+                    return effective_opset(n) < 7 ? "per-channel PRelu of opset < 7 is not fused" : "";
+                  }};
+    r["Max"] = {Accepts::numeric, [](Lowering& l) { return fold(l, ExprOp::max); }, nullptr};
+    r["Min"] = {Accepts::numeric, [](Lowering& l) { return fold(l, ExprOp::min); }, nullptr};
+    r["Sum"] = {Accepts::numeric, [](Lowering& l) { return fold(l, ExprOp::add); }, nullptr};
+    r["Mean"] = {Accepts::floats,
+                 [](Lowering& l) {
+                   return l.bin(ExprOp::div, fold(l, ExprOp::add), l.k(static_cast<double>(l.args.size())));
+                 },
+                 nullptr};
+    compare("Equal", Accepts::any, ExprOp::equal);
+    compare("Less", Accepts::numeric, ExprOp::less);
+    compare("LessOrEqual", Accepts::numeric, ExprOp::less_equal);
+    compare("Greater", Accepts::numeric, ExprOp::greater);
+    compare("GreaterOrEqual", Accepts::numeric, ExprOp::greater_equal);
+    binary("And", Accepts::boolean, ExprOp::logical_and);
+    binary("Or", Accepts::boolean, ExprOp::logical_or);
+    binary("Xor", Accepts::boolean, ExprOp::logical_xor);
+    r["Where"] = {Accepts::boolean, [](Lowering& l) { return l.select(l.arg(0), l.arg(1), l.arg(2)); }, nullptr};
+    r["Cast"] = {Accepts::any, [](Lowering& l) { return l.cast(l.arg(0), l.out); }, check_cast};
+    r["CastLike"] = {Accepts::any, [](Lowering& l) { return l.cast(l.arg(0), l.out); }, nullptr};
+    r["Clip"] = {Accepts::numeric, lower_clip, nullptr};
+    return r;
+  }();
+  return rows;
+}
+
+const OpRow* find_row(const ir::Node& node) {
+  if (!node.schema().domain.empty()) return nullptr;
+  auto it = table().find(node.schema().name);
+  return it == table().end() ? nullptr : &it->second;
+}
+
+bool rank_fits(const ir::ValueType& type) {
+  return !type.has_rank || type.dims.size() <= static_cast<size_t>(kMaxKernelRank);
+}
+
+}  // namespace
+
+std::vector<std::string_view> fusible_op_types() {
+  std::vector<std::string_view> names;
+  for (const auto& [name, row] : table()) names.push_back(name);
+  return names;
+}
+
+std::string why_not_fusible(const ir::Node& node) {
+  const ir::OpSchema& schema = node.schema();
+  if (schema.domain.empty() && schema.name == "Constant") {
+    const Tensor& value = node.constant_value;
+    if (!is_kernel_dtype(value.dtype())) return "constant of a dtype kernels do not compute in";
+    return value.rank() <= kMaxKernelRank ? "" : "constant of rank above 8";
+  }
+  const OpRow* row = find_row(node);
+  if (!row) return "op " + node.op_type() + " has no pointwise expression";
+  if (node.num_outputs() != 1) return "more than one output";
+  if (node.inputs.empty() || !node.inputs[0]) return "input 0 is absent";
+  const ir::Graph& graph = node.graph();
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    if (!node.inputs[i]) {
+      if (schema.name == "Clip") continue;
+      return "input " + std::to_string(i) + " is absent";
+    }
+    const ir::ValueType& type = graph.type_of(node.inputs[i]);
+    if (!is_kernel_dtype(type.dtype))
+      return "input " + std::to_string(i) + " has dtype " + std::string(dtype_name(type.dtype)) +
+             " (kernels compute in float32, float64, int32, int64, bool)";
+    if (!rank_fits(type)) return "input rank above 8";
+  }
+  DType first = graph.type_of(node.inputs[0]).dtype;
+  if (!accepts(row->first_input, first))
+    return "dtype " + std::string(dtype_name(first)) + " is not supported by this op's expression";
+  const ir::ValueType& out = node.output_types[0];
+  if (!is_kernel_dtype(out.dtype)) return "output dtype " + std::string(dtype_name(out.dtype)) + " is not a kernel dtype";
+  if (!rank_fits(out)) return "output rank above 8";
+  if (row->check) return row->check(node);
+  return {};
+}
+
+bool is_fusible(const ir::Node& node) { return why_not_fusible(node).empty(); }
+
+LoweredKernel lower_body(const ir::Graph& body) {
+  ir::IndexedGraph indexed(body);
+  LoweredKernel result;
+  KernelIR& kernel = result.ir;
+  for (const ir::Node* in : body.inputs()) {
+    DType t = in->output_types[0].dtype;
+    if (!is_kernel_dtype(t))
+      fail(ErrorKind::unsupported, "fused kernel input ", in->describe(), " has dtype ", dtype_name(t),
+           " (kernels compute in float32, float64, int32, int64, bool)");
+    kernel.input_dtypes.push_back(t);
+  }
+  std::vector<int32_t> position_of_input(body.num_nodes(), -1);
+  for (size_t i = 0; i < body.inputs().size(); ++i) position_of_input[body.inputs()[i]->index()] = static_cast<int32_t>(i);
+
+  std::vector<int32_t> expr_of(indexed.num_nodes(), -1);  // by topological id (single-output nodes)
+  for (uint32_t id = 0; id < indexed.num_nodes(); ++id) {
+    const ir::Node& node = indexed.node(id);
+    const ir::OpSchema& schema = node.schema();
+    if (schema.domain.empty() && schema.name == "Input") {
+      int32_t position = position_of_input[node.index()];
+      if (position < 0) fail(ErrorKind::invalid_model, node.describe(), " is not an input of the fused body");
+      expr_of[id] = kernel.add_input(position, kernel.input_dtypes[static_cast<size_t>(position)]);
+      continue;
+    }
+    std::string reason = why_not_fusible(node);
+    if (!reason.empty()) fail(ErrorKind::unsupported, node.describe(), " cannot be fused: ", reason);
+    if (schema.domain.empty() && schema.name == "Constant") {
+      const Tensor& value = node.constant_value;
+      if (value.numel() == 1) {
+        Expr e;
+        e.op = ExprOp::constant;
+        e.dtype = value.dtype();
+        if (dtype_is_float(value.dtype()))
+          e.float_value = value.value_as_double(0);
+        else
+          e.int_value = value.value_as_int64(0);
+        expr_of[id] = kernel.add(e);
+      } else {
+        int32_t position = static_cast<int32_t>(kernel.input_dtypes.size());
+        kernel.input_dtypes.push_back(value.dtype());
+        result.captured.push_back(value);
+        expr_of[id] = kernel.add_input(position, value.dtype());
+      }
+      continue;
+    }
+    Lowering l{kernel, node, {}, {}, node.output_types[0].dtype};
+    for (ir::Entry e : indexed.inputs(id)) {
+      if (!e.present()) {
+        l.args.push_back(-1);
+        l.dtypes.push_back(DType::undefined);
+        continue;
+      }
+      if (e.index != 0) fail(ErrorKind::unsupported, node.describe(), ": reads a second output of a body node");
+      int32_t arg = expr_of[e.node_id];
+      l.args.push_back(arg);
+      l.dtypes.push_back(kernel.exprs[static_cast<size_t>(arg)].dtype);
+    }
+    int32_t e = find_row(node)->build(l);
+    if (kernel.exprs[static_cast<size_t>(e)].dtype != l.out)
+      fail(ErrorKind::internal, node.describe(), ": expression has dtype ",
+           dtype_name(kernel.exprs[static_cast<size_t>(e)].dtype), ", the node ", dtype_name(l.out));
+    expr_of[id] = e;
+  }
+  for (ir::Entry out : indexed.outputs()) {
+    if (!out.present() || out.index != 0) fail(ErrorKind::invalid_model, "fused body output is not a node's first output");
+    kernel.outputs.push_back(expr_of[out.node_id]);
+  }
+  kernel = canonicalize(kernel);
+  return result;
+}
+
+}  // namespace graft::codegen

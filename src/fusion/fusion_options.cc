@@ -1,0 +1,27 @@
+#include "graft/fusion/fusion_options.h"
+
+#include <cstdlib>
+#include <string>
+
+#include "graft/core/error.h"
+
+namespace graft::fusion {
+
+std::optional<bool> fusion_from_environment() {
+  const char* value = std::getenv("GRAFT_FUSION");
+  if (!value || !*value) return std::nullopt;
+  std::string text(value);
+  if (text == "1") return true;
+  if (text == "0") return false;
+  std::string shown = text.size() > 64 ? text.substr(0, 64) + "..." : text;
+  for (char& c : shown)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  fail(ErrorKind::invalid_argument, "GRAFT_FUSION='", shown, "' is not valid (expected 0 or 1)");
+}
+
+bool fusion_enabled(std::optional<bool> option) {
+  if (option) return *option;
+  return fusion_from_environment().value_or(true);
+}
+
+}  // namespace graft::fusion

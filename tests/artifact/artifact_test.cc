@@ -1,0 +1,297 @@
+// Compiled artifacts: round trips (zoo models and ccodegen modules), weight
+// deduplication, refusing damaged files (every 64th truncation, 1,000 bit
+// flips, 300 flips with a recomputed checksum), and the distinct messages
+// for a newer format, missing CPU features and a non-graft file.
+#include <gtest/gtest.h>
+#include <openssl/evp.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "graft/backends/ccodegen.h"
+#include "graft/runtime/artifact.h"
+#include "graft/runtime/cpu_features.h"
+#include "graft/zoo/zoo.h"
+#include "support/graph_runner.h"
+
+using namespace graft;
+using namespace graft::ir;
+using graft::testing::expect_close;
+using graft::testing::random_tensor;
+namespace fs = std::filesystem;
+
+namespace {
+
+/// A fresh folder under the build tree, removed at the end of the test.
+struct ScratchDir {
+  fs::path path;
+  explicit ScratchDir(const std::string& name) {
+    path = fs::path(GRAFT_BINARY_DIR) / "artifact_test" / name;
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~ScratchDir() { fs::remove_all(path); }
+};
+
+void write_file(const fs::path& path, const std::string& bytes) {
+  std::ofstream out(path, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+/// Recomputes the trailing SHA-256 after a deliberate patch.
+void fix_checksum(std::string& bytes) {
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  ASSERT_TRUE(EVP_Digest(bytes.data(), bytes.size() - 32, digest, &size, EVP_sha256(), nullptr));
+  std::memcpy(bytes.data() + bytes.size() - 32, digest, 32);
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "<no error>";
+}
+
+/// Compiles a zoo model to an artifact in `dir`; returns the artifact path.
+fs::path compile_zoo(const std::string& model, const fs::path& dir, const std::map<std::string, Shape>& shapes) {
+  fs::path onnx = dir / (model + ".onnx");
+  write_file(onnx, zoo::build_zoo_model(model, 1));
+  fs::path artifact = dir / (model + ".graft");
+  runtime::ArtifactCompileOptions options;
+  options.session.num_threads = 2;
+  options.input_shapes = shapes;
+  runtime::compile_artifact(onnx.string(), artifact.string(), options);
+  return artifact;
+}
+
+void expect_same_as_onnx(const std::string& model, const Shape& shape) {
+  ScratchDir dir("roundtrip_" + model);
+  fs::path artifact = compile_zoo(model, dir.path, {{"input", shape}});
+  // Copy the artifact elsewhere and delete the original folder's ONNX file.
+  fs::path elsewhere = dir.path / "elsewhere";
+  fs::create_directories(elsewhere);
+  fs::copy_file(artifact, elsewhere / "copy.graft");
+  runtime::SessionOptions options;
+  options.num_threads = 2;
+  runtime::Session from_onnx((dir.path / (model + ".onnx")).string(), options);
+  runtime::Session restored((elsewhere / "copy.graft").string(), options);
+  EXPECT_TRUE(restored.restored_from_artifact());
+  EXPECT_EQ(restored.num_compiles(), 0u);
+  Tensor x = random_tensor(shape, 3);
+  std::vector<Tensor> want = from_onnx.run({x});
+  std::vector<Tensor> got = restored.run({x});
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i], 1e-5, 1e-5);
+  // A restored plan is fixed to the shapes it was compiled for.
+  Shape other = shape;
+  other.back() += 1;
+  std::string message = error_of([&] { restored.run({random_tensor(other, 1)}); });
+  EXPECT_NE(message.find("expected shape"), std::string::npos) << message;
+}
+
+/// A graph with two ccodegen subgraphs that both read one weight, and a ref op between.
+std::unique_ptr<Graph> two_subgraph_model(const Tensor& weight) {
+  auto body = [&](const std::string& name) {
+    auto b = std::make_shared<Graph>();
+    b->name = name;
+    b->opset_imports[""] = 17;
+    Node* x = b->add_input("x", ValueType::of(DType::float32, {4, 16}));
+    Node* w = b->add_constant("w", weight);
+    Node* mm = b->add_node("MatMul", {x->output(0), w->output(0)}, 1, name + "_mm");
+    Node* act = b->add_node("Tanh", {mm->output(0)}, 1, name + "_tanh");
+    b->add_output(act->output(0), "y");
+    return b;
+  };
+  auto g = std::make_unique<Graph>();
+  g->opset_imports[""] = 17;
+  g->name = "two_subgraphs";
+  Node* x = g->add_input("x", ValueType{DType::float32, true, {Dim::symbolic("batch"), Dim::known(16)}});
+  Node* first = g->add_node("Subgraph", {x->output(0)}, 1, "cc_first", "graft");
+  first->subgraph = body("first");
+  first->backend = "ccodegen";
+  Node* relu = g->add_node("Relu", {first->output(0)}, 1, "relu");
+  Node* second = g->add_node("Subgraph", {relu->output(0)}, 1, "cc_second", "graft");
+  second->subgraph = body("second");
+  second->backend = "ccodegen";
+  g->add_output(second->output(0), "y");
+  return g;
+}
+
+/// The mlp's artifact bytes, built once per test binary.
+const std::string& mlp_artifact() {
+  static const std::string bytes = [] {
+    ScratchDir dir("mlp_bytes");
+    return read_file(compile_zoo("mlp", dir.path, {{"input", {2, 784}}}));
+  }();
+  return bytes;
+}
+
+}  // namespace
+
+TEST(Artifact, MlpRoundTripMatchesOnnx) { expect_same_as_onnx("mlp", {2, 784}); }
+
+TEST(Artifact, Resnet18RoundTripMatchesOnnx) { expect_same_as_onnx("resnet18", {1, 3, 224, 224}); }
+
+TEST(Artifact, CcodegenModulesAndSharedWeightsRoundTrip) {
+  if (backends::find_c_compiler().empty()) GTEST_SKIP() << "no C compiler";
+  Tensor weight = random_tensor({16, 16}, 21);
+  runtime::SessionOptions options;
+  options.passes = {"verify", "infer"};
+  options.num_threads = 2;
+  runtime::Session compiled(two_subgraph_model(weight), options);
+  runtime::Session::PlannedGraph plan = compiled.plan_for_types({ValueType::of(DType::float32, {4, 16})});
+  EXPECT_EQ(compiled.num_compiles(), 2u);
+  std::string bytes = runtime::serialize_artifact(*plan.graph, plan.modules);
+
+  runtime::RestoredPlan restored_plan = runtime::load_artifact_from_memory(bytes, "test artifact");
+  const runtime::ArtifactInfo& info = restored_plan.info;
+  ASSERT_EQ(info.modules.size(), 2u);
+  EXPECT_EQ(info.modules[0].type_key, "ccodegen");
+  EXPECT_EQ(info.modules[1].node_name, "cc_second");
+  EXPECT_EQ(info.weight_data_bytes, weight.nbytes()) << "the shared weight is stored once";
+  EXPECT_EQ(info.cpu_features, runtime::host_cpu_features()) << "native code records the build machine's features";
+  EXPECT_EQ(info.nodes_per_backend.at("ccodegen"), 2u);
+  EXPECT_EQ(info.nodes_per_backend.at("ref"), 1u);
+
+  runtime::Session restored(std::move(restored_plan), options);
+  EXPECT_TRUE(restored.restored_from_artifact());
+  EXPECT_EQ(restored.num_compiles(), 0u);
+  Tensor x = random_tensor({4, 16}, 5);
+  expect_close(restored.run({x})[0], compiled.run({x})[0], 0, 0);
+}
+
+TEST(Artifact, WeightsAreAlignedViewsOfTheMapping) {
+  ScratchDir dir("mapping");
+  fs::path path = dir.path / "mlp.graft";
+  write_file(path, mlp_artifact());
+  runtime::RestoredPlan plan = runtime::load_artifact(path.string());
+  size_t constants = 0;
+  std::shared_ptr<Storage> shared;
+  for (const auto& node : plan.graph->nodes()) {
+    if (node->schema().name != "Constant" || !node->constant_value.is_defined()) continue;
+    ++constants;
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(node->constant_value.raw_data()) % 64, 0u) << node->describe();
+    if (!shared) shared = node->constant_value.storage();
+    EXPECT_EQ(node->constant_value.storage(), shared) << "every weight views the one mapping";
+  }
+  EXPECT_GT(constants, 0u);
+  // The file may go away: the mapping stays valid while weights exist.
+  fs::remove(path);
+  runtime::Session session(std::move(plan));
+  EXPECT_EQ(session.run({random_tensor({2, 784}, 1)})[0].shape(), Shape({2, 10}));
+}
+
+TEST(Artifact, TruncationsAreRefused) {
+  const std::string& bytes = mlp_artifact();
+  for (size_t n = 0; n < bytes.size(); n += 64) {
+    std::string message = error_of([&] { runtime::load_artifact_from_memory(std::string_view(bytes.data(), n)); });
+    ASSERT_TRUE(message.find("truncated") != std::string::npos || message.find("not a graft artifact") != std::string::npos)
+        << "cut at " << n << ": " << message;
+  }
+}
+
+TEST(Artifact, BitFlipsAreRefused) {
+  const std::string& bytes = mlp_artifact();
+  std::mt19937_64 random(42);
+  std::string copy = bytes;
+  for (int i = 0; i < 1000; ++i) {
+    size_t byte = random() % bytes.size();
+    unsigned char bit = static_cast<unsigned char>(1u << (random() % 8));
+    copy[byte] = static_cast<char>(copy[byte] ^ bit);
+    std::string message = error_of([&] { runtime::load_artifact_from_memory(copy); });
+    ASSERT_NE(message, "<no error>") << "flip at byte " << byte;
+    ASSERT_FALSE(message.empty());
+    copy[byte] = bytes[byte];
+  }
+}
+
+TEST(Artifact, DamageBehindAValidChecksumNeverCrashes) {
+  // A hostile file can carry a correct checksum: the parsers must still hold.
+  // Flips land in the header, graph and weight table (module blobs may hold
+  // native code, which is only ever loaded from a verified file).
+  const std::string& bytes = mlp_artifact();
+  uint64_t modules_offset = 0;
+  std::memcpy(&modules_offset, bytes.data() + 96, 8);
+  std::mt19937_64 random(7);
+  int refused = 0;
+  for (int i = 0; i < 300; ++i) {
+    std::string copy = bytes;
+    for (int flips = 0; flips < 3; ++flips) {
+      size_t byte = random() % std::min<size_t>(modules_offset, 64 * 1024);
+      copy[byte] = static_cast<char>(copy[byte] ^ (1u << (random() % 8)));
+    }
+    fix_checksum(copy);
+    try {
+      runtime::RestoredPlan plan = runtime::load_artifact_from_memory(copy);
+    } catch (const Error&) {
+      ++refused;
+    }
+  }
+  EXPECT_GT(refused, 0);
+}
+
+TEST(Artifact, NewerFormatVersionHasItsOwnMessage) {
+  std::string bytes = mlp_artifact();
+  uint32_t version = runtime::kArtifactFormatVersion + 1;
+  std::memcpy(bytes.data() + 8, &version, 4);
+  fix_checksum(bytes);
+  std::string message = error_of([&] { runtime::load_artifact_from_memory(bytes); });
+  EXPECT_NE(message.find("built by a newer graft (format 2, this graft reads up to 1)"), std::string::npos) << message;
+}
+
+TEST(Artifact, MissingCpuFeaturesAreNamed) {
+  std::string bytes = mlp_artifact();
+  uint64_t lacking = ~runtime::host_cpu_features() & 0x1ff;  // a known feature this machine lacks, if any
+  uint64_t feature = lacking ? (lacking & (~lacking + 1)) : (uint64_t{1} << 40);
+  std::memcpy(bytes.data() + 24, &feature, 8);
+  fix_checksum(bytes);
+  std::string message = error_of([&] { runtime::load_artifact_from_memory(bytes); });
+  EXPECT_NE(message.find("compiled for CPU features this machine lacks: " + runtime::cpu_feature_names(feature)),
+            std::string::npos)
+      << message;
+}
+
+TEST(Artifact, ChecksumMismatchHasItsOwnMessage) {
+  std::string bytes = mlp_artifact();
+  bytes[200] = static_cast<char>(bytes[200] ^ 1);
+  std::string message = error_of([&] { runtime::load_artifact_from_memory(bytes); });
+  EXPECT_NE(message.find("checksum mismatch"), std::string::npos) << message;
+}
+
+TEST(Artifact, NonGraftFilesAreNamed) {
+  ScratchDir dir("non_graft");
+  fs::path onnx = dir.path / "model.graft";
+  write_file(onnx, zoo::build_zoo_model("mlp", 0));
+  std::string message = error_of([&] { runtime::load_artifact(onnx.string()); });
+  EXPECT_NE(message.find("not a graft artifact"), std::string::npos) << message;
+  // Session dispatches on the magic and the extension: a .graft file must be an artifact.
+  message = error_of([&] { runtime::Session session(onnx.string()); });
+  EXPECT_NE(message.find("not a graft artifact"), std::string::npos) << message;
+  fs::copy_file(onnx, dir.path / "model.onnx");
+  runtime::Session session((dir.path / "model.onnx").string());
+  EXPECT_FALSE(session.restored_from_artifact());
+  message = error_of([&] { runtime::load_artifact((dir.path / "missing.graft").string()); });
+  EXPECT_NE(message.find("cannot open"), std::string::npos) << message;
+}
+
+TEST(Artifact, CompileNeedsConcreteShapes) {
+  ScratchDir dir("shapes");
+  fs::path onnx = dir.path / "mlp.onnx";
+  write_file(onnx, zoo::build_zoo_model("mlp", 0));
+  runtime::ArtifactCompileOptions options;
+  std::string message = error_of([&] { runtime::compile_artifact(onnx.string(), (dir.path / "a.graft").string(), options); });
+  EXPECT_NE(message.find("give --shape input="), std::string::npos) << message;
+  options.input_shapes = {{"nope", {1}}};
+  message = error_of([&] { runtime::compile_artifact(onnx.string(), (dir.path / "a.graft").string(), options); });
+  EXPECT_NE(message.find("'nope', which is not an input"), std::string::npos) << message;
+}

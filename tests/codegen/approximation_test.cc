@@ -1,0 +1,120 @@
+// The CPU JIT's transcendental approximations on dense sweeps, against the
+// C library in double precision (float32) or long double (float64). The
+// bounds asserted here are the ones stated in docs/codegen.md.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <functional>
+
+#include "graft/codegen/compile_cache.h"
+#include "graft/runtime/buffer_pool.h"
+
+namespace graft::codegen {
+namespace {
+
+struct Sweep {
+  ExprOp op;
+  double lo, hi;
+  bool logarithmic;           // points spaced evenly in log(x) (positive ranges)
+  double max_ulp_float32;     // bound in units in the last place of the float32 result
+  double max_rel_float64;     // bound in relative error of the float64 result
+  double abs_floor;           // below this |reference|, compare absolute error to abs_floor * ulp
+};
+
+double reference(ExprOp op, long double x, long double y = 0) {
+  switch (op) {
+    case ExprOp::exp: return static_cast<double>(std::exp(x));
+    case ExprOp::expm1: return static_cast<double>(std::expm1(x));
+    case ExprOp::log: return static_cast<double>(std::log(x));
+    case ExprOp::log1p: return static_cast<double>(std::log1p(x));
+    case ExprOp::tanh: return static_cast<double>(std::tanh(x));
+    case ExprOp::sigmoid: return static_cast<double>(1.0L / (1.0L + std::exp(-x)));
+    case ExprOp::erf: return static_cast<double>(std::erf(x));
+    case ExprOp::pow: return static_cast<double>(std::pow(x, y));
+    default: return NAN;
+  }
+}
+
+/// Max error of one op over `n` points of [lo, hi] (binary ops: y sweeps [-4, 4]).
+double measure(const Sweep& s, DType dtype, int64_t n) {
+  KernelIR ir;
+  bool binary = s.op == ExprOp::pow;
+  ir.input_dtypes = binary ? std::vector<DType>{dtype, dtype} : std::vector<DType>{dtype};
+  int32_t x = ir.add_input(0, dtype);
+  int32_t y = binary ? ir.add_op(s.op, dtype, x, ir.add_input(1, dtype)) : ir.add_op(s.op, dtype, x);
+  ir.outputs = {y};
+  ir = canonicalize(ir);
+  auto runner = CompileCache::global().cpu_runner(ir);
+  if (std::string(runner->kind()) != "llvm") return -1;
+  Tensor xs(dtype, {n}), ys(dtype, {n});
+  for (int64_t i = 0; i < n; ++i) {
+    double t = static_cast<double>(i) / static_cast<double>(n - 1);
+    double v = s.logarithmic ? std::exp(std::log(s.lo) + t * (std::log(s.hi) - std::log(s.lo))) : s.lo + t * (s.hi - s.lo);
+    double w = -4 + 8 * std::fmod(static_cast<double>(i) * 0.6180339887, 1.0);
+    if (dtype == DType::float32) {
+      xs.data<float>()[i] = static_cast<float>(v);
+      ys.data<float>()[i] = static_cast<float>(w);
+    } else {
+      xs.data<double>()[i] = v;
+      ys.data<double>()[i] = w;
+    }
+  }
+  runtime::BufferPool pool;
+  std::vector<Tensor> inputs = binary ? std::vector<Tensor>{xs, ys} : std::vector<Tensor>{xs};
+  Tensor out = run_kernel(ir, *runner, inputs, pool)[0];
+  double worst = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    double got = out.value_as_double(i);
+    double want = reference(s.op, xs.value_as_double(i), ys.value_as_double(i));
+    if (std::isnan(want) && std::isnan(got)) continue;
+    if (std::isinf(want) || std::isinf(got)) {
+      if (got != want && dtype == DType::float32 && std::abs(want) < 3.4e38) {
+        // float32 overflow boundary: the reference in double may be just finite
+        if (std::abs(want) > 3.40282e38) continue;
+      }
+      if (got != want) return INFINITY;
+      continue;
+    }
+    double error;
+    if (dtype == DType::float32) {
+      double magnitude = std::max(std::abs(want), s.abs_floor);
+      double ulp = std::ldexp(1.0, std::ilogb(std::max(magnitude, 1.1754943508222875e-38)) - 23);
+      error = std::abs(got - want) / ulp;
+    } else {
+      error = std::abs(got - want) / std::max(std::abs(want), s.abs_floor);
+    }
+    worst = std::max(worst, error);
+  }
+  return worst;
+}
+
+TEST(Approximations, MaxErrorWithinStatedBounds) {
+  const Sweep sweeps[] = {
+      {ExprOp::exp, -103, 88.7, false, 1, 3e-16, 0},
+      {ExprOp::expm1, -20, 20, false, 3, 5e-16, 0},
+      {ExprOp::log, 1e-40, 3e38, true, 3, 5e-16, 0},
+      {ExprOp::log, 0.5, 2, false, 3, 5e-16, 0},
+      {ExprOp::log1p, 1e-9, 1e6, true, 4, 7e-16, 0},
+      {ExprOp::log1p, -0.999, 1, false, 4, 7e-16, 0},
+      {ExprOp::tanh, -12, 12, false, 3.5, 6e-16, 0},
+      {ExprOp::tanh, 1e-8, 1, true, 3.5, 6e-16, 0},
+      {ExprOp::sigmoid, -80, 80, false, 2.5, 5e-16, 0},
+      {ExprOp::erf, -5, 5, false, 1, 3e-16, 0},
+      {ExprOp::erf, 1e-10, 1, true, 1, 3e-16, 0},
+      {ExprOp::pow, 1e-3, 1e3, true, 1, 3e-15, 0},
+  };
+  for (const Sweep& s : sweeps) {
+    for (DType dtype : {DType::float32, DType::float64}) {
+      double worst = measure(s, dtype, 1 << 18);
+      if (worst < 0) GTEST_SKIP() << "the LLVM JIT is not available";
+      double bound = dtype == DType::float32 ? s.max_ulp_float32 : s.max_rel_float64;
+      std::printf("%-8s %-7s [%g, %g]: max error %.3g %s\n", std::string(to_string(s.op)).c_str(),
+                  std::string(dtype_name(dtype)).c_str(), s.lo, s.hi, worst, dtype == DType::float32 ? "ulp" : "rel");
+      EXPECT_LE(worst, bound) << to_string(s.op) << " " << dtype_name(dtype) << " on [" << s.lo << ", " << s.hi << "]";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace graft::codegen

@@ -1,0 +1,173 @@
+// The `fuse` backend through a Session: JIT or interpreter, compile counts
+// across shapes, injected compile failures, save/load, bad environment.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <sstream>
+
+#include "codegen_test_util.h"
+#include "graft/codegen/compile_cache.h"
+#include "graft/codegen/interpreter.h"
+#include "graft/runtime/backend.h"
+#include "graft/runtime/buffer_pool.h"
+
+namespace graft::codegen {
+namespace {
+
+using graft::testing::close_enough;
+using graft::testing::random_of;
+using graft::testing::wrap_fused;
+
+/// y = sigmoid(a + b) * a; z = y > b (a: [N, 1, 5], b: [4, 1]).
+std::unique_ptr<ir::Graph> sample_graph(int64_t n) {
+  auto g = std::make_unique<ir::Graph>();
+  g->opset_imports[""] = 17;
+  ir::Node* a = g->add_input("a", ir::ValueType::of(DType::float32, {n, 1, 5}));
+  ir::Node* b = g->add_input("b", ir::ValueType::of(DType::float32, {4, 1}));
+  ir::Node* add = g->add_node("Add", {a->output(0), b->output(0)});
+  ir::Node* sig = g->add_node("Sigmoid", {add->output(0)});
+  ir::Node* mul = g->add_node("Mul", {sig->output(0), a->output(0)});
+  ir::Node* gt = g->add_node("Greater", {mul->output(0), b->output(0)});
+  g->add_output(mul->output(0), "y");
+  g->add_output(gt->output(0), "z");
+  ir::infer_types(*g);
+  return g;
+}
+
+/// Sets an environment variable for the scope.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) {
+    const char* old = std::getenv(name);
+    if (old) old_ = old;
+    had_ = old != nullptr;
+    if (value)
+      setenv(name, value, 1);
+    else
+      unsetenv(name);
+  }
+  ~ScopedEnv() {
+    if (had_)
+      setenv(name_, old_.c_str(), 1);
+    else
+      unsetenv(name_);
+  }
+
+ private:
+  const char* name_;
+  std::string old_;
+  bool had_ = false;
+};
+
+TEST(FuseBackend, IsRegisteredBetweenDnnlAndRef) {
+  const runtime::Backend* fuse = runtime::find_backend("fuse");
+  ASSERT_NE(fuse, nullptr);
+  EXPECT_EQ(fuse->default_rank(), 50);
+}
+
+TEST(FuseBackend, SessionMatchesUnfusedAndSecondShapeDoesNotRecompile) {
+  CompileCache& cache = CompileCache::global();
+  cache.clear_memory();
+  uint64_t compiles = cache.counters().compiles;
+  auto plain = sample_graph(3);
+  auto fused = wrap_fused(*plain);
+  runtime::SessionOptions options;
+  options.passes = {"verify"};
+  options.num_threads = 2;
+  runtime::Session session(fused->clone(), options);
+  for (int64_t n : {3, 7}) {
+    std::vector<Tensor> inputs = {random_of(DType::float32, {n, 1, 5}, 10 + n), random_of(DType::float32, {4, 1}, 20)};
+    // The unfused reference at the same shape.
+    auto reference_graph = sample_graph(n);
+    std::vector<Tensor> want = graft::testing::run_graph(*reference_graph, inputs);
+    std::vector<Tensor> got;
+    if (n == 3) {
+      got = session.run(inputs);
+    } else {
+      auto fused_n = wrap_fused(*reference_graph);
+      runtime::Session second(std::move(fused_n), options);
+      got = second.run(inputs);
+    }
+    ASSERT_EQ(got.size(), 2u);
+    EXPECT_TRUE(close_enough(got[0], want[0], 1e-5, 1e-6));
+    EXPECT_TRUE(close_enough(got[1], want[1], 0, 0));
+  }
+  uint64_t expected = CompileCache::global().cpu_key(lower_body(*plain).ir).empty() ? 0 : 1;
+  if (std::getenv("GRAFT_JIT") && std::string(std::getenv("GRAFT_JIT")) == "0") expected = 0;
+  EXPECT_EQ(cache.counters().compiles - compiles, expected);
+}
+
+TEST(FuseBackend, InjectedCompileFailureFallsBackToInterpreter) {
+  CompileCache& cache = CompileCache::global();
+  cache.clear_memory();
+  cache.reset_warning_for_testing();
+  cache.set_fail_compiles_for_testing(true);
+  auto plain = sample_graph(2);
+  std::vector<Tensor> inputs = {random_of(DType::float32, {2, 1, 5}, 1), random_of(DType::float32, {4, 1}, 2)};
+  ::testing::internal::CaptureStderr();
+  std::vector<Tensor> got = graft::testing::run_graph(*wrap_fused(*plain), inputs, {"verify"});
+  std::vector<Tensor> again = graft::testing::run_graph(*wrap_fused(*sample_graph(3)), {random_of(DType::float32, {3, 1, 5}, 1), inputs[1]}, {"verify"});
+  std::string err = ::testing::internal::GetCapturedStderr();
+  cache.set_fail_compiles_for_testing(false);
+  cache.clear_memory();
+  std::vector<Tensor> want = graft::testing::run_graph(*plain, inputs);
+  EXPECT_TRUE(close_enough(got[0], want[0], 1e-6, 1e-7));
+  EXPECT_TRUE(close_enough(got[1], want[1], 0, 0));
+  if (!cache.cpu_key(lower_body(*plain).ir).empty() && !std::getenv("GRAFT_JIT")) {
+    EXPECT_NE(err.find("JIT compilation of a fused kernel failed"), std::string::npos) << err;
+    size_t first = err.find("warning");
+    EXPECT_EQ(err.find("warning", first + 1), std::string::npos) << "warned twice: " << err;
+  }
+}
+
+TEST(FuseBackend, JitDisabledByEnvironmentUsesInterpreter) {
+  ScopedEnv jit("GRAFT_JIT", "0");
+  auto runner = CompileCache::global().cpu_runner(lower_body(*sample_graph(2)).ir);
+  EXPECT_STREQ(runner->kind(), "interpreter");
+}
+
+TEST(FuseBackend, InvalidEnvironmentValuesNameTheVariable) {
+  auto ir = lower_body(*sample_graph(2)).ir;
+  {
+    ScopedEnv jit("GRAFT_JIT", "yes");
+    try {
+      CompileCache::global().cpu_runner(ir);
+      FAIL() << "no error";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
+      EXPECT_NE(std::string(e.what()).find("GRAFT_JIT"), std::string::npos);
+    }
+  }
+  if (CompileCache::global().cpu_key(ir).empty()) GTEST_SKIP() << "built without LLVM";
+  ScopedEnv dir("GRAFT_CACHE_DIR", "/proc/version");
+  try {
+    CompileCache::global().cpu_runner(ir);
+    FAIL() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("GRAFT_CACHE_DIR"), std::string::npos);
+  }
+}
+
+TEST(FuseBackend, SavedModuleLoadsAndRuns) {
+  auto plain = sample_graph(2);
+  auto module = runtime::get_backend("fuse").compile(*plain, {});
+  std::ostringstream saved;
+  module->save(saved);
+  std::istringstream in(saved.str());
+  auto loaded = runtime::load_module("fuse", in, *plain);
+  std::vector<Tensor> inputs = {random_of(DType::float32, {2, 1, 5}, 3), random_of(DType::float32, {4, 1}, 4)};
+  runtime::BufferPool pool;
+  runtime::ModuleRunContext context{pool, 2};
+  std::vector<Tensor> got = loaded->run(inputs, context);
+  std::vector<Tensor> want = graft::testing::run_graph(*plain, inputs);
+  EXPECT_TRUE(close_enough(got[0], want[0], 1e-5, 1e-6));
+  std::string bytes = saved.str();
+  for (size_t cut : {size_t(2), size_t(9), bytes.size() / 2}) {
+    std::istringstream truncated(bytes.substr(0, cut));
+    EXPECT_THROW(runtime::load_module("fuse", truncated, *plain), Error) << cut;
+  }
+}
+
+}  // namespace
+}  // namespace graft::codegen

@@ -1,0 +1,100 @@
+// Helpers for the partition tests: properties built from predicates, running
+// a graph with the executor, and the structural guarantees every partitioning
+// must meet.
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <set>
+
+#include "graft/ir/indexed_graph.h"
+#include "graft/ir/type_inference.h"
+#include "graft/ir/verify.h"
+#include "graft/partition/convexity.h"
+#include "graft/partition/partitioner.h"
+#include "graft/runtime/executor.h"
+
+namespace graft::testing {
+
+/// A selector answering from predicates (default: grow to every selected node).
+class PredicateSelector : public partition::SubgraphSelector {
+ public:
+  using NodePredicate = std::function<bool(const ir::Node&)>;
+  using EdgePredicate = std::function<bool(const ir::Node&, const ir::Node&)>;
+  PredicateSelector(NodePredicate select, EdgePredicate input, EdgePredicate output)
+      : select_(std::move(select)), input_(std::move(input)), output_(std::move(output)) {}
+  bool Select(const ir::Node& n) override { return select_(n); }
+  bool SelectInput(const ir::Node& cur, const ir::Node& producer) override { return input_(cur, producer); }
+  bool SelectOutput(const ir::Node& cur, const ir::Node& consumer) override { return output_(cur, consumer); }
+
+ private:
+  NodePredicate select_;
+  EdgePredicate input_, output_;
+};
+
+/// A property whose selectors come from a factory.
+class LambdaProperty : public partition::SubgraphProperty {
+ public:
+  using Factory = std::function<std::unique_ptr<partition::SubgraphSelector>()>;
+  explicit LambdaProperty(Factory factory, size_t min_size = 1) : factory_(std::move(factory)), min_size_(min_size) {}
+  std::unique_ptr<partition::SubgraphSelector> CreateSubgraphSelector() const override { return factory_(); }
+  size_t MinSubgraphSize() const override { return min_size_; }
+
+ private:
+  Factory factory_;
+  size_t min_size_;
+};
+
+/// A property selecting the nodes for which `pick` holds, growing through every edge to such nodes.
+inline std::shared_ptr<partition::SubgraphProperty> predicate_property(const std::string& name,
+                                                                       std::function<bool(const ir::Node&)> pick,
+                                                                       size_t min_size = 1) {
+  auto property = std::make_shared<LambdaProperty>(
+      [pick] {
+        return std::make_unique<PredicateSelector>(
+            pick, [pick](const ir::Node&, const ir::Node& p) { return pick(p); },
+            [pick](const ir::Node&, const ir::Node& c) { return pick(c); });
+      },
+      min_size);
+  property->set_backend_name(name);
+  return property;
+}
+
+/// Runs `graph` with graft's executor (subgraph nodes run their bodies).
+inline std::vector<Tensor> execute(const ir::Graph& graph, const std::vector<Tensor>& inputs) {
+  runtime::Executor executor(graph);
+  runtime::BufferPool pool;
+  runtime::RunOptions options;
+  return executor.run(inputs, pool, options);
+}
+
+/// Asserts the guarantees of a partitioned graph: verify() passes; every
+/// subgraph node's body is non-empty; in the original graph each reported
+/// subgraph is connected and convex, the subgraphs are disjoint, and
+/// contracting them all at once makes no cycle; every node is accounted for.
+inline void expect_partition_guarantees(const ir::Graph& original, const ir::Graph& partitioned,
+                                        const partition::PartitionReport& report) {
+  ASSERT_NO_THROW(ir::verify(partitioned));
+  ir::IndexedGraph indexed(original);
+  ASSERT_EQ(report.nodes.size(), indexed.num_nodes());
+  std::vector<int32_t> group_of(indexed.num_nodes(), -1);
+  std::vector<std::vector<uint32_t>> members(report.subgraphs.size());
+  for (uint32_t id = 0; id < indexed.num_nodes(); ++id) {
+    int s = report.nodes[id].subgraph;
+    if (s < 0) continue;
+    group_of[id] = s;
+    members[static_cast<size_t>(s)].push_back(id);
+  }
+  for (size_t s = 0; s < members.size(); ++s) {
+    ASSERT_EQ(members[s].size(), report.subgraphs[s].nodes.size()) << "subgraph " << s << " is not disjoint";
+    EXPECT_TRUE(partition::is_connected(indexed, members[s])) << "subgraph " << s << " is not connected";
+    EXPECT_TRUE(partition::is_convex(indexed, members[s])) << "subgraph " << s << " is not convex";
+  }
+  EXPECT_TRUE(partition::check_contraction(indexed, group_of).acyclic);
+  size_t subgraph_nodes = 0;
+  for (const auto& node : partitioned.nodes()) subgraph_nodes += node->op_type() == "graft.Subgraph" && node->subgraph;
+  EXPECT_GE(subgraph_nodes, report.subgraphs.size());
+}
+
+}  // namespace graft::testing
