@@ -218,7 +218,8 @@ class Builder {
   // A view of `slot`'s bytes with another descriptor of the same size.
   int view(int slot, const memory::desc& desc) {
     if (program_.slots[slot].desc == desc) return slot;
-    GRAFT_CHECK(desc.get_size() <= program_.slots[slot].desc.get_size(), "dnnl view larger than its slot");
+    GRAFT_CHECK(desc.data.offset0 != 0 || desc.get_size() <= program_.slots[slot].desc.get_size(),
+                "dnnl view larger than its slot");
     int root = program_.slots[slot].root >= 0 ? program_.slots[slot].root : slot;
     int v = add_slot(desc, program_.slots[root].kind, program_.slots[root].index);
     program_.slots[v].root = root;
@@ -833,6 +834,7 @@ class Builder {
     else if (op == "Concat") result = emit_concat(node);
     else if (op == "Flatten" || op == "Reshape") result = emit_reshape(node);
     else if (op == "Transpose") result = emit_transpose(node);
+    else if (op == "Slice") result = emit_slice(node);
     else if (binary_algorithm(op) != algorithm::undef) result = emit_binary(node);
     else if (std::vector<PostOp> ops = eltwise_ops(node); !ops.empty()) result = emit_eltwise(node, ops);
     else fail(ErrorKind::unsupported, "dnnl backend: ", node.describe(), " has no lowering");
@@ -1040,6 +1042,31 @@ class Builder {
       out_strides.push_back(st[static_cast<size_t>(p)]);
     }
     return view(src, memory::desc(out_dims, memory::data_type::f32, out_strides));
+  }
+
+  // A unit-step Slice is a view of part of a plain buffer (a descriptor with an offset).
+  int emit_slice(const ir::Node& node) {
+    int src = as_plain(slot_of(input(node, 0)), node.name);
+    Dims x = program_.slots[src].desc.dims();
+    Dims out = dims_of(node.output_types[0]);
+    std::vector<int64_t> starts, axes;
+    if (node.opset_version < 10) {
+      starts = node.attributes.get_ints("starts");
+      axes = node.attributes.get_ints("axes", {});
+    } else {
+      starts = indexed_.node(input(node, 1).node_id).constant_value.to_int64_vector();
+      if (has_input(node, 3)) axes = indexed_.node(input(node, 3).node_id).constant_value.to_int64_vector();
+    }
+    if (axes.empty())
+      for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+    Dims offsets(x.size(), 0);
+    for (size_t i = 0; i < axes.size(); ++i) {
+      int64_t axis = axes[i] < 0 ? axes[i] + static_cast<int64_t>(x.size()) : axes[i];
+      int64_t extent = x[static_cast<size_t>(axis)];
+      int64_t start = starts[i] < 0 ? starts[i] + extent : starts[i];
+      offsets[static_cast<size_t>(axis)] = std::clamp<int64_t>(start, 0, extent);
+    }
+    return view(src, program_.slots[src].desc.submemory_desc(out, offsets));
   }
 
   int emit_reshape(const ir::Node& node) {

@@ -299,3 +299,27 @@ TEST(DnnlPostOps, BatchNormReluIsOnePrimitive) {
 
 }  // namespace
 }  // namespace graft::testing
+
+namespace graft::testing {
+namespace {
+
+// torch's fused in-projection: one MatMul, then Slices into q, k, v.
+TEST(DnnlOps, SlicesOfAProjection) {
+  Case c;
+  Value x = c.input({2, 5, 8});
+  Value qkv = c.op("MatMul", {x, c.constant({8, 24})});
+  auto slice = [&](int64_t begin, int64_t end) {
+    Value starts = c.graph->add_constant("st" + std::to_string(begin), Tensor::from_vector<int64_t>({begin}, {1}))->output(0);
+    Value ends = c.graph->add_constant("en" + std::to_string(begin), Tensor::from_vector<int64_t>({end}, {1}))->output(0);
+    Value axes = c.graph->add_constant("ax" + std::to_string(begin), Tensor::from_vector<int64_t>({-1}, {1}))->output(0);
+    return c.op("Slice", {qkv, starts, ends, axes});
+  };
+  Value q = slice(0, 8), k = slice(8, 16), v = slice(16, 24);
+  Value middle = c.op("Slice", {x, c.graph->add_constant("s", Tensor::from_vector<int64_t>({1, 2}, {2}))->output(0),
+                                c.graph->add_constant("e", Tensor::from_vector<int64_t>({4, 7}, {2}))->output(0),
+                                c.graph->add_constant("a", Tensor::from_vector<int64_t>({1, 2}, {2}))->output(0)});
+  c.check({c.op("Add", {q, k}), c.op("Relu", {v}), middle});
+}
+
+}  // namespace
+}  // namespace graft::testing
