@@ -206,6 +206,8 @@ class Builder {
 
   // ---- slots ----
   int add_slot(const memory::desc& desc, SlotKind kind = SlotKind::arena, int index = -1) {
+    // A buffer of its own starts at its first byte; only views carry offsets.
+    GRAFT_CHECK(desc.data.offset0 == 0, "dnnl: a new buffer with an offset descriptor");
     Slot s;
     s.desc = desc;
     s.kind = kind;
@@ -221,8 +223,14 @@ class Builder {
     GRAFT_CHECK(desc.data.offset0 != 0 || desc.get_size() <= program_.slots[slot].desc.get_size(),
                 "dnnl view larger than its slot");
     int root = program_.slots[slot].root >= 0 ? program_.slots[slot].root : slot;
-    int v = add_slot(desc, program_.slots[root].kind, program_.slots[root].index);
-    program_.slots[v].root = root;
+    Slot s;
+    s.desc = desc;
+    s.kind = program_.slots[root].kind;
+    s.index = program_.slots[root].index;
+    s.root = root;
+    program_.slots.push_back(s);
+    converted_.emplace_back();
+    int v = static_cast<int>(program_.slots.size()) - 1;
     program_.slots[root].has_views = true;
     return v;
   }
@@ -294,6 +302,16 @@ class Builder {
     }
     converted_[slot].push_back({desc, result});
     return result;
+  }
+  // `slot` itself when its descriptor covers its bytes densely from offset 0
+  // (plain, blocked, or a permutation), else a plain copy: the views of a
+  // Slice, Split or Gather, whose descriptors primitives would copy to their
+  // destinations.
+  int dense(int slot, const std::string& label) {
+    const memory::desc& d = program_.slots[slot].desc;
+    int64_t elements = product(d.dims(), 0, d.dims().size());
+    if (d.data.offset0 == 0 && d.get_size() == static_cast<size_t>(elements) * sizeof(float)) return slot;
+    return as_plain(slot, label);
   }
   int as_plain(int slot, const std::string& label) { return as_desc(slot, plain_desc(program_.slots[slot].desc.dims()), label); }
 
@@ -464,7 +482,7 @@ class Builder {
           [[fallthrough]];
         }
         case PostOp::Kind::binary: {
-          int other = slot_of(p.other);
+          int other = dense(slot_of(p.other), label);
           Dims od = expand_rank(dims(p.other), dst_dims.size());
           int src1 = program_.slots[other].desc.dims() == od && od == dst_dims
                          ? other
@@ -835,6 +853,8 @@ class Builder {
     else if (op == "Flatten" || op == "Reshape") result = emit_reshape(node);
     else if (op == "Transpose") result = emit_transpose(node);
     else if (op == "Slice") result = emit_slice(node);
+    else if (op == "Split") result = emit_split(id);
+    else if (op == "Gather") result = emit_gather(node);
     else if (binary_algorithm(op) != algorithm::undef) result = emit_binary(node);
     else if (std::vector<PostOp> ops = eltwise_ops(node); !ops.empty()) result = emit_eltwise(node, ops);
     else fail(ErrorKind::unsupported, "dnnl backend: ", node.describe(), " has no lowering");
@@ -843,6 +863,7 @@ class Builder {
 
   int emit_eltwise(const ir::Node& node, const std::vector<PostOp>& ops, int src = -1) {
     if (src < 0) src = slot_of(input(node, 0));
+    src = dense(src, node.name);
     for (const PostOp& p : ops) {
       dnnl::eltwise_forward::primitive_desc pd(
           dnnl::eltwise_forward::desc(prop_kind::forward_inference, p.alg, program_.slots[src].desc, p.alpha, p.beta),
@@ -869,7 +890,7 @@ class Builder {
                             slot_of(x));
     }
     if (dims(a) != out) std::swap(a, b);  // commutative (the checker guarantees it)
-    int src0 = slot_of(a);
+    int src0 = dense(slot_of(a), node.name);
     int src1 = slot_of(b);
     Dims bd = expand_rank(dims(b), out.size());
     if (bd == out) src1 = as_desc(src1, program_.slots[src0].desc, node.name);
@@ -914,7 +935,7 @@ class Builder {
 
   int pool(const ir::Node& node, algorithm alg, const Dims& out, const Dims& strides, const Dims& kernel,
            const Dims& dilation, const Dims& pad_l, const Dims& pad_r) {
-    int src = slot_of(input(node, 0));
+    int src = dense(slot_of(input(node, 0)), node.name);
     dnnl::pooling_v2_forward::primitive_desc pd(
         dnnl::pooling_v2_forward::desc(prop_kind::forward_inference, alg, program_.slots[src].desc, any_desc(out),
                                        strides, kernel, dilation, pad_l, pad_r),
@@ -929,7 +950,7 @@ class Builder {
   int vector_slot(Entry e, int64_t n, const std::string& label) { return view(as_plain(slot_of(e), label), plain_desc({n})); }
 
   int emit_batch_norm(const ir::Node& node, bool fuse_relu = false) {
-    int src = slot_of(input(node, 0));
+    int src = dense(slot_of(input(node, 0)), node.name);
     int64_t channels = dims(input(node, 0))[1];
     auto flags = dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
                  dnnl::normalization_flags::use_shift;
@@ -951,7 +972,7 @@ class Builder {
   }
 
   int emit_lrn(const ir::Node& node) {
-    int src = slot_of(input(node, 0));
+    int src = dense(slot_of(input(node, 0)), node.name);
     const ir::Attributes& a = node.attributes;
     dnnl::lrn_forward::primitive_desc pd(
         dnnl::lrn_forward::desc(prop_kind::forward_inference, algorithm::lrn_across_channels, program_.slots[src].desc,
@@ -1015,7 +1036,7 @@ class Builder {
     std::vector<int> srcs;
     std::vector<memory::desc> descs;
     for (size_t i = 0; i < node.inputs.size(); ++i) {
-      srcs.push_back(slot_of(input(node, i)));
+      srcs.push_back(dense(slot_of(input(node, i)), node.name));
       descs.push_back(program_.slots[srcs.back()].desc);
     }
     dnnl::concat::primitive_desc pd(static_cast<int>(axis), descs, program_.engine, new_attr());
@@ -1067,6 +1088,54 @@ class Builder {
       offsets[static_cast<size_t>(axis)] = std::clamp<int64_t>(start, 0, extent);
     }
     return view(src, program_.slots[src].desc.submemory_desc(out, offsets));
+  }
+
+  // Split: each output is an offset view of the plain input.
+  int emit_split(uint32_t id) {
+    const ir::Node& node = indexed_.node(id);
+    int src = as_plain(slot_of(input(node, 0)), node.name);
+    Dims x = program_.slots[src].desc.dims();
+    int64_t axis = node.attributes.get_int("axis", 0);
+    if (axis < 0) axis += static_cast<int64_t>(x.size());
+    Dims offsets(x.size(), 0);
+    int first = -1;
+    for (int k = 0; k < node.num_outputs(); ++k) {
+      Dims out = dims_of(node.output_types[k]);
+      int v = view(src, program_.slots[src].desc.submemory_desc(out, offsets));
+      offsets[static_cast<size_t>(axis)] += out[static_cast<size_t>(axis)];
+      if (k == 0) first = v;
+      else entry_slot_[indexed_.entry_id(id, static_cast<uint32_t>(k))] = v;
+    }
+    return first;
+  }
+
+  // Gather of one constant index: a view of that plane (the axis dropped for a scalar index).
+  int emit_gather(const ir::Node& node) {
+    int src = as_plain(slot_of(input(node, 0)), node.name);
+    const memory::desc& from = program_.slots[src].desc;
+    Dims x = from.dims();
+    Dims st(from.data.format_desc.blocking.strides, from.data.format_desc.blocking.strides + x.size());
+    const Tensor& indices = indexed_.node(input(node, 1).node_id).constant_value;
+    int64_t axis = node.attributes.get_int("axis", 0);
+    if (axis < 0) axis += static_cast<int64_t>(x.size());
+    int64_t index = indices.value_as_int64(0);
+    if (index < 0) index += x[static_cast<size_t>(axis)];
+    if (index < 0 || index >= x[static_cast<size_t>(axis)])
+      fail(ErrorKind::invalid_model, "dnnl backend: ", node.describe(), ": index ", indices.value_as_int64(0),
+           " is out of range for extent ", x[static_cast<size_t>(axis)]);
+    Dims dims, strides;
+    for (size_t d = 0; d < x.size(); ++d) {
+      if (static_cast<int64_t>(d) == axis && indices.rank() == 0) continue;
+      dims.push_back(static_cast<int64_t>(d) == axis ? 1 : x[d]);
+      strides.push_back(st[d]);
+    }
+    if (dims.empty()) {
+      dims = {1};
+      strides = {1};
+    }
+    memory::desc md(dims, memory::data_type::f32, strides);
+    md.data.offset0 = from.data.offset0 + index * st[static_cast<size_t>(axis)];
+    return view(src, md);
   }
 
   int emit_reshape(const ir::Node& node) {

@@ -323,3 +323,24 @@ TEST(DnnlOps, SlicesOfAProjection) {
 
 }  // namespace
 }  // namespace graft::testing
+
+namespace graft::testing {
+namespace {
+
+// A GRU cell as exported: Gather of one time step, a Gemm, Split of its gates.
+TEST(DnnlOps, GatherStepAndSplitGates) {
+  Case c;
+  Value x = c.input({2, 4, 6});
+  Value step = c.op("Gather", {x, c.graph->add_constant("t", Tensor::from_vector<int64_t>({1}, {}))->output(0)});
+  Value last = c.op("Gather", {x, c.graph->add_constant("l", Tensor::from_vector<int64_t>({-1}, {1}))->output(0)},
+                    one_int("axis", 2));
+  Value gates = c.op("Gemm", {step, c.constant({9, 6}), c.constant({9})}, one_int("transB", 1));
+  ir::Node* split = c.graph->add_node("Split", {gates}, 3, "split");
+  split->attributes.set("axis", int64_t{1});
+  Value z = c.op("Sigmoid", {split->output(0)});
+  Value r = c.op("Mul", {split->output(1), z});
+  c.check({c.op("Add", {c.op("Tanh", {split->output(2)}), r}), last, step});
+}
+
+}  // namespace
+}  // namespace graft::testing
