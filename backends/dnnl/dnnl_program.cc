@@ -66,6 +66,12 @@ int64_t product(const Dims& dims, size_t begin, size_t end) {
 }
 
 bool is_plain(const memory::desc& desc) { return desc == plain_desc(desc.dims()); }
+// The outer strides of a blocked-format descriptor, one per dimension.
+Dims strides_of(const memory::desc& desc) {
+  const auto& blocking = desc.data.format_desc.blocking;
+  return Dims(blocking.strides, blocking.strides + desc.data.ndims);
+}
+
 // Plain or strided (any order of dimensions), without inner blocks.
 bool is_unblocked(const memory::desc& desc) {
   return desc.data.format_kind == dnnl_blocked && desc.data.format_desc.blocking.inner_nblks == 0 &&
@@ -744,7 +750,7 @@ class Builder {
       if (!is_unblocked(program_.slots[slot].desc)) slot = as_plain(slot, label);
       const memory::desc& from = program_.slots[slot].desc;
       Dims d = from.dims();
-      Dims st(from.data.format_desc.blocking.strides, from.data.format_desc.blocking.strides + d.size());
+      Dims st = strides_of(from);
       while (d.size() < rank) {
         st.insert(st.begin(), d[0] * st[0]);
         d.insert(d.begin(), 1);
@@ -1053,7 +1059,7 @@ class Builder {
     if (!is_unblocked(program_.slots[src].desc)) src = as_plain(src, node.name);
     const memory::desc& from = program_.slots[src].desc;
     Dims d = from.dims();
-    Dims st(from.data.format_desc.blocking.strides, from.data.format_desc.blocking.strides + d.size());
+    Dims st = strides_of(from);
     std::vector<int64_t> perm(d.size());
     for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int64_t>(perm.size() - 1 - i);
     perm = node.attributes.get_ints("perm", perm);
@@ -1114,7 +1120,7 @@ class Builder {
     int src = as_plain(slot_of(input(node, 0)), node.name);
     const memory::desc& from = program_.slots[src].desc;
     Dims x = from.dims();
-    Dims st(from.data.format_desc.blocking.strides, from.data.format_desc.blocking.strides + x.size());
+    Dims st = strides_of(from);
     const Tensor& indices = indexed_.node(input(node, 1).node_id).constant_value;
     int64_t axis = node.attributes.get_int("axis", 0);
     if (axis < 0) axis += static_cast<int64_t>(x.size());

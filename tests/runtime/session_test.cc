@@ -85,7 +85,9 @@ TEST(Session, ReusesBuffersAndReportsPeak) {
   Value v = x->output(0);
   for (int i = 0; i < 8; ++i) v = g->add_node(i % 2 ? "Neg" : "Exp", {v}, 1, "op" + std::to_string(i))->output(0);
   g->add_output(v, "y");
-  runtime::Session s(std::move(g));
+  runtime::SessionOptions options;
+  options.backends = {"ref"};  // the executor's own in-place reuse, node by node
+  runtime::Session s(std::move(g), options);
   runtime::RunStats stats;
   s.run({random_tensor({262144}, 3)}, &stats);
   EXPECT_EQ(stats.memory.allocations, 1u);

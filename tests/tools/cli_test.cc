@@ -359,7 +359,7 @@ TEST_F(CliTest, OnnxTestMissingFolder) {
 }  // namespace
 
 TEST_F(CliTest, PartitionReportsEveryNodeAsTextJsonAndDot) {
-  CommandResult text = graft("partition " + quote(mlp_));
+  CommandResult text = graft("partition " + quote(mlp_) + " --backends ref");
   ASSERT_EQ(text.exit_code, 0) << text.err;
   EXPECT_EQ(text.out.rfind("partition: ref 5 nodes\n", 0), 0u) << text.out;
   EXPECT_NE(text.out.find("/layers/layers.1/Relu (Relu) -> ref"), std::string::npos) << text.out;
@@ -379,7 +379,7 @@ TEST_F(CliTest, RunReportPrintsThePartitionSummary) {
 }
 
 TEST_F(CliTest, PartitionErrorsAreOneLine) {
-  expect_one_line_error(graft("partition " + quote(mlp_) + " --backends ref,tpu"), "unknown backend 'tpu' (available: ref",
+  expect_one_line_error(graft("partition " + quote(mlp_) + " --backends ref,tpu"), "unknown backend 'tpu' (available: ",
                         "unknown backend");
   expect_one_line_error(graft("run " + quote(mlp_) + " --backends ,ref"), "empty name", "empty backend name");
   expect_one_line_error(graft("partition " + quote(mlp_), "GRAFT_BACKENDS=nope"), "unknown backend 'nope'",

@@ -53,6 +53,7 @@ class ProfileCliTest : public ::testing::Test {
   static size_t nodes_per_run() {
     graft::runtime::SessionOptions options;
     options.profile = true;
+    options.backends = {"ref"};
     graft::runtime::Session session(mlp_, options);
     graft::runtime::RunStats stats;
     session.run({graft::Tensor(graft::DType::float32, {1, 784})}, &stats);
@@ -64,7 +65,7 @@ class ProfileCliTest : public ::testing::Test {
 };
 
 TEST_F(ProfileCliTest, PrintsTablesByBackendOpTypeAndNode) {
-  Result r = graft("run '" + mlp_ + "' --profile --repeat 3");
+  Result r = graft("run '" + mlp_ + "' --profile --repeat 3 --backends ref");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("profile: 3 runs, " + std::to_string(nodes_per_run()) + " nodes per run"), std::string::npos)
       << r.out;
@@ -79,7 +80,7 @@ TEST_F(ProfileCliTest, PrintsTablesByBackendOpTypeAndNode) {
 
 TEST_F(ProfileCliTest, TraceHasOneCompleteEventPerNodePerRun) {
   std::string trace_path = (dir_ / "trace.json").string();
-  Result r = graft("run '" + mlp_ + "' --repeat 2 --trace '" + trace_path + "'");
+  Result r = graft("run '" + mlp_ + "' --repeat 2 --backends ref --trace '" + trace_path + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.find("by op type:"), std::string::npos) << "--trace alone prints no table";
   EXPECT_NE(r.out.find("wrote trace"), std::string::npos) << r.out;
