@@ -350,7 +350,7 @@ class Builder {
     if (consumers.size() != 1) return -1;
     int uses = 0;
     for (Entry e : indexed_.inputs(consumers[0])) uses += e.node_id == id ? 1 : 0;
-    return uses == 1 ? consumers[0] : -1;
+    return uses == 1 ? static_cast<int64_t>(consumers[0]) : int64_t{-1};
   }
 
   void form_groups() {

@@ -344,3 +344,18 @@ TEST(DnnlOps, GatherStepAndSplitGates) {
 
 }  // namespace
 }  // namespace graft::testing
+
+namespace graft::testing {
+namespace {
+
+// A conv output read twice by one consumer (x * x) stops the post-op chain.
+TEST(DnnlPostOps, ValueReadTwiceByOneNodeIsNotAPostOp) {
+  Case c;
+  Value x = c.input({1, 8, 5, 5});
+  Value conv = c.op("Conv", {x, c.constant({8, 8, 3, 3})}, ints("pads", {1, 1, 1, 1}));
+  auto stats = c.check({c.op("Relu", {c.op("Mul", {conv, conv})})});
+  EXPECT_EQ(stats.fused_nodes, 0);
+}
+
+}  // namespace
+}  // namespace graft::testing
