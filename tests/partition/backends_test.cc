@@ -154,7 +154,7 @@ TEST(BackendOrder, SessionRejectsUnknownBackends) {
 TEST(BackendOrder, OnlyRefChangesNothing) {
   runtime::SessionOptions options;
   options.backends = {"ref"};
-  options.fusion = false;
+  options.fusion = false;  // partitioning alone
   auto g = chain();
   size_t nodes = g->num_nodes();
   runtime::Session session(std::move(g), options);

@@ -115,8 +115,8 @@ TEST(ProfileReport, SessionRecordsEveryNodeInOrder) {
   options.passes = {"verify", "infer"};
   options.profile = true;
   options.num_threads = 1;
-  options.backends = {"ref"};  // per-node timings of the reference kernels
-  options.fusion = false;
+  options.backends = {"ref"};  // one timing per node: no backend subgraphs,
+  options.fusion = false;      // no fused nodes
   runtime::Session session(relu_chain(), options);
   runtime::RunStats stats;
   session.run({graft::testing::random_tensor({4, 8}, 3)}, &stats);

@@ -86,7 +86,8 @@ TEST(Session, ReusesBuffersAndReportsPeak) {
   for (int i = 0; i < 8; ++i) v = g->add_node(i % 2 ? "Neg" : "Exp", {v}, 1, "op" + std::to_string(i))->output(0);
   g->add_output(v, "y");
   runtime::SessionOptions options;
-  options.backends = {"ref"};  // the executor's own in-place reuse, node by node
+  options.fusion = false;      // the executor's in-place reuse, not one fused kernel
+  options.backends = {"ref"};  // nor a backend's subgraph
   runtime::Session s(std::move(g), options);
   runtime::RunStats stats;
   s.run({random_tensor({262144}, 3)}, &stats);

@@ -12,13 +12,16 @@
 namespace graft::testing {
 
 /// Runs a clone of `graph` with exactly the passes given ({"verify"} = none
-/// that change the graph) and returns the outputs.
+/// that change the graph) and returns the outputs. Nodes run on the
+/// reference kernels (no backend partitions the graph); subgraph nodes the
+/// graph already holds run on their own backends.
 inline std::vector<Tensor> run_graph(const ir::Graph& graph, const std::vector<Tensor>& inputs,
                                      std::vector<std::string> passes = {"verify", "infer"}, int threads = 2) {
   runtime::SessionOptions options;
   options.passes = std::move(passes);
   options.num_threads = threads;
   options.verify_after_each_pass = true;
+  options.backends = {"ref"};
   runtime::Session session(graph.clone(), options);
   return session.run(inputs);
 }
