@@ -66,6 +66,12 @@ int64_t product(const Dims& dims, size_t begin, size_t end) {
 }
 
 bool is_plain(const memory::desc& desc) { return desc == plain_desc(desc.dims()); }
+// The outer strides of a blocked-format descriptor, one per dimension.
+Dims strides_of(const memory::desc& desc) {
+  const auto& blocking = desc.data.format_desc.blocking;
+  return Dims(blocking.strides, blocking.strides + desc.data.ndims);
+}
+
 // Plain or strided (any order of dimensions), without inner blocks.
 bool is_unblocked(const memory::desc& desc) {
   return desc.data.format_kind == dnnl_blocked && desc.data.format_desc.blocking.inner_nblks == 0 &&
@@ -206,6 +212,8 @@ class Builder {
 
   // ---- slots ----
   int add_slot(const memory::desc& desc, SlotKind kind = SlotKind::arena, int index = -1) {
+    // A buffer of its own starts at its first byte; only views carry offsets.
+    GRAFT_CHECK(desc.data.offset0 == 0, "dnnl: a new buffer with an offset descriptor");
     Slot s;
     s.desc = desc;
     s.kind = kind;
@@ -218,10 +226,17 @@ class Builder {
   // A view of `slot`'s bytes with another descriptor of the same size.
   int view(int slot, const memory::desc& desc) {
     if (program_.slots[slot].desc == desc) return slot;
-    GRAFT_CHECK(desc.get_size() <= program_.slots[slot].desc.get_size(), "dnnl view larger than its slot");
+    GRAFT_CHECK(desc.data.offset0 != 0 || desc.get_size() <= program_.slots[slot].desc.get_size(),
+                "dnnl view larger than its slot");
     int root = program_.slots[slot].root >= 0 ? program_.slots[slot].root : slot;
-    int v = add_slot(desc, program_.slots[root].kind, program_.slots[root].index);
-    program_.slots[v].root = root;
+    Slot s;
+    s.desc = desc;
+    s.kind = program_.slots[root].kind;
+    s.index = program_.slots[root].index;
+    s.root = root;
+    program_.slots.push_back(s);
+    converted_.emplace_back();
+    int v = static_cast<int>(program_.slots.size()) - 1;
     program_.slots[root].has_views = true;
     return v;
   }
@@ -294,6 +309,16 @@ class Builder {
     converted_[slot].push_back({desc, result});
     return result;
   }
+  // `slot` itself when its descriptor covers its bytes densely from offset 0
+  // (plain, blocked, or a permutation), else a plain copy: the views of a
+  // Slice, Split or Gather, whose descriptors primitives would copy to their
+  // destinations.
+  int dense(int slot, const std::string& label) {
+    const memory::desc& d = program_.slots[slot].desc;
+    int64_t elements = product(d.dims(), 0, d.dims().size());
+    if (d.data.offset0 == 0 && d.get_size() == static_cast<size_t>(elements) * sizeof(float)) return slot;
+    return as_plain(slot, label);
+  }
   int as_plain(int slot, const std::string& label) { return as_desc(slot, plain_desc(program_.slots[slot].desc.dims()), label); }
 
   void add_reorder(int from, int to, const std::string& label) {
@@ -325,7 +350,7 @@ class Builder {
     if (consumers.size() != 1) return -1;
     int uses = 0;
     for (Entry e : indexed_.inputs(consumers[0])) uses += e.node_id == id ? 1 : 0;
-    return uses == 1 ? consumers[0] : -1;
+    return uses == 1 ? static_cast<int64_t>(consumers[0]) : int64_t{-1};
   }
 
   void form_groups() {
@@ -335,11 +360,27 @@ class Builder {
       g.anchor = g.last = id;
       g.members = {id};
       grow(g);
-      int index = static_cast<int>(groups_.size());
-      for (uint32_t m : g.members) group_of_[m] = index;
-      program_.fused_nodes += static_cast<int>(g.members.size()) - 1;
-      groups_.push_back(std::move(g));
+      add_group(std::move(g));
     }
+    // A standalone BatchNormalization followed by Relu: one primitive (fuse_norm_relu).
+    for (uint32_t id = 0; id < indexed_.num_nodes(); ++id) {
+      if (indexed_.node(id).op_type() != "BatchNormalization" || group_of_[id] >= 0) continue;
+      if (is_output_[indexed_.entry_id(id, 0)]) continue;
+      int64_t next = only_consumer(id);
+      if (next < 0 || indexed_.node(next).op_type() != "Relu" || group_of_[next] >= 0) continue;
+      Group g;
+      g.anchor = id;
+      g.last = static_cast<uint32_t>(next);
+      g.members = {id, g.last};
+      add_group(std::move(g));
+    }
+  }
+
+  void add_group(Group g) {
+    int index = static_cast<int>(groups_.size());
+    for (uint32_t m : g.members) group_of_[m] = index;
+    program_.fused_nodes += static_cast<int>(g.members.size()) - 1;
+    groups_.push_back(std::move(g));
   }
 
   void grow(Group& g) {
@@ -447,7 +488,7 @@ class Builder {
           [[fallthrough]];
         }
         case PostOp::Kind::binary: {
-          int other = slot_of(p.other);
+          int other = dense(slot_of(p.other), label);
           Dims od = expand_rank(dims(p.other), dst_dims.size());
           int src1 = program_.slots[other].desc.dims() == od && od == dst_dims
                          ? other
@@ -482,6 +523,7 @@ class Builder {
     int result;
     if (op == "Conv") result = emit_conv(g, label);
     else if (op == "ConvTranspose") result = emit_conv_transpose(g, label);
+    else if (op == "BatchNormalization") result = emit_batch_norm(anchor, true);
     else result = emit_matmul(g, label);
     for (uint32_t m : g.members) emitted_[m] = true;
     entry_slot_[indexed_.entry_id(g.last, 0)] = result;
@@ -708,7 +750,7 @@ class Builder {
       if (!is_unblocked(program_.slots[slot].desc)) slot = as_plain(slot, label);
       const memory::desc& from = program_.slots[slot].desc;
       Dims d = from.dims();
-      Dims st(from.data.format_desc.blocking.strides, from.data.format_desc.blocking.strides + d.size());
+      Dims st = strides_of(from);
       while (d.size() < rank) {
         st.insert(st.begin(), d[0] * st[0]);
         d.insert(d.begin(), 1);
@@ -816,6 +858,9 @@ class Builder {
     else if (op == "Concat") result = emit_concat(node);
     else if (op == "Flatten" || op == "Reshape") result = emit_reshape(node);
     else if (op == "Transpose") result = emit_transpose(node);
+    else if (op == "Slice") result = emit_slice(node);
+    else if (op == "Split") result = emit_split(id);
+    else if (op == "Gather") result = emit_gather(node);
     else if (binary_algorithm(op) != algorithm::undef) result = emit_binary(node);
     else if (std::vector<PostOp> ops = eltwise_ops(node); !ops.empty()) result = emit_eltwise(node, ops);
     else fail(ErrorKind::unsupported, "dnnl backend: ", node.describe(), " has no lowering");
@@ -824,6 +869,7 @@ class Builder {
 
   int emit_eltwise(const ir::Node& node, const std::vector<PostOp>& ops, int src = -1) {
     if (src < 0) src = slot_of(input(node, 0));
+    src = dense(src, node.name);
     for (const PostOp& p : ops) {
       dnnl::eltwise_forward::primitive_desc pd(
           dnnl::eltwise_forward::desc(prop_kind::forward_inference, p.alg, program_.slots[src].desc, p.alpha, p.beta),
@@ -850,7 +896,7 @@ class Builder {
                             slot_of(x));
     }
     if (dims(a) != out) std::swap(a, b);  // commutative (the checker guarantees it)
-    int src0 = slot_of(a);
+    int src0 = dense(slot_of(a), node.name);
     int src1 = slot_of(b);
     Dims bd = expand_rank(dims(b), out.size());
     if (bd == out) src1 = as_desc(src1, program_.slots[src0].desc, node.name);
@@ -895,7 +941,7 @@ class Builder {
 
   int pool(const ir::Node& node, algorithm alg, const Dims& out, const Dims& strides, const Dims& kernel,
            const Dims& dilation, const Dims& pad_l, const Dims& pad_r) {
-    int src = slot_of(input(node, 0));
+    int src = dense(slot_of(input(node, 0)), node.name);
     dnnl::pooling_v2_forward::primitive_desc pd(
         dnnl::pooling_v2_forward::desc(prop_kind::forward_inference, alg, program_.slots[src].desc, any_desc(out),
                                        strides, kernel, dilation, pad_l, pad_r),
@@ -909,11 +955,12 @@ class Builder {
   // A 1-D per-channel parameter (constant or activation) as a plain slot of `n` elements.
   int vector_slot(Entry e, int64_t n, const std::string& label) { return view(as_plain(slot_of(e), label), plain_desc({n})); }
 
-  int emit_batch_norm(const ir::Node& node) {
-    int src = slot_of(input(node, 0));
+  int emit_batch_norm(const ir::Node& node, bool fuse_relu = false) {
+    int src = dense(slot_of(input(node, 0)), node.name);
     int64_t channels = dims(input(node, 0))[1];
     auto flags = dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
                  dnnl::normalization_flags::use_shift;
+    if (fuse_relu) flags = flags | dnnl::normalization_flags::fuse_norm_relu;
     dnnl::batch_normalization_forward::primitive_desc pd(
         dnnl::batch_normalization_forward::desc(prop_kind::forward_inference, program_.slots[src].desc,
                                                 node.attributes.get_float("epsilon", 1e-5f), flags),
@@ -931,7 +978,7 @@ class Builder {
   }
 
   int emit_lrn(const ir::Node& node) {
-    int src = slot_of(input(node, 0));
+    int src = dense(slot_of(input(node, 0)), node.name);
     const ir::Attributes& a = node.attributes;
     dnnl::lrn_forward::primitive_desc pd(
         dnnl::lrn_forward::desc(prop_kind::forward_inference, algorithm::lrn_across_channels, program_.slots[src].desc,
@@ -995,7 +1042,7 @@ class Builder {
     std::vector<int> srcs;
     std::vector<memory::desc> descs;
     for (size_t i = 0; i < node.inputs.size(); ++i) {
-      srcs.push_back(slot_of(input(node, i)));
+      srcs.push_back(dense(slot_of(input(node, i)), node.name));
       descs.push_back(program_.slots[srcs.back()].desc);
     }
     dnnl::concat::primitive_desc pd(static_cast<int>(axis), descs, program_.engine, new_attr());
@@ -1012,7 +1059,7 @@ class Builder {
     if (!is_unblocked(program_.slots[src].desc)) src = as_plain(src, node.name);
     const memory::desc& from = program_.slots[src].desc;
     Dims d = from.dims();
-    Dims st(from.data.format_desc.blocking.strides, from.data.format_desc.blocking.strides + d.size());
+    Dims st = strides_of(from);
     std::vector<int64_t> perm(d.size());
     for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int64_t>(perm.size() - 1 - i);
     perm = node.attributes.get_ints("perm", perm);
@@ -1022,6 +1069,79 @@ class Builder {
       out_strides.push_back(st[static_cast<size_t>(p)]);
     }
     return view(src, memory::desc(out_dims, memory::data_type::f32, out_strides));
+  }
+
+  // A unit-step Slice is a view of part of a plain buffer (a descriptor with an offset).
+  int emit_slice(const ir::Node& node) {
+    int src = as_plain(slot_of(input(node, 0)), node.name);
+    Dims x = program_.slots[src].desc.dims();
+    Dims out = dims_of(node.output_types[0]);
+    std::vector<int64_t> starts, axes;
+    if (node.opset_version < 10) {
+      starts = node.attributes.get_ints("starts");
+      axes = node.attributes.get_ints("axes", {});
+    } else {
+      starts = indexed_.node(input(node, 1).node_id).constant_value.to_int64_vector();
+      if (has_input(node, 3)) axes = indexed_.node(input(node, 3).node_id).constant_value.to_int64_vector();
+    }
+    if (axes.empty())
+      for (size_t i = 0; i < starts.size(); ++i) axes.push_back(static_cast<int64_t>(i));
+    Dims offsets(x.size(), 0);
+    for (size_t i = 0; i < axes.size(); ++i) {
+      int64_t axis = axes[i] < 0 ? axes[i] + static_cast<int64_t>(x.size()) : axes[i];
+      int64_t extent = x[static_cast<size_t>(axis)];
+      int64_t start = starts[i] < 0 ? starts[i] + extent : starts[i];
+      offsets[static_cast<size_t>(axis)] = std::clamp<int64_t>(start, 0, extent);
+    }
+    return view(src, program_.slots[src].desc.submemory_desc(out, offsets));
+  }
+
+  // Split: each output is an offset view of the plain input.
+  int emit_split(uint32_t id) {
+    const ir::Node& node = indexed_.node(id);
+    int src = as_plain(slot_of(input(node, 0)), node.name);
+    Dims x = program_.slots[src].desc.dims();
+    int64_t axis = node.attributes.get_int("axis", 0);
+    if (axis < 0) axis += static_cast<int64_t>(x.size());
+    Dims offsets(x.size(), 0);
+    int first = -1;
+    for (int k = 0; k < node.num_outputs(); ++k) {
+      Dims out = dims_of(node.output_types[k]);
+      int v = view(src, program_.slots[src].desc.submemory_desc(out, offsets));
+      offsets[static_cast<size_t>(axis)] += out[static_cast<size_t>(axis)];
+      if (k == 0) first = v;
+      else entry_slot_[indexed_.entry_id(id, static_cast<uint32_t>(k))] = v;
+    }
+    return first;
+  }
+
+  // Gather of one constant index: a view of that plane (the axis dropped for a scalar index).
+  int emit_gather(const ir::Node& node) {
+    int src = as_plain(slot_of(input(node, 0)), node.name);
+    const memory::desc& from = program_.slots[src].desc;
+    Dims x = from.dims();
+    Dims st = strides_of(from);
+    const Tensor& indices = indexed_.node(input(node, 1).node_id).constant_value;
+    int64_t axis = node.attributes.get_int("axis", 0);
+    if (axis < 0) axis += static_cast<int64_t>(x.size());
+    int64_t index = indices.value_as_int64(0);
+    if (index < 0) index += x[static_cast<size_t>(axis)];
+    if (index < 0 || index >= x[static_cast<size_t>(axis)])
+      fail(ErrorKind::invalid_model, "dnnl backend: ", node.describe(), ": index ", indices.value_as_int64(0),
+           " is out of range for extent ", x[static_cast<size_t>(axis)]);
+    Dims dims, strides;
+    for (size_t d = 0; d < x.size(); ++d) {
+      if (static_cast<int64_t>(d) == axis && indices.rank() == 0) continue;
+      dims.push_back(static_cast<int64_t>(d) == axis ? 1 : x[d]);
+      strides.push_back(st[d]);
+    }
+    if (dims.empty()) {
+      dims = {1};
+      strides = {1};
+    }
+    memory::desc md(dims, memory::data_type::f32, strides);
+    md.data.offset0 = from.data.offset0 + index * st[static_cast<size_t>(axis)];
+    return view(src, md);
   }
 
   int emit_reshape(const ir::Node& node) {

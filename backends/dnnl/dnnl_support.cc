@@ -244,6 +244,31 @@ SupportResult check_transpose(const ir::Node& node) {
   return SupportResult::yes();
 }
 
+SupportResult check_slice(const ir::Node& node) {
+  if (node.opset_version < 10) return SupportResult::yes();
+  for (size_t i = 1; i < node.inputs.size(); ++i)
+    if (has_input(node, i) && !is_constant_input(node, i)) return SupportResult::no("starts/ends/axes/steps must be constants");
+  if (!has_input(node, 1)) return SupportResult::no("no starts");
+  if (has_input(node, 4))
+    for (int64_t step : node.inputs[4].node->constant_value.to_int64_vector())
+      if (step != 1) return SupportResult::no("steps other than 1");
+  return SupportResult::yes();
+}
+
+SupportResult check_split(const ir::Node& node) {
+  if (has_input(node, 1) && !is_constant_input(node, 1)) return SupportResult::no("split sizes must be constants");
+  if (rank_of(node, 0) == 0) return SupportResult::no("0-d input");
+  return SupportResult::yes();
+}
+
+SupportResult check_gather(const ir::Node& node) {
+  if (!is_constant_input(node, 1)) return SupportResult::no("indices must be a constant");
+  const Tensor& indices = node.inputs[1].node->constant_value;
+  if (indices.numel() != 1 || indices.rank() > 1) return SupportResult::no("only a single index (a plane) is supported");
+  if (rank_of(node, 0) == 0) return SupportResult::no("0-d data");
+  return SupportResult::yes();
+}
+
 SupportResult always(const ir::Node&) { return SupportResult::yes(); }
 
 using Checker = std::function<SupportResult(const ir::Node&)>;
@@ -282,6 +307,9 @@ const std::map<std::string, Checker>& checkers() {
       {"Flatten", check_reshape},
       {"Reshape", check_reshape},
       {"Transpose", check_transpose},
+      {"Slice", check_slice},
+      {"Split", check_split},
+      {"Gather", check_gather},
   };
   return table;
 }
@@ -303,7 +331,8 @@ SupportResult dnnl_supports(const ir::Node& node) {
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     if (!node.inputs[i]) continue;
     const ir::ValueType& t = input_type(node, i);
-    bool shape_input = node.op_type() == "Reshape" && i == 1;
+    bool shape_input = (node.op_type() == "Reshape" && i == 1) || (node.op_type() == "Slice" && i >= 1) ||
+                       (node.op_type() == "Split" && i == 1) || (node.op_type() == "Gather" && i == 1);
     if (!shape_input && t.dtype != DType::float32) return SupportResult::no("input " + std::to_string(i) + " is not float32");
     if (!t.has_rank) return SupportResult::no("input " + std::to_string(i) + " has unknown rank");
     if (t.dims.size() > kMaxRank) return SupportResult::no("rank above 12");

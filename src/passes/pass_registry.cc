@@ -43,7 +43,7 @@ std::vector<std::string> default_pipeline() {
   // weight changed through the Session would not reach them (the dnnl backend
   // folds BatchNormalization itself and follows weight versions).
   return {"verify",          "infer",     "eliminate-identity", "fold-constants",      "fuse-gelu",
-          "fuse-layer-norm", "simplify-reshapes", "eliminate-dead-code", "infer"};
+          "fuse-layer-norm", "simplify-reshapes", "fold-pad", "eliminate-dead-code", "infer"};
 }
 
 }  // namespace graft::passes

@@ -284,3 +284,78 @@ TEST(DnnlOps, AttentionWithTransposes) {
 
 }  // namespace
 }  // namespace graft::testing
+
+namespace graft::testing {
+namespace {
+
+TEST(DnnlPostOps, BatchNormReluIsOnePrimitive) {
+  Case c;
+  Value x = c.input({2, 16, 5, 5});
+  Value bn = c.op("BatchNormalization", {x, c.constant({16}), c.constant({16}), c.constant({16}), c.constant({16}, true)});
+  auto stats = c.check({c.op("Relu", {bn})});
+  EXPECT_EQ(stats.fused_nodes, 1);
+  EXPECT_EQ(stats.primitives, 1);
+}
+
+}  // namespace
+}  // namespace graft::testing
+
+namespace graft::testing {
+namespace {
+
+// torch's fused in-projection: one MatMul, then Slices into q, k, v.
+TEST(DnnlOps, SlicesOfAProjection) {
+  Case c;
+  Value x = c.input({2, 5, 8});
+  Value qkv = c.op("MatMul", {x, c.constant({8, 24})});
+  auto slice = [&](int64_t begin, int64_t end) {
+    Value starts = c.graph->add_constant("st" + std::to_string(begin), Tensor::from_vector<int64_t>({begin}, {1}))->output(0);
+    Value ends = c.graph->add_constant("en" + std::to_string(begin), Tensor::from_vector<int64_t>({end}, {1}))->output(0);
+    Value axes = c.graph->add_constant("ax" + std::to_string(begin), Tensor::from_vector<int64_t>({-1}, {1}))->output(0);
+    return c.op("Slice", {qkv, starts, ends, axes});
+  };
+  Value q = slice(0, 8), k = slice(8, 16), v = slice(16, 24);
+  Value middle = c.op("Slice", {x, c.graph->add_constant("s", Tensor::from_vector<int64_t>({1, 2}, {2}))->output(0),
+                                c.graph->add_constant("e", Tensor::from_vector<int64_t>({4, 7}, {2}))->output(0),
+                                c.graph->add_constant("a", Tensor::from_vector<int64_t>({1, 2}, {2}))->output(0)});
+  c.check({c.op("Add", {q, k}), c.op("Relu", {v}), middle});
+}
+
+}  // namespace
+}  // namespace graft::testing
+
+namespace graft::testing {
+namespace {
+
+// A GRU cell as exported: Gather of one time step, a Gemm, Split of its gates.
+TEST(DnnlOps, GatherStepAndSplitGates) {
+  Case c;
+  Value x = c.input({2, 4, 6});
+  Value step = c.op("Gather", {x, c.graph->add_constant("t", Tensor::from_vector<int64_t>({1}, {}))->output(0)});
+  Value last = c.op("Gather", {x, c.graph->add_constant("l", Tensor::from_vector<int64_t>({-1}, {1}))->output(0)},
+                    one_int("axis", 2));
+  Value gates = c.op("Gemm", {step, c.constant({9, 6}), c.constant({9})}, one_int("transB", 1));
+  ir::Node* split = c.graph->add_node("Split", {gates}, 3, "split");
+  split->attributes.set("axis", int64_t{1});
+  Value z = c.op("Sigmoid", {split->output(0)});
+  Value r = c.op("Mul", {split->output(1), z});
+  c.check({c.op("Add", {c.op("Tanh", {split->output(2)}), r}), last, step});
+}
+
+}  // namespace
+}  // namespace graft::testing
+
+namespace graft::testing {
+namespace {
+
+// A conv output read twice by one consumer (x * x) stops the post-op chain.
+TEST(DnnlPostOps, ValueReadTwiceByOneNodeIsNotAPostOp) {
+  Case c;
+  Value x = c.input({1, 8, 5, 5});
+  Value conv = c.op("Conv", {x, c.constant({8, 8, 3, 3})}, ints("pads", {1, 1, 1, 1}));
+  auto stats = c.check({c.op("Relu", {c.op("Mul", {conv, conv})})});
+  EXPECT_EQ(stats.fused_nodes, 0);
+}
+
+}  // namespace
+}  // namespace graft::testing

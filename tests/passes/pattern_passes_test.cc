@@ -165,3 +165,33 @@ TEST(SimplifyReshapes, TransposePairsAndReshapeChains) {
   EXPECT_EQ(count_ops(*out, "Reshape"), 1u);
   expect_same_outputs(*g, *out, {random_tensor({2, 3, 4, 5}, 1)}, 0);
 }
+
+TEST(FoldPad, ZeroPadIntoAveragePoolAndConvAndEmptyPadRemoved) {
+  auto g = new_graph();
+  Node* x = g->add_input("x", ValueType::of(DType::float32, {1, 3, 7, 7}));
+  Value pads = g->add_constant("pads", Tensor::from_vector<int64_t>({0, 0, 1, 1, 0, 0, 1, 1}, {8}))->output(0);
+  Value none = g->add_constant("none", Tensor::from_vector<int64_t>({0, 0, 0, 0, 0, 0, 0, 0}, {8}))->output(0);
+  Node* pool = op(*g, "AveragePool", {op(*g, "Pad", {x->output(0), pads})->output(0)});
+  pool->attributes.set("kernel_shape", std::vector<int64_t>{3, 3});
+  Node* conv = op(*g, "Conv", {op(*g, "Pad", {x->output(0), pads})->output(0),
+                               g->add_constant("w", random_tensor({4, 3, 3, 3}, 1))->output(0)});
+  conv->attributes.set("pads", std::vector<int64_t>{1, 0, 1, 0});
+  Node* relu = op(*g, "Relu", {op(*g, "Pad", {x->output(0), none})->output(0)});
+  g->add_output(pool->output(0), "pool");
+  g->add_output(conv->output(0), "conv");
+  g->add_output(relu->output(0), "relu");
+  auto out = apply(*g, {"fold-pad"});
+  EXPECT_EQ(count_ops(*out, "Pad"), 0u);
+  expect_same_outputs(*g, *out, {random_tensor({1, 3, 7, 7}, 2)});
+}
+
+TEST(FoldPad, KeepsPadBeforeMaxPool) {
+  auto g = new_graph();
+  Node* x = g->add_input("x", ValueType::of(DType::float32, {1, 3, 7, 7}));
+  Value pads = g->add_constant("pads", Tensor::from_vector<int64_t>({0, 0, 1, 1, 0, 0, 1, 1}, {8}))->output(0);
+  Node* pool = op(*g, "MaxPool", {op(*g, "Pad", {x->output(0), pads})->output(0)});
+  pool->attributes.set("kernel_shape", std::vector<int64_t>{3, 3});
+  g->add_output(pool->output(0), "pool");
+  auto out = apply(*g, {"fold-pad"});
+  EXPECT_EQ(count_ops(*out, "Pad"), 1u);
+}
