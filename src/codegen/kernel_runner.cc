@@ -170,7 +170,7 @@ std::vector<Tensor> run_kernel(const KernelIR& ir, const KernelRunner& runner, s
         return ptrs.data();
       };
       int64_t head = stream ? std::min(end, (begin + lanes - 1) / lanes * lanes) : end;
-      int64_t body_end = head + (end - head) / lanes * lanes * (stream ? 1 : 0);
+      int64_t body_end = stream ? head + (end - head) / lanes * lanes : end;
       bool aligned = stream;
       for (size_t k = inputs.size(); k < n_ops && aligned; ++k)
         aligned = reinterpret_cast<uintptr_t>(base[k] + head * static_cast<int64_t>(element_size[k])) % 64 == 0;

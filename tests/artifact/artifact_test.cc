@@ -5,6 +5,8 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+
+#include <unistd.h>
 #include <openssl/evp.h>
 
 #include <cstring>
@@ -30,7 +32,8 @@ namespace {
 struct ScratchDir {
   fs::path path;
   explicit ScratchDir(const std::string& name) {
-    path = fs::path(GRAFT_BINARY_DIR) / "artifact_test" / name;
+    // One folder per process: ctest runs the tests of this binary in parallel processes.
+    path = fs::path(GRAFT_BINARY_DIR) / "artifact_test" / (name + "." + std::to_string(::getpid()));
     fs::remove_all(path);
     fs::create_directories(path);
   }
