@@ -6,6 +6,9 @@ GRAFT := $(BUILD_DIR)/bin/graft
 CMAKE_FLAGS ?=
 # ccache hits across clones: paths under the checkout are hashed relative to it.
 export CCACHE_BASEDIR ?= $(CURDIR)
+# The sanitizer build keeps line tables (-g1); without this ccache would hash the
+# working directory into every debug-info object and miss in every new clone.
+export CCACHE_NOHASHDIR ?= 1
 
 .PHONY: all deps build demo test unit-test asan-test conformance compare clean
 
