@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+
+#include "support/scoped_env.h"
 #include <sstream>
 
 #include "codegen_test_util.h"
@@ -34,30 +36,7 @@ std::unique_ptr<ir::Graph> sample_graph(int64_t n) {
   return g;
 }
 
-/// Sets an environment variable for the scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    if (old) old_ = old;
-    had_ = old != nullptr;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (had_)
-      setenv(name_, old_.c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
+using graft::testing::ScopedEnv;
 
 TEST(FuseBackend, IsRegisteredBetweenDnnlAndRef) {
   const runtime::Backend* fuse = runtime::find_backend("fuse");

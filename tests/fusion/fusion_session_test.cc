@@ -4,6 +4,8 @@
 
 #include <cstdlib>
 
+#include "support/scoped_env.h"
+
 #include "graft/frontend/onnx_import.h"
 #include "graft/fusion/fusion_options.h"
 #include "graft/runtime/backend.h"
@@ -33,26 +35,7 @@ std::unique_ptr<ir::Graph> small_chain() {
   return g;
 }
 
-/// Sets an environment variable for the life of the object.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    const char* old = std::getenv(name);
-    if (old) old_ = old;
-    had_ = old != nullptr;
-    if (value) setenv(name, value, 1);
-    else unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (had_) setenv(name_, old_.c_str(), 1);
-    else unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::string old_;
-  bool had_ = false;
-};
+using graft::testing::ScopedEnv;
 
 }  // namespace
 
