@@ -21,6 +21,8 @@ struct DnnlModuleStats {
   int weights = 0;                 ///< prepared weights (converted or read in place)
   int64_t weight_conversions = 0;  ///< weight conversions done so far (first run, then on version changes)
   size_t arena_bytes = 0;          ///< activation bytes one run takes from the pool
+  int serial_primitives = 0;       ///< primitives small enough to run on one thread (no parallel region)
+  int reference_primitives = 0;    ///< primitives oneDNN runs with its slow reference code ("ref:" implementations)
 };
 
 /// The statistics of a module the dnnl backend compiled. Throws

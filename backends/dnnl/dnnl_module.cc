@@ -12,22 +12,11 @@
 #include <ostream>
 #include <unordered_map>
 
+#include "dnnl_threads.h"
 #include "graft/core/error.h"
 
 namespace graft::dnnl_backend {
 namespace {
-
-// OpenMP thread count of the calling thread for the scope (oneDNN reads omp_get_max_threads()).
-class ScopedOmpThreads {
- public:
-  explicit ScopedOmpThreads(int n) : previous_(omp_get_max_threads()) {
-    if (n > 0) omp_set_num_threads(n);
-  }
-  ~ScopedOmpThreads() { omp_set_num_threads(previous_); }
-
- private:
-  int previous_;
-};
 
 std::shared_ptr<void> aligned_buffer(size_t bytes) {
   size_t rounded = (bytes + 63) / 64 * 64;
@@ -48,6 +37,10 @@ DnnlModuleStats DnnlModule::stats() const {
   s.weights = static_cast<int>(program_.weights.size());
   s.weight_conversions = conversions_.load();
   s.arena_bytes = program_.arena_bytes;
+  for (const Step& step : program_.steps) {
+    s.serial_primitives += step.threads == 1;
+    s.reference_primitives += step.implementation.rfind("ref", 0) == 0;
+  }
   return s;
 }
 
@@ -153,7 +146,14 @@ std::vector<Tensor> DnnlModule::run(std::span<const Tensor> inputs, runtime::Mod
   try {
     dnnl::stream stream(program_.engine);
     std::unordered_map<int, dnnl::memory> args;
+    const int run_threads = omp_get_max_threads();
+    int current_threads = run_threads;
     for (const Step& step : program_.steps) {
+      int step_threads = step.threads > 0 ? step.threads : run_threads;
+      if (step_threads != current_threads) {
+        omp_set_num_threads(step_threads);
+        current_threads = step_threads;
+      }
       args.clear();
       for (const auto& [arg, slot] : step.args) args.emplace(arg, memory_of(slot));
       if (step.scratchpad.get_size() > 0)

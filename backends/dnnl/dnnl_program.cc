@@ -17,6 +17,8 @@
 // no other reader left; otherwise the residual is added as a binary post-op.
 #include "dnnl_program.h"
 
+#include "dnnl_threads.h"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -44,6 +46,17 @@ memory::dims row_major_strides(const Dims& dims) {
 }
 
 memory::desc plain_desc(const Dims& dims) { return memory::desc(dims, memory::data_type::f32, row_major_strides(dims)); }
+// A strided descriptor whose size-1 dimensions carry the stride a row-major
+// layout would give them: they address nothing, but oneDNN compares strides
+// when it matches formats, and a transpose that only moves a size-1
+// dimension (batch 1) must still read as the plain layout it is; otherwise a
+// binary op between it and a plain tensor falls back to oneDNN's reference
+// implementation (100x slower).
+memory::desc strided_desc(const Dims& dims, Dims strides) {
+  for (size_t i = dims.size(); i-- > 0;)
+    if (dims[i] == 1) strides[i] = i + 1 < dims.size() ? strides[i + 1] * dims[i + 1] : 1;
+  return memory::desc(dims, memory::data_type::f32, strides);
+}
 memory::desc any_desc(const Dims& dims) { return memory::desc(dims, memory::data_type::f32, memory::format_tag::any); }
 
 Dims dims_of(const ir::ValueType& type) {
@@ -178,10 +191,10 @@ class Builder {
       if (node.op_type() == "Input" || node.op_type() == "Constant") continue;
       if (group_of_[id] >= 0) {
         const Group& g = groups_[group_of_[id]];
-        if (g.last == id) emit_group(g);
+        if (g.last == id) with_threads_for(group_microseconds(g), [&] { emit_group(g); });
         continue;
       }
-      emit_node(id);
+      with_threads_for(node_microseconds(node), [&] { emit_node(id); });
       emitted_[id] = true;
     }
     write_outputs();
@@ -189,6 +202,63 @@ class Builder {
   }
 
  private:
+  // ---- threads per step ----
+  // Emits the steps of one node or group with one OpenMP thread when its
+  // estimated single-thread time is below kSerialStepMicroseconds (they are
+  // then created for, and run with, one thread), else with the compile's.
+  template <typename Emit>
+  void with_threads_for(double microseconds, Emit emit) {
+    size_t first = program_.steps.size();
+    const bool serial = microseconds < kSerialStepMicroseconds;
+    {
+      ScopedOmpThreads threads(serial ? 1 : 0);
+      emit();
+    }
+    if (serial)
+      for (size_t i = first; i < program_.steps.size(); ++i) program_.steps[i].threads = 1;
+  }
+
+  static double elements(const ir::ValueType& t) {
+    Dims d = dims_of(t);
+    return static_cast<double>(product(d, 0, d.size()));
+  }
+
+  // A memory-bound step: the bytes of its outputs and of its non-constant inputs.
+  double node_microseconds(const ir::Node& node) const {
+    double bytes = 0;
+    for (const ir::ValueType& t : node.output_types) bytes += elements(t) * sizeof(float);
+    for (size_t i = 0; i < node.inputs.size(); ++i)
+      if (has_input(node, i) && !is_constant(indexed_.node(input(node, i).node_id)))
+        bytes += static_cast<double>(product(dims(input(node, i)), 0, dims(input(node, i)).size())) * sizeof(float);
+    return bytes / kBytesPerMicrosecond;
+  }
+
+  // Multiply-adds of the anchor (convolution, matmul) plus its post-ops' bytes.
+  double group_microseconds(const Group& g) const {
+    const ir::Node& anchor = indexed_.node(g.anchor);
+    std::string op = anchor.op_type();
+    double out = elements(anchor.output_types[0]);
+    double flops = 0;
+    if ((op == "Conv" || op == "ConvTranspose") && has_input(anchor, 1)) {
+      Dims w = dims(input(anchor, 1));
+      double per_filter = static_cast<double>(product(w, 1, w.size()));
+      if (op == "Conv") {
+        flops = 2 * out * per_filter;
+      } else {
+        Dims x = dims(input(anchor, 0));
+        flops = 2 * static_cast<double>(product(x, 0, x.size())) * per_filter;
+      }
+    } else if (op == "MatMul" || op == "Gemm") {
+      Dims a = dims(input(anchor, 0));
+      int64_t k = a.empty() ? 1 : a.back();
+      if (op == "Gemm" && anchor.attributes.get_int("transA", 0) != 0 && a.size() == 2) k = a[0];
+      flops = 2 * out * static_cast<double>(k);
+    } else {
+      return node_microseconds(anchor);
+    }
+    return flops / kFlopsPerMicrosecond + out * sizeof(float) * static_cast<double>(g.members.size()) / kBytesPerMicrosecond;
+  }
+
   // ---- support ----
   void check_support() {
     for (uint32_t id = 0; id < indexed_.num_nodes(); ++id) {
@@ -335,6 +405,7 @@ class Builder {
     s.args = std::move(args);
     s.scratchpad = pd.scratchpad_desc();
     s.label = label;
+    s.implementation = pd.impl_info_str();
     program_.steps.push_back(std::move(s));
   }
 
@@ -1068,7 +1139,7 @@ class Builder {
       out_dims.push_back(d[static_cast<size_t>(p)]);
       out_strides.push_back(st[static_cast<size_t>(p)]);
     }
-    return view(src, memory::desc(out_dims, memory::data_type::f32, out_strides));
+    return view(src, strided_desc(out_dims, out_strides));
   }
 
   // A unit-step Slice is a view of part of a plain buffer (a descriptor with an offset).
@@ -1139,7 +1210,7 @@ class Builder {
       dims = {1};
       strides = {1};
     }
-    memory::desc md(dims, memory::data_type::f32, strides);
+    memory::desc md = strided_desc(dims, strides);
     md.data.offset0 = from.data.offset0 + index * st[static_cast<size_t>(axis)];
     return view(src, md);
   }
@@ -1205,7 +1276,8 @@ DnnlProgram build_program(const ir::Graph& subgraph) {
     plan_arena(program);
     if (const char* env = std::getenv("GRAFT_DNNL_VERBOSE"); env && std::string(env) == "1")
       for (const Step& step : program.steps) {
-        std::string line = "graft dnnl: " + step.label;
+        std::string line = "graft dnnl: " + step.label + " [" + step.implementation +
+                           (step.threads == 1 ? ", 1 thread]" : "]");
         for (const auto& [arg, slot] : step.args) line += " " + std::to_string(arg) + ":" + describe(program.slots[slot].desc);
         std::fprintf(stderr, "%s\n", line.c_str());
       }

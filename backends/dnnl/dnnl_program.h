@@ -46,6 +46,8 @@ struct Step {
   std::vector<std::pair<int, int>> args;  ///< (DNNL_ARG_*, slot)
   dnnl::memory::desc scratchpad;          ///< user-mode scratchpad (may be empty)
   std::string label;                      ///< the node(s) it runs, for messages
+  int threads = 0;                        ///< OpenMP threads it was created for and runs with; 0: the run's
+  std::string implementation;             ///< oneDNN's implementation name ("brg:avx512_core", "ref:any", ...)
 };
 
 /// Where a weight's source tensor comes from: a constant of the subgraph or a

@@ -359,3 +359,36 @@ TEST(DnnlPostOps, ValueReadTwiceByOneNodeIsNotAPostOp) {
 
 }  // namespace
 }  // namespace graft::testing
+
+namespace graft::testing {
+namespace {
+
+// With batch 1, a transpose that only moves the size-1 dimension is the plain
+// layout: an Add of it and a plain tensor must use oneDNN's optimized binary
+// implementation, not its reference one (which was 100x slower on BERT's
+// residual Add).
+TEST(DnnlLayouts, TransposeOfUnitDimensionReadsAsPlain) {
+  Case c;
+  Value x = c.input({128, 1, 64});
+  Value y = c.input({1, 128, 64});
+  Value t = c.op("Transpose", {x}, ints("perm", {1, 0, 2}));
+  auto stats = c.check({c.op("Add", {t, y})});
+  EXPECT_EQ(stats.reference_primitives, 0);
+}
+
+// Steps whose estimated single-thread time is a few microseconds run without
+// a parallel region; large convolutions use every thread. Results match the
+// reference either way.
+TEST(DnnlThreads, SmallStepsRunOnOneThreadLargeOnesOnAll) {
+  Case c;
+  Value x = c.input({1, 64, 56, 56});
+  Value big = c.op("Conv", {x, c.constant({64, 64, 3, 3})}, ints("pads", {1, 1, 1, 1}));
+  Value pooled = c.op("GlobalAveragePool", {big});
+  Value small = c.op("Conv", {pooled, c.constant({8, 64, 1, 1})});
+  auto stats = c.check({c.op("Sigmoid", {small}), big});
+  EXPECT_GE(stats.serial_primitives, 1);
+  EXPECT_LT(stats.serial_primitives, stats.primitives);
+}
+
+}  // namespace
+}  // namespace graft::testing

@@ -47,3 +47,60 @@ TEST(DnnlSession, WeightSetThroughTheSessionReachesTheModule) {
 
 }  // namespace
 }  // namespace graft::testing
+
+namespace graft::testing {
+namespace {
+
+// Pointwise ops next to dnnl compute stay with dnnl (post-ops); a recurrent
+// cell's gate arithmetic on the pieces of a Split goes to `fuse` as one
+// kernel. Both partitions give the reference's results.
+TEST(DnnlSession, GateArithmeticAfterSplitIsLeftToFusion) {
+  auto g = new_graph();
+  ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {4, 6}))->output(0);
+  ir::Value img = g->add_input("img", ir::ValueType::of(DType::float32, {1, 4, 5, 5}))->output(0);
+  ir::Node* gemm = g->add_node("Gemm", {x, g->add_constant("w", random_tensor({9, 6}, 3))->output(0)}, 1, "gemm");
+  gemm->attributes.set("transB", int64_t{1});
+  ir::Node* split = g->add_node("Split", {gemm->output(0)}, 3, "split");
+  split->attributes.set("axis", int64_t{1});
+  ir::Value z = g->add_node("Sigmoid", {split->output(0)}, 1, "gate_z")->output(0);
+  ir::Value r = g->add_node("Mul", {split->output(1), z}, 1, "gate_r")->output(0);
+  ir::Value h = g->add_node("Tanh", {split->output(2)}, 1, "gate_h")->output(0);
+  g->add_output(g->add_node("Add", {h, r}, 1, "gate_sum")->output(0), "h");
+  ir::Node* conv = g->add_node("Conv", {img, g->add_constant("k", random_tensor({4, 4, 3, 3}, 4))->output(0)}, 1, "conv");
+  conv->attributes.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  g->add_output(g->add_node("Relu", {conv->output(0)}, 1, "relu")->output(0), "y");
+
+  runtime::SessionOptions options;
+  options.backends = {"dnnl", "fuse", "ref"};
+  options.num_threads = 2;
+  runtime::Session session(g->clone(), options);
+  std::map<std::string, std::string> backend_of;
+  std::map<std::string, std::string> why_not_dnnl;
+  for (const auto& n : session.partition_report().nodes) {
+    backend_of[n.name] = n.backend;
+    for (const auto& d : n.declined)
+      if (d.backend == "dnnl") why_not_dnnl[n.name] = d.detail;
+  }
+  EXPECT_EQ(backend_of["conv"], "dnnl");
+  EXPECT_EQ(backend_of["relu"], "dnnl");
+  EXPECT_EQ(backend_of["gemm"], "dnnl");
+  for (const char* gate : {"gate_z", "gate_r", "gate_h", "gate_sum"}) {
+    EXPECT_NE(backend_of[gate], "dnnl") << gate;
+    EXPECT_NE(why_not_dnnl[gate].find("away from dnnl compute"), std::string::npos) << gate << ": " << why_not_dnnl[gate];
+  }
+  size_t fused = 0;
+  for (const auto& node : session.graph().nodes()) fused += node->op_type() == "graft.FusedPointwise";
+  EXPECT_EQ(fused, 1u);
+
+  std::vector<Tensor> inputs = {random_tensor({4, 6}, 5), random_tensor({1, 4, 5, 5}, 6)};
+  runtime::SessionOptions reference;
+  reference.backends = {"ref"};
+  reference.fusion = false;
+  std::vector<Tensor> want = runtime::Session(g->clone(), reference).run(inputs);
+  std::vector<Tensor> got = session.run(inputs);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_LE(max_relative_error(got[i], want[i]), 1e-5) << "output " << i;
+}
+
+}  // namespace
+}  // namespace graft::testing
