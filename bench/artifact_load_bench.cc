@@ -5,8 +5,9 @@
 //
 // MODEL is resnet50 (input [1,3,224,224]) or bert (input_ids [1,128]); both
 // by default. The ONNX file and the artifact are written once into DIR
-// (default: the current folder) and reused; threads default to 1. For each of R rounds (default 5)
-// the bench constructs a Session from each file and runs it once; it prints
+// (default: graft_artifact_bench in the system's temporary folder, so
+// that 300 MB of model files never land in a source tree) and reused;
+// threads default to 1. For each of R rounds (default 5) the bench constructs a Session from each file and runs it once; it prints
 // the median and minimum of load (Session construction), first run and their
 // sum, and both file sizes. Times are wall-clock and, in brackets, the
 // process's CPU time (user + system, all threads): on a shared machine the
@@ -76,7 +77,7 @@ void measure(const std::string& path, const Tensor& input, int threads, Timing& 
 
 int main(int argc, char** argv) {
   int repeat = 5, threads = 1;
-  std::string dir = ".";
+  std::string dir = (std::filesystem::temp_directory_path() / "graft_artifact_bench").string();
   std::vector<std::string> models;
   for (int i = 1; i < argc; ++i) {
     if (!std::strcmp(argv[i], "--repeat") && i + 1 < argc) repeat = std::max(1, std::atoi(argv[++i]));
@@ -94,6 +95,7 @@ int main(int argc, char** argv) {
   }
   if (models.empty()) models = {"resnet50", "bert"};
   try {
+    std::filesystem::create_directories(dir);
     for (const std::string& model : models) {
       std::string onnx = dir + "/" + model + ".onnx", artifact = dir + "/" + model + ".graft";
       Tensor input;

@@ -1,20 +1,32 @@
 #include "graft/partition/report.h"
 
+#include <algorithm>
 #include <nlohmann/json.hpp>
 #include <sstream>
+#include <unordered_map>
+
+#include "graft/ir/graph.h"
 
 namespace graft::partition {
 
 const char* to_string(DeclineKind kind) {
   switch (kind) {
-    case DeclineKind::unsupported: return "unsupported";
-    case DeclineKind::filtered: return "filtered";
-    case DeclineKind::convexity: return "convexity";
-    case DeclineKind::below_min_size: return "below_min_size";
-    case DeclineKind::taken: return "taken";
-    case DeclineKind::forbidden: return "forbidden";
-    case DeclineKind::pinned_elsewhere: return "pinned_elsewhere";
-    case DeclineKind::unavailable: return "unavailable";
+    case DeclineKind::unsupported:
+      return "unsupported";
+    case DeclineKind::filtered:
+      return "filtered";
+    case DeclineKind::convexity:
+      return "convexity";
+    case DeclineKind::below_min_size:
+      return "below_min_size";
+    case DeclineKind::taken:
+      return "taken";
+    case DeclineKind::forbidden:
+      return "forbidden";
+    case DeclineKind::pinned_elsewhere:
+      return "pinned_elsewhere";
+    case DeclineKind::unavailable:
+      return "unavailable";
   }
   return "unknown";
 }
@@ -23,6 +35,55 @@ std::map<std::string, size_t> PartitionReport::nodes_per_backend() const {
   std::map<std::string, size_t> counts;
   for (const BackendSummary& s : summaries) counts[s.backend] = s.nodes;
   return counts;
+}
+
+size_t PartitionReport::record_fusion(const ir::Graph& fused_graph) {
+  // Nodes still on ref, by name; a name may repeat (exporters leave some empty).
+  std::unordered_map<std::string, std::vector<size_t>> on_ref;
+  for (size_t i = nodes.size(); i-- > 0;)
+    if (!nodes[i].is_source && nodes[i].backend == "ref") on_ref[nodes[i].name].push_back(i);
+  auto summary_of = [&](const std::string& backend) -> BackendSummary& {
+    for (BackendSummary& s : summaries)
+      if (s.backend == backend) return s;
+    BackendSummary added;
+    added.backend = backend;
+    auto ref =
+        std::find_if(summaries.begin(), summaries.end(), [](const BackendSummary& s) { return s.backend == "ref"; });
+    return *summaries.insert(ref, added);
+  };
+  size_t moved = 0;
+  for (const auto& node : fused_graph.nodes()) {
+    if (node->op_type() != "graft.FusedPointwise" || !node->subgraph) continue;
+    SubgraphInfo info;
+    info.backend = "fuse";
+    info.id = static_cast<int>(subgraphs.size());
+    info.node_name = node->name;
+    const int index = static_cast<int>(subgraphs.size());
+    for (const auto& member : node->subgraph->nodes()) {
+      const std::string& op = member->op_type();
+      if (op == "Input" || op == "Constant") continue;
+      auto it = on_ref.find(member->name);
+      if (it == on_ref.end()) continue;
+      auto& candidates = it->second;
+      auto match =
+          std::find_if(candidates.rbegin(), candidates.rend(), [&](size_t i) { return nodes[i].op_type == op; });
+      if (match == candidates.rend()) continue;
+      NodePlacement& placement = nodes[*match];
+      candidates.erase(std::next(match).base());
+      placement.backend = "fuse";
+      placement.subgraph = index;
+      info.nodes.push_back(placement.name);
+    }
+    if (info.nodes.empty()) continue;
+    info.size = info.nodes.size();
+    moved += info.size;
+    subgraphs.push_back(std::move(info));
+    BackendSummary& fuse = summary_of("fuse");
+    fuse.nodes += subgraphs.back().size;
+    fuse.subgraph_sizes.push_back(subgraphs.back().size);
+    summary_of("ref").nodes -= subgraphs.back().size;
+  }
+  return moved;
 }
 
 std::string PartitionReport::summary_line() const {
@@ -53,8 +114,12 @@ std::string PartitionReport::to_text() const {
       for (size_t size : s.subgraph_sizes) os << " " << size;
       os << ")";
     }
-    if (!s.unavailable.empty()) os << " [unavailable: " << s.unavailable << "]";
-    else if (!s.has_property && s.backend != "ref") os << " [no SubgraphProperty: claims nothing when partitioning]";
+    if (!s.unavailable.empty())
+      os << " [unavailable: " << s.unavailable << "]";
+    else if (!s.has_property && s.backend == "fuse" && s.nodes > 0)
+      os << " [pointwise fusion after partitioning]";
+    else if (!s.has_property && s.backend != "ref")
+      os << " [no SubgraphProperty: claims nothing when partitioning]";
     os << "\n";
   }
   os << "nodes:\n";
@@ -65,7 +130,8 @@ std::string PartitionReport::to_text() const {
     os << "\n";
     for (const Decline& d : p.declined) {
       if (d.kind == DeclineKind::taken) continue;
-      os << "      not " << d.backend << ": " << to_string(d.kind) << (d.detail.empty() ? "" : ": ") << d.detail << "\n";
+      os << "      not " << d.backend << ": " << to_string(d.kind) << (d.detail.empty() ? "" : ": ") << d.detail
+         << "\n";
     }
   }
   return os.str();
@@ -75,8 +141,8 @@ std::string PartitionReport::to_json() const {
   nlohmann::json doc;
   doc["backends"] = backends;
   doc["milliseconds"] = milliseconds;
-  doc["timings_ms"] = {{"index", timings.index}, {"select", timings.select}, {"report", timings.report},
-                       {"rebuild", timings.rebuild}};
+  doc["timings_ms"] = {
+      {"index", timings.index}, {"select", timings.select}, {"report", timings.report}, {"rebuild", timings.rebuild}};
   doc["summary"] = summary_line();
   nlohmann::json summary = nlohmann::json::array();
   for (const BackendSummary& s : summaries)
@@ -124,7 +190,8 @@ std::string dot_escape(const std::string& s) {
 }  // namespace
 
 std::string PartitionReport::to_dot(const std::vector<std::pair<size_t, size_t>>& graph_edges) const {
-  static const char* palette[] = {"#8dd3c7", "#fdb462", "#bebada", "#fb8072", "#80b1d3", "#b3de69", "#fccde5", "#ffffb3"};
+  static const char* palette[] = {"#8dd3c7", "#fdb462", "#bebada", "#fb8072",
+                                  "#80b1d3", "#b3de69", "#fccde5", "#ffffb3"};
   std::map<std::string, const char*> colour;
   size_t next = 0;
   for (const std::string& b : backends)
@@ -138,8 +205,10 @@ std::string PartitionReport::to_dot(const std::vector<std::pair<size_t, size_t>>
     const NodePlacement& p = nodes[i];
     auto it = colour.find(p.backend);
     os << indent << "n" << i << " [label=\"" << dot_escape(p.name) << "\\n" << dot_escape(p.op_type) << "\"";
-    if (p.is_source) os << ", shape=ellipse, fillcolor=\"#eeeeee\"";
-    else if (it != colour.end()) os << ", fillcolor=\"" << it->second << "\"";
+    if (p.is_source)
+      os << ", shape=ellipse, fillcolor=\"#eeeeee\"";
+    else if (it != colour.end())
+      os << ", fillcolor=\"" << it->second << "\"";
     os << "];\n";
   };
   for (size_t s = 0; s < subgraphs.size(); ++s) {

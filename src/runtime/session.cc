@@ -87,6 +87,7 @@ void Session::prepare() {
   partition_report_ = partition::partition_graph(graph_, partition_options);
   // Backends claimed their subgraphs above; fusion takes what is left.
   apply_pointwise_fusion(graph_, options_);
+  partition_report_.record_fusion(*graph_);
   if (options_.verify_after_each_pass) ir::verify(*graph_);
   describe_io();
 }

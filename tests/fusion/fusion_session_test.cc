@@ -138,3 +138,32 @@ TEST_P(FusionZoo, FusedMatchesUnfused) {
 
 INSTANTIATE_TEST_SUITE_P(Models, FusionZoo, ::testing::Values("mlp", "gru", "bert", "mobilenet_v2"),
                          [](const auto& info) { return info.param; });
+
+// The partition report shows fused nodes like any backend's: members of a
+// graft.FusedPointwise node move from ref to fuse, in a subgraph named after
+// it, and the summary counts them (with fuse in the order or not).
+TEST(FusionReport, FusedNodesAppearUnderFuse) {
+  for (std::vector<std::string> backends : {std::vector<std::string>{"ref"}, std::vector<std::string>{"fuse", "ref"}}) {
+    runtime::SessionOptions options;
+    options.backends = backends;
+    options.fusion = true;
+    runtime::Session session(small_chain(), options);
+    const partition::PartitionReport& report = session.partition_report();
+    std::map<std::string, std::string> backend_of;
+    for (const auto& n : report.nodes) backend_of[n.name] = n.backend;
+    EXPECT_EQ(backend_of["a"], "fuse");
+    EXPECT_EQ(backend_of["b"], "fuse");
+    auto per_backend = report.nodes_per_backend();
+    EXPECT_EQ(per_backend["fuse"], 2u);
+    EXPECT_EQ(per_backend["ref"], 0u);
+    EXPECT_NE(report.summary_line().find("fuse 2 nodes in 1 subgraph"), std::string::npos) << report.summary_line();
+    ASSERT_FALSE(report.subgraphs.empty());
+    EXPECT_EQ(report.subgraphs.back().backend, "fuse");
+    EXPECT_EQ(report.subgraphs.back().size, 2u);
+    EXPECT_NE(report.to_text().find("pointwise fusion after partitioning"), std::string::npos);
+
+    options.fusion = false;
+    runtime::Session unfused(small_chain(), options);
+    EXPECT_EQ(unfused.partition_report().nodes_per_backend()["ref"], 2u);
+  }
+}

@@ -403,3 +403,31 @@ TEST_F(CliTest, PartitionErrorsAreOneLine) {
   expect_one_line_error(graft("partition " + quote(mlp_) + " --annotations " + quote(path("region.json"))),
                         "other than ref", "region on ref");
 }
+
+// The report lists members of fused kernels under `fuse`; --fusion off shows
+// the partition alone; a bad --fusion value is one clear error.
+TEST_F(CliTest, PartitionShowsFusedNodesUnderFuse) {
+  onnx::ModelProto model;
+  ASSERT_TRUE(model.ParseFromString(mlp_bytes_));
+  onnx::GraphProto* g = model.mutable_graph();
+  ASSERT_EQ(g->node(1).op_type(), "Relu");
+  // Relu -> Sigmoid -> Gemm: two pointwise ops in a row, one fused kernel.
+  onnx::NodeProto* sigmoid = g->add_node();
+  sigmoid->set_op_type("Sigmoid");
+  sigmoid->set_name("added_sigmoid");
+  sigmoid->add_input(g->node(1).output(0));
+  sigmoid->add_output("added_sigmoid_out");
+  g->mutable_node(2)->set_input(0, "added_sigmoid_out");
+  // Keep the node list topological: move the new node right after the Relu.
+  for (int i = g->node_size() - 1; i > 2; --i) g->mutable_node()->SwapElements(i, i - 1);
+  write_bytes(path("relu_sigmoid.onnx"), model.SerializeAsString());
+
+  CommandResult fused = graft("partition " + quote(path("relu_sigmoid.onnx")) + " --backends ref");
+  ASSERT_EQ(fused.exit_code, 0) << fused.err;
+  EXPECT_EQ(fused.out.rfind("partition: fuse 2 nodes in 1 subgraph, ref 4 nodes\n", 0), 0u) << fused.out;
+  EXPECT_NE(fused.out.find("added_sigmoid (Sigmoid) -> fuse [fused_pointwise_"), std::string::npos) << fused.out;
+  CommandResult plain = graft("partition " + quote(path("relu_sigmoid.onnx")) + " --backends ref --fusion off");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  EXPECT_EQ(plain.out.rfind("partition: ref 6 nodes\n", 0), 0u) << plain.out;
+  expect_one_line_error(graft("partition " + quote(mlp_) + " --fusion maybe"), "--fusion", "bad --fusion value");
+}

@@ -1,8 +1,9 @@
-// graft partition MODEL [--backends a,b] [--annotations F] [--format text|json] [--dot FILE]:
+// graft partition MODEL [--backends a,b] [--annotations F] [--fusion on|off] [--format text|json] [--dot FILE]:
 // prepares the model as a Session would (default pass pipeline), partitions it
-// over the backends in priority order and prints the partition report: for
-// every node the backend that runs it, or for each backend why not; per
-// backend the subgraph count and sizes. --dot writes a Graphviz picture.
+// over the backends in priority order, fuses what is left pointwise (unless
+// fusion is off) and prints the partition report: for every node the backend
+// that runs it (`fuse` for members of fused kernels), or for each backend why
+// not; per backend the subgraph count and sizes. --dot writes a Graphviz picture.
 #include <fstream>
 #include <iostream>
 
@@ -10,6 +11,8 @@
 #include "command.h"
 #include "graft/core/error.h"
 #include "graft/frontend/onnx_import.h"
+#include "graft/fusion/fuse_pointwise.h"
+#include "graft/fusion/fusion_options.h"
 #include "graft/partition/partitioner.h"
 #include "graft/passes/pass.h"
 
@@ -22,12 +25,20 @@ struct PartitionCommandOptions {
   std::string backends;
   std::string annotations;
   std::string format = "text";
+  std::string fusion;
   std::string dot;
 };
 
 int partition_model(const PartitionCommandOptions& options) {
   if (options.format != "text" && options.format != "json")
     fail(ErrorKind::invalid_argument, "--format '", options.format, "' is not text or json");
+  std::optional<bool> fusion;
+  if (options.fusion == "on")
+    fusion = true;
+  else if (options.fusion == "off")
+    fusion = false;
+  else if (!options.fusion.empty())
+    fail(ErrorKind::invalid_argument, "--fusion '", options.fusion, "' is not valid (expected on or off)");
   partition::PartitionOptions partition_options;
   std::vector<std::string> requested;
   if (!options.backends.empty()) requested = parse_name_list(options.backends, "--backends");
@@ -38,6 +49,10 @@ int partition_model(const PartitionCommandOptions& options) {
   passes::PassContext context;
   passes::run_pipeline(graph, passes::default_pipeline(), context);
   partition::PartitionReport report = partition::partition_graph(graph, partition_options);
+  if (fusion::fusion_enabled(fusion)) {
+    fusion::fuse_pointwise(graph);
+    report.record_fusion(*graph);
+  }
   if (options.format == "json")
     std::cout << report.to_json() << "\n";
   else
@@ -59,7 +74,10 @@ std::function<int()> setup_partition(CLI::App& app) {
   sub->add_option("model", options->model, "the .onnx model")->required();
   sub->add_option("--backends", options->backends,
                   "backends in priority order, comma-separated (default: GRAFT_BACKENDS, else all available)");
-  sub->add_option("--annotations", options->annotations, "JSON file pinning nodes, forbidding backends, declaring regions");
+  sub->add_option("--annotations", options->annotations,
+                  "JSON file pinning nodes, forbidding backends, declaring regions");
+  sub->add_option("--fusion", options->fusion,
+                  "on|off: pointwise fusion after partitioning (default: GRAFT_FUSION, else on)");
   sub->add_option("--format", options->format, "text (default) or json");
   sub->add_option("--dot", options->dot, "write a Graphviz picture of the partitioning to FILE");
   return [options] { return partition_model(*options); };

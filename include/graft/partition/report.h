@@ -9,6 +9,10 @@
 #include <string>
 #include <vector>
 
+namespace graft::ir {
+class Graph;
+}
+
 namespace graft::partition {
 
 /// Why a backend did not take a node.
@@ -86,6 +90,13 @@ struct PartitionReport {
   /// clustered by subgraph. Needs the original graph's edges: pass them as
   /// (producer, consumer) pairs of indices into `nodes`.
   std::string to_dot(const std::vector<std::pair<size_t, size_t>>& edges) const;
+  /// Records what pointwise fusion did after partitioning (DESIGN section 6):
+  /// each graft.FusedPointwise node of `fused_graph` becomes a subgraph of
+  /// backend `fuse` named after it, and the nodes of its body (matched by name
+  /// and op among those left on `ref`) move from `ref` to `fuse`, so the
+  /// report shows fused nodes like any other backend's. Returns how many
+  /// nodes moved.
+  size_t record_fusion(const ir::Graph& fused_graph);
   /// Edges of the original graph as indices into `nodes` (filled by the partitioner).
   std::vector<std::pair<size_t, size_t>> edges;
   /// to_dot(edges).
