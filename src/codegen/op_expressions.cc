@@ -341,8 +341,21 @@ const std::map<std::string_view, OpRow>& table() {
 }
 
 const OpRow* find_row(const ir::Node& node) {
-  if (!node.schema().domain.empty()) return nullptr;
-  auto it = table().find(node.schema().name);
+  // By the schema's position in the op table: the fusion pass asks for every
+  // node of the graph, and a lookup by name costs more than the rest of the test.
+  static const std::vector<const OpRow*> rows = [] {
+    std::vector<const OpRow*> r;
+    for (const ir::OpSchema& op : ir::all_ops()) {
+      auto it = op.domain.empty() ? table().find(op.name) : table().end();
+      r.push_back(it == table().end() ? nullptr : &it->second);
+    }
+    return r;
+  }();
+  auto ops = ir::all_ops();
+  const ir::OpSchema* schema = &node.schema();
+  if (schema >= ops.data() && schema < ops.data() + ops.size()) return rows[static_cast<size_t>(schema - ops.data())];
+  if (!schema->domain.empty()) return nullptr;
+  auto it = table().find(schema->name);
   return it == table().end() ? nullptr : &it->second;
 }
 

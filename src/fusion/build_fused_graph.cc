@@ -2,12 +2,14 @@
 //
 // Every node outside a subset is copied; each subset becomes one
 // graft.FusedPointwise node, created where its first member is met, whose
-// body holds copies of the members. A node's inputs may come from a fused
-// node created later in that walk (a subset's first member can precede the
-// producer of another member's input), so nodes are created first and their
-// inputs filled in afterwards, once every source value has its new value. The
-// result is a valid graph whose node list need not be topological; the
-// IndexedGraph of any consumer orders it.
+// body holds copies of the members. A copied node's producers all precede it,
+// so its inputs are set as it is created. A fused node's inputs may come from
+// a node created later in that walk (a subset's first member can precede the
+// producer of another member's input), so fused nodes get their inputs once
+// every source value has its new value. The result is a valid graph whose
+// node list need not be topological; the IndexedGraph of any consumer orders
+// it. Nodes of the source are moved, not copied, when the pass owns it.
+#include <span>
 #include <string>
 
 #include "graft/fusion/fuse_pointwise.h"
@@ -16,6 +18,15 @@
 namespace graft::fusion {
 
 namespace {
+
+const ir::OpSchema& fused_pointwise_op() {
+  static const ir::OpSchema& schema = [] () -> const ir::OpSchema& {
+    const ir::OpSchema* op = ir::find_op("graft", "FusedPointwise");
+    GRAFT_CHECK(op, "op table has no graft.FusedPointwise");
+    return *op;
+  }();
+  return schema;
+}
 
 class FusedGraphBuilder {
  public:
@@ -29,48 +40,54 @@ class FusedGraphBuilder {
 
   std::unique_ptr<ir::Graph> build() {
     mark_values_used_outside();
+    members_by_subset();
     const ir::Graph& g = source_.graph();
     target_ = std::make_unique<ir::Graph>();
     target_->opset_imports = g.opset_imports;
     target_->name = g.name;
+    size_t fused_members = 0, live_subsets = 0;
+    for (size_t s = 0; s < subsets_.num_subsets(); ++s)
+      if (subset_live_[s]) {
+        fused_members += subsets_.sizes[s];
+        ++live_subsets;
+      }
+    target_->reserve_nodes(source_.num_nodes() - fused_members + live_subsets);
+    fused_.reserve(live_subsets);
+    fused_input_offsets_.reserve(live_subsets + 1);
+    fused_input_offsets_.push_back(0);
     for (const ir::Node* in : g.inputs()) {
       ir::Node* n = target_->add_input(in->output_names[0], in->output_types[0]);
       n->name = in->name;
       map_[source_.entry_id(source_.id_of(*in), 0)] = n->output(0);
     }
     std::vector<bool> subset_created(subsets_.num_subsets(), false);
-    // A subset none of whose values is read outside it is dead code; its
-    // nodes are copied as they are (the pass removes nothing).
-    std::vector<bool> subset_live(subsets_.num_subsets(), false);
-    for (uint32_t id = 0; id < source_.num_nodes(); ++id) {
-      uint32_t subset = subsets_.subset_of[id];
-      if (subset == FusionSubsets::kNone) continue;
-      for (int k = 0; k < source_.node(id).num_outputs(); ++k)
-        if (used_outside_[source_.entry_id(id, static_cast<uint32_t>(k))]) subset_live[subset] = true;
-    }
     body_input_stamp_.assign(source_.num_entries(), FusionSubsets::kNone);
     body_values_.resize(source_.num_entries());
-    members_by_subset();
+    std::vector<ir::Value> inputs;
     for (uint32_t id = 0; id < source_.num_nodes(); ++id) {
-      const ir::Node& src = source_.node(id);
       uint32_t subset = subsets_.subset_of[id];
-      if (subset == FusionSubsets::kNone || !subset_live[subset]) {
+      if (subset == FusionSubsets::kNone || !subset_live_[subset]) {
+        // Every producer precedes `id` and has its new value: a copied node,
+        // or a fused node created at its subset's first member, earlier still.
+        const ir::Node& src = source_.node(id);
         if (map_[source_.entry_id(id, 0)].node && src.schema().name == "Input") continue;  // a graph input
-        ir::Node* n = transfer(*target_, id, {});
+        ir::Node* n = transfer(*target_, id);
+        std::span<const ir::Entry> entries = source_.inputs(id);
+        n->inputs.resize(entries.size());
+        for (size_t k = 0; k < entries.size(); ++k) n->inputs[k] = map(entries[k]);
         for (int k = 0; k < n->num_outputs(); ++k) map_[source_.entry_id(id, static_cast<uint32_t>(k))] = n->output(k);
-        copied_.push_back({n, id});
       } else if (!subset_created[subset]) {
         subset_created[subset] = true;
-        create_fused_node(subset);
+        create_fused_node(subset, inputs);
       }
     }
-    for (const auto& [node, id] : copied_) {
-      node->inputs.clear();
-      for (const ir::Entry& e : source_.inputs(id)) node->inputs.push_back(map(e));
-    }
-    for (auto& [node, external] : fused_) {
-      node->inputs.clear();
-      for (const ir::Entry& e : external) node->inputs.push_back(map(e));
+    // A fused node may read a value produced after its subset's first member:
+    // its inputs are filled in once every value has its counterpart.
+    for (size_t f = 0; f < fused_.size(); ++f) {
+      ir::Node* node = fused_[f];
+      node->inputs.resize(fused_input_offsets_[f + 1] - fused_input_offsets_[f]);
+      for (uint32_t k = fused_input_offsets_[f]; k < fused_input_offsets_[f + 1]; ++k)
+        node->inputs[k - fused_input_offsets_[f]] = map(fused_inputs_[k]);
     }
     for (size_t i = 0; i < g.outputs().size(); ++i) target_->add_output(map(source_.outputs()[i]), g.output_names()[i]);
     return std::move(target_);
@@ -84,17 +101,27 @@ class FusedGraphBuilder {
     return v;
   }
 
+  /// Which values of subset members are read outside their subset (or are
+  /// graph outputs), and which subsets have any such value: a subset with
+  /// none is dead code and its nodes are copied as they are (the pass removes
+  /// nothing).
   void mark_values_used_outside() {
     used_outside_.assign(source_.num_entries(), false);
-    for (uint32_t id = 0; id < source_.num_nodes(); ++id)
+    subset_live_.assign(subsets_.num_subsets(), false);
+    auto mark = [&](ir::Entry e) {
+      used_outside_[source_.entry_id(e)] = true;
+      subset_live_[subsets_.subset_of[e.node_id]] = true;
+    };
+    for (uint32_t id = 0; id < source_.num_nodes(); ++id) {
+      const uint32_t own_subset = subsets_.subset_of[id];
       for (const ir::Entry& e : source_.inputs(id)) {
         if (!e.present()) continue;
         uint32_t producer_subset = subsets_.subset_of[e.node_id];
-        if (producer_subset != FusionSubsets::kNone && producer_subset != subsets_.subset_of[id])
-          used_outside_[source_.entry_id(e)] = true;
+        if (producer_subset != FusionSubsets::kNone && producer_subset != own_subset) mark(e);
       }
+    }
     for (const ir::Entry& e : source_.outputs())
-      if (subsets_.subset_of[e.node_id] != FusionSubsets::kNone) used_outside_[source_.entry_id(e)] = true;
+      if (subsets_.subset_of[e.node_id] != FusionSubsets::kNone) mark(e);
   }
 
   /// Members of each subset in topological order (a counting sort).
@@ -107,34 +134,40 @@ class FusedGraphBuilder {
       if (subsets_.subset_of[id] != FusionSubsets::kNone) members_[fill[subsets_.subset_of[id]]++] = id;
   }
 
-  /// Copies source node `id` into `graph`, or moves the node object itself
-  /// when consuming the source (it keeps its name, attributes, types and
-  /// constant; later boundary values still read its types through it).
-  ir::Node* transfer(ir::Graph& graph, uint32_t id, const std::vector<ir::Value>& inputs) {
-    if (!consume_source_) return graph.copy_node(source_.node(id), inputs);
+  /// Copies source node `id` into `graph` (its inputs are set by the caller),
+  /// or moves the node object itself when consuming the source (it keeps its
+  /// name, attributes, types and constant; later boundary values still read
+  /// its types through it).
+  ir::Node* transfer(ir::Graph& graph, uint32_t id) {
+    if (!consume_source_) return graph.copy_node(source_.node(id), {});
     ir::Node& node = source_.mutable_node(id);
     graph.take_node(const_cast<ir::Graph&>(source_.graph()), node);
-    node.inputs = inputs;
     return &node;
   }
 
   bool in_subset(ir::Entry e, uint32_t subset) const { return e.present() && subsets_.subset_of[e.node_id] == subset; }
 
-  void create_fused_node(uint32_t subset) {
+  void create_fused_node(uint32_t subset, std::vector<ir::Value>& inputs) {
     const ir::Graph& g = source_.graph();
     const uint32_t* begin = members_.data() + member_offsets_[subset];
     const uint32_t* end = members_.data() + member_offsets_[subset + 1];
     // Scalar constants go into the body, unless the body would then have no
     // input at all (graft.FusedPointwise takes at least one).
     bool has_non_constant_input = false;
-    for (const uint32_t* m = begin; m != end && !has_non_constant_input; ++m)
+    size_t boundary_reads = 0, num_outputs = 0;
+    for (const uint32_t* m = begin; m != end; ++m) {
       for (const ir::Entry& e : source_.inputs(*m))
-        if (e.present() && !in_subset(e, subset) && !is_scalar_constant(source_.node(e.node_id)))
-          has_non_constant_input = true;
+        if (e.present() && !in_subset(e, subset)) {
+          ++boundary_reads;
+          if (!has_non_constant_input && !is_scalar_constant(source_.node(e.node_id))) has_non_constant_input = true;
+        }
+      const uint32_t first_entry = source_.entry_id(*m, 0), last_entry = source_.entry_id(*m + 1, 0);
+      for (uint32_t entry = first_entry; entry < last_entry; ++entry) num_outputs += used_outside_[entry];
+    }
 
     auto body = std::make_shared<ir::Graph>();
     body->opset_imports = g.opset_imports;
-    std::vector<ir::Entry> external;
+    body->reserve_nodes(static_cast<size_t>(end - begin) + boundary_reads);
     auto body_value = [&](ir::Entry e) -> ir::Value {
       if (!e.present()) return {};
       uint32_t entry = source_.entry_id(e);
@@ -146,30 +179,31 @@ class FusedGraphBuilder {
         v = body->add_constant(g.value_name(outer), producer.constant_value)->output(0);
       } else {
         v = body->add_input(g.value_name(outer), g.type_of(outer))->output(0);
-        external.push_back(e);
+        fused_inputs_.push_back(e);
       }
       body_input_stamp_[entry] = subset;
       body_values_[entry] = v;
       return v;
     };
-    std::vector<ir::Value> inputs;
     for (const uint32_t* m = begin; m != end; ++m) {
       inputs.clear();
       for (const ir::Entry& e : source_.inputs(*m)) inputs.push_back(body_value(e));
-      ir::Node* copy = transfer(*body, *m, inputs);
+      ir::Node* copy = transfer(*body, *m);
+      copy->inputs.assign(inputs.begin(), inputs.end());
       copy->backend.clear();
       for (int k = 0; k < copy->num_outputs(); ++k)
         body_values_[source_.entry_id(*m, static_cast<uint32_t>(k))] = copy->output(k);
     }
     const ir::Node& first = source_.node(*begin);
-    ir::Node* fused = target_->add_node("FusedPointwise", {}, 0, "fused_pointwise_" + std::to_string(subset), "graft");
+    ir::Node* fused = target_->add_node(fused_pointwise_op(), {}, 0, "fused_pointwise_" + std::to_string(subset));
+    fused->output_types.reserve(num_outputs);
+    fused->output_names.reserve(num_outputs);
     for (const uint32_t* m = begin; m != end; ++m) {
       const ir::Node& member = source_.node(*m);
       for (int k = 0; k < member.num_outputs(); ++k) {
         uint32_t entry = source_.entry_id(*m, static_cast<uint32_t>(k));
         if (!used_outside_[entry]) continue;
-        std::string name = g.value_name(ir::Value{&source_.mutable_node(*m), k});
-        body->add_output(body_values_[entry], name);
+        body->add_output(body_values_[entry], g.value_name(ir::Value{&source_.mutable_node(*m), k}));
         map_[entry] = fused->output(fused->num_outputs());
         fused->output_types.push_back(member.output_types[static_cast<size_t>(k)]);
         fused->output_names.push_back(member.output_names[static_cast<size_t>(k)]);
@@ -180,7 +214,8 @@ class FusedGraphBuilder {
     fused->backend = "fuse";
     fused->is_backward = first.is_backward;
     fused->device = first.device;
-    fused_.push_back({fused, std::move(external)});
+    fused_.push_back(fused);
+    fused_input_offsets_.push_back(static_cast<uint32_t>(fused_inputs_.size()));
   }
 
   const ir::IndexedGraph& source_;
@@ -189,12 +224,14 @@ class FusedGraphBuilder {
   std::unique_ptr<ir::Graph> target_;
   std::vector<ir::Value> map_;  // per source entry: its value in the new graph
   std::vector<bool> used_outside_;
+  std::vector<bool> subset_live_;
   std::vector<uint32_t> member_offsets_;
   std::vector<uint32_t> members_;
   std::vector<uint32_t> body_input_stamp_;  // per source entry: subset whose body already has it
   std::vector<ir::Value> body_values_;      // per source entry: its value in the body being built
-  std::vector<std::pair<ir::Node*, uint32_t>> copied_;
-  std::vector<std::pair<ir::Node*, std::vector<ir::Entry>>> fused_;
+  std::vector<ir::Node*> fused_;            // the fused nodes, in creation order
+  std::vector<ir::Entry> fused_inputs_;     // their inputs (source values), flat
+  std::vector<uint32_t> fused_input_offsets_;
 };
 
 }  // namespace

@@ -91,12 +91,14 @@ class SetPool {
       return other;
     }
     scratch_.assign_union(sets_[target], sets_[other]);
+    scratch_.coarsen(kMaxIntervals);
     if (is_shared(target)) {
       release(target);
       target = acquire();
     }
-    std::swap(sets_[target], scratch_);
-    sets_[target].coarsen(kMaxIntervals);
+    // Copied, not swapped: every set keeps the buffer it has grown, so the
+    // walk stops allocating once the pool has warmed up.
+    sets_[target] = scratch_;
     return target;
   }
 

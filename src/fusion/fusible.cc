@@ -43,8 +43,8 @@ bool is_fusible_op(const ir::Node& node) {
 bool is_fusible(const ir::Node& node) { return is_fusible_op(node) && codegen::is_fusible(node); }
 
 bool is_scalar_constant(const ir::Node& node) {
-  return node.schema().category == ir::OpCategory::source && node.schema().name == "Constant" &&
-         node.constant_value.is_defined() && node.constant_value.numel() == 1;
+  static const ir::OpSchema* constant = ir::find_op("", "Constant");
+  return &node.schema() == constant && node.constant_value.is_defined() && node.constant_value.numel() == 1;
 }
 
 }  // namespace graft::fusion

@@ -1,13 +1,51 @@
 #include "graft/ir/attribute.h"
 
+#include "graft/ir/graph.h"
+
 namespace graft::ir {
+
+Attributes::Attributes(const Attributes& other) : values_(other.values_), owner_(other.owner()) {}
+
+Attributes::Attributes(Attributes&& other) noexcept : values_(std::move(other.values_)) {
+  try {
+    owner_ = other.owner();
+  } catch (...) {  // a description that cannot be allocated: messages name no owner
+  }
+}
+
+Attributes& Attributes::operator=(const Attributes& other) {
+  if (this == &other) return *this;
+  values_ = other.values_;
+  owner_ = node_ ? std::string() : other.owner();
+  return *this;
+}
+
+Attributes& Attributes::operator=(Attributes&& other) noexcept {
+  if (this == &other) return *this;
+  values_ = std::move(other.values_);
+  if (node_) {
+    owner_.clear();
+  } else {
+    try {
+      owner_ = other.owner();
+    } catch (...) {
+      owner_.clear();
+    }
+  }
+  return *this;
+}
+
+std::string Attributes::owner() const {
+  if (!owner_.empty() || !node_) return owner_;
+  return node_->describe();
+}
 
 template <typename T>
 const T& Attributes::get_typed(const std::string& name, const char* type_name) const {
   auto it = values_.find(name);
-  if (it == values_.end()) fail(ErrorKind::invalid_model, owner_, ": missing required attribute '", name, "'");
+  if (it == values_.end()) fail(ErrorKind::invalid_model, owner(), ": missing required attribute '", name, "'");
   const T* v = std::get_if<T>(&it->second);
-  if (!v) fail(ErrorKind::invalid_model, owner_, ": attribute '", name, "' is not of type ", type_name);
+  if (!v) fail(ErrorKind::invalid_model, owner(), ": attribute '", name, "' is not of type ", type_name);
   return *v;
 }
 

@@ -1,5 +1,6 @@
 #include "graft/ir/graph.h"
 
+#include <charconv>
 #include <unordered_map>
 
 namespace graft::ir {
@@ -40,26 +41,56 @@ std::string Node::describe() const {
   return "node '" + (name.empty() ? "#" + std::to_string(index_) : name) + "' (" + op_type() + ")";
 }
 
+namespace {
+
+const OpSchema& builtin_op(std::string_view name) {
+  const OpSchema* schema = find_op("", name);
+  GRAFT_CHECK(schema, "op table has no ", name);
+  return *schema;
+}
+
+const OpSchema& input_op() {
+  static const OpSchema& schema = builtin_op("Input");
+  return schema;
+}
+
+const OpSchema& constant_op() {
+  static const OpSchema& schema = builtin_op("Constant");
+  return schema;
+}
+
+}  // namespace
+
 Node* Graph::add_node(std::string_view op_type, const std::vector<Value>& inputs, int num_outputs,
                       std::string name, std::string_view domain) {
   const OpSchema* schema = find_op(domain, op_type);
   if (!schema)
     fail(ErrorKind::unsupported, "unknown op '", domain.empty() ? "" : std::string(domain) + ".", op_type, "'");
+  return create_node(*schema, inputs, num_outputs, std::move(name), domain);
+}
+
+Node* Graph::add_node(const OpSchema& schema, const std::vector<Value>& inputs, int num_outputs, std::string name) {
+  return create_node(schema, inputs, num_outputs, std::move(name), schema.domain);
+}
+
+Node* Graph::create_node(const OpSchema& schema, const std::vector<Value>& inputs, int num_outputs, std::string name,
+                         std::string_view opset_domain) {
   GRAFT_CHECK(num_outputs >= 0, "negative output count");
-  auto node = std::unique_ptr<Node>(new Node(schema, this, static_cast<uint32_t>(nodes_.size())));
+  auto node = std::unique_ptr<Node>(new Node(&schema, this, static_cast<uint32_t>(nodes_.size())));
   node->name = std::move(name);
-  node->attributes.set_owner(node->describe());
   node->inputs = inputs;
   node->output_types.resize(static_cast<size_t>(num_outputs));
   node->output_names.resize(static_cast<size_t>(num_outputs));
-  auto it = opset_imports.find(std::string(domain));
-  node->opset_version = it != opset_imports.end() ? static_cast<int>(it->second) : 0;
+  if (!opset_imports.empty()) {
+    auto it = opset_imports.find(std::string(opset_domain));
+    node->opset_version = it != opset_imports.end() ? static_cast<int>(it->second) : 0;
+  }
   nodes_.push_back(std::move(node));
   return nodes_.back().get();
 }
 
 Node* Graph::add_input(const std::string& name, ValueType type) {
-  Node* n = add_node("Input", {}, 1, name);
+  Node* n = add_node(input_op(), {}, 1, name);
   n->output_types[0] = std::move(type);
   n->output_names[0] = name;
   inputs_.push_back(n);
@@ -67,7 +98,7 @@ Node* Graph::add_input(const std::string& name, ValueType type) {
 }
 
 Node* Graph::add_constant(const std::string& name, Tensor value) {
-  Node* n = add_node("Constant", {}, 1, name);
+  Node* n = add_node(constant_op(), {}, 1, name);
   n->output_types[0] = ValueType::of(value.dtype(), value.shape());
   n->output_names[0] = name;
   n->constant_value = std::move(value);
@@ -90,13 +121,20 @@ std::string Graph::value_name(Value v) const {
   if (!v.node) return "<absent>";
   if (v.index >= 0 && v.index < v.node->num_outputs() && !v.node->output_names[static_cast<size_t>(v.index)].empty())
     return v.node->output_names[static_cast<size_t>(v.index)];
-  return (v.node->name.empty() ? "#" + std::to_string(v.node->index()) : v.node->name) + ":" + std::to_string(v.index);
+  if (!v.node->name.empty()) return v.node->name + ":" + std::to_string(v.index);
+  // Unnamed nodes: built in a buffer, so that a short name stays in the
+  // string's own storage (passes name every boundary value this way).
+  char buffer[32];
+  buffer[0] = '#';
+  char* end = std::to_chars(buffer + 1, buffer + 20, v.node->index()).ptr;
+  *end++ = ':';
+  end = std::to_chars(end, buffer + sizeof buffer, v.index).ptr;
+  return std::string(buffer, end);
 }
 
 Node* Graph::copy_node(const Node& src, const std::vector<Value>& inputs) {
-  Node* n = add_node(src.schema().name, inputs, src.num_outputs(), src.name, src.schema().domain);
+  Node* n = add_node(src.schema(), inputs, src.num_outputs(), src.name);
   n->attributes = src.attributes;
-  n->attributes.set_owner(n->describe());
   n->output_types = src.output_types;
   n->output_names = src.output_names;
   n->opset_version = src.opset_version;

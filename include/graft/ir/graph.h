@@ -90,7 +90,9 @@ class Node {
 
  private:
   friend class Graph;
-  Node(const OpSchema* schema, Graph* graph, uint32_t index) : schema_(schema), graph_(graph), index_(index) {}
+  Node(const OpSchema* schema, Graph* graph, uint32_t index) : schema_(schema), graph_(graph), index_(index) {
+    attributes.node_ = this;
+  }
   const OpSchema* schema_;
   Graph* graph_;
   uint32_t index_;
@@ -108,6 +110,11 @@ class Graph {
   /// is not in the op table) with `num_outputs` outputs of unknown type.
   Node* add_node(std::string_view op_type, const std::vector<Value>& inputs, int num_outputs = 1,
                  std::string name = {}, std::string_view domain = "");
+  /// Adds a node of op `schema` (an entry of the op table): add_node without
+  /// the lookup by name, for passes that create many nodes of one op.
+  Node* add_node(const OpSchema& schema, const std::vector<Value>& inputs, int num_outputs = 1, std::string name = {});
+  /// Reserves room for `num_nodes` nodes in all (a builder that knows its size).
+  void reserve_nodes(size_t num_nodes) { nodes_.reserve(num_nodes); }
   /// Adds a graph input (an `Input` node) and registers it as the next input.
   Node* add_input(const std::string& name, ValueType type);
   /// Adds a weight or constant (a `Constant` node holding `value`).
@@ -145,6 +152,9 @@ class Graph {
   Node* take_node(Graph& other, Node& node);
 
  private:
+  Node* create_node(const OpSchema& schema, const std::vector<Value>& inputs, int num_outputs, std::string name,
+                    std::string_view opset_domain);
+
   std::vector<std::unique_ptr<Node>> nodes_;
   std::vector<Node*> inputs_;
   std::vector<Value> outputs_;

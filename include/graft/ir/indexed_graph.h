@@ -52,6 +52,10 @@ class IndexedGraph {
   Entry entry_of(Value v) const { return v.node ? Entry{id_of(*v.node), static_cast<uint32_t>(v.index)} : Entry{}; }
 
  private:
+  void order_by_kahn();
+  void fill_inputs(std::vector<uint32_t>& consumer_count);
+  void fill_consumers(std::vector<uint32_t>& consumer_count);
+
   const Graph& graph_;
   std::vector<Node*> nodes_;
   std::vector<uint32_t> id_of_index_;
