@@ -132,6 +132,16 @@ Host& host() {
                           .getFixedSize();
       result->lanes = static_cast<int>(std::clamp<uint64_t>(bits / 32, 4, 16));
     }
+    // Narrower vectors than the host's, so that the code paths of AVX2 and
+    // SSE/NEON hosts are tested on wider ones (part of the cache key).
+    if (const char* lanes = std::getenv("GRAFT_JIT_LANES")) {
+      std::string value = lanes;
+      if (value != "4" && value != "8" && value != "16") {
+        result->init_error = "GRAFT_JIT_LANES must be 4, 8 or 16, got '" + value + "'";
+        return result;
+      }
+      result->lanes = std::stoi(value);
+    }
     auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(*result->builder).create();
     if (!jit) {
       result->init_error = to_message(jit.takeError());
