@@ -1,6 +1,7 @@
 // Fused pointwise kernels: bandwidth of fused chains against a plain copy
-// loop in the same run, speedup over the unfused graph, JIT compile latency
-// (cold, and loaded from the disk cache).
+// loop in the same run, speedup over the unfused graph, throughput of
+// kernels with transcendental functions and broadcasting, JIT compile
+// latency (cold, and loaded from the disk cache) for a representative set.
 //
 //   ./build/bench/codegen_bench [elements=16777216] [threads=2]
 #include <unistd.h>
@@ -71,20 +72,104 @@ std::unique_ptr<ir::Graph> chain(int k, int64_t n, double salt = 0) {
   return g;
 }
 
-/// A typical activation block for the latency figures: x * sigmoid(x) + tanh(x) * c.
-std::unique_ptr<ir::Graph> activation_block(double salt) {
+ir::Value constant(ir::Graph& g, const std::string& name, double value) {
+  return g.add_constant(name, Tensor::scalar<float>(static_cast<float>(value)))->output(0);
+}
+
+/// x * sigmoid(x) + c * tanh(x * sigmoid(x)), then erf.
+std::unique_ptr<ir::Graph> activation_block(double salt, int64_t n) {
   auto g = std::make_unique<ir::Graph>();
   g->opset_imports[""] = 17;
-  ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {1024}))->output(0);
+  ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {n}))->output(0);
   ir::Value s = g->add_node("Sigmoid", {x})->output(0);
   ir::Value m = g->add_node("Mul", {x, s})->output(0);
   ir::Value t = g->add_node("Tanh", {m})->output(0);
-  ir::Value c = g->add_constant("c", Tensor::scalar<float>(static_cast<float>(0.5 + salt)))->output(0);
-  ir::Value tc = g->add_node("Mul", {t, c})->output(0);
+  ir::Value tc = g->add_node("Mul", {t, constant(*g, "c", 0.5 + salt)})->output(0);
   ir::Value y = g->add_node("Add", {m, tc})->output(0);
   g->add_output(g->add_node("Erf", {y})->output(0), "y");
   ir::infer_types(*g);
   return g;
+}
+
+/// GELU with erf, as exporters write it: x * 0.5 * (1 + erf(x / sqrt 2)).
+std::unique_ptr<ir::Graph> gelu_erf(double salt, int64_t n) {
+  auto g = std::make_unique<ir::Graph>();
+  g->opset_imports[""] = 17;
+  ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {n}))->output(0);
+  ir::Value scaled = g->add_node("Div", {x, constant(*g, "sqrt2", 1.4142135623730951 + salt * 1e-3)})->output(0);
+  ir::Value e = g->add_node("Erf", {scaled})->output(0);
+  ir::Value one_plus = g->add_node("Add", {e, constant(*g, "one", 1.0)})->output(0);
+  ir::Value half_x = g->add_node("Mul", {x, constant(*g, "half", 0.5)})->output(0);
+  g->add_output(g->add_node("Mul", {half_x, one_plus})->output(0), "y");
+  ir::infer_types(*g);
+  return g;
+}
+
+/// The pointwise tail of a LayerNorm over rows of `columns` elements:
+/// (x - mean) / sqrt(var + eps) * gamma + beta, with mean and var [rows, 1]
+/// and gamma and beta [columns] broadcast.
+std::unique_ptr<ir::Graph> layer_norm_tail(double salt, int64_t n) {
+  const int64_t columns = 1024;
+  int64_t rows = std::max<int64_t>(1, n / columns);
+  auto g = std::make_unique<ir::Graph>();
+  g->opset_imports[""] = 17;
+  ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {rows, columns}))->output(0);
+  ir::Value mean = g->add_input("mean", ir::ValueType::of(DType::float32, {rows, 1}))->output(0);
+  ir::Value var = g->add_input("var", ir::ValueType::of(DType::float32, {rows, 1}))->output(0);
+  ir::Value gamma = g->add_input("gamma", ir::ValueType::of(DType::float32, {columns}))->output(0);
+  ir::Value beta = g->add_input("beta", ir::ValueType::of(DType::float32, {columns}))->output(0);
+  ir::Value centered = g->add_node("Sub", {x, mean})->output(0);
+  ir::Value deviation =
+      g->add_node("Sqrt", {g->add_node("Add", {var, constant(*g, "eps", 1e-5 + salt * 1e-6)})->output(0)})->output(0);
+  ir::Value normalized = g->add_node("Div", {centered, deviation})->output(0);
+  ir::Value scaled = g->add_node("Mul", {normalized, gamma})->output(0);
+  g->add_output(g->add_node("Add", {scaled, beta})->output(0), "y");
+  ir::infer_types(*g);
+  return g;
+}
+
+/// A GRU cell's gates from precomputed projections (x and h parts of the
+/// reset, update and new gates) and the previous state:
+/// r = sigmoid(xr + hr), z = sigmoid(xz + hz), c = tanh(xn + r * hn),
+/// h = (1 - z) * c + z * h_prev.
+std::unique_ptr<ir::Graph> gru_gates(double salt, int64_t n) {
+  auto g = std::make_unique<ir::Graph>();
+  g->opset_imports[""] = 17;
+  auto input = [&](const char* name) { return g->add_input(name, ir::ValueType::of(DType::float32, {n}))->output(0); };
+  ir::Value xr = input("xr"), hr = input("hr"), xz = input("xz"), hz = input("hz"), xn = input("xn"), hn = input("hn"),
+            h_prev = input("h_prev");
+  ir::Value r = g->add_node("Sigmoid", {g->add_node("Add", {xr, hr})->output(0)})->output(0);
+  ir::Value z = g->add_node("Sigmoid", {g->add_node("Add", {xz, hz})->output(0)})->output(0);
+  ir::Value c =
+      g->add_node("Tanh", {g->add_node("Add", {xn, g->add_node("Mul", {r, hn})->output(0)})->output(0)})->output(0);
+  ir::Value keep = g->add_node("Sub", {constant(*g, "one", 1.0 + salt * 1e-3), z})->output(0);
+  ir::Value h =
+      g->add_node("Add", {g->add_node("Mul", {keep, c})->output(0), g->add_node("Mul", {z, h_prev})->output(0)})
+          ->output(0);
+  g->add_output(h, "h");
+  ir::infer_types(*g);
+  return g;
+}
+
+/// Inputs for a graph: values in [-2, 2) (variances in [0.5, 2.5)).
+std::vector<Tensor> inputs_for(const ir::Graph& g) {
+  std::vector<Tensor> inputs;
+  for (const ir::Node* node : g.inputs()) {
+    Tensor t(DType::float32, *node->output_types[0].concrete_shape());
+    float* data = t.data<float>();
+    bool positive = node->name == "var" || (!node->output_names.empty() && node->output_names[0] == "var");
+    for (int64_t i = 0; i < t.numel(); ++i) {
+      float v = static_cast<float>((i * 7919 % 1000) * 0.004 - 2.0);
+      data[i] = positive ? std::abs(v) + 0.5f : v;
+    }
+    inputs.push_back(t);
+  }
+  return inputs;
+}
+
+double median_of(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values[values.size() / 2];
 }
 
 }  // namespace
@@ -141,35 +226,72 @@ int main(int argc, char** argv) {
     if (k == 2) std::printf("     (streaming lanes: %lld)\n", static_cast<long long>(runner->streaming_lanes()));
   }
 
-  // JIT latency: distinct kernels, cold (no disk cache), then from the disk
-  // cache; wall time and the compiling thread's CPU time.
-  const int kernels = 15;
-  struct Latency {
+  // Kernels with transcendental functions and broadcasting: time per run of
+  // n elements, and bandwidth counting every input and output once.
+  struct Kernel {
     const char* name;
-    std::function<std::unique_ptr<ir::Graph>(double)> make;
+    std::function<std::unique_ptr<ir::Graph>(double salt, int64_t n)> make;
   };
-  Latency latencies[] = {
-      {"chain of 8 (Mul/Add/Max/Min)", [&](double salt) { return chain(8, 1024, salt); }},
-      {"x*sigmoid(x) + c*tanh(x*sigmoid(x)), then erf", [](double salt) { return activation_block(salt); }},
+  const Kernel kernels[] = {
+      {"chain of 8 (Mul/Add/Max/Min)", [](double salt, int64_t size) { return chain(8, size, salt); }},
+      {"x*sigmoid(x) + c*tanh(x*sigmoid(x)), then erf", activation_block},
+      {"GELU, erf form: x*0.5*(1+erf(x/sqrt2))", gelu_erf},
+      {"LayerNorm tail (x-m)/sqrt(v+eps)*g+b, [n/1024,1024]", layer_norm_tail},
+      {"GRU gates (sigmoid, tanh, Mul, Add, Sub), 7 inputs", gru_gates},
   };
-  std::printf("\nJIT latency, %d distinct kernels each (median, ms):\n", kernels);
-  std::printf("%-48s %10s %10s %12s %12s\n", "kernel", "cold wall", "cold cpu", "disk wall", "disk cpu");
-  for (const Latency& latency : latencies) {
+  std::printf("\nkernels on %lld elements, threads %d (median of %d runs):\n", static_cast<long long>(n), threads,
+              repeats);
+  std::printf("%-52s %10s %10s %12s %14s\n", "kernel", "ms", "GB/s", "Gelem/s", "1-thread cpu");
+  for (const Kernel& kernel : kernels) {
+    auto g = kernel.make(0, n);
+    codegen::LoweredKernel lowered = codegen::lower_body(*g);
+    auto runner = cache.cpu_runner(lowered.ir);
+    std::vector<Tensor> inputs = inputs_for(*g);
+    double traffic = static_cast<double>(n) * 4;  // the output
+    for (const Tensor& t : inputs) traffic += static_cast<double>(t.nbytes());
+    runtime::BufferPool pool;
+    double seconds = median_seconds(repeats, [&] { codegen::run_kernel(lowered.ir, *runner, inputs, pool); });
+    // CPU time of one thread doing all the work: what the machine's load
+    // changes least.
+    double cpu_seconds;
+    {
+      ScopedNumThreads one(1);
+      std::vector<double> times;
+      for (int r = 0; r <= repeats / 2; ++r) {
+        double c0 = thread_cpu_seconds();
+        codegen::run_kernel(lowered.ir, *runner, inputs, pool);
+        if (r > 0) times.push_back(thread_cpu_seconds() - c0);
+      }
+      cpu_seconds = median_of(times);
+    }
+    std::printf("%-52s %10.2f %10.2f %12.2f %11.2f ms%s\n", kernel.name, seconds * 1e3, traffic / seconds / 1e9,
+                static_cast<double>(n) / seconds / 1e9, cpu_seconds * 1e3,
+                std::string(runner->kind()) == "llvm" ? "" : "  (interpreted)");
+  }
+
+  // JIT latency: distinct kernels (the salt changes a constant), cold (no
+  // disk cache), then from the disk cache; wall time and the compiling
+  // thread's CPU time. Compiling includes linking into the process.
+  const int distinct = 15;
+  std::printf("\nJIT latency, %d distinct kernels each (median, ms):\n", distinct);
+  std::printf("%-52s %10s %10s %12s %12s\n", "kernel", "cold wall", "cold cpu", "disk wall", "disk cpu");
+  std::vector<double> all_cold_wall, all_cold_cpu, all_disk_wall, all_disk_cpu;
+  for (const Kernel& kernel : kernels) {
     std::vector<codegen::KernelIR> irs;
-    for (int i = 0; i < kernels; ++i) irs.push_back(codegen::lower_body(*latency.make(0.01 * (i + 1))).ir);
+    for (int i = 0; i < distinct; ++i) irs.push_back(codegen::lower_body(*kernel.make(0.01 * (i + 1), 4096)).ir);
     auto measure = [&](std::vector<double>& wall, std::vector<double>& cpu) {
       for (const auto& ir : irs) {
         double c0 = thread_cpu_seconds();
         wall.push_back(seconds_of([&] { cache.cpu_runner(ir); }) * 1e3);
         cpu.push_back((thread_cpu_seconds() - c0) * 1e3);
       }
-      std::sort(wall.begin(), wall.end());
-      std::sort(cpu.begin(), cpu.end());
     };
     unsetenv("GRAFT_CACHE_DIR");
     cache.clear_memory();
+    uint64_t compiles = cache.counters().compiles;
     std::vector<double> cold_wall, cold_cpu, disk_wall, disk_cpu;
     measure(cold_wall, cold_cpu);
+    bool all_compiled = cache.counters().compiles - compiles == static_cast<uint64_t>(distinct);
     char pattern[] = "/tmp/graft_bench_cache_XXXXXX";
     if (!mkdtemp(pattern)) return 1;
     setenv("GRAFT_CACHE_DIR", pattern, 1);
@@ -180,9 +302,15 @@ int main(int argc, char** argv) {
     measure(disk_wall, disk_cpu);
     std::filesystem::remove_all(pattern);
     unsetenv("GRAFT_CACHE_DIR");
-    std::printf("%-48s %10.2f %10.2f %12.2f %12.2f%s\n", latency.name, cold_wall[kernels / 2], cold_cpu[kernels / 2],
-                disk_wall[kernels / 2], disk_cpu[kernels / 2],
-                cache.counters().disk_hits - hits == static_cast<uint64_t>(kernels) ? "" : "  (not all disk hits!)");
+    std::printf("%-52s %10.2f %10.2f %12.2f %12.2f%s%s\n", kernel.name, median_of(cold_wall), median_of(cold_cpu),
+                median_of(disk_wall), median_of(disk_cpu), all_compiled ? "" : "  (not all compiled!)",
+                cache.counters().disk_hits - hits == static_cast<uint64_t>(distinct) ? "" : "  (not all disk hits!)");
+    all_cold_wall.insert(all_cold_wall.end(), cold_wall.begin(), cold_wall.end());
+    all_cold_cpu.insert(all_cold_cpu.end(), cold_cpu.begin(), cold_cpu.end());
+    all_disk_wall.insert(all_disk_wall.end(), disk_wall.begin(), disk_wall.end());
+    all_disk_cpu.insert(all_disk_cpu.end(), disk_cpu.begin(), disk_cpu.end());
   }
+  std::printf("%-52s %10.2f %10.2f %12.2f %12.2f\n", "median over all of them", median_of(all_cold_wall),
+              median_of(all_cold_cpu), median_of(all_disk_wall), median_of(all_disk_cpu));
   return 0;
 }

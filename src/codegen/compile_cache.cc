@@ -188,7 +188,7 @@ std::shared_ptr<const KernelRunner> CompileCache::compile_or_load(const KernelIR
     if (std::optional<std::string> bytes = read_file(path)) {
       if (std::optional<std::string> object = decode_entry(*bytes, key)) {
         try {
-          auto runner = load_object(*object, prefix);
+          auto runner = load_object(ir, *object, prefix);
           counters_.disk_hits++;
           return runner;
         } catch (const Error&) {
@@ -201,7 +201,7 @@ std::shared_ptr<const KernelRunner> CompileCache::compile_or_load(const KernelIR
   if (fail_compiles_) fail(ErrorKind::internal, "compile failure injected for testing");
   std::string object = compile_to_object(ir, prefix);
   counters_.compiles++;
-  auto runner = load_object(object, prefix);
+  auto runner = load_object(ir, object, prefix);
   if (dir) {
     std::string problem = write_atomically(path, encode_entry(key, object));
     if (!problem.empty()) std::cerr << "graft: warning: compile cache: " << problem << "\n";

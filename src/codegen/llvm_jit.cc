@@ -1,16 +1,22 @@
 // The CPU emitter: kernel IR -> LLVM IR -> object code for the host CPU ->
 // ORC LLJIT.
 //
-// Each kernel becomes two functions over a run of n elements:
-//   void <prefix>_contiguous(i64 n, i8** ptrs)              every operand dense
-//   void <prefix>_strided(i64 n, i8** ptrs, i64* strides)   element strides per operand
-// (operands: kernel inputs, then outputs). The loop body evaluates the DAG for
-// element i with scalar IR; the loops carry llvm.loop.parallel_accesses
-// metadata (iterations are independent: outputs never alias inputs, and an
-// output written with stride 0 gets the same value from every iteration), so
-// LLVM's loop vectorizer widens them to the host SIMD width chosen by the
-// target machine (host CPU name and features) without runtime alias checks.
-// C++ (run_kernel) splits the iteration space over threads.
+// Each kernel becomes one function over a dense run of n elements, n a
+// multiple of the vector width W (the host's widest SIMD register in float32
+// elements, 4 to 16):
+//   void <prefix>_kernel(i64 n, i8** ptrs, i32 stream)
+// (operands: kernel inputs, then outputs). It is written directly in vector
+// IR, <W x T> for every value: one loop that loads W elements of each input,
+// evaluates the DAG once, and stores W elements of each output, with ordinary
+// or, when `stream` is set, non-temporal stores (then an sfence). Writing the
+// vectors out makes the loop vectorizer and most of a pass pipeline
+// unnecessary, and having one function with one copy of the DAG (no scalar
+// remainder loop, no scalar strided variant) keeps instruction selection and
+// register allocation, which dominate JIT latency, to one pass over it.
+// JitRunner (C++) handles the rest: the last partial vector of a run goes
+// through zero-padded scratch buffers, and strided runs (broadcasting) go in
+// blocks whose strided operands are copied to or from dense scratch buffers.
+// run_kernel splits the iteration space over threads.
 //
 // Transcendental functions are written out as branch-free polynomial code so
 // that they vectorize (bounds measured by tests/codegen/approximation_test.cc,
@@ -25,15 +31,17 @@
 //   sigmoid  1 / (1 + exp(-x)) or e / (1 + e), as the reference kernel.
 //   pow    exp(y log|x|) evaluated in float64 (float32 kernels) with the C
 //          rules for negative bases, zeros, ones and infinities.
-//   erf    float32: its Maclaurin series (degree 121, Horner in x^2) in
-//          float64 for |x| < 4; 1 beyond. float64 erf, and sin/cos of both types, call libm (the
-//          loop then stays scalar).
+//   erf    float32: x P(x^2) / Q(x^2) (degrees 6 and 5) evaluated in float64
+//          for |x| <= 4, +-1 beyond. float64 erf, and sin/cos of both types,
+//          call libm lane by lane.
 #include "llvm_jit.h"
 
+#include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <cmath>
+#include <cstring>
 #include <mutex>
 #include <numbers>
 
@@ -41,6 +49,7 @@
 
 #if GRAFT_WITH_LLVM
 #include <llvm/ADT/SmallString.h>
+#include <llvm/Analysis/TargetTransformInfo.h>
 #include <llvm/ExecutionEngine/Orc/ExecutionUtils.h>
 #include <llvm/ExecutionEngine/Orc/JITTargetMachineBuilder.h>
 #include <llvm/ExecutionEngine/Orc/LLJIT.h>
@@ -77,6 +86,7 @@ struct Host {
   std::unique_ptr<llvm::TargetMachine> fast_machine;  // CodeGenOpt::None: for cheap, memory-bound kernels
   std::unique_ptr<llvm::orc::LLJIT> jit;
   std::string target_id;
+  int lanes = 4;  // elements per vector in kernels: the SIMD register width in float32 elements, 4 to 16
   std::mutex compile_mutex;
   std::atomic<uint64_t> next_dylib{0};
 };
@@ -108,6 +118,30 @@ Host& host() {
       return result;
     }
     result->fast_machine = std::move(*fast_machine);
+    {
+      // The widest SIMD register, as the target's cost model reports it for
+      // a function with the host CPU's attributes.
+      llvm::LLVMContext context;
+      llvm::Module module("probe", context);
+      auto* fn = llvm::Function::Create(llvm::FunctionType::get(llvm::Type::getVoidTy(context), false),
+                                        llvm::Function::ExternalLinkage, "probe", module);
+      fn->addFnAttr("target-cpu", result->machine->getTargetCPU());
+      fn->addFnAttr("target-features", result->machine->getTargetFeatureString());
+      uint64_t bits = result->machine->getTargetTransformInfo(*fn)
+                          .getRegisterBitWidth(llvm::TargetTransformInfo::RGK_FixedWidthVector)
+                          .getFixedSize();
+      result->lanes = static_cast<int>(std::clamp<uint64_t>(bits / 32, 4, 16));
+    }
+    // Narrower vectors than the host's, so that the code paths of AVX2 and
+    // SSE/NEON hosts are tested on wider ones (part of the cache key).
+    if (const char* lanes = std::getenv("GRAFT_JIT_LANES")) {
+      std::string value = lanes;
+      if (value != "4" && value != "8" && value != "16") {
+        result->init_error = "GRAFT_JIT_LANES must be 4, 8 or 16, got '" + value + "'";
+        return result;
+      }
+      result->lanes = std::stoi(value);
+    }
     auto jit = llvm::orc::LLJITBuilder().setJITTargetMachineBuilder(*result->builder).create();
     if (!jit) {
       result->init_error = to_message(jit.takeError());
@@ -115,7 +149,8 @@ Host& host() {
     }
     result->jit = std::move(*jit);
     result->target_id = "llvm-" LLVM_VERSION_STRING "|" + result->builder->getTargetTriple().str() + "|" +
-                        result->builder->getCPU() + "|" + result->builder->getFeatures().getString() + "|emitter-2";
+                        result->builder->getCPU() + "|" + result->builder->getFeatures().getString() +
+                        "|emitter-3|lanes-" + std::to_string(result->lanes);
     return result;
   }();
   return *h;
@@ -127,135 +162,170 @@ Host& usable_host() {
   return h;
 }
 
+/// Elements per call of the streaming mode (64 bytes of float32).
+constexpr int kStreamLanes = 16;
+
 /// Renders one kernel into an LLVM module.
 class Emitter {
  public:
-  Emitter(llvm::LLVMContext& context, llvm::Module& module, const KernelIR& ir)
-      : ctx_(context), module_(module), ir_(ir), b_(context) {}
+  Emitter(llvm::LLVMContext& context, llvm::Module& module, const KernelIR& ir, int lanes)
+      : ctx_(context), module_(module), ir_(ir), b_(context), lanes_(lanes) {}
 
-  /// True when a streaming variant makes sense: no libm calls (they do not
-  /// take vectors) and outputs of 4 or 8 bytes (aligned full-vector stores).
+  /// True when a streaming variant makes sense: outputs of 4 or 8 bytes
+  /// (aligned full-vector non-temporal stores).
   bool can_stream() const {
-    if (calls_libm_) return false;
     for (DType t : ir_.output_dtypes())
       if (dtype_size(t) != 4 && dtype_size(t) != 8) return false;
     return true;
   }
 
-  /// Emits one loop function. `strided`: per-operand element strides.
-  /// `lanes` > 1: the streaming variant, written directly on vectors of that
-  /// many elements, with non-temporal stores (n a multiple of lanes, outputs
-  /// 64-byte aligned) and an sfence at the end.
-  void emit_function(const std::string& name, bool strided, int lanes = 1) {
-    lanes_ = lanes;
+  /// Emits the kernel function and the constant `<prefix>_streaming_lanes`
+  /// (i64: kStreamLanes when the kernel has the non-temporal store path, else 0).
+  ///
+  /// void <prefix>_kernel(i64 n, i8** ptrs, i32 stream): n elements, a
+  /// multiple of lanes_, every operand dense (the runner handles tails and
+  /// strided operands); a loop over vectors of lanes_ elements that loads,
+  /// evaluates the DAG, and stores with ordinary or (stream != 0)
+  /// non-temporal stores, then an sfence. With `one_block_loops` the two
+  /// kinds of store get a loop each, whose body is one basic block (the DAG
+  /// twice: for cheap DAGs under the quick code generator, whose register
+  /// allocator spills every value live across blocks); else one loop
+  /// evaluates the DAG once and branches to one of two store blocks.
+  void emit_kernel(const std::string& prefix, bool with_stream, bool one_block_loops) {
     llvm::Type* i64 = b_.getInt64Ty();
-    llvm::Type* i8pp = b_.getInt8PtrTy()->getPointerTo();
-    std::vector<llvm::Type*> params = {i64, i8pp};
-    if (strided) params.push_back(i64->getPointerTo());
-    auto* type = llvm::FunctionType::get(b_.getVoidTy(), params, false);
-    auto* fn = llvm::Function::Create(type, llvm::Function::ExternalLinkage, name, module_);
+    auto* type =
+        llvm::FunctionType::get(b_.getVoidTy(), {i64, b_.getInt8PtrTy()->getPointerTo(), b_.getInt32Ty()}, false);
+    auto* fn = llvm::Function::Create(type, llvm::Function::ExternalLinkage, prefix + "_kernel", module_);
     fn->addFnAttr(llvm::Attribute::NoUnwind);
     fn->addParamAttr(1, llvm::Attribute::NoAlias);
     fn->addParamAttr(1, llvm::Attribute::ReadOnly);
-    if (strided) {
-      fn->addParamAttr(2, llvm::Attribute::NoAlias);
-      fn->addParamAttr(2, llvm::Attribute::ReadOnly);
-    }
     Host& h = host();
     if (h.machine) {
       fn->addFnAttr("target-cpu", h.machine->getTargetCPU());
       fn->addFnAttr("target-features", h.machine->getTargetFeatureString());
     }
     llvm::Value* n = fn->getArg(0);
-    llvm::Value* ptr_array = fn->getArg(1);
     auto* entry = llvm::BasicBlock::Create(ctx_, "entry", fn);
-    auto* loop = llvm::BasicBlock::Create(ctx_, "loop", fn);
     auto* done = llvm::BasicBlock::Create(ctx_, "done", fn);
+    auto* exit = llvm::BasicBlock::Create(ctx_, "exit", fn);
+
     b_.SetInsertPoint(entry);
-    size_t n_ops = ir_.input_dtypes.size() + ir_.outputs.size();
+    llvm::Value* stream = with_stream ? b_.CreateICmpNE(fn->getArg(2), b_.getInt32(0)) : nullptr;
+    size_t n_inputs = ir_.input_dtypes.size();
+    size_t n_ops = n_inputs + ir_.outputs.size();
     std::vector<DType> operand_dtypes = ir_.input_dtypes;
     for (DType t : ir_.output_dtypes()) operand_dtypes.push_back(t);
     std::vector<bool> used(n_ops, false);
     for (const Expr& e : ir_.exprs)
       if (e.op == ExprOp::input) used[static_cast<size_t>(e.index)] = true;
-    for (size_t k = ir_.input_dtypes.size(); k < n_ops; ++k) used[k] = true;
-    pointers_.assign(n_ops, nullptr);
-    strides_.assign(n_ops, nullptr);
+    for (size_t k = n_inputs; k < n_ops; ++k) used[k] = true;
+    std::vector<llvm::Value*> pointers(n_ops, nullptr);
     for (size_t k = 0; k < n_ops; ++k) {
       if (!used[k]) continue;
-      llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(b_.getInt8PtrTy(), ptr_array, k);
+      llvm::Value* slot = b_.CreateConstInBoundsGEP1_64(b_.getInt8PtrTy(), fn->getArg(1), k);
       llvm::Value* raw = b_.CreateLoad(b_.getInt8PtrTy(), slot);
-      pointers_[k] = b_.CreateBitCast(raw, storage_type(operand_dtypes[k])->getPointerTo());
-      if (strided) {
-        llvm::Value* stride_slot = b_.CreateConstInBoundsGEP1_64(i64, fn->getArg(2), k);
-        strides_[k] = b_.CreateLoad(i64, stride_slot);
-      }
+      pointers[k] = b_.CreateBitCast(raw, storage_type(operand_dtypes[k])->getPointerTo());
     }
-    b_.CreateCondBr(b_.CreateICmpSGT(n, b_.getInt64(0)), loop, done);
+    llvm::Value* nonempty = b_.CreateICmpSGT(n, b_.getInt64(0));
 
-    b_.SetInsertPoint(loop);
-    llvm::PHINode* i = b_.CreatePHI(i64, 2);
     llvm::MDNode* nontemporal = llvm::MDNode::get(ctx_, {llvm::ConstantAsMetadata::get(b_.getInt32(1))});
-    i->addIncoming(b_.getInt64(0), entry);
-    access_group_ = llvm::MDNode::getDistinct(ctx_, {});
-    std::vector<llvm::Value*> values(ir_.exprs.size(), nullptr);
-    for (size_t e = 0; e < ir_.exprs.size(); ++e) values[e] = emit_expr(ir_.exprs[e], values, i);
-    for (size_t o = 0; o < ir_.outputs.size(); ++o) {
-      size_t k = ir_.input_dtypes.size() + o;
-      const Expr& out = ir_.exprs[static_cast<size_t>(ir_.outputs[o])];
-      llvm::Value* v = values[static_cast<size_t>(ir_.outputs[o])];
-      if (out.dtype == DType::boolean) v = b_.CreateZExt(v, vec(b_.getInt8Ty()));
-      llvm::Value* index = strided ? b_.CreateMul(i, strides_[k]) : static_cast<llvm::Value*>(i);
-      llvm::Value* address = b_.CreateInBoundsGEP(storage_type(out.dtype), pointers_[k], index);
-      if (lanes_ > 1) {
-        address = b_.CreateBitCast(address, v->getType()->getPointerTo());
-        auto* store = b_.CreateAlignedStore(v, address, llvm::Align(64));
-        store->setMetadata(llvm::LLVMContext::MD_nontemporal, nontemporal);
-        store->setMetadata(llvm::LLVMContext::MD_access_group, access_group_);
-      } else {
-        auto* store = b_.CreateStore(v, address);
-        store->setMetadata(llvm::LLVMContext::MD_access_group, access_group_);
-      }
-    }
-    llvm::Value* next = b_.CreateAdd(i, b_.getInt64(lanes_));
-    i->addIncoming(next, loop);
-    auto* branch = b_.CreateCondBr(b_.CreateICmpSLT(next, n), loop, done);
-    llvm::MDNode* parallel = llvm::MDNode::get(
-        ctx_, {llvm::MDString::get(ctx_, "llvm.loop.parallel_accesses"), access_group_});
-    llvm::MDNode* vectorize = llvm::MDNode::get(
-        ctx_, {llvm::MDString::get(ctx_, "llvm.loop.vectorize.enable"),
-               llvm::ConstantAsMetadata::get(b_.getTrue())});
-    auto property = [&](const char* name, llvm::Constant* value) -> llvm::Metadata* {
-      return llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, name), llvm::ConstantAsMetadata::get(value)});
+    llvm::PHINode* i = nullptr;
+    auto vector_pointer = [&](size_t k) {
+      llvm::Value* address = b_.CreateInBoundsGEP(storage_type(operand_dtypes[k]), pointers[k], i);
+      return b_.CreateBitCast(address, vec(storage_type(operand_dtypes[k]))->getPointerTo());
     };
-    // Compile time matters (JIT latency): no interleaving or unrolling (the
-    // loops are memory-bound), and the strided variant, the rare broadcast
-    // path, stays scalar. Vectorization is forced only where possible: a
-    // libm call (sin, cos, float64 erf) keeps the loop scalar, and forcing it
-    // would make LLVM warn.
-    std::vector<llvm::Metadata*> loop_properties = {nullptr, parallel,
-                                                    property("llvm.loop.interleave.count", b_.getInt32(1)),
-                                                    llvm::MDNode::get(ctx_, {llvm::MDString::get(ctx_, "llvm.loop.unroll.disable")})};
-    if (strided || lanes_ > 1)
-      loop_properties.push_back(property("llvm.loop.vectorize.width", b_.getInt32(1)));
-    else if (!calls_libm_)
-      loop_properties.push_back(vectorize);
-    llvm::MDNode* loop_id = llvm::MDNode::getDistinct(ctx_, loop_properties);
-    loop_id->replaceOperandWith(0, loop_id);
-    branch->setMetadata(llvm::LLVMContext::MD_loop, loop_id);
+    // Starts a loop block: the induction variable, loads, the DAG; returns
+    // the output vectors.
+    auto emit_body = [&](llvm::BasicBlock* loop, llvm::BasicBlock* from) {
+      b_.SetInsertPoint(loop);
+      i = b_.CreatePHI(i64, 2, "i");
+      i->addIncoming(b_.getInt64(0), from);
+      inputs_.assign(n_inputs, nullptr);
+      for (size_t k = 0; k < n_inputs; ++k) {
+        if (!used[k]) continue;
+        llvm::Type* loaded = vec(storage_type(operand_dtypes[k]));
+        inputs_[k] = b_.CreateAlignedLoad(loaded, vector_pointer(k), llvm::Align(dtype_size(operand_dtypes[k])));
+      }
+      std::vector<llvm::Value*> values(ir_.exprs.size(), nullptr);
+      for (size_t e = 0; e < ir_.exprs.size(); ++e) values[e] = emit_expr(ir_.exprs[e], values);
+      std::vector<llvm::Value*> results;
+      for (int32_t output : ir_.outputs) {
+        llvm::Value* v = values[static_cast<size_t>(output)];
+        if (ir_.exprs[static_cast<size_t>(output)].dtype == DType::boolean) v = b_.CreateZExt(v, vec(b_.getInt8Ty()));
+        results.push_back(v);
+      }
+      return results;
+    };
+    auto emit_stores = [&](const std::vector<llvm::Value*>& results, bool streaming) {
+      for (size_t o = 0; o < results.size(); ++o) {
+        size_t k = n_inputs + o;
+        uint64_t size = dtype_size(operand_dtypes[k]);
+        // Streaming: n is a multiple of kStreamLanes and the outputs are 64-byte aligned.
+        uint64_t align = streaming ? std::min<uint64_t>(64, size * static_cast<uint64_t>(lanes_)) : size;
+        auto* store = b_.CreateAlignedStore(results[o], vector_pointer(k), llvm::Align(align));
+        if (streaming) store->setMetadata(llvm::LLVMContext::MD_nontemporal, nontemporal);
+      }
+    };
+    auto close_loop = [&](llvm::BasicBlock* loop) {
+      llvm::Value* next = b_.CreateAdd(i, b_.getInt64(lanes_));
+      i->addIncoming(next, b_.GetInsertBlock());
+      b_.CreateCondBr(b_.CreateICmpSLT(next, n), loop, done);
+    };
+
+    if (!with_stream || one_block_loops) {
+      auto* loop = llvm::BasicBlock::Create(ctx_, "loop", fn, done);
+      auto* stream_loop = with_stream ? llvm::BasicBlock::Create(ctx_, "stream_loop", fn, done) : nullptr;
+      if (with_stream) {
+        auto* start = llvm::BasicBlock::Create(ctx_, "start", fn, loop);
+        b_.CreateCondBr(nonempty, start, done);
+        b_.SetInsertPoint(start);
+        b_.CreateCondBr(stream, stream_loop, loop);
+        emit_stores(emit_body(stream_loop, start), true);
+        close_loop(stream_loop);
+        emit_stores(emit_body(loop, start), false);
+        close_loop(loop);
+      } else {
+        b_.CreateCondBr(nonempty, loop, done);
+        emit_stores(emit_body(loop, entry), false);
+        close_loop(loop);
+      }
+    } else {
+      auto* loop = llvm::BasicBlock::Create(ctx_, "loop", fn, done);
+      auto* store_dense = llvm::BasicBlock::Create(ctx_, "store_dense", fn, done);
+      auto* store_stream = llvm::BasicBlock::Create(ctx_, "store_stream", fn, done);
+      auto* latch = llvm::BasicBlock::Create(ctx_, "latch", fn, done);
+      b_.CreateCondBr(nonempty, loop, done);
+      std::vector<llvm::Value*> results = emit_body(loop, entry);
+      b_.CreateCondBr(stream, store_stream, store_dense);
+      b_.SetInsertPoint(store_dense);
+      emit_stores(results, false);
+      b_.CreateBr(latch);
+      b_.SetInsertPoint(store_stream);
+      emit_stores(results, true);
+      b_.CreateBr(latch);
+      b_.SetInsertPoint(latch);
+      close_loop(loop);
+    }
 
     b_.SetInsertPoint(done);
-    if (lanes_ > 1) b_.CreateIntrinsic(llvm::Intrinsic::x86_sse_sfence, {}, {});  // order the streaming stores
+    if (with_stream) {
+      auto* fence = llvm::BasicBlock::Create(ctx_, "fence", fn, exit);
+      b_.CreateCondBr(stream, fence, exit);
+      b_.SetInsertPoint(fence);
+      b_.CreateIntrinsic(llvm::Intrinsic::x86_sse_sfence, {}, {});  // order the streaming stores
+    }
+    b_.CreateBr(exit);
+    b_.SetInsertPoint(exit);
     b_.CreateRetVoid();
-    lanes_ = 1;
+
+    new llvm::GlobalVariable(module_, i64, true, llvm::GlobalValue::ExternalLinkage,
+                             b_.getInt64(with_stream ? kStreamLanes : 0), prefix + "_streaming_lanes");
   }
 
  private:
   // ---- types and constants
-  /// The vector of `scalar` when emitting the streaming variant, else `scalar`.
-  llvm::Type* vec(llvm::Type* scalar) {
-    return lanes_ > 1 ? static_cast<llvm::Type*>(llvm::FixedVectorType::get(scalar, lanes_)) : scalar;
-  }
+  /// The vector of lanes_ elements of `scalar`.
+  llvm::Type* vec(llvm::Type* scalar) { return llvm::FixedVectorType::get(scalar, static_cast<unsigned>(lanes_)); }
   llvm::Type* value_type(DType t) { return vec(scalar_type(t)); }
   llvm::Type* scalar_type(DType t) {
     switch (t) {
@@ -287,11 +357,16 @@ class Emitter {
     return r;
   }
   llvm::Value* is_nan(llvm::Value* x) { return b_.CreateFCmpUNO(x, x); }
+  /// A C library function of one argument, called lane by lane.
   llvm::Value* libm_call(const char* name, llvm::Value* x) {
-    calls_libm_ = true;
-    llvm::FunctionCallee callee = module_.getOrInsertFunction(name, x->getType(), x->getType());
-    auto* call = b_.CreateCall(callee, {x});
-    return call;
+    llvm::Type* scalar = x->getType()->getScalarType();
+    llvm::FunctionCallee callee = module_.getOrInsertFunction(name, scalar, scalar);
+    llvm::Value* result = llvm::PoisonValue::get(x->getType());
+    for (int lane = 0; lane < lanes_; ++lane) {
+      llvm::Value* y = b_.CreateCall(callee, {b_.CreateExtractElement(x, static_cast<uint64_t>(lane))});
+      result = b_.CreateInsertElement(result, y, static_cast<uint64_t>(lane));
+    }
+    return result;
   }
 
   // ---- approximations
@@ -431,22 +506,30 @@ class Emitter {
   llvm::Value* erf_approx(llvm::Value* x) {
     llvm::Type* t = x->getType();
     if (is_double(t)) return libm_call("erf", x);
+    // float32: erf(x) = x P(x^2) / Q(x^2) on |x| <= 4 (beyond, erf rounds to
+    // +-1 in float32), evaluated in float64 so that only the final rounding
+    // to float32 adds to the fit's error. P (degree 6) and Q (degree 5, all
+    // coefficients positive, so Q > 0) are a near-minimax fit of
+    // erf(sqrt t)/sqrt t on t in [0, 16], relative error 2.0e-9, made for
+    // graft by tools/fit_erf.py (linearized least squares with Lawson
+    // reweighting, mpmath); the same odd rational form as Eigen's and XLA's
+    // float erf, with more terms for float64 evaluation.
+    static const std::vector<double> p = {1.1283791693734044,     0.18520511533302236,    0.05431696135665726,
+                                          0.0038496632620069627,  0.00037960139166381875, 4.68452855706574e-06,
+                                          -1.3201056015349612e-08};
+    static const std::vector<double> q = {1.0,
+                                          0.49746717364084625,
+                                          0.11395902056865237,
+                                          0.015462167518477716,
+                                          0.001307570450728851,
+                                          6.310824939432237e-05};
     llvm::Type* wide = vec(b_.getDoubleTy());
-    llvm::Value* a = intrinsic(llvm::Intrinsic::fabs, b_.CreateFPExt(x, wide));
-    llvm::Value* saturated = b_.CreateFCmpOGE(a, cf(wide, 4));
-    llvm::Value* ac = b_.CreateSelect(saturated, cf(wide, 0), a);
-    // erf(x) = 2/sqrt(pi) * x * sum_n (-x^2)^n / (n! (2n+1)), Horner in x^2.
-    std::vector<double> c;
-    double factorial = 1;
-    for (int n = 0; n <= 60; ++n) {
-      if (n > 0) factorial *= n;
-      c.push_back((n % 2 ? -1.0 : 1.0) / (factorial * (2 * n + 1)));
-    }
-    llvm::Value* sum = b_.CreateFMul(ac, poly(b_.CreateFMul(ac, ac), c));
-    llvm::Value* r = b_.CreateFMul(sum, cf(wide, 2 * std::numbers::inv_sqrtpi));
-    r = b_.CreateSelect(saturated, cf(wide, 1), r);
+    llvm::Value* xw = b_.CreateFPExt(x, wide);
+    llvm::Value* clamped = b_.CreateSelect(b_.CreateFCmpOGT(xw, cf(wide, 4)), cf(wide, 4), xw);
+    clamped = b_.CreateSelect(b_.CreateFCmpOLT(clamped, cf(wide, -4)), cf(wide, -4), clamped);
+    llvm::Value* square = b_.CreateFMul(clamped, clamped);
+    llvm::Value* r = b_.CreateFDiv(b_.CreateFMul(clamped, poly(square, p)), poly(square, q));
     r = b_.CreateFPTrunc(r, t);
-    r = b_.CreateBinaryIntrinsic(llvm::Intrinsic::copysign, r, x);
     return b_.CreateSelect(is_nan(x), x, r);
   }
 
@@ -494,22 +577,16 @@ class Emitter {
     return to == DType::int64 ? b_.CreateSExt(x, target) : b_.CreateTrunc(x, target);
   }
 
-  llvm::Value* emit_expr(const Expr& e, const std::vector<llvm::Value*>& v, llvm::Value* i) {
+  llvm::Value* emit_expr(const Expr& e, const std::vector<llvm::Value*>& v) {
     auto arg = [&](int k) { return v[static_cast<size_t>(e.args[k])]; };
     auto arg_dtype = [&](int k) { return ir_.exprs[static_cast<size_t>(e.args[k])].dtype; };
     llvm::Type* t = value_type(e.dtype);
     bool is_float = dtype_is_float(e.dtype);
     switch (e.op) {
       case ExprOp::input: {
-        size_t k = static_cast<size_t>(e.index);
-        llvm::Value* index = strides_[k] ? b_.CreateMul(i, strides_[k]) : i;
-        llvm::Value* address = b_.CreateInBoundsGEP(storage_type(e.dtype), pointers_[k], index);
-        llvm::Type* loaded = vec(storage_type(e.dtype));
-        if (lanes_ > 1) address = b_.CreateBitCast(address, loaded->getPointerTo());
-        auto* load = b_.CreateAlignedLoad(loaded, address, llvm::Align(dtype_size(e.dtype)));
-        load->setMetadata(llvm::LLVMContext::MD_access_group, access_group_);
-        if (e.dtype == DType::boolean) return b_.CreateICmpNE(load, ci(loaded, 0));
-        return load;
+        llvm::Value* loaded = inputs_[static_cast<size_t>(e.index)];
+        if (e.dtype == DType::boolean) return b_.CreateICmpNE(loaded, ci(loaded->getType(), 0));
+        return loaded;
       }
       case ExprOp::constant:
         if (is_float) return cf(t, e.float_value);
@@ -607,11 +684,8 @@ class Emitter {
   llvm::Module& module_;
   const KernelIR& ir_;
   llvm::IRBuilder<> b_;
-  std::vector<llvm::Value*> pointers_;
-  std::vector<llvm::Value*> strides_;
-  llvm::MDNode* access_group_ = nullptr;
-  bool calls_libm_ = false;
-  int lanes_ = 1;
+  int lanes_;                         // elements per vector
+  std::vector<llvm::Value*> inputs_;  // per input: this iteration's loaded vector
 };
 
 /// True when the kernel calls a transcendental function (its speed then
@@ -638,11 +712,7 @@ bool is_compute_heavy(const KernelIR& ir) {
 }
 
 /// The optimization pipeline of every kernel.
-constexpr const char* kPipeline =
-    "function(early-cse,instcombine,simplifycfg,loop-simplify,lcssa,loop-vectorize,early-cse,instcombine,simplifycfg)";
-
-/// Elements per call of the streaming variant (64 bytes of float32).
-constexpr int kStreamLanes = 16;
+constexpr const char* kPipeline = "function(early-cse,instcombine)";
 
 std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& context, const KernelIR& ir, const std::string& prefix) {
   ir.validate();
@@ -652,11 +722,9 @@ std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& context, const Ker
     module->setDataLayout(h.machine->createDataLayout());
     module->setTargetTriple(h.machine->getTargetTriple().str());
   }
-  Emitter emitter(context, *module, ir);
-  emitter.emit_function(prefix + "_contiguous", false);
-  emitter.emit_function(prefix + "_strided", true);
-  if (emitter.can_stream() && module->getTargetTriple().rfind("x86_64", 0) == 0)
-    emitter.emit_function(prefix + "_stream", false, kStreamLanes);
+  Emitter emitter(context, *module, ir, h.lanes);
+  emitter.emit_kernel(prefix, emitter.can_stream() && module->getTargetTriple().rfind("x86_64", 0) == 0,
+                      !is_compute_heavy(ir));
   std::string problems;
   llvm::raw_string_ostream os(problems);
   if (llvm::verifyModule(*module, &os))
@@ -664,22 +732,127 @@ std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& context, const Ker
   return module;
 }
 
+/// Copies `count` elements of `size` bytes between strided runs (strides in elements).
+void copy_elements(const char* from, int64_t from_stride, char* to, int64_t to_stride, int64_t count, size_t size) {
+  auto copy = [&]<typename T>(T) {
+    for (int64_t j = 0; j < count; ++j) {
+      T value;
+      std::memcpy(&value, from + j * from_stride * static_cast<int64_t>(sizeof(T)), sizeof(T));
+      std::memcpy(to + j * to_stride * static_cast<int64_t>(sizeof(T)), &value, sizeof(T));
+    }
+  };
+  switch (size) {
+    case 1:
+      copy(uint8_t{});
+      break;
+    case 4:
+      copy(uint32_t{});
+      break;
+    case 8:
+      copy(uint64_t{});
+      break;
+    default:
+      GRAFT_CHECK(false, "fused kernel: element size ", size);
+  }
+}
+
+/// Calls a compiled kernel function. The function itself only processes
+/// dense runs whose length is a multiple of the vector width (so its IR has
+/// one loop without masks or gathers, which keeps compile time low); this
+/// class handles the rest in C++: the last partial vector of a dense run is
+/// copied into zero-padded scratch buffers of one vector, and strided runs go
+/// in blocks of kBlock elements, with every operand whose stride is not 1
+/// copied into (inputs) or out of (outputs) a dense scratch buffer.
 class JitRunner final : public KernelRunner {
  public:
-  using Contiguous = void (*)(int64_t, void* const*);
-  using Strided = void (*)(int64_t, void* const*, const int64_t*);
-  JitRunner(Contiguous contiguous, Strided strided, Contiguous stream)
-      : contiguous_(contiguous), strided_(strided), stream_(stream) {}
-  void run_contiguous(int64_t n, void* const* ptrs) const override { contiguous_(n, ptrs); }
-  int64_t streaming_lanes() const override { return stream_ ? kStreamLanes : 0; }
-  void run_streaming(int64_t n, void* const* ptrs) const override { (stream_ ? stream_ : contiguous_)(n, ptrs); }
-  void run_strided(int64_t n, void* const* ptrs, const int64_t* strides) const override { strided_(n, ptrs, strides); }
+  using Kernel = void (*)(int64_t, void* const*, int32_t);
+  JitRunner(Kernel kernel, int64_t lanes, int64_t streaming_lanes, const KernelIR& ir)
+      : kernel_(kernel), lanes_(lanes), streaming_lanes_(streaming_lanes), inputs_(ir.input_dtypes.size()) {
+    for (DType t : ir.input_dtypes) sizes_.push_back(dtype_size(t));
+    for (DType t : ir.output_dtypes()) sizes_.push_back(dtype_size(t));
+  }
+  void run_contiguous(int64_t n, void* const* ptrs) const override {
+    int64_t full = n - n % lanes_;
+    if (full > 0) kernel_(full, ptrs, 0);
+    if (n > full) run_packed(n - full, ptrs, nullptr, full);
+  }
+  int64_t streaming_lanes() const override { return streaming_lanes_; }
+  void run_streaming(int64_t n, void* const* ptrs) const override {
+    if (streaming_lanes_ == 0 || n % streaming_lanes_ != 0) return run_contiguous(n, ptrs);
+    kernel_(n, ptrs, 1);
+  }
+  void run_strided(int64_t n, void* const* ptrs, const int64_t* strides) const override {
+    size_t n_ops = sizes_.size();
+    std::vector<void*> block(n_ops);
+    char* scratch = scratch_buffer();
+    for (int64_t begin = 0; begin < n; begin += kBlock) {
+      int64_t full = std::min(kBlock, n - begin) / lanes_ * lanes_;
+      for (size_t k = 0; k < n_ops && full > 0; ++k) {
+        if (!ptrs[k]) {
+          block[k] = nullptr;
+          continue;
+        }
+        char* at = static_cast<char*>(ptrs[k]) + begin * strides[k] * static_cast<int64_t>(sizes_[k]);
+        block[k] = strides[k] == 1 ? at : scratch + k * kBlock * 8;
+        if (strides[k] != 1 && k < inputs_)
+          copy_elements(at, strides[k], static_cast<char*>(block[k]), 1, full, sizes_[k]);
+      }
+      if (full > 0) {
+        kernel_(full, block.data(), 0);
+        for (size_t k = inputs_; k < n_ops; ++k)
+          if (strides[k] != 1)
+            copy_elements(static_cast<char*>(block[k]), 1,
+                          static_cast<char*>(ptrs[k]) + begin * strides[k] * static_cast<int64_t>(sizes_[k]),
+                          strides[k], full, sizes_[k]);
+      }
+      int64_t count = std::min(kBlock, n - begin);
+      if (count > full) run_packed(count - full, ptrs, strides, begin + full);
+    }
+  }
   const char* kind() const override { return "llvm"; }
 
  private:
-  Contiguous contiguous_;
-  Strided strided_;
-  Contiguous stream_;
+  /// Elements per block of a strided run (a multiple of every vector width).
+  static constexpr int64_t kBlock = 256;
+
+  /// kBlock elements of 8 bytes per operand, per thread.
+  char* scratch_buffer() const {
+    thread_local std::vector<uint64_t> scratch;
+    if (scratch.size() < sizes_.size() * kBlock) scratch.resize(sizes_.size() * kBlock);
+    return reinterpret_cast<char*>(scratch.data());
+  }
+
+  /// Elements [offset, offset + count) of a run (count < kBlock) through
+  /// scratch buffers padded with zeros to a multiple of the vector width.
+  void run_packed(int64_t count, void* const* ptrs, const int64_t* strides, int64_t offset) const {
+    size_t n_ops = sizes_.size();
+    int64_t padded = (count + lanes_ - 1) / lanes_ * lanes_;
+    std::vector<void*> packed(n_ops, nullptr);
+    char* scratch = scratch_buffer();
+    for (size_t k = 0; k < n_ops; ++k) {
+      if (!ptrs[k]) continue;
+      packed[k] = scratch + k * kBlock * 8;
+      if (k >= inputs_) continue;
+      int64_t stride = strides ? strides[k] : 1;
+      copy_elements(static_cast<char*>(ptrs[k]) + offset * stride * static_cast<int64_t>(sizes_[k]), stride,
+                    static_cast<char*>(packed[k]), 1, count, sizes_[k]);
+      std::memset(static_cast<char*>(packed[k]) + count * static_cast<int64_t>(sizes_[k]), 0,
+                  static_cast<size_t>(padded - count) * sizes_[k]);
+    }
+    kernel_(padded, packed.data(), 0);
+    for (size_t k = inputs_; k < n_ops; ++k) {
+      int64_t stride = strides ? strides[k] : 1;
+      copy_elements(static_cast<char*>(packed[k]), 1,
+                    static_cast<char*>(ptrs[k]) + offset * stride * static_cast<int64_t>(sizes_[k]), stride, count,
+                    sizes_[k]);
+    }
+  }
+
+  Kernel kernel_;
+  int64_t lanes_;
+  int64_t streaming_lanes_;
+  size_t inputs_;
+  std::vector<size_t> sizes_;  // element bytes per operand: inputs, then outputs
 };
 
 }  // namespace
@@ -714,8 +887,8 @@ std::string compile_to_object(const KernelIR& ir, const std::string& symbol_pref
     builder.registerLoopAnalyses(lam);
     builder.crossRegisterProxies(lam, fam, cgam, mam);
     // A short pipeline instead of O2 (JIT latency): the emitted IR is already
-    // SSA without memory traffic, so it needs CSE and peephole simplification
-    // around the loop vectorizer, nothing else.
+    // vector SSA without memory traffic besides the loads and stores of the
+    // operands, so it only needs CSE and peephole simplification.
     llvm::ModulePassManager passes;
     if (auto err = builder.parsePassPipeline(passes, kPipeline))
       fail(ErrorKind::internal, "LLVM pass pipeline: ", to_message(std::move(err)));
@@ -732,8 +905,9 @@ std::string compile_to_object(const KernelIR& ir, const std::string& symbol_pref
   llvm::legacy::PassManager codegen;
   // JIT latency: kernels without transcendental functions are memory-bound,
   // so the quick instruction selector and register allocator cost them
-  // nothing at run time and cut compile time about 3x; the others get the
-  // full code generator.
+  // nothing at run time and cut compile time about 2.5x; the others get the
+  // full code generator (5-15% faster code than the quick one for them, for
+  // about twice the compile time; CodeGenOpt::Less was no faster to compile).
   llvm::TargetMachine& machine = is_compute_heavy(ir) ? *h.machine : *h.fast_machine;
   if (machine.addPassesToEmitFile(codegen, os, nullptr, llvm::CGFT_ObjectFile))
     fail(ErrorKind::unsupported, "LLVM target cannot emit object files");
@@ -741,7 +915,8 @@ std::string compile_to_object(const KernelIR& ir, const std::string& symbol_pref
   return std::string(buffer.begin(), buffer.end());
 }
 
-std::shared_ptr<const KernelRunner> load_object(const std::string& object, const std::string& symbol_prefix) {
+std::shared_ptr<const KernelRunner> load_object(const KernelIR& ir, const std::string& object,
+                                                const std::string& symbol_prefix) {
   Host& h = usable_host();
   std::string name = "graft_kernel_" + std::to_string(h.next_dylib.fetch_add(1));
   auto dylib = h.jit->createJITDylib(name);
@@ -753,18 +928,15 @@ std::shared_ptr<const KernelRunner> load_object(const std::string& object, const
   auto buffer = llvm::MemoryBuffer::getMemBufferCopy(object, name);
   if (auto err = h.jit->addObjectFile(*dylib, std::move(buffer)))
     fail(ErrorKind::invalid_model, "LLJIT cannot load kernel object: ", to_message(std::move(err)));
-  auto contiguous = h.jit->lookup(*dylib, symbol_prefix + "_contiguous");
-  if (!contiguous) fail(ErrorKind::invalid_model, "LLJIT: ", to_message(contiguous.takeError()));
-  auto strided = h.jit->lookup(*dylib, symbol_prefix + "_strided");
-  if (!strided) fail(ErrorKind::invalid_model, "LLJIT: ", to_message(strided.takeError()));
-  JitRunner::Contiguous stream_fn = nullptr;
-  auto stream = h.jit->lookup(*dylib, symbol_prefix + "_stream");
-  if (stream)
-    stream_fn = reinterpret_cast<JitRunner::Contiguous>(stream->getAddress());
-  else
-    llvm::consumeError(stream.takeError());  // kernels without a streaming variant
-  return std::make_shared<JitRunner>(reinterpret_cast<JitRunner::Contiguous>(contiguous->getAddress()),
-                                     reinterpret_cast<JitRunner::Strided>(strided->getAddress()), stream_fn);
+  auto kernel = h.jit->lookup(*dylib, symbol_prefix + "_kernel");
+  if (!kernel) fail(ErrorKind::invalid_model, "LLJIT: ", to_message(kernel.takeError()));
+  auto lanes = h.jit->lookup(*dylib, symbol_prefix + "_streaming_lanes");
+  if (!lanes) fail(ErrorKind::invalid_model, "LLJIT: ", to_message(lanes.takeError()));
+  int64_t streaming_lanes = *reinterpret_cast<const int64_t*>(lanes->getAddress());
+  if (streaming_lanes != 0 && streaming_lanes != kStreamLanes)
+    fail(ErrorKind::invalid_model, "LLJIT: kernel object with ", streaming_lanes, " streaming lanes");
+  return std::make_shared<JitRunner>(reinterpret_cast<JitRunner::Kernel>(kernel->getAddress()), h.lanes,
+                                     streaming_lanes, ir);
 }
 
 #else  // !GRAFT_WITH_LLVM
@@ -777,7 +949,7 @@ std::string emit_llvm_ir(const KernelIR&, const std::string&) {
 std::string compile_to_object(const KernelIR&, const std::string&) {
   fail(ErrorKind::unsupported, "graft was built without LLVM (GRAFT_WITH_LLVM=OFF)");
 }
-std::shared_ptr<const KernelRunner> load_object(const std::string&, const std::string&) {
+std::shared_ptr<const KernelRunner> load_object(const KernelIR&, const std::string&, const std::string&) {
   fail(ErrorKind::unsupported, "graft was built without LLVM (GRAFT_WITH_LLVM=OFF)");
 }
 

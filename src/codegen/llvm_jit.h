@@ -19,11 +19,14 @@ bool llvm_jit_available();
 std::string llvm_target_id();
 /// The LLVM IR text of a kernel (unoptimized), for debugging and tests.
 std::string emit_llvm_ir(const KernelIR& ir, const std::string& symbol_prefix);
-/// Emits, optimizes (O3, host CPU) and compiles a kernel to an object file;
-/// its functions are `<symbol_prefix>_contiguous` and `<symbol_prefix>_strided`.
+/// Emits and compiles a kernel for the host CPU to an object file: the
+/// function `<symbol_prefix>_kernel` (dense runs, a multiple of the vector
+/// width) and the constant `<symbol_prefix>_streaming_lanes`.
 std::string compile_to_object(const KernelIR& ir, const std::string& symbol_prefix);
-/// Links object code into the process (a fresh JITDylib) and returns a runner
-/// calling its functions. Throws graft::Error when the object is unusable.
-std::shared_ptr<const KernelRunner> load_object(const std::string& object, const std::string& symbol_prefix);
+/// Links object code compiled from `ir` into the process (a fresh JITDylib)
+/// and returns a runner calling it (tails and strided runs go through scratch
+/// buffers). Throws graft::Error when the object is unusable.
+std::shared_ptr<const KernelRunner> load_object(const KernelIR& ir, const std::string& object,
+                                                const std::string& symbol_prefix);
 
 }  // namespace graft::codegen
