@@ -81,6 +81,7 @@ std::string to_message(llvm::Error error) { return llvm::toString(std::move(erro
 /// Host target and the one LLJIT instance of the process.
 struct Host {
   std::string init_error;
+  std::string lanes_error;  // a nonsense GRAFT_JIT_LANES: an error, never a silent fallback
   std::unique_ptr<llvm::orc::JITTargetMachineBuilder> builder;
   std::unique_ptr<llvm::TargetMachine> machine;       // full instruction selection and scheduling
   std::unique_ptr<llvm::TargetMachine> fast_machine;  // CodeGenOpt::None: for cheap, memory-bound kernels
@@ -137,7 +138,7 @@ Host& host() {
     if (const char* lanes = std::getenv("GRAFT_JIT_LANES")) {
       std::string value = lanes;
       if (value != "4" && value != "8" && value != "16") {
-        result->init_error = "GRAFT_JIT_LANES must be 4, 8 or 16, got '" + value + "'";
+        result->lanes_error = "GRAFT_JIT_LANES must be 4, 8 or 16, got \"" + value + "\"";
         return result;
       }
       result->lanes = std::stoi(value);
@@ -158,6 +159,7 @@ Host& host() {
 
 Host& usable_host() {
   Host& h = host();
+  if (!h.lanes_error.empty()) fail(ErrorKind::invalid_argument, h.lanes_error);
   if (!h.init_error.empty()) fail(ErrorKind::unsupported, "LLVM JIT unavailable: ", h.init_error);
   return h;
 }
@@ -857,7 +859,11 @@ class JitRunner final : public KernelRunner {
 
 }  // namespace
 
-bool llvm_jit_available() { return host().init_error.empty(); }
+bool llvm_jit_available() {
+  Host& h = host();
+  if (!h.lanes_error.empty()) fail(ErrorKind::invalid_argument, h.lanes_error);
+  return h.init_error.empty();
+}
 
 std::string llvm_target_id() { return usable_host().target_id; }
 

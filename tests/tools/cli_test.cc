@@ -430,4 +430,10 @@ TEST_F(CliTest, PartitionShowsFusedNodesUnderFuse) {
   ASSERT_EQ(plain.exit_code, 0) << plain.err;
   EXPECT_EQ(plain.out.rfind("partition: ref 6 nodes\n", 0), 0u) << plain.out;
   expect_one_line_error(graft("partition " + quote(mlp_) + " --fusion maybe"), "--fusion", "bad --fusion value");
+
+  // Running the fused kernel reads the JIT's variables: nonsense is an error naming them.
+  std::string fused_run = "run " + quote(path("relu_sigmoid.onnx")) + " --backends ref --repeat 1";
+  ASSERT_EQ(graft(fused_run, "GRAFT_JIT_LANES=8").exit_code, 0);
+  expect_one_line_error(graft(fused_run, "GRAFT_JIT_LANES=5"), "GRAFT_JIT_LANES", "GRAFT_JIT_LANES=5");
+  expect_one_line_error(graft(fused_run, "GRAFT_JIT=maybe"), "GRAFT_JIT", "GRAFT_JIT=maybe");
 }
