@@ -767,6 +767,17 @@ std::shared_ptr<const KernelRunner> load_object(const std::string& object, const
                                      reinterpret_cast<JitRunner::Strided>(strided->getAddress()), stream_fn);
 }
 
+}  // namespace graft::codegen
+
+extern "C" __attribute__((visibility("default"))) const graft::codegen::LlvmJitTable* graft_llvm_jit_table() {
+  using namespace graft::codegen;
+  static const LlvmJitTable table{LlvmJitTable::kAbiVersion, &llvm_jit_available, &llvm_target_id, &emit_llvm_ir,
+                                  &compile_to_object, &load_object};
+  return &table;
+}
+
+namespace graft::codegen {
+
 #else  // !GRAFT_WITH_LLVM
 
 bool llvm_jit_available() { return false; }
