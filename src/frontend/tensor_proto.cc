@@ -140,7 +140,8 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& what
       default: check_count(proto.int32_data(), numel, what, "int32_data"); break;
     }
   }
-  Tensor t(dtype, shape);
+  // Raw bytes overwrite the whole tensor: no need to zero it first.
+  Tensor t = read_raw ? Tensor::uninitialized(dtype, shape) : Tensor(dtype, shape);
   char* out = static_cast<char*>(t.raw_data());
   if (read_raw) {
     read_raw(out);
