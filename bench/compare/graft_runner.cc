@@ -7,7 +7,8 @@
 // and runs it once (plan and compile happen in the first run). Writes each
 // output to OUTPUT_DIR/<index>.bin and prints one JSON line:
 //   {"ready": true, "load_ms", "first_run_ms", "first_inference_ms",
-//    "startup_rss_kb", "outputs": [{name, dtype, shape, file}]}
+//    "startup_rss_kb", "load_peak_rss_kb", "first_run_peak_rss_kb" (VmHWM after
+//    the Session is built and after the first run), "outputs": [{name, dtype, shape, file}]}
 // Then serves stdin lines: "run N" runs N times and prints {"times_ms": [...]};
 // "quit" (or end of input) exits. Any error prints {"error": "..."} and exits 1.
 // The ONNX Runtime (ort_runner.js) and PyTorch (torch_runner.py) workers speak
@@ -103,6 +104,7 @@ int serve(int argc, char** argv) {
   auto start = Clock::now();
   graft::runtime::Session session(model, options);
   double load_ms = ms_since(start);
+  const long load_peak_rss = peak_rss_kb();
   std::vector<graft::Tensor> inputs;
   for (const auto& info : session.inputs()) {
     auto it = by_name.find(info.name);
@@ -113,6 +115,7 @@ int serve(int argc, char** argv) {
   std::vector<graft::Tensor> outputs = session.run(inputs);
   double first_run_ms = ms_since(first);
   double first_inference_ms = ms_since(start);
+  const long first_run_peak_rss = peak_rss_kb();
 
   json described = json::array();
   for (size_t i = 0; i < outputs.size(); ++i) {
@@ -130,6 +133,8 @@ int serve(int argc, char** argv) {
                     {"first_run_ms", first_run_ms},
                     {"first_inference_ms", first_inference_ms},
                     {"startup_rss_kb", startup_rss},
+                    {"load_peak_rss_kb", load_peak_rss},
+                    {"first_run_peak_rss_kb", first_run_peak_rss},
                     {"threads", session.num_threads()},
                     {"outputs", described}}
                    .dump()

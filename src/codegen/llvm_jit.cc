@@ -945,6 +945,17 @@ std::shared_ptr<const KernelRunner> load_object(const KernelIR& ir, const std::s
                                      streaming_lanes, ir);
 }
 
+}  // namespace graft::codegen
+
+extern "C" __attribute__((visibility("default"))) const graft::codegen::LlvmJitTable* graft_llvm_jit_table() {
+  using namespace graft::codegen;
+  static const LlvmJitTable table{LlvmJitTable::kAbiVersion, &llvm_jit_available, &llvm_target_id, &emit_llvm_ir,
+                                  &compile_to_object, &load_object};
+  return &table;
+}
+
+namespace graft::codegen {
+
 #else  // !GRAFT_WITH_LLVM
 
 bool llvm_jit_available() { return false; }

@@ -2,6 +2,9 @@
 // -> optimized object code for the host CPU, and object code -> a runnable
 // KernelRunner through ORC LLJIT. Built only with GRAFT_WITH_LLVM; without it
 // llvm_jit_available() is false and the other functions throw unsupported.
+// With LLVM, llvm_jit.cc is the plugin libgraft_llvm_jit.so and libgraft's
+// llvm_jit_loader.cc loads it on first use (so that models that never
+// JIT-compile a kernel do not map libLLVM).
 #pragma once
 
 #include <memory>
@@ -28,5 +31,17 @@ std::string compile_to_object(const KernelIR& ir, const std::string& symbol_pref
 /// buffers). Throws graft::Error when the object is unusable.
 std::shared_ptr<const KernelRunner> load_object(const KernelIR& ir, const std::string& object,
                                                 const std::string& symbol_prefix);
+
+/// The plugin's functions; its one exported symbol, `graft_llvm_jit_table`
+/// (extern "C"), returns them.
+struct LlvmJitTable {
+  static constexpr int kAbiVersion = 2;
+  int abi_version = kAbiVersion;
+  bool (*available)();
+  std::string (*target_id)();
+  std::string (*emit_ir)(const KernelIR&, const std::string&);
+  std::string (*compile)(const KernelIR&, const std::string&);
+  std::shared_ptr<const KernelRunner> (*load)(const KernelIR&, const std::string&, const std::string&);
+};
 
 }  // namespace graft::codegen

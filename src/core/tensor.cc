@@ -10,12 +10,14 @@ std::string to_string(const Device& device) {
   return std::string(name) + ":" + std::to_string(device.id);
 }
 
-Storage::Storage(size_t nbytes) : nbytes_(nbytes), owned_(true) {
+Storage::Storage(size_t nbytes) : Storage(nbytes, true) {}
+
+Storage::Storage(size_t nbytes, bool zero) : nbytes_(nbytes), owned_(true) {
   size_t rounded = (nbytes + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
   data_ = std::aligned_alloc(64, rounded);
   if (!data_) fail(ErrorKind::invalid_argument, "out of memory allocating ", nbytes, " bytes");
-  std::memset(data_, 0, rounded);
+  if (zero) std::memset(data_, 0, rounded);
 }
 
 Storage::Storage(void* data, size_t nbytes, std::function<void()> release)
@@ -32,6 +34,13 @@ Tensor::Tensor(DType dtype, Shape shape, Device device)
     fail(ErrorKind::unsupported, "tensors of dtype ", dtype_name(dtype_), " are not supported");
   numel_ = shape_numel(shape_);
   storage_ = std::make_shared<Storage>(shape_nbytes(shape_, dtype_size(dtype_)));
+}
+
+Tensor Tensor::uninitialized(DType dtype, Shape shape) {
+  if (!dtype_is_storable(dtype))
+    fail(ErrorKind::unsupported, "tensors of dtype ", dtype_name(dtype), " are not supported");
+  size_t nbytes = shape_nbytes(shape, dtype_size(dtype));
+  return Tensor(dtype, std::move(shape), std::make_shared<Storage>(nbytes, false));
 }
 
 Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<Storage> storage, size_t byte_offset, Device device)

@@ -12,6 +12,8 @@
 #include "graft/frontend/onnx_import.h"
 
 #include <filesystem>
+#include <functional>
+#include <optional>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -57,7 +59,10 @@ void collect_free_names(const onnx::GraphProto& g, std::vector<std::string>& out
 
 class Importer {
  public:
-  Importer(std::string what, std::string base_dir) : what_(std::move(what)), base_dir_(std::move(base_dir)) {}
+  /// `raw_data`, when given, holds where each initializer of the main graph
+  /// has its raw_data (see model_bytes.h).
+  Importer(std::string what, std::string base_dir, const std::vector<std::optional<RawDataSlice>>* raw_data = nullptr)
+      : what_(std::move(what)), base_dir_(std::move(base_dir)), raw_data_(raw_data) {}
 
   std::unique_ptr<ir::Graph> import_model(const onnx::ModelProto& model) {
     if (!model.has_ir_version() || model.ir_version() <= 0)
@@ -193,9 +198,15 @@ class Importer {
       ir::Node* node = g->add_input(name, ir::ValueType{});
       scope.emplace(name, node->output(0));
     }
-    for (const auto& t : gp.initializer()) {
+    const bool raw_data_apart = depth == 0 && raw_data_ && !raw_data_->empty();
+    GRAFT_CHECK(!raw_data_apart || raw_data_->size() == static_cast<size_t>(gp.initializer_size()),
+                "raw data table does not match the initializers");
+    for (int i = 0; i < gp.initializer_size(); ++i) {
+      const onnx::TensorProto& t = gp.initializer(i);
       if (t.name().empty()) fail(ErrorKind::invalid_model, what_, ": an initializer has no name");
-      ir::Node* node = g->add_constant(t.name(), tensor_from_proto(t, what_ + ": initializer '" + t.name() + "'", base_dir_));
+      const std::optional<RawDataSlice>* raw = raw_data_apart ? &(*raw_data_)[static_cast<size_t>(i)] : nullptr;
+      ir::Node* node = g->add_constant(t.name(), tensor_from_proto(t, what_ + ": initializer '" + t.name() + "'",
+                                                                   base_dir_, raw && *raw ? &**raw : nullptr));
       node->name = t.name();
       scope[t.name()] = node->output(0);  // an initializer overrides a same-named input
     }
@@ -260,28 +271,51 @@ class Importer {
 
   std::string what_;
   std::string base_dir_;
+  const std::vector<std::optional<RawDataSlice>>* raw_data_ = nullptr;
   std::map<std::string, std::vector<std::string>> unsupported_;
   std::unordered_map<const ir::Node*, std::vector<std::string>> captured_names_;
 };
+
+/// Parses and imports a model, initializer raw_data read from `source` straight
+/// into the tensors; `parse_whole` is the ordinary protobuf parse for what the
+/// wire walk leaves to protobuf.
+std::unique_ptr<ir::Graph> import_from(const ByteSource& source, const std::function<bool(onnx::ModelProto&)>& parse_whole,
+                                       const std::string& base_dir, const std::string& what) {
+  if (source.size() == 0) fail(ErrorKind::invalid_model, what, ": not a valid ONNX model (the file is empty)");
+  if (source.size() > kMaxModelBytes) fail(ErrorKind::invalid_model, what, ": model larger than 2 GiB");
+  ModelWithoutRawData split;
+  if (!parse_model_skipping_raw_data(source, split)) {
+    split.raw_data.clear();
+    if (!parse_whole(split.model))
+      fail(ErrorKind::invalid_model, what, ": not a valid ONNX model (protobuf parsing failed: truncated or not ONNX)");
+  }
+  Importer importer(what, base_dir, &split.raw_data);
+  return importer.import_model(split.model);
+}
 
 }  // namespace
 
 std::unique_ptr<ir::Graph> load_onnx_from_memory(const std::string& bytes, const std::string& base_dir,
                                                  const std::string& what) {
-  if (bytes.empty()) fail(ErrorKind::invalid_model, what, ": not a valid ONNX model (the file is empty)");
-  if (bytes.size() > kMaxModelBytes) fail(ErrorKind::invalid_model, what, ": model larger than 2 GiB");
-  onnx::ModelProto model;
-  if (!model.ParseFromString(bytes))
-    fail(ErrorKind::invalid_model, what, ": not a valid ONNX model (protobuf parsing failed: truncated or not ONNX)");
-  Importer importer(what, base_dir);
-  return importer.import_model(model);
+  MemoryByteSource source(bytes.data(), bytes.size());
+  return import_from(source, [&](onnx::ModelProto& model) { return model.ParseFromString(bytes); }, base_dir, what);
 }
 
 std::unique_ptr<ir::Graph> load_onnx(const std::string& path) {
-  std::string bytes = read_file_bytes(path, kMaxModelBytes);
+  std::error_code ec;
+  if (std::filesystem::is_directory(path, ec)) fail(ErrorKind::io, path, ": is a directory, not a file");
+  FileByteSource source(path);
+  if (source.size() > kMaxModelBytes)
+    fail(ErrorKind::invalid_model, path, ": file is ", source.size(), " bytes, more than the ", kMaxModelBytes,
+         " bytes allowed");
   std::string dir = std::filesystem::path(path).parent_path().string();
   if (dir.empty()) dir = ".";
-  return load_onnx_from_memory(bytes, dir, path);
+  auto parse_whole = [&](onnx::ModelProto& model) {
+    std::string bytes(static_cast<size_t>(source.size()), '\0');
+    source.read(0, bytes.data(), bytes.size());
+    return model.ParseFromString(bytes);
+  };
+  return import_from(source, parse_whole, dir, path);
 }
 
 }  // namespace graft::frontend

@@ -2,6 +2,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <optional>
 #include <limits>
 
 namespace graft::frontend {
@@ -45,8 +47,15 @@ fs::path resolve_external(const std::string& location, const std::string& base_d
   return full;
 }
 
-std::string read_external(const onnx::TensorProto& proto, const std::string& what, const std::string& base_dir,
-                          size_t expected) {
+/// Validates an external data reference and returns where its bytes lie.
+struct ExternalSlice {
+  fs::path file;
+  std::string location;
+  uint64_t offset = 0;
+};
+
+ExternalSlice locate_external(const onnx::TensorProto& proto, const std::string& what, const std::string& base_dir,
+                              size_t expected) {
   std::string location;
   int64_t offset = 0, length = -1;
   for (const auto& kv : proto.external_data()) {
@@ -76,12 +85,7 @@ std::string read_external(const onnx::TensorProto& proto, const std::string& wha
   if (want > available)
     fail(ErrorKind::invalid_model, what, ": external data needs ", want, " bytes at offset ", offset, " but '",
          location, "' has only ", available);
-  std::ifstream in(file, std::ios::binary);
-  in.seekg(offset);
-  std::string bytes(static_cast<size_t>(want), '\0');
-  if (want && !in.read(bytes.data(), static_cast<std::streamsize>(want)))
-    fail(ErrorKind::io, what, ": cannot read external data from '", location, "'");
-  return bytes;
+  return {file, location, static_cast<uint64_t>(offset)};
 }
 
 template <typename Field>
@@ -92,7 +96,8 @@ void check_count(const Field& field, int64_t numel, const std::string& what, con
 
 }  // namespace
 
-Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& what, const std::string& base_dir) {
+Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& what, const std::string& base_dir,
+                         const RawDataSlice* raw_slice) {
   if (!proto.has_data_type()) fail(ErrorKind::invalid_model, what, ": tensor has no data type");
   DType dtype = dtype_from_onnx(proto.data_type());
   if (!dtype_is_storable(dtype))
@@ -105,17 +110,27 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& what
   size_t nbytes = shape_nbytes(shape, dtype_size(dtype), what);
   const size_t es = dtype_size(dtype);
 
-  // Validate the data size before allocating the tensor.
-  std::string external;
-  const std::string* raw = nullptr;
+  // Validate the data size before allocating the tensor; raw bytes are then
+  // read straight into it (no intermediate copy).
+  std::function<void(char*)> read_raw;
+  std::optional<ExternalSlice> external;
   if (proto.data_location() == onnx::TensorProto::EXTERNAL) {
-    external = read_external(proto, what, base_dir, nbytes);
-    raw = &external;
-  } else if (proto.has_raw_data()) {
-    if (proto.raw_data().size() != nbytes)
-      fail(ErrorKind::invalid_model, what, ": raw data has ", proto.raw_data().size(), " bytes, shape ",
-           shape_to_string(shape), " of ", dtype_name(dtype), " needs ", nbytes);
-    raw = &proto.raw_data();
+    external = locate_external(proto, what, base_dir, nbytes);
+    read_raw = [&](char* out) {
+      std::ifstream in(external->file, std::ios::binary);
+      in.seekg(static_cast<std::streamoff>(external->offset));
+      if (nbytes && !in.read(out, static_cast<std::streamsize>(nbytes)))
+        fail(ErrorKind::io, what, ": cannot read external data from '", external->location, "'");
+    };
+  } else if (raw_slice || proto.has_raw_data()) {
+    uint64_t have = raw_slice ? raw_slice->size : proto.raw_data().size();
+    if (have != nbytes)
+      fail(ErrorKind::invalid_model, what, ": raw data has ", have, " bytes, shape ", shape_to_string(shape), " of ",
+           dtype_name(dtype), " needs ", nbytes);
+    if (raw_slice)
+      read_raw = [&](char* out) { raw_slice->source->read(raw_slice->offset, out, nbytes); };
+    else
+      read_raw = [&](char* out) { if (nbytes) std::memcpy(out, proto.raw_data().data(), nbytes); };
   } else {
     switch (dtype) {
       case DType::float32: check_count(proto.float_data(), numel, what, "float_data"); break;
@@ -125,10 +140,11 @@ Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& what
       default: check_count(proto.int32_data(), numel, what, "int32_data"); break;
     }
   }
-  Tensor t(dtype, shape);
+  // Raw bytes overwrite the whole tensor: no need to zero it first.
+  Tensor t = read_raw ? Tensor::uninitialized(dtype, shape) : Tensor(dtype, shape);
   char* out = static_cast<char*>(t.raw_data());
-  if (raw) {
-    if (nbytes) std::memcpy(out, raw->data(), nbytes);
+  if (read_raw) {
+    read_raw(out);
     if (dtype == DType::boolean)
       for (size_t i = 0; i < nbytes; ++i) out[i] = out[i] != 0;
     return t;

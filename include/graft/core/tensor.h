@@ -23,6 +23,9 @@ class Storage {
  public:
   /// Allocates `nbytes` zeroed, 64-byte-aligned bytes.
   explicit Storage(size_t nbytes);
+  /// Allocates `nbytes` 64-byte-aligned bytes, zeroed only when `zero` is
+  /// true: without, every byte must be written before it is read.
+  Storage(size_t nbytes, bool zero);
   /// Wraps external memory; `release` (may be empty) is called on destruction.
   Storage(void* data, size_t nbytes, std::function<void()> release);
   ~Storage();
@@ -56,6 +59,10 @@ class Tensor {
   /// A tensor viewing `storage` at `byte_offset`; checks the view fits.
   Tensor(DType dtype, Shape shape, std::shared_ptr<Storage> storage, size_t byte_offset = 0,
          Device device = {});
+
+  /// Allocates a tensor whose bytes are not zero-filled, for a caller that
+  /// writes every byte before anything reads it (loaders).
+  static Tensor uninitialized(DType dtype, Shape shape);
 
   /// Makes a tensor holding a copy of `values` with the given shape.
   template <typename T>

@@ -1,0 +1,76 @@
+// libgraft's side of the LLVM emitter plugin (llvm_jit.h): the functions of
+// llvm_jit.h forward to libgraft_llvm_jit.so, which is loaded from the folder
+// of libgraft.so the first time one of them is called. A model whose kernels
+// all run on other backends never maps libLLVM (about 40 MiB resident once
+// relocated). A plugin that cannot be loaded makes llvm_jit_available()
+// false, so fused kernels run in the interpreter (CompileCache warns once).
+#include <dlfcn.h>
+
+#include <filesystem>
+#include <mutex>
+
+#include "graft/core/error.h"
+#include "llvm_jit.h"
+
+#ifndef GRAFT_LLVM_JIT_PLUGIN
+#error "GRAFT_LLVM_JIT_PLUGIN names the plugin's file (set by CMake)"
+#endif
+
+namespace graft::codegen {
+namespace {
+
+struct Plugin {
+  const LlvmJitTable* table = nullptr;
+  std::string error;
+};
+
+const Plugin& plugin() {
+  static const Plugin loaded = [] {
+    Plugin p;
+    Dl_info info{};
+    std::filesystem::path path = GRAFT_LLVM_JIT_PLUGIN;
+    if (dladdr(reinterpret_cast<void*>(&plugin), &info) && info.dli_fname)
+      path = std::filesystem::path(info.dli_fname).parent_path() / GRAFT_LLVM_JIT_PLUGIN;
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      const char* why = dlerror();
+      p.error = "cannot load the LLVM JIT plugin " + path.string() + ": " + (why ? why : "unknown error");
+      return p;
+    }
+    auto entry = reinterpret_cast<const LlvmJitTable* (*)()>(dlsym(handle, "graft_llvm_jit_table"));
+    const LlvmJitTable* table = entry ? entry() : nullptr;
+    if (!table || table->abi_version != LlvmJitTable::kAbiVersion) {
+      p.error = "the LLVM JIT plugin " + path.string() + " does not match this libgraft";
+      return p;
+    }
+    p.table = table;
+    return p;
+  }();
+  return loaded;
+}
+
+const LlvmJitTable& table_or_fail() {
+  const Plugin& p = plugin();
+  if (!p.table) fail(ErrorKind::unsupported, p.error);
+  return *p.table;
+}
+
+}  // namespace
+
+bool llvm_jit_available() {
+  const Plugin& p = plugin();
+  return p.table && p.table->available();
+}
+std::string llvm_target_id() { return table_or_fail().target_id(); }
+std::string emit_llvm_ir(const KernelIR& ir, const std::string& symbol_prefix) {
+  return table_or_fail().emit_ir(ir, symbol_prefix);
+}
+std::string compile_to_object(const KernelIR& ir, const std::string& symbol_prefix) {
+  return table_or_fail().compile(ir, symbol_prefix);
+}
+std::shared_ptr<const KernelRunner> load_object(const KernelIR& ir, const std::string& object,
+                                                const std::string& symbol_prefix) {
+  return table_or_fail().load(ir, object, symbol_prefix);
+}
+
+}  // namespace graft::codegen
