@@ -204,12 +204,13 @@ class Builder {
  private:
   // ---- threads per step ----
   // Emits the steps of one node or group with one OpenMP thread when its
-  // estimated single-thread time is below kSerialStepMicroseconds (they are
-  // then created for, and run with, one thread), else with the compile's.
+  // estimated single-thread time is below serial_step_microseconds() (they
+  // are then created for, and run with, one thread), else with the compile's.
   template <typename Emit>
   void with_threads_for(double microseconds, Emit emit) {
     size_t first = program_.steps.size();
-    const bool serial = microseconds < kSerialStepMicroseconds;
+    static const double limit = serial_step_microseconds();
+    const bool serial = microseconds < limit;
     {
       ScopedOmpThreads threads(serial ? 1 : 0);
       emit();

@@ -7,6 +7,10 @@
 
 #include <omp.h>
 
+#include <cctype>
+#include <cstdlib>
+#include <cstring>
+
 namespace graft::dnnl_backend {
 
 /// Sets the calling thread's OpenMP thread count for the scope; n <= 0 keeps it.
@@ -24,12 +28,29 @@ class ScopedOmpThreads {
 };
 
 /// Estimated single-thread time of a step below which it runs on the calling
-/// thread alone. Waking the other OpenMP threads for a parallel region costs
-/// tens of microseconds when they sleep between regions (OMP_WAIT_POLICY=
-/// PASSIVE, or a busy machine), more than splitting a small step saves; a
-/// model such as EfficientNet has dozens of such steps (squeeze-excitation
-/// convolutions on 1x1 maps, pooling and reorders of small tensors).
+/// thread alone, without a parallel region. Starting a parallel region costs
+/// a few microseconds while the other OpenMP threads spin-wait (libgomp's
+/// default), so only tiny steps run serially then; when they sleep between
+/// regions (OMP_WAIT_POLICY=PASSIVE, or GOMP_SPINCOUNT=0) each region pays a
+/// futex wake-up and a sleeping barrier, tens to hundreds of microseconds on
+/// a virtual machine, and steps up to a few hundred microseconds are faster
+/// on one thread. Figures in docs/dnnl.md.
 inline constexpr double kSerialStepMicroseconds = 20.0;
+inline constexpr double kSerialStepMicrosecondsPassive = 400.0;
+
+/// kSerialStepMicrosecondsPassive when the OpenMP runtime's idle threads
+/// sleep (read from the environment libgomp reads), else kSerialStepMicroseconds.
+inline double serial_step_microseconds() {
+  auto equals_ignoring_case = [](const char* value, const char* word) {
+    for (; *value && *word; ++value, ++word)
+      if (std::tolower(static_cast<unsigned char>(*value)) != *word) return false;
+    return *value == *word;
+  };
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  const char* spin_count = std::getenv("GOMP_SPINCOUNT");
+  bool passive = (policy && equals_ignoring_case(policy, "passive")) || (spin_count && std::strcmp(spin_count, "0") == 0);
+  return passive ? kSerialStepMicrosecondsPassive : kSerialStepMicroseconds;
+}
 
 /// Throughputs of one core the estimates assume: convolution and matmul
 /// arithmetic (small shapes, far below peak) and bytes moved by memory-bound
