@@ -435,7 +435,10 @@ def main():
     parser.add_argument("--warmup", type=int, default=5,
                         help="untimed runs per runtime after the first (TorchScript optimizes during its first 2-3)")
     parser.add_argument("--block", type=int, default=5, help="runs per turn when the runtimes alternate")
-    parser.add_argument("--gap-ms", type=float, default=20, help="pause after each turn (idle threads settle)")
+    parser.add_argument("--gap-ms", type=float, default=None,
+                        help="pause after each turn so that the last runtime's idle threads stop spinning and go "
+                             "to sleep before the next one runs (default: 20, with --spin 300: spinning workers of "
+                             "the three processes otherwise compete for the 2 cores)")
     parser.add_argument("--spin", action="store_true",
                         help="let idle worker threads spin-wait (the runtimes' default; right on a quiet machine). "
                              "Without it: OMP_WAIT_POLICY=PASSIVE (graft, PyTorch) and ORT allow_spinning=0, "
@@ -451,6 +454,8 @@ def main():
     parser.add_argument("--json", default="", help="write all results here (default WORKDIR/compare.json)")
     parser.add_argument("--timeout", type=int, default=600, help="seconds a worker may take for one answer")
     args = parser.parse_args()
+    if args.gap_ms is None:
+        args.gap_ms = 300.0 if args.spin else 20.0
     if args.quick:
         args.runs, args.warmup, args.block = 3, 3, 1
     # Workers run in bench/compare: every path they get must be absolute.
