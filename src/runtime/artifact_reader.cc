@@ -28,6 +28,7 @@
 #include <set>
 #include <sstream>
 
+#include "artifact_checksum.h"
 #include "artifact_format.h"
 #include "graft/ir/verify.h"
 #include "graft/runtime/artifact.h"
@@ -121,12 +122,8 @@ class ArtifactReader {
     if (header_size != kArtifactHeaderSize)
       fail(ErrorKind::invalid_model, what_, ": damaged artifact header (header size ", header_size, ", expected ",
            kArtifactHeaderSize, ")");
-    unsigned char digest[EVP_MAX_MD_SIZE];
-    unsigned int digest_size = 0;
-    if (!EVP_Digest(d, size - kArtifactChecksumSize, digest, &digest_size, EVP_sha256(), nullptr) ||
-        digest_size != kArtifactChecksumSize)
-      fail(ErrorKind::internal, "SHA-256 failed");
-    if (CRYPTO_memcmp(digest, d + size - kArtifactChecksumSize, kArtifactChecksumSize) != 0)
+    auto digest = af::artifact_checksum(d, size - kArtifactChecksumSize, info_.format_version);
+    if (CRYPTO_memcmp(digest.data(), d + size - kArtifactChecksumSize, kArtifactChecksumSize) != 0)
       fail(ErrorKind::invalid_model, what_, ": checksum mismatch: the artifact is damaged (its SHA-256 does not match)");
     info_.architecture = text_at(d, af::kArchitectureOffset, 16);
     info_.graft_version = text_at(d, af::kGraftVersionOffset, 16);

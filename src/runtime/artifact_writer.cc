@@ -16,6 +16,7 @@
 #include <sstream>
 #include <tuple>
 
+#include "artifact_checksum.h"
 #include "artifact_format.h"
 #include "graft/runtime/artifact.h"
 #include "graft/runtime/cpu_features.h"
@@ -273,12 +274,9 @@ std::string serialize_artifact(const ir::Graph& planned, const ModuleTable& modu
                                 modules_offset, module_bytes.size()};
   put_at(out, af::kSectionTableOffset, sections, sizeof(sections));
 
-  unsigned char digest[EVP_MAX_MD_SIZE];
-  unsigned int digest_size = 0;
-  if (!EVP_Digest(out.data(), out.size(), digest, &digest_size, EVP_sha256(), nullptr) ||
-      digest_size != kArtifactChecksumSize)
-    fail(ErrorKind::internal, "SHA-256 failed");
-  out.append(reinterpret_cast<const char*>(digest), kArtifactChecksumSize);
+  auto digest =
+      af::artifact_checksum(reinterpret_cast<const uint8_t*>(out.data()), out.size(), kArtifactFormatVersion);
+  out.append(reinterpret_cast<const char*>(digest.data()), kArtifactChecksumSize);
   return out;
 }
 
