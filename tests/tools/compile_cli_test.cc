@@ -8,6 +8,8 @@
 #include <fstream>
 #include <sstream>
 
+#include "graft/runtime/artifact.h"
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -57,7 +59,9 @@ TEST_F(CompileCliTest, CompileInfoAndRunMatchTheOnnxModel) {
 
   Result info = graft("info " + path("mlp.graft"));
   ASSERT_EQ(info.exit_code, 0) << info.err;
-  for (const char* needle : {"format 1", "x86_64", "input: float32[3,784]", "weights", "modules:"})
+  std::string format = "format " + std::to_string(graft::runtime::kArtifactFormatVersion);
+  for (const std::string& needle : {format, std::string("x86_64"), std::string("input: float32[3,784]"),
+                                    std::string("weights"), std::string("modules:")})
     EXPECT_NE(info.out.find(needle), std::string::npos) << needle << " not in " << info.out;
 
   fs::create_directories(dir_ / "elsewhere");
