@@ -215,9 +215,13 @@ int main(int argc, char** argv) {
     std::sort(fused_times.begin(), fused_times.end());
     double copy = copy_times[repeats / 2], fused = fused_times[repeats / 2];
     double interpreted = median_seconds(3, [&] { codegen::run_kernel(lowered.ir, interpreter, inputs, pool); });
+    // The unfused baseline: one reference kernel per op, one pass over memory
+    // each (fusion off, and no backend that would fuse the chain itself).
     runtime::SessionOptions options;
     options.passes = {"verify", "infer"};
     options.num_threads = threads;
+    options.fusion = false;
+    options.backends = {"ref"};
     runtime::Session unfused_session(g->clone(), options);
     double unfused = median_seconds(repeats, [&] { unfused_session.run(inputs); });
     std::printf("%4d %10.2f %12.2f %10.2f %14.2f %12.2f %10.2f %10.2f\n", k, bytes / copy / 1e9, bytes / fused / 1e9,
