@@ -4,19 +4,18 @@
 // accept symbolic extents where compile() can resolve them later. Built only
 // where the partition API exists (see CMakeLists.txt).
 //
-// Pointwise ops are taken only next to dnnl's own compute: when an input
-// comes, directly or through other pointwise ops and single-output views
-// (Reshape, Flatten, Transpose, Slice), from a convolution, matmul, pooling,
-// normalization, softmax or concat that dnnl supports. There they become
-// post-ops, or at least keep the region whole so that activations stay in
-// oneDNN's blocked layouts. Elsewhere (an embedding sum; a recurrent cell's
-// gate arithmetic on the pieces of a Split, as PyTorch exports GRUCell and
-// LSTMCell) oneDNN would run one primitive per op, each a pass over memory,
-// where the `fuse` backend compiles the whole chain into one kernel; the
-// checker declines them with that reason.
-#include <array>
-#include <string_view>
-
+// Pointwise ops (the op table's elementwise and broadcast categories) are
+// taken only next to dnnl's own compute: when an input comes, directly or
+// through other pointwise ops and single-output data movement (injective ops
+// with one output: Reshape, Flatten, Transpose, Slice, Concat, ...), from an
+// op dnnl supports of the opaque or reduce category (convolution, matmul,
+// pooling, normalization, softmax). There they become post-ops, or at least
+// keep the region whole so that activations stay in oneDNN's blocked
+// layouts. Elsewhere (an embedding sum; a recurrent cell's gate arithmetic on
+// the pieces of a Split, as PyTorch exports GRUCell and LSTMCell) oneDNN would
+// run one primitive per op, each a pass over memory, where the `fuse` backend
+// compiles the whole chain into one kernel; the checker declines them with
+// that reason.
 #include "dnnl_support.h"
 #include "graft/ir/graph.h"
 #include "graft/partition/op_support.h"
@@ -24,48 +23,31 @@
 namespace graft::dnnl_backend {
 namespace {
 
-constexpr std::array<std::string_view, 16> kPointwise = {
-    "Relu", "LeakyRelu", "Clip", "Sigmoid", "Tanh", "HardSigmoid", "HardSwish", "Elu",
-    "Gelu", "Exp",       "Abs",  "Sqrt",    "Add",  "Mul",         "Sub",       "Div"};
-constexpr std::array<std::string_view, 13> kCompute = {"Conv",
-                                                       "ConvTranspose",
-                                                       "MatMul",
-                                                       "Gemm",
-                                                       "MaxPool",
-                                                       "AveragePool",
-                                                       "GlobalAveragePool",
-                                                       "GlobalMaxPool",
-                                                       "BatchNormalization",
-                                                       "LRN",
-                                                       "Softmax",
-                                                       "LayerNormalization",
-                                                       "Concat"};
 // Pointwise chains longer than this between a compute op and a node are not
 // followed (oneDNN attaches a handful of post-ops; the bound keeps the check
 // cheap on long chains).
 constexpr int kMaxChain = 8;
 
-template <size_t N>
-bool is_one_of(const ir::Node& node, const std::array<std::string_view, N>& ops) {
-  std::string_view name = node.schema().name;
-  if (!node.schema().domain.empty()) return false;
-  for (std::string_view op : ops)
-    if (name == op) return true;
-  return false;
+bool is_pointwise(const ir::Node& node) {
+  ir::OpCategory c = node.schema().category;
+  return c == ir::OpCategory::elementwise || c == ir::OpCategory::broadcast;
+}
+bool is_compute(const ir::Node& node) {
+  ir::OpCategory c = node.schema().category;
+  return c == ir::OpCategory::opaque || c == ir::OpCategory::reduce;
+}
+bool is_single_output_movement(const ir::Node& node) {
+  return node.schema().category == ir::OpCategory::injective && node.num_outputs() == 1;
 }
 
-constexpr std::array<std::string_view, 4> kViews = {"Reshape", "Flatten", "Transpose", "Slice"};
-
-bool is_pointwise(const ir::Node& node) { return is_one_of(node, kPointwise); }
-
 // True when an input of `node` comes from dnnl compute through at most
-// `depth` pointwise ops and single-output views that dnnl supports.
+// `depth` pointwise ops and single-output data movement that dnnl supports.
 bool fed_by_compute(const ir::Node& node, int depth) {
   for (const ir::Value& input : node.inputs) {
     if (!input) continue;
     const ir::Node& producer = *input.node;
-    if (is_one_of(producer, kCompute) && dnnl_supports(producer)) return true;
-    if (depth > 0 && (is_pointwise(producer) || is_one_of(producer, kViews)) && dnnl_supports(producer) &&
+    if (is_compute(producer) && dnnl_supports(producer)) return true;
+    if (depth > 0 && (is_pointwise(producer) || is_single_output_movement(producer)) && dnnl_supports(producer) &&
         fed_by_compute(producer, depth - 1))
       return true;
   }
