@@ -17,8 +17,6 @@
 // no other reader left; otherwise the residual is added as a binary post-op.
 #include "dnnl_program.h"
 
-#include "dnnl_threads.h"
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -27,6 +25,7 @@
 
 #include "../../src/ops/conv_util.h"
 #include "dnnl_support.h"
+#include "dnnl_threads.h"
 #include "graft/ir/graph.h"
 #include "graft/ir/indexed_graph.h"
 
@@ -209,8 +208,7 @@ class Builder {
   template <typename Emit>
   void with_threads_for(double microseconds, Emit emit) {
     size_t first = program_.steps.size();
-    static const double limit = serial_step_microseconds();
-    const bool serial = microseconds < limit;
+    const bool serial = microseconds < serial_limit_;
     {
       ScopedOmpThreads threads(serial ? 1 : 0);
       emit();
@@ -228,9 +226,11 @@ class Builder {
   double node_microseconds(const ir::Node& node) const {
     double bytes = 0;
     for (const ir::ValueType& t : node.output_types) bytes += elements(t) * sizeof(float);
-    for (size_t i = 0; i < node.inputs.size(); ++i)
-      if (has_input(node, i) && !is_constant(indexed_.node(input(node, i).node_id)))
-        bytes += static_cast<double>(product(dims(input(node, i)), 0, dims(input(node, i)).size())) * sizeof(float);
+    for (size_t i = 0; i < node.inputs.size(); ++i) {
+      if (!has_input(node, i)) continue;
+      const ir::Node& producer = indexed_.node(input(node, i).node_id);
+      if (!is_constant(producer)) bytes += elements(producer.output_types[input(node, i).index]) * sizeof(float);
+    }
     return bytes / kBytesPerMicrosecond;
   }
 
@@ -1238,14 +1238,18 @@ class Builder {
         continue;
       }
       int out = add_slot(plain_desc(d), SlotKind::output, static_cast<int>(k));
-      int from = program_.slots[slot].desc.dims() == d ? slot : view(as_plain(slot, "output"), plain_desc(d));
-      add_reorder(from, out, "output " + std::to_string(k));
+      double bytes_moved = 2.0 * static_cast<double>(product(d, 0, d.size())) * sizeof(float);
+      with_threads_for(bytes_moved / kBytesPerMicrosecond, [&] {
+        int from = program_.slots[slot].desc.dims() == d ? slot : view(as_plain(slot, "output"), plain_desc(d));
+        add_reorder(from, out, "output " + std::to_string(k));
+      });
     }
   }
 
   const ir::Graph& graph_;
   ir::IndexedGraph indexed_;
   DnnlProgram program_;
+  const double serial_limit_ = serial_step_microseconds();  // read once per compile (the wait policy)
   std::vector<int> entry_slot_;
   std::vector<std::vector<std::pair<memory::desc, int>>> converted_;
   std::vector<bool> emitted_;

@@ -3,6 +3,7 @@
 #include <functional>
 
 #include "dnnl_test_util.h"
+#include "support/scoped_env.h"
 
 namespace graft::testing {
 namespace {
@@ -388,6 +389,23 @@ TEST(DnnlThreads, SmallStepsRunOnOneThreadLargeOnesOnAll) {
   auto stats = c.check({c.op("Sigmoid", {small}), big});
   EXPECT_GE(stats.serial_primitives, 1);
   EXPECT_LT(stats.serial_primitives, stats.primitives);
+}
+
+// When idle OpenMP threads sleep (OMP_WAIT_POLICY=PASSIVE), each parallel
+// region costs a wake-up: mid-sized steps (a 3x3 convolution on a 14x14 map,
+// about 120 us estimated) run on one thread too; while they spin, only the
+// small reorders do.
+TEST(DnnlThreads, PassiveWaitingSerializesMidSizedSteps) {
+  auto stats_with = [](const char* policy) {
+    ScopedEnv env("OMP_WAIT_POLICY", policy);
+    Case c;
+    Value x = c.input({1, 32, 14, 14});
+    return c.check({c.op("Conv", {x, c.constant({32, 32, 3, 3})}, ints("pads", {1, 1, 1, 1}))});
+  };
+  auto spinning = stats_with("ACTIVE");
+  auto passive = stats_with("passive");
+  EXPECT_LT(spinning.serial_primitives, spinning.primitives);  // the convolution uses every thread
+  EXPECT_EQ(passive.serial_primitives, passive.primitives);
 }
 
 }  // namespace
