@@ -33,10 +33,11 @@ class ScopedOmpThreads {
 /// default), so only tiny steps run serially then; when they sleep between
 /// regions (OMP_WAIT_POLICY=PASSIVE, or GOMP_SPINCOUNT=0) each region pays a
 /// futex wake-up and a sleeping barrier, tens to hundreds of microseconds on
-/// a virtual machine, and steps up to a few hundred microseconds are faster
-/// on one thread. Figures in docs/dnnl.md.
+/// a virtual machine, and steps estimated at up to a millisecond are faster
+/// on one thread (the estimates below run a few times above measured times on
+/// AVX-512). Figures in docs/dnnl.md.
 inline constexpr double kSerialStepMicroseconds = 20.0;
-inline constexpr double kSerialStepMicrosecondsPassive = 400.0;
+inline constexpr double kSerialStepMicrosecondsPassive = 1000.0;
 
 /// kSerialStepMicrosecondsPassive when the OpenMP runtime's idle threads
 /// sleep (read from the environment libgomp reads), else kSerialStepMicroseconds.
