@@ -10,7 +10,9 @@
 //    Printed: building the IndexedGraph, finding the subsets, building the
 //    fused graph, the whole pass, and the whole pass per 10,000 nodes; the
 //    median over R runs (default 5).
-// 2. End to end: zoo bert and gru, fusion on against off in the same process,
+// 2. End to end: zoo bert, gru (one ONNX GRU node: nothing to fuse) and
+//    gru_cell (the GRUCell export, whose gate arithmetic fuses), fusion on
+//    against off in the same process,
 //    median milliseconds per run.
 #include <algorithm>
 #include <chrono>
@@ -288,7 +290,7 @@ int main(int argc, char** argv) {
   if (wanted("random1m")) bench_pass("random 1M", [&] { return random_graph(1000000 / scale, 2); }, std::min(repeat, 3));
   if (e2e) {
     std::printf("end to end, zoo models, fusion off vs on (median of %d runs)\n", repeat);
-    for (const char* model : {"bert", "gru"}) {
+    for (const char* model : {"bert", "gru", "gru_cell"}) {
       bench_model(model, {}, repeat);
       bench_model(model, {"ref"}, repeat);
     }

@@ -126,6 +126,7 @@ std::string scope_of(const std::string& module_path);
 
 // One builder per family (one file each).
 std::string build_mlp(uint64_t seed);
+std::string build_gru_cell(uint64_t seed);
 std::string build_resnet(int depth, uint64_t seed);
 std::string build_mobilenet_v2(uint64_t seed);
 std::string build_squeezenet(uint64_t seed);

@@ -22,6 +22,10 @@ const std::vector<ZooEntry>& entries() {
        detail::build_bert},
       {"gru", "one-layer GRU (hidden 500) with a residual Add; float32 input[2,batch,500], batch 100 by default",
        detail::build_gru},
+      {"gru_cell",
+       "GRU cell (hidden 500) as PyTorch exports nn.GRUCell (Gemm, Split, gate arithmetic), 2 steps with a residual; "
+       "float32 x[2,100,500], h[100,500]",
+       detail::build_gru_cell},
       {"mlp", "3-layer perceptron (Gemm+Relu, 784-512-256-10); float32 input[batch,784]", detail::build_mlp},
       {"mobilenet_v2", "torchvision MobileNetV2 (ReLU6 as Clip); float32 input[batch,3,224,224] -> 1000 classes",
        detail::build_mobilenet_v2},

@@ -118,6 +118,7 @@ TEST_P(FusionZoo, FusedMatchesUnfused) {
   if (GetParam() == "bert") {  // GELU and the attention scaling are pointwise chains
     EXPECT_GT(count_fused(fused.graph()), 0u) << "nothing fused in " << GetParam();
   }
+  if (GetParam() == "gru_cell") EXPECT_EQ(count_fused(fused.graph()), 2u) << "one kernel per step's gate arithmetic";
   std::vector<Tensor> inputs;
   for (const auto& info : plain.inputs()) {
     Shape shape;
@@ -136,7 +137,7 @@ TEST_P(FusionZoo, FusedMatchesUnfused) {
   for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i], 1e-4, 1e-5);
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, FusionZoo, ::testing::Values("mlp", "gru", "bert", "mobilenet_v2"),
+INSTANTIATE_TEST_SUITE_P(Models, FusionZoo, ::testing::Values("mlp", "gru", "gru_cell", "bert", "mobilenet_v2"),
                          [](const auto& info) { return info.param; });
 
 // The partition report shows fused nodes like any backend's: members of a
