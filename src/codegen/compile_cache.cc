@@ -154,7 +154,12 @@ void CompileCache::warn_once(const std::string& message) {
 }
 
 std::shared_ptr<const KernelRunner> CompileCache::cpu_runner(const KernelIR& ir) {
-  if (!jit_enabled_by_environment() || !llvm_jit_available()) {
+  if (!jit_enabled_by_environment()) {
+    counters_.interpreted++;
+    return std::make_shared<Interpreter>(ir);
+  }
+  if (!llvm_jit_available()) {  // never silently: say once why kernels are interpreted
+    warn_once("the LLVM JIT is unavailable (" + llvm_jit_unavailable_reason() + ")");
     counters_.interpreted++;
     return std::make_shared<Interpreter>(ir);
   }

@@ -959,6 +959,7 @@ namespace graft::codegen {
 #else  // !GRAFT_WITH_LLVM
 
 bool llvm_jit_available() { return false; }
+std::string llvm_jit_unavailable_reason() { return "graft was built without LLVM (GRAFT_WITH_LLVM=OFF)"; }
 std::string llvm_target_id() { fail(ErrorKind::unsupported, "graft was built without LLVM (GRAFT_WITH_LLVM=OFF)"); }
 std::string emit_llvm_ir(const KernelIR&, const std::string&) {
   fail(ErrorKind::unsupported, "graft was built without LLVM (GRAFT_WITH_LLVM=OFF)");

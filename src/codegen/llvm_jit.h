@@ -16,6 +16,10 @@ namespace graft::codegen {
 
 /// True when graft was built with LLVM and the host target initialized.
 bool llvm_jit_available();
+/// Why llvm_jit_available() is false (the plugin could not be loaded, the
+/// host target did not initialize, graft was built without LLVM); empty when
+/// it is true.
+std::string llvm_jit_unavailable_reason();
 /// What compiled object code depends on besides the kernel: LLVM version,
 /// target triple, host CPU name and features, emitter version. Part of the
 /// compile cache key.

@@ -61,6 +61,16 @@ bool llvm_jit_available() {
   const Plugin& p = plugin();
   return p.table && p.table->available();
 }
+std::string llvm_jit_unavailable_reason() {
+  const Plugin& p = plugin();
+  if (!p.table) return p.error;
+  try {
+    p.table->target_id();  // throws the host's setup error when the target did not initialize
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return {};
+}
 std::string llvm_target_id() { return table_or_fail().target_id(); }
 std::string emit_llvm_ir(const KernelIR& ir, const std::string& symbol_prefix) {
   return table_or_fail().emit_ir(ir, symbol_prefix);

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 #include <sstream>
 
@@ -406,14 +407,13 @@ TEST_F(CliTest, PartitionErrorsAreOneLine) {
                         "other than ref", "region on ref");
 }
 
-// The report lists members of fused kernels under `fuse`; --fusion off shows
-// the partition alone; a bad --fusion value is one clear error.
-TEST_F(CliTest, PartitionShowsFusedNodesUnderFuse) {
+/// The mlp with a Sigmoid after its first Relu: two pointwise ops in a row,
+/// one fused kernel. Written to relu_sigmoid.onnx; returns its path.
+std::string write_relu_sigmoid_mlp(const std::string& mlp_bytes, const std::function<std::string(const std::string&)>& path) {
   onnx::ModelProto model;
-  ASSERT_TRUE(model.ParseFromString(mlp_bytes_));
+  EXPECT_TRUE(model.ParseFromString(mlp_bytes));
   onnx::GraphProto* g = model.mutable_graph();
-  ASSERT_EQ(g->node(1).op_type(), "Relu");
-  // Relu -> Sigmoid -> Gemm: two pointwise ops in a row, one fused kernel.
+  EXPECT_EQ(g->node(1).op_type(), "Relu");
   onnx::NodeProto* sigmoid = g->add_node();
   sigmoid->set_op_type("Sigmoid");
   sigmoid->set_name("added_sigmoid");
@@ -423,6 +423,13 @@ TEST_F(CliTest, PartitionShowsFusedNodesUnderFuse) {
   // Keep the node list topological: move the new node right after the Relu.
   for (int i = g->node_size() - 1; i > 2; --i) g->mutable_node()->SwapElements(i, i - 1);
   write_bytes(path("relu_sigmoid.onnx"), model.SerializeAsString());
+  return path("relu_sigmoid.onnx");
+}
+
+// The report lists members of fused kernels under `fuse`; --fusion off shows
+// the partition alone; a bad --fusion value is one clear error.
+TEST_F(CliTest, PartitionShowsFusedNodesUnderFuse) {
+  write_relu_sigmoid_mlp(mlp_bytes_, [](const std::string& name) { return path(name); });
 
   CommandResult fused = graft("partition " + quote(path("relu_sigmoid.onnx")) + " --backends ref");
   ASSERT_EQ(fused.exit_code, 0) << fused.err;
@@ -438,4 +445,21 @@ TEST_F(CliTest, PartitionShowsFusedNodesUnderFuse) {
   ASSERT_EQ(graft(fused_run, "GRAFT_JIT_LANES=8").exit_code, 0);
   expect_one_line_error(graft(fused_run, "GRAFT_JIT_LANES=5"), "GRAFT_JIT_LANES", "GRAFT_JIT_LANES=5");
   expect_one_line_error(graft(fused_run, "GRAFT_JIT=maybe"), "GRAFT_JIT", "GRAFT_JIT=maybe");
+}
+
+// Without the LLVM plugin beside libgraft.so, fused kernels still run (in the
+// interpreter), and graft says so once instead of falling back silently.
+TEST_F(CliTest, MissingJitPluginIsAWarningNotASilentFallback) {
+  std::string model = write_relu_sigmoid_mlp(mlp_bytes_, [](const std::string& name) { return path(name); });
+  fs::path lonely = dir_ / "lib_without_plugin";
+  fs::create_directories(lonely);
+  fs::copy_file(fs::path(GRAFT_BINARY_DIR) / "libgraft.so", lonely / "libgraft.so", fs::copy_options::overwrite_existing);
+  // The binary's RUNPATH names the build folder; LD_LIBRARY_PATH comes first.
+  CommandResult r = graft("run " + quote(model) + " --backends ref --repeat 2", "LD_LIBRARY_PATH=" + quote(lonely.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.err.find("the LLVM JIT is unavailable ("), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("fused kernels run in the interpreter"), std::string::npos) << r.err;
+  size_t first = r.err.find("warning");
+  EXPECT_EQ(r.err.find("warning", first + 1), std::string::npos) << "warned twice: " << r.err;
+  EXPECT_NE(r.out.find("latency"), std::string::npos) << r.out;
 }
