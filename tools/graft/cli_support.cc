@@ -89,6 +89,13 @@ std::vector<std::string> parse_name_list(const std::string& text, const std::str
   return names;
 }
 
+std::optional<bool> parse_on_off(const std::string& text, const std::string& flag) {
+  if (text.empty()) return std::nullopt;
+  if (text == "on") return true;
+  if (text == "off") return false;
+  fail(ErrorKind::invalid_argument, flag, " '", text, "' is not valid (expected on or off)");
+}
+
 std::string read_file(const std::string& path) {
   std::error_code error;
   if (std::filesystem::is_directory(path, error)) fail(ErrorKind::io, "'", path, "' is a directory, not a file");

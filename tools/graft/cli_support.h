@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,6 +27,10 @@ int64_t parse_count(const std::string& text, const std::string& flag, int64_t ma
 
 /// Parses "a,b,c" given to `flag` into non-empty names ("a,,b" and "" are errors).
 std::vector<std::string> parse_name_list(const std::string& text, const std::string& flag);
+
+/// Parses an on|off flag: nullopt when `text` is empty (not given), else
+/// true or false; anything else is Error(invalid_argument) naming `flag`.
+std::optional<bool> parse_on_off(const std::string& text, const std::string& flag);
 
 /// "1.50 MiB", "312 B".
 std::string format_bytes(uint64_t bytes);

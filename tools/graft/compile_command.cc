@@ -40,11 +40,7 @@ int compile_model(const CompileCommandOptions& options) {
     while (std::getline(list, name, ','))
       if (!name.empty()) compile.session.backends.push_back(name);
   }
-  if (!options.fusion.empty()) {
-    if (options.fusion != "on" && options.fusion != "off")
-      fail(ErrorKind::invalid_argument, "--fusion '", options.fusion, "' must be on or off");
-    compile.session.fusion = options.fusion == "on";
-  }
+  compile.session.fusion = parse_on_off(options.fusion, "--fusion");
   if (!options.threads.empty()) compile.session.num_threads = parse_thread_count(options.threads, "--threads");
   compile.session.emit_source_dir = options.emit_c;
   runtime::ArtifactInfo info = runtime::compile_artifact(options.model, options.output, compile);

@@ -32,13 +32,7 @@ struct PartitionCommandOptions {
 int partition_model(const PartitionCommandOptions& options) {
   if (options.format != "text" && options.format != "json")
     fail(ErrorKind::invalid_argument, "--format '", options.format, "' is not text or json");
-  std::optional<bool> fusion;
-  if (options.fusion == "on")
-    fusion = true;
-  else if (options.fusion == "off")
-    fusion = false;
-  else if (!options.fusion.empty())
-    fail(ErrorKind::invalid_argument, "--fusion '", options.fusion, "' is not valid (expected on or off)");
+  std::optional<bool> fusion = parse_on_off(options.fusion, "--fusion");
   partition::PartitionOptions partition_options;
   std::vector<std::string> requested;
   if (!options.backends.empty()) requested = parse_name_list(options.backends, "--backends");

@@ -137,10 +137,7 @@ void print_output(const std::string& name, const Tensor& t, int64_t show) {
 int run_model(const RunCommandOptions& options) {
   runtime::SessionOptions session_options;
   if (!options.threads.empty()) session_options.num_threads = parse_thread_count(options.threads, "--threads");
-  if (options.fusion == "on") session_options.fusion = true;
-  else if (options.fusion == "off") session_options.fusion = false;
-  else if (!options.fusion.empty())
-    fail(ErrorKind::invalid_argument, "--fusion '", options.fusion, "' is not valid (expected on or off)");
+  session_options.fusion = parse_on_off(options.fusion, "--fusion");
   const bool profiling = options.profile || !options.trace.empty();
   session_options.profile = profiling;
   int64_t profile_top = parse_count(options.profile_top, "--profile-top", 1000000);
