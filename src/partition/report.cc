@@ -11,22 +11,14 @@ namespace graft::partition {
 
 const char* to_string(DeclineKind kind) {
   switch (kind) {
-    case DeclineKind::unsupported:
-      return "unsupported";
-    case DeclineKind::filtered:
-      return "filtered";
-    case DeclineKind::convexity:
-      return "convexity";
-    case DeclineKind::below_min_size:
-      return "below_min_size";
-    case DeclineKind::taken:
-      return "taken";
-    case DeclineKind::forbidden:
-      return "forbidden";
-    case DeclineKind::pinned_elsewhere:
-      return "pinned_elsewhere";
-    case DeclineKind::unavailable:
-      return "unavailable";
+    case DeclineKind::unsupported: return "unsupported";
+    case DeclineKind::filtered: return "filtered";
+    case DeclineKind::convexity: return "convexity";
+    case DeclineKind::below_min_size: return "below_min_size";
+    case DeclineKind::taken: return "taken";
+    case DeclineKind::forbidden: return "forbidden";
+    case DeclineKind::pinned_elsewhere: return "pinned_elsewhere";
+    case DeclineKind::unavailable: return "unavailable";
   }
   return "unknown";
 }
@@ -58,7 +50,6 @@ size_t PartitionReport::record_fusion(const ir::Graph& fused_graph) {
     info.backend = "fuse";
     info.id = static_cast<int>(subgraphs.size());
     info.node_name = node->name;
-    const int index = static_cast<int>(subgraphs.size());
     for (const auto& member : node->subgraph->nodes()) {
       const std::string& op = member->op_type();
       if (op == "Input" || op == "Constant") continue;
@@ -71,7 +62,7 @@ size_t PartitionReport::record_fusion(const ir::Graph& fused_graph) {
       NodePlacement& placement = nodes[*match];
       candidates.erase(std::next(match).base());
       placement.backend = "fuse";
-      placement.subgraph = index;
+      placement.subgraph = info.id;
       info.nodes.push_back(placement.name);
     }
     if (info.nodes.empty()) continue;
@@ -114,12 +105,9 @@ std::string PartitionReport::to_text() const {
       for (size_t size : s.subgraph_sizes) os << " " << size;
       os << ")";
     }
-    if (!s.unavailable.empty())
-      os << " [unavailable: " << s.unavailable << "]";
-    else if (!s.has_property && s.backend == "fuse" && s.nodes > 0)
-      os << " [pointwise fusion after partitioning]";
-    else if (!s.has_property && s.backend != "ref")
-      os << " [no SubgraphProperty: claims nothing when partitioning]";
+    if (!s.unavailable.empty()) os << " [unavailable: " << s.unavailable << "]";
+    else if (!s.has_property && s.backend == "fuse" && s.nodes > 0) os << " [pointwise fusion after partitioning]";
+    else if (!s.has_property && s.backend != "ref") os << " [no SubgraphProperty: claims nothing when partitioning]";
     os << "\n";
   }
   os << "nodes:\n";
@@ -130,8 +118,7 @@ std::string PartitionReport::to_text() const {
     os << "\n";
     for (const Decline& d : p.declined) {
       if (d.kind == DeclineKind::taken) continue;
-      os << "      not " << d.backend << ": " << to_string(d.kind) << (d.detail.empty() ? "" : ": ") << d.detail
-         << "\n";
+      os << "      not " << d.backend << ": " << to_string(d.kind) << (d.detail.empty() ? "" : ": ") << d.detail << "\n";
     }
   }
   return os.str();
@@ -141,8 +128,8 @@ std::string PartitionReport::to_json() const {
   nlohmann::json doc;
   doc["backends"] = backends;
   doc["milliseconds"] = milliseconds;
-  doc["timings_ms"] = {
-      {"index", timings.index}, {"select", timings.select}, {"report", timings.report}, {"rebuild", timings.rebuild}};
+  doc["timings_ms"] = {{"index", timings.index}, {"select", timings.select}, {"report", timings.report},
+                       {"rebuild", timings.rebuild}};
   doc["summary"] = summary_line();
   nlohmann::json summary = nlohmann::json::array();
   for (const BackendSummary& s : summaries)
@@ -190,8 +177,7 @@ std::string dot_escape(const std::string& s) {
 }  // namespace
 
 std::string PartitionReport::to_dot(const std::vector<std::pair<size_t, size_t>>& graph_edges) const {
-  static const char* palette[] = {"#8dd3c7", "#fdb462", "#bebada", "#fb8072",
-                                  "#80b1d3", "#b3de69", "#fccde5", "#ffffb3"};
+  static const char* palette[] = {"#8dd3c7", "#fdb462", "#bebada", "#fb8072", "#80b1d3", "#b3de69", "#fccde5", "#ffffb3"};
   std::map<std::string, const char*> colour;
   size_t next = 0;
   for (const std::string& b : backends)
@@ -205,10 +191,8 @@ std::string PartitionReport::to_dot(const std::vector<std::pair<size_t, size_t>>
     const NodePlacement& p = nodes[i];
     auto it = colour.find(p.backend);
     os << indent << "n" << i << " [label=\"" << dot_escape(p.name) << "\\n" << dot_escape(p.op_type) << "\"";
-    if (p.is_source)
-      os << ", shape=ellipse, fillcolor=\"#eeeeee\"";
-    else if (it != colour.end())
-      os << ", fillcolor=\"" << it->second << "\"";
+    if (p.is_source) os << ", shape=ellipse, fillcolor=\"#eeeeee\"";
+    else if (it != colour.end()) os << ", fillcolor=\"" << it->second << "\"";
     os << "];\n";
   };
   for (size_t s = 0; s < subgraphs.size(); ++s) {
