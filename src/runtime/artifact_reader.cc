@@ -17,7 +17,6 @@
 // file with a correct checksum may still be hostile or built by a buggy writer.
 #include <fcntl.h>
 #include <openssl/crypto.h>
-#include <openssl/evp.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>

@@ -7,7 +7,6 @@
 // make share storage, so a weight several subgraphs read is stored once.
 // Then come the weight table and its 64-byte-aligned data, one blob per
 // compiled module (its save() bytes) and the SHA-256 of everything before.
-#include <openssl/evp.h>
 
 #include <cstdio>
 #include <filesystem>

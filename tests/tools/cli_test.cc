@@ -9,7 +9,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
-#include <functional>
 #include <fstream>
 #include <sstream>
 
@@ -107,6 +106,25 @@ class CliTest : public ::testing::Test {
   }
 
   static std::string path(const std::string& name) { return (dir_ / name).string(); }
+
+  /// The mlp with a Sigmoid after its first Relu: two pointwise ops in a row,
+  /// one fused kernel. Writes relu_sigmoid.onnx and returns its path.
+  static std::string write_relu_sigmoid_mlp() {
+    onnx::ModelProto model;
+    EXPECT_TRUE(model.ParseFromString(mlp_bytes_));
+    onnx::GraphProto* g = model.mutable_graph();
+    EXPECT_EQ(g->node(1).op_type(), "Relu");
+    onnx::NodeProto* sigmoid = g->add_node();
+    sigmoid->set_op_type("Sigmoid");
+    sigmoid->set_name("added_sigmoid");
+    sigmoid->add_input(g->node(1).output(0));
+    sigmoid->add_output("added_sigmoid_out");
+    g->mutable_node(2)->set_input(0, "added_sigmoid_out");
+    // Keep the node list topological: move the new node right after the Relu.
+    for (int i = g->node_size() - 1; i > 2; --i) g->mutable_node()->SwapElements(i, i - 1);
+    write_bytes(path("relu_sigmoid.onnx"), model.SerializeAsString());
+    return path("relu_sigmoid.onnx");
+  }
 
   static inline fs::path dir_;
   static inline std::string mlp_;
@@ -407,29 +425,10 @@ TEST_F(CliTest, PartitionErrorsAreOneLine) {
                         "other than ref", "region on ref");
 }
 
-/// The mlp with a Sigmoid after its first Relu: two pointwise ops in a row,
-/// one fused kernel. Written to relu_sigmoid.onnx; returns its path.
-std::string write_relu_sigmoid_mlp(const std::string& mlp_bytes, const std::function<std::string(const std::string&)>& path) {
-  onnx::ModelProto model;
-  EXPECT_TRUE(model.ParseFromString(mlp_bytes));
-  onnx::GraphProto* g = model.mutable_graph();
-  EXPECT_EQ(g->node(1).op_type(), "Relu");
-  onnx::NodeProto* sigmoid = g->add_node();
-  sigmoid->set_op_type("Sigmoid");
-  sigmoid->set_name("added_sigmoid");
-  sigmoid->add_input(g->node(1).output(0));
-  sigmoid->add_output("added_sigmoid_out");
-  g->mutable_node(2)->set_input(0, "added_sigmoid_out");
-  // Keep the node list topological: move the new node right after the Relu.
-  for (int i = g->node_size() - 1; i > 2; --i) g->mutable_node()->SwapElements(i, i - 1);
-  write_bytes(path("relu_sigmoid.onnx"), model.SerializeAsString());
-  return path("relu_sigmoid.onnx");
-}
-
 // The report lists members of fused kernels under `fuse`; --fusion off shows
 // the partition alone; a bad --fusion value is one clear error.
 TEST_F(CliTest, PartitionShowsFusedNodesUnderFuse) {
-  write_relu_sigmoid_mlp(mlp_bytes_, [](const std::string& name) { return path(name); });
+  write_relu_sigmoid_mlp();
 
   CommandResult fused = graft("partition " + quote(path("relu_sigmoid.onnx")) + " --backends ref");
   ASSERT_EQ(fused.exit_code, 0) << fused.err;
@@ -450,7 +449,7 @@ TEST_F(CliTest, PartitionShowsFusedNodesUnderFuse) {
 // Without the LLVM plugin beside libgraft.so, fused kernels still run (in the
 // interpreter), and graft says so once instead of falling back silently.
 TEST_F(CliTest, MissingJitPluginIsAWarningNotASilentFallback) {
-  std::string model = write_relu_sigmoid_mlp(mlp_bytes_, [](const std::string& name) { return path(name); });
+  std::string model = write_relu_sigmoid_mlp();
   fs::path lonely = dir_ / "lib_without_plugin";
   fs::create_directories(lonely);
   fs::copy_file(fs::path(GRAFT_BINARY_DIR) / "libgraft.so", lonely / "libgraft.so", fs::copy_options::overwrite_existing);
