@@ -198,7 +198,9 @@ class CcodegenBackend final : public runtime::Backend {
   }
 };
 
-std::unique_ptr<runtime::CompiledModule> load_ccodegen_module(std::istream& in, const ir::Graph& subgraph) {
+std::unique_ptr<runtime::CompiledModule> load_ccodegen_module(std::istream& in, const ir::Graph& subgraph,
+                                                               std::span<const Tensor> tensors) {
+  if (!tensors.empty()) fail(ErrorKind::invalid_model, "ccodegen module: stores no tensors, got ", tensors.size());
   std::string what = "ccodegen module of " + describe_subgraph(subgraph);
   runtime::ModuleReader r(in, what);
   uint32_t version = r.u32("version");

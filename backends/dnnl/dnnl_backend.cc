@@ -10,11 +10,28 @@
 #include "dnnl_module.h"
 #include "graft/core/parallel.h"
 #include "graft/runtime/backend.h"
+#include "graft/runtime/module_stream.h"
 
 namespace graft::dnnl_backend {
 namespace {
 
 std::atomic<int64_t> compile_count{0};
+
+// Builds the module of `subgraph` with OpenMP set to `num_threads` (when
+// positive): some implementations size their work split at creation.
+std::unique_ptr<DnnlModule> compile_module(const ir::Graph& subgraph, int num_threads) {
+  int previous = omp_get_max_threads();
+  if (num_threads > 0) omp_set_num_threads(num_threads);
+  try {
+    auto module = std::make_unique<DnnlModule>(build_program(subgraph));
+    omp_set_num_threads(previous);
+    compile_count.fetch_add(1);
+    return module;
+  } catch (...) {
+    omp_set_num_threads(previous);
+    throw;
+  }
+}
 
 class DnnlBackend final : public runtime::Backend {
  public:
@@ -22,31 +39,35 @@ class DnnlBackend final : public runtime::Backend {
   int default_rank() const override { return 10; }
   std::unique_ptr<runtime::CompiledModule> compile(const ir::Graph& subgraph,
                                                    const runtime::CompileOptions& options) const override {
-    // Some implementations size their work split at creation from the thread count.
-    int previous = omp_get_max_threads();
-    if (options.num_threads > 0) omp_set_num_threads(options.num_threads);
-    try {
-      auto module = std::make_unique<DnnlModule>(build_program(subgraph));
-      omp_set_num_threads(previous);
-      compile_count.fetch_add(1);
-      return module;
-    } catch (...) {
-      omp_set_num_threads(previous);
-      throw;
-    }
+    return compile_module(subgraph, options.num_threads);
   }
 };
 
-// Rebuilds the primitives from the subgraph the artifact stored.
-std::unique_ptr<runtime::CompiledModule> load_dnnl_module(std::istream& in, const ir::Graph& subgraph) {
+// Rebuilds the primitives from the subgraph the artifact stored and takes
+// the converted weights it stored (format 2) instead of converting them.
+std::unique_ptr<runtime::CompiledModule> load_dnnl_module(std::istream& in, const ir::Graph& subgraph,
+                                                          std::span<const Tensor> tensors) {
+  static_assert(sizeof(kSavedFormat) == sizeof(kSavedFormat1));
   std::string tag(sizeof(kSavedFormat) - 1, '\0');
   in.read(tag.data(), static_cast<std::streamsize>(tag.size()));
-  if (!in || tag != kSavedFormat) fail(ErrorKind::invalid_model, "dnnl module: unknown saved format");
-  runtime::CompileOptions options;
+  if (!in || (tag != kSavedFormat && tag != kSavedFormat1))
+    fail(ErrorKind::invalid_model, "dnnl module: unknown saved format");
+  std::vector<uint32_t> indices;
+  if (tag == kSavedFormat) {
+    runtime::ModuleReader reader(in, "dnnl module");
+    uint32_t count = reader.u32("converted weight count");
+    if (count != tensors.size())
+      fail(ErrorKind::invalid_model, "dnnl module: lists ", count, " converted weights but ", tensors.size(),
+           " are stored");
+    for (uint32_t i = 0; i < count; ++i) indices.push_back(reader.u32("converted weight index"));
+  } else if (!tensors.empty()) {
+    fail(ErrorKind::invalid_model, "dnnl module: format 1 stores no tensors, got ", tensors.size());
+  }
   // graft's thread count (Session scopes it around loading an artifact), not
   // OpenMP's default: primitives sized for more threads than they run on are slow.
-  options.num_threads = current_num_threads();
-  return DnnlBackend().compile(subgraph, options);
+  auto module = compile_module(subgraph, current_num_threads());
+  module->restore_converted(indices, tensors);
+  return module;
 }
 
 }  // namespace

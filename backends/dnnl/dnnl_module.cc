@@ -8,12 +8,16 @@
 
 #include <omp.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <set>
+#include <tuple>
 #include <ostream>
 #include <unordered_map>
 
 #include "dnnl_threads.h"
 #include "graft/core/error.h"
+#include "graft/runtime/module_stream.h"
 
 namespace graft::dnnl_backend {
 namespace {
@@ -56,12 +60,141 @@ void DnnlModule::check_inputs(std::span<const Tensor> inputs) const {
   }
 }
 
-void DnnlModule::save(std::ostream& out) const { out << kSavedFormat; }
+std::vector<uint32_t> DnnlModule::storable_weights() const {
+  std::vector<uint32_t> indices;
+  for (size_t w = 0; w < program_.weights.size(); ++w) {
+    const Weight& weight = program_.weights[w];
+    bool constant = !weight.identity;
+    for (const WeightSource& s : weight.sources) constant = constant && s.input < 0;
+    if (constant) indices.push_back(static_cast<uint32_t>(w));
+  }
+  return indices;
+}
+
+void DnnlModule::save(std::ostream& out) const {
+  std::vector<uint32_t> indices = storable_weights();
+  {
+    std::lock_guard<std::mutex> lock(cache_mutex_);
+    for (uint32_t w : indices) converted(w, weight_sources(program_.weights[w], {}));
+  }
+  out << kSavedFormat;
+  runtime::ModuleWriter writer(out);
+  writer.u32(static_cast<uint32_t>(indices.size()));
+  for (uint32_t w : indices) writer.u32(w);
+}
+
+std::vector<Tensor> DnnlModule::saved_tensors() const {
+  std::vector<Tensor> tensors;
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  for (uint32_t w : storable_weights()) {
+    const Converted& c = converted(w, weight_sources(program_.weights[w], {}));
+    size_t bytes = program_.weights[w].desc.get_size();
+    std::shared_ptr<void> keep = c.buffer;
+    auto storage = std::make_shared<Storage>(keep.get(), bytes, [keep] {});
+    tensors.emplace_back(DType::uint8, Shape{static_cast<int64_t>(bytes)}, storage);
+  }
+  return tensors;
+}
+
+std::vector<Tensor> DnnlModule::superseded_constants() const {
+  // A constant some step reads as it is (an identity weight) stays; so do
+  // scalars (the program builder reads those while it builds) and every
+  // source of a converted weight that has one of those among its sources:
+  // re-converting it after a change needs them all.
+  auto key = [](const Tensor& t) { return std::tuple(t.storage().get(), t.byte_offset(), t.nbytes()); };
+  std::set<std::tuple<const Storage*, size_t, size_t>> read_directly;
+  for (const Step& step : program_.steps)
+    for (const auto& [arg, slot] : step.args) {
+      const Slot& root = program_.slots[program_.slots[slot].root >= 0 ? program_.slots[slot].root : slot];
+      if (root.kind != SlotKind::weight || !program_.weights[root.index].identity) continue;
+      for (const WeightSource& s : program_.weights[root.index].sources)
+        if (s.input < 0) read_directly.insert(key(s.constant));
+    }
+  std::vector<Tensor> superseded;
+  std::set<std::tuple<const Storage*, size_t, size_t>> listed;
+  for (uint32_t w : storable_weights()) {
+    const Weight& weight = program_.weights[w];
+    bool all = true;
+    for (const WeightSource& s : weight.sources)
+      all = all && s.constant.numel() > 1 && !read_directly.count(key(s.constant));
+    if (!all) continue;
+    for (const WeightSource& s : weight.sources)
+      if (listed.insert(key(s.constant)).second) superseded.push_back(s.constant);
+  }
+  return superseded;
+}
+
+void DnnlModule::restore_converted(std::span<const uint32_t> indices, std::span<const Tensor> weights) {
+  if (indices.size() != weights.size())
+    fail(ErrorKind::invalid_model, "dnnl module: lists ", indices.size(), " converted weights but ", weights.size(),
+         " are stored");
+  std::vector<uint32_t> storable = storable_weights();
+  std::vector<bool> seen(program_.weights.size(), false);
+  std::lock_guard<std::mutex> lock(cache_mutex_);
+  for (size_t i = 0; i < indices.size(); ++i) {
+    const uint32_t w = indices[i];
+    if (!std::binary_search(storable.begin(), storable.end(), w) || seen[w])
+      fail(ErrorKind::invalid_model, "dnnl module: stored converted weight ", w, " is not one this subgraph converts");
+    seen[w] = true;
+    const Weight& weight = program_.weights[w];
+    const Tensor& t = weights[i];
+    if (t.dtype() != DType::uint8 || t.nbytes() != weight.desc.get_size())
+      fail(ErrorKind::invalid_model, "dnnl module: stored converted weight ", weight.label, " is ", t.type_string(),
+           ", expected ", weight.desc.get_size(), " bytes");
+    Converted c;
+    for (const Tensor& source : weight_sources(weight, {})) {
+      c.storages.push_back(source.storage().get());
+      c.offsets.push_back(source.byte_offset());
+      c.versions.push_back(source.version());
+    }
+    // Aliases the stored tensor's storage (the artifact's mapping): no copy.
+    c.buffer = std::shared_ptr<void>(t.storage(), const_cast<void*>(t.raw_data()));
+    cache_[w] = std::move(c);
+  }
+}
 
 std::vector<Tensor> DnnlModule::weight_sources(const Weight& weight, std::span<const Tensor> inputs) const {
   std::vector<Tensor> sources;
   for (const WeightSource& s : weight.sources) sources.push_back(s.input >= 0 ? inputs[s.input] : s.constant);
   return sources;
+}
+
+const DnnlModule::Converted& DnnlModule::converted(size_t w, const std::vector<Tensor>& sources) const {
+  const Weight& weight = program_.weights[w];
+  Converted& c = cache_[w];
+  bool fresh = c.buffer != nullptr && c.storages.size() == sources.size();
+  for (size_t i = 0; fresh && i < sources.size(); ++i)
+    fresh = c.storages[i] == sources[i].storage().get() && c.offsets[i] == sources[i].byte_offset() &&
+            c.versions[i] == sources[i].version();
+  if (!fresh) {
+    for (const Tensor& t : sources)
+      if (t.storage()->is_placeholder())
+        fail(ErrorKind::invalid_argument, "dnnl module: weight ", weight.label,
+             " must be converted again (one of its sources changed), but this artifact stores a source of it only "
+             "in converted form");
+    Converted next;
+    for (const Tensor& t : sources) {
+      next.storages.push_back(t.storage().get());
+      next.offsets.push_back(t.byte_offset());
+      next.versions.push_back(t.version());
+    }
+    std::vector<float> plain;
+    void* plain_bytes = const_cast<void*>(sources[0].raw_data());
+    if (weight.fill) {
+      plain.resize(weight.plain.get_size() / sizeof(float));
+      weight.fill(sources, plain.data());
+      plain_bytes = plain.data();
+    }
+    next.buffer = aligned_buffer(weight.desc.get_size());
+    dnnl::stream stream(program_.engine);
+    dnnl::memory from(weight.plain, program_.engine, plain_bytes);
+    dnnl::memory to(weight.desc, program_.engine, next.buffer.get());
+    weight.convert.execute(stream, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
+    stream.wait();
+    c = std::move(next);
+    conversions_.fetch_add(1);
+  }
+  return c;
 }
 
 std::vector<void*> DnnlModule::prepare_weights(std::span<const Tensor> inputs,
@@ -76,34 +209,7 @@ std::vector<void*> DnnlModule::prepare_weights(std::span<const Tensor> inputs,
       continue;
     }
     if (!lock.owns_lock()) lock.lock();
-    Converted& c = cache_[w];
-    bool fresh = c.buffer != nullptr && c.storages.size() == sources.size();
-    for (size_t i = 0; fresh && i < sources.size(); ++i)
-      fresh = c.storages[i] == sources[i].storage().get() && c.offsets[i] == sources[i].byte_offset() &&
-              c.versions[i] == sources[i].version();
-    if (!fresh) {
-      Converted next;
-      for (const Tensor& t : sources) {
-        next.storages.push_back(t.storage().get());
-        next.offsets.push_back(t.byte_offset());
-        next.versions.push_back(t.version());
-      }
-      std::vector<float> plain;
-      void* plain_bytes = const_cast<void*>(sources[0].raw_data());
-      if (weight.fill) {
-        plain.resize(weight.plain.get_size() / sizeof(float));
-        weight.fill(sources, plain.data());
-        plain_bytes = plain.data();
-      }
-      next.buffer = aligned_buffer(weight.desc.get_size());
-      dnnl::stream stream(program_.engine);
-      dnnl::memory from(weight.plain, program_.engine, plain_bytes);
-      dnnl::memory to(weight.desc, program_.engine, next.buffer.get());
-      weight.convert.execute(stream, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
-      stream.wait();
-      c = std::move(next);
-      conversions_.fetch_add(1);
-    }
+    const Converted& c = converted(w, sources);
     hold.push_back(c.buffer);
     pointers[w] = c.buffer.get();
   }

@@ -76,7 +76,8 @@ uint32_t read_u32(std::istream& in) {
   return v;
 }
 
-std::unique_ptr<CompiledModule> load_fuse_module(std::istream& in, const ir::Graph&) {
+std::unique_ptr<CompiledModule> load_fuse_module(std::istream& in, const ir::Graph&, std::span<const Tensor> tensors) {
+  if (!tensors.empty()) fail(ErrorKind::invalid_model, "fuse module: stores no tensors, got ", tensors.size());
   char magic[4];
   if (!in.read(magic, 4) || std::string_view(magic, 4) != std::string_view(kModuleMagic, 4))
     fail(ErrorKind::invalid_model, "fuse module: bad magic (expected GFUS)");

@@ -37,7 +37,8 @@ class RefBackend final : public Backend {
   }
 };
 
-std::unique_ptr<CompiledModule> load_ref_module(std::istream&, const ir::Graph& subgraph) {
+std::unique_ptr<CompiledModule> load_ref_module(std::istream&, const ir::Graph& subgraph, std::span<const Tensor> tensors) {
+  if (!tensors.empty()) fail(ErrorKind::invalid_model, "ref module: stores no tensors, got ", tensors.size());
   return std::make_unique<RefModule>(subgraph);
 }
 

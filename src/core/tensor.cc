@@ -1,5 +1,8 @@
 #include "graft/core/tensor.h"
 
+#include <sys/mman.h>
+
+#include <cerrno>
 #include <cstdlib>
 #include <cstring>
 
@@ -22,6 +25,17 @@ Storage::Storage(size_t nbytes, bool zero) : nbytes_(nbytes), owned_(true) {
 
 Storage::Storage(void* data, size_t nbytes, std::function<void()> release)
     : data_(data), nbytes_(nbytes), release_(std::move(release)) {}
+
+std::shared_ptr<Storage> Storage::placeholder(size_t nbytes) {
+  size_t mapped = nbytes == 0 ? 1 : nbytes;
+  // Anonymous private pages read as zeros and take memory only once touched.
+  void* data = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  if (data == MAP_FAILED)
+    fail(ErrorKind::invalid_argument, "cannot reserve ", nbytes, " bytes for a placeholder weight: ", std::strerror(errno));
+  auto storage = std::make_shared<Storage>(data, nbytes, [data, mapped] { ::munmap(data, mapped); });
+  storage->placeholder_ = true;
+  return storage;
+}
 
 Storage::~Storage() {
   if (owned_) std::free(data_);
@@ -80,6 +94,9 @@ Tensor Tensor::reshaped(Shape shape) const {
 void Tensor::copy_from(const Tensor& src) {
   if (src.dtype() != dtype_ || src.numel() != numel_)
     fail(ErrorKind::invalid_argument, "copy_from: cannot copy ", src.type_string(), " into ", type_string());
+  if (storage_ && storage_->is_placeholder())
+    fail(ErrorKind::invalid_argument, "copy_from: the destination ", type_string(),
+         " is a placeholder for a weight that was stored only in converted form; its values cannot be changed");
   if (nbytes()) std::memmove(raw_data(), src.raw_data(), nbytes());
   mark_modified();
 }

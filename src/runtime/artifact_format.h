@@ -26,6 +26,7 @@ constexpr size_t kReservedOffset = 112;      // 16 zero bytes
 constexpr size_t kWeightAlignment = 64;
 constexpr uint32_t kNoWeight = UINT32_MAX;   // a Constant without value / an undefined tensor attribute
 constexpr uint32_t kAbsentInput = UINT32_MAX;
+constexpr uint64_t kNoWeightData = UINT64_MAX;  // data offset of a weight stored only in converted form (format 3)
 constexpr int kMaxGraphDepth = 16;           // nested bodies (Subgraph in If in Loop ...)
 constexpr uint32_t kMaxRank = 64;
 

@@ -4,11 +4,12 @@
 //   2. the SHA-256 over everything before the last 32 bytes;
 //   3. architecture and CPU features;
 //   4. the section table (every section inside the file, in order);
-//   5. the weight table (every entry's dtype, shape, alignment and bounds);
+//   5. the weight table (every entry's dtype, shape, alignment and bounds;
+//      entries stored only converted become zero placeholders);
 //   6. the graph (every count checked against the bytes left before
 //      anything is allocated, every node reference in range, then
 //      ir::verify on each graph);
-//   7. the module table (node indices, sizes) -- and only after all of that
+//   7. the module table (node indices, sizes, tensor ids) -- and only after all of that
 //      succeeded, each module blob goes to its loader, which may dlopen
 //      native code.
 //
@@ -80,9 +81,18 @@ ArtifactBytes map_file(const std::string& path) {
     std::memcpy(storage->data(), bytes.data(), bytes.size());
     return {static_cast<const uint8_t*>(storage->data()), bytes.size(), storage};
   }
-  void* base = ::mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_POPULATE, fd, 0);
+  // Populated read-only, then made writable: populating a writable private
+  // mapping would break copy-on-write on every page (copying the whole file
+  // into anonymous memory); this way the pages stay the page cache's until a
+  // weight is written to.
+  void* base = ::mmap(nullptr, size, PROT_READ, MAP_PRIVATE | MAP_POPULATE, fd, 0);
   ::close(fd);
   if (base == MAP_FAILED) fail(ErrorKind::io, "cannot map '", path, "': ", std::strerror(errno));
+  if (::mprotect(base, size, PROT_READ | PROT_WRITE) != 0) {
+    int error = errno;
+    ::munmap(base, size);
+    fail(ErrorKind::io, "cannot map '", path, "' writable: ", std::strerror(error));
+  }
   auto storage = std::make_shared<Storage>(base, size, [base, size] { ::munmap(base, size); });
   return {static_cast<const uint8_t*>(base), size, storage};
 }
@@ -92,6 +102,7 @@ struct ModuleEntry {
   std::string type_key;
   const uint8_t* bytes;
   uint64_t size;
+  std::vector<Tensor> tensors;  // its saved_tensors(), from the weight table (format 3)
 };
 
 class ArtifactReader {
@@ -183,7 +194,7 @@ class ArtifactReader {
       const ir::Node& node = *graph_->nodes()[m.node_index];
       std::istringstream blob(std::string(reinterpret_cast<const char*>(m.bytes), m.size));
       try {
-        table[m.node_index] = load_module(m.type_key, blob, *node.subgraph);
+        table[m.node_index] = load_module(m.type_key, blob, *node.subgraph, m.tensors);
       } catch (const Error& e) {
         fail(e.kind(), what_, ": module of ", node.describe(), ": ", e.what());
       }
@@ -203,6 +214,7 @@ class ArtifactReader {
     if (count > r.remaining() / 24)
       fail(ErrorKind::invalid_model, what_, ": weight count ", count, " does not fit in the weights section");
     std::set<std::pair<uint64_t, uint64_t>> distinct;
+    uint64_t placeholder_bytes = 0;
     for (uint64_t i = 0; i < count; ++i) {
       uint32_t dtype_code = r.get<uint32_t>("weight dtype");
       DType dtype = static_cast<DType>(dtype_code);
@@ -215,8 +227,8 @@ class ArtifactReader {
       for (uint32_t k = 0; k < rank; ++k) {
         int64_t dim = r.get<int64_t>("weight dimension");
         if (dim < 0) fail(ErrorKind::invalid_model, what_, ": weight ", i, " has a negative dimension");
-        if (dim != 0 && nbytes > section_size / static_cast<uint64_t>(dim))
-          fail(ErrorKind::invalid_model, what_, ": weight ", i, " is larger than the weights section");
+        if (dim != 0 && nbytes > bytes_.size / static_cast<uint64_t>(dim))
+          fail(ErrorKind::invalid_model, what_, ": weight ", i, " is larger than the file");
         nbytes *= static_cast<uint64_t>(dim);
         shape[k] = dim;
       }
@@ -224,6 +236,18 @@ class ArtifactReader {
       uint64_t size = r.get<uint64_t>("weight size");
       if (size != nbytes)
         fail(ErrorKind::invalid_model, what_, ": weight ", i, " records ", size, " bytes, its shape needs ", nbytes);
+      if (offset == af::kNoWeightData && info_.format_version >= 3) {
+        // Stored only in the form a module converted it to: its module never
+        // reads it, so a zero placeholder of its size stands in (mapped lazily,
+        // bounded by the file's size in all).
+        placeholder_bytes += size;
+        if (placeholder_bytes > bytes_.size)
+          fail(ErrorKind::invalid_model, what_, ": weights stored only converted claim ", placeholder_bytes,
+               " bytes, more than the file holds");
+        weights_.emplace_back(dtype, shape, Storage::placeholder(static_cast<size_t>(size)));
+        ++info_.num_converted_only_weights;
+        continue;
+      }
       if (offset > section_size || size > section_size - offset)
         fail(ErrorKind::invalid_model, what_, ": weight ", i, " lies outside the weights section");
       if ((section_offset + offset) % af::kWeightAlignment != 0)
@@ -414,6 +438,10 @@ class ArtifactReader {
         fail(ErrorKind::invalid_model, what_, ": module ", i, " claims ", m.size, " bytes, ", r.remaining(), " are left");
       m.bytes = r.position();
       r.skip(static_cast<size_t>(m.size), "module bytes");
+      if (info_.format_version >= 3) {
+        uint32_t tensors = r.count("module tensor count", 4);
+        for (uint32_t k = 0; k < tensors; ++k) m.tensors.push_back(weight(r.get<uint32_t>("module tensor"), r));
+      }
       if (m.node_index >= graph_->num_nodes() || !is_compiled_node(*graph_->nodes()[m.node_index]))
         fail(ErrorKind::invalid_model, what_, ": module ", i, " belongs to node ", m.node_index,
              ", which is not a compiled subgraph node");

@@ -6,12 +6,16 @@
 // (storage, byte offset, size): the clones a plan and its subgraph bodies
 // make share storage, so a weight several subgraphs read is stored once.
 // Then come the weight table and its 64-byte-aligned data, one blob per
-// compiled module (its save() bytes) and the SHA-256 of everything before.
+// compiled module (its save() bytes and the ids of its saved_tensors(), which
+// join the weight table) and the SHA-256 of everything before. A constant
+// that the module of every body it appears in supersedes (dnnl's weights,
+// stored converted) keeps its table entry but no data.
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <set>
 #include <sstream>
 #include <tuple>
 
@@ -26,21 +30,29 @@ namespace af = artifact_format;
 
 namespace {
 
+/// Identifies a tensor's bytes: the clones of a graph share storage.
+using DataKey = std::tuple<const void*, size_t, size_t>;
+DataKey data_key_of(const Tensor& t) { return {t.storage().get(), t.byte_offset(), t.nbytes()}; }
+
 class WeightTable {
  public:
   /// The id of a tensor's entry, adding it (and its data, once) if new.
-  uint32_t id_of(const Tensor& t) {
+  /// `superseded`: this occurrence is a constant its module no longer reads
+  /// once restored; the data is left out when every occurrence is.
+  uint32_t id_of(const Tensor& t, bool superseded = false) {
     if (!t.is_defined()) return af::kNoWeight;
     if (!dtype_is_storable(t.dtype()) || dtype_size(t.dtype()) == 0)
       fail(ErrorKind::unsupported, "artifacts cannot store tensors of dtype ", dtype_name(t.dtype()));
-    DataKey data_key{t.storage().get(), t.byte_offset(), t.nbytes()};
+    DataKey data_key = data_key_of(t);
     auto data = data_index_.find(data_key);
     size_t data_id;
     if (data != data_index_.end()) {
       data_id = data->second;
+      if (!superseded) superseded_[data_id] = false;
     } else {
       data_id = data_.size();
       data_.push_back(t);
+      superseded_.push_back(superseded);
       data_index_.emplace(data_key, data_id);
     }
     EntryKey entry_key{data_id, t.dtype(), t.shape()};
@@ -65,6 +77,10 @@ class WeightTable {
     std::vector<uint64_t> offsets(data_.size());
     uint64_t cursor = table_bytes;
     for (size_t i = 0; i < data_.size(); ++i) {
+      if (superseded_[i]) {
+        offsets[i] = af::kNoWeightData;
+        continue;
+      }
       cursor = (section_offset + cursor + af::kWeightAlignment - 1) / af::kWeightAlignment * af::kWeightAlignment - section_offset;
       offsets[i] = cursor;
       cursor += data_[i].nbytes();
@@ -78,6 +94,7 @@ class WeightTable {
     }
     *data_bytes = 0;
     for (size_t i = 0; i < data_.size(); ++i) {
+      if (superseded_[i]) continue;
       out.resize(offsets[i], '\0');
       out.append(static_cast<const char*>(data_[i].raw_data()), data_[i].nbytes());
       *data_bytes += data_[i].nbytes();
@@ -86,17 +103,22 @@ class WeightTable {
   }
 
  private:
-  using DataKey = std::tuple<const void*, size_t, size_t>;
   using EntryKey = std::tuple<size_t, DType, Shape>;
   std::vector<Tensor> data_;
+  std::vector<bool> superseded_;  // per datum: every occurrence so far was superseded
   std::map<DataKey, size_t> data_index_;
   std::vector<EntryKey> entries_;
   std::map<EntryKey, uint32_t> entry_index_;
 };
 
+/// Per compiled node of the top-level graph: the constants of its body that
+/// its module supersedes.
+using SupersededByNode = std::map<const ir::Node*, std::set<DataKey>>;
+
 class GraphEncoder {
  public:
-  GraphEncoder(std::string& out, WeightTable& weights) : w_(out), weights_(weights) {}
+  GraphEncoder(std::string& out, WeightTable& weights, const SupersededByNode& superseded)
+      : w_(out), weights_(weights), superseded_(superseded) {}
 
   void graph(const ir::Graph& g, int depth) {
     if (depth > af::kMaxGraphDepth) fail(ErrorKind::unsupported, "graph bodies nested deeper than ", af::kMaxGraphDepth);
@@ -164,7 +186,8 @@ class GraphEncoder {
       value_type(n.output_types[i]);
       w_.str(n.output_names[i]);
     }
-    w_.put<uint32_t>(weights_.id_of(n.constant_value));
+    w_.put<uint32_t>(weights_.id_of(n.constant_value, superseded_here_ && n.constant_value.is_defined() &&
+                                                          superseded_here_->count(data_key_of(n.constant_value))));
     w_.put<uint32_t>(static_cast<uint32_t>(n.attributes.all().size()));
     for (const auto& [name, value] : n.attributes.all()) {
       w_.str(name);
@@ -172,7 +195,14 @@ class GraphEncoder {
       attribute(value, depth);
     }
     w_.put<uint8_t>(n.subgraph ? 1 : 0);
-    if (n.subgraph) graph(*n.subgraph, depth + 1);
+    if (n.subgraph) {
+      // Only the body's own constants may be superseded, not those of bodies nested in it.
+      const std::set<DataKey>* outer = superseded_here_;
+      auto it = depth == 0 ? superseded_.find(&n) : superseded_.end();
+      superseded_here_ = it == superseded_.end() ? nullptr : &it->second;
+      graph(*n.subgraph, depth + 1);
+      superseded_here_ = outer;
+    }
   }
 
   void attribute(const ir::AttributeValue& value, int depth) {
@@ -206,6 +236,8 @@ class GraphEncoder {
 
   af::ByteWriter w_;
   WeightTable& weights_;
+  const SupersededByNode& superseded_;
+  const std::set<DataKey>* superseded_here_ = nullptr;
 };
 
 void put_at(std::string& out, size_t offset, const void* data, size_t size) { std::memcpy(out.data() + offset, data, size); }
@@ -218,10 +250,26 @@ void put_text(std::string& out, size_t offset, std::string_view text, size_t fie
 
 }  // namespace
 
-std::string serialize_artifact(const ir::Graph& planned, const ModuleTable& modules) {
+std::string serialize_artifact(const ir::Graph& planned, const ModuleTable& modules, uint32_t format_version) {
+  if (format_version < 1 || format_version > kArtifactFormatVersion)
+    fail(ErrorKind::invalid_argument, "artifact writer: no format version ", format_version, " (this graft writes 1 to ",
+         kArtifactFormatVersion, ")");
+  const bool module_tensors = format_version >= 3;
+  auto module_of = [&](const ir::Node& node) {
+    const CompiledModule* module = node.index() < modules.size() ? modules[node.index()].get() : nullptr;
+    if (!module) fail(ErrorKind::internal, "artifact writer: ", node.describe(), " has no compiled module");
+    return module;
+  };
+  SupersededByNode superseded;
+  for (const auto& node : planned.nodes()) {
+    if (!is_compiled_node(*node) || !module_tensors) continue;
+    std::set<DataKey> keys;
+    for (const Tensor& t : module_of(*node)->superseded_constants()) keys.insert(data_key_of(t));
+    if (!keys.empty()) superseded.emplace(node.get(), std::move(keys));
+  }
   WeightTable weights;
   std::string graph_bytes;
-  GraphEncoder(graph_bytes, weights).graph(planned, 0);
+  GraphEncoder(graph_bytes, weights, superseded).graph(planned, 0);
 
   // Modules: every compiled node's module, saved.
   std::string module_bytes;
@@ -232,8 +280,7 @@ std::string serialize_artifact(const ir::Graph& planned, const ModuleTable& modu
   af::ByteWriter ew(entries);
   for (const auto& node : planned.nodes()) {
     if (!is_compiled_node(*node)) continue;
-    const CompiledModule* module = node->index() < modules.size() ? modules[node->index()].get() : nullptr;
-    if (!module) fail(ErrorKind::internal, "artifact writer: ", node->describe(), " has no compiled module");
+    const CompiledModule* module = module_of(*node);
     std::ostringstream saved;
     module->save(saved);
     ew.put<uint32_t>(node->index());
@@ -241,6 +288,14 @@ std::string serialize_artifact(const ir::Graph& planned, const ModuleTable& modu
     std::string blob = saved.str();
     ew.put<uint64_t>(blob.size());
     entries += blob;
+    std::vector<Tensor> tensors = module->saved_tensors();
+    if (module_tensors) {
+      ew.put<uint32_t>(static_cast<uint32_t>(tensors.size()));
+      for (const Tensor& t : tensors) ew.put<uint32_t>(weights.id_of(t));
+    } else if (!tensors.empty()) {
+      fail(ErrorKind::unsupported, "artifact format ", format_version, " cannot store the tensors of ",
+           node->describe(), "'s ", module->type_key(), " module (format 3 and later can)");
+    }
     native_code = native_code || module->type_key() != "ref";
     ++count;
   }
@@ -260,7 +315,7 @@ std::string serialize_artifact(const ir::Graph& planned, const ModuleTable& modu
   const uint64_t file_size = out.size() + kArtifactChecksumSize;
 
   put_at(out, af::kMagicOffset, kArtifactMagic, sizeof(kArtifactMagic));
-  uint32_t version = kArtifactFormatVersion, header_size = kArtifactHeaderSize;
+  uint32_t version = format_version, header_size = kArtifactHeaderSize;
   put_at(out, af::kVersionOffset, &version, 4);
   put_at(out, af::kHeaderSizeOffset, &header_size, 4);
   put_at(out, af::kFileSizeOffset, &file_size, 8);
@@ -274,7 +329,7 @@ std::string serialize_artifact(const ir::Graph& planned, const ModuleTable& modu
   put_at(out, af::kSectionTableOffset, sections, sizeof(sections));
 
   auto digest =
-      af::artifact_checksum(reinterpret_cast<const uint8_t*>(out.data()), out.size(), kArtifactFormatVersion);
+      af::artifact_checksum(reinterpret_cast<const uint8_t*>(out.data()), out.size(), format_version);
   out.append(reinterpret_cast<const char*>(digest.data()), kArtifactChecksumSize);
   return out;
 }

@@ -34,10 +34,11 @@ ModuleLoader find_module_loader(std::string_view type_key) {
   return it == loaders().end() ? nullptr : it->second;
 }
 
-std::unique_ptr<CompiledModule> load_module(std::string_view type_key, std::istream& in, const ir::Graph& subgraph) {
+std::unique_ptr<CompiledModule> load_module(std::string_view type_key, std::istream& in, const ir::Graph& subgraph,
+                                            std::span<const Tensor> tensors) {
   ModuleLoader loader = find_module_loader(type_key);
   if (!loader) fail(ErrorKind::invalid_model, "no loader for modules of type '", type_key, "' in this build of graft");
-  return loader(in, subgraph);
+  return loader(in, subgraph, tensors);
 }
 
 }  // namespace graft::runtime

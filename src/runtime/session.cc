@@ -174,6 +174,10 @@ void Session::set_weight(const std::string& name, const Tensor& value) {
     fail(ErrorKind::invalid_argument, "the prepared model has no weight named '", name,
          "' (it may have been folded into another constant by a pass)");
   Tensor& current = weight->constant_value;
+  if (current.storage() && current.storage()->is_placeholder())
+    fail(ErrorKind::invalid_argument, "weight '", name,
+         "' is stored in this artifact only in the layout its backend converted it to, so it cannot be changed; "
+         "set it on a session loaded from the ONNX model");
   if (value.dtype() != current.dtype() || value.shape() != current.shape())
     fail(ErrorKind::invalid_argument, "weight '", name, "' is ", current.type_string(), ", got ", value.type_string());
   // Subgraph bodies and plans share the constant's storage: one write updates them all.

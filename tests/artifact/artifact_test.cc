@@ -16,6 +16,10 @@
 
 #include "../../src/runtime/artifact_checksum.h"
 #include "graft/backends/ccodegen.h"
+#include "graft/frontend/onnx_import.h"
+#if GRAFT_HAVE_DNNL
+#include "../../backends/dnnl/dnnl_backend.h"
+#endif
 #include "graft/runtime/artifact.h"
 #include "graft/runtime/cpu_features.h"
 #include "graft/zoo/zoo.h"
@@ -105,6 +109,8 @@ fs::path compile_zoo(const std::string& model, const fs::path& dir, const std::m
 void expect_same_as_onnx(const std::string& model, const Shape& shape) {
   ScratchDir dir("roundtrip_" + model);
   fs::path artifact = compile_zoo(model, dir.path, {{"input", shape}});
+  // Weights a backend stores converted replace their originals: the file stays the ONNX file's size.
+  EXPECT_LE(fs::file_size(artifact), fs::file_size(dir.path / (model + ".onnx")) * 11 / 10);
   // Copy the artifact elsewhere and delete the original folder's ONNX file.
   fs::path elsewhere = dir.path / "elsewhere";
   fs::create_directories(elsewhere);
@@ -241,6 +247,7 @@ TEST(Artifact, WeightsAreAlignedViewsOfTheMapping) {
     for (const auto& node : graph.nodes()) {
       if (node->subgraph) visit(*node->subgraph);
       if (node->schema().name != "Constant" || !node->constant_value.is_defined()) continue;
+      if (node->constant_value.storage()->is_placeholder()) continue;  // stored converted (DnnlWeightsAreStoredConverted)
       ++constants;
       EXPECT_EQ(reinterpret_cast<uintptr_t>(node->constant_value.raw_data()) % 64, 0u) << node->describe();
       if (!shared) shared = node->constant_value.storage();
@@ -334,17 +341,66 @@ TEST(Artifact, ChecksumIsTheDocumentedHashTree) {
   }
 }
 
-// Artifacts written by format 1 (a flat SHA-256) still load.
-TEST(Artifact, FormatOneArtifactsStillLoad) {
-  std::string bytes = mlp_artifact();
-  uint32_t version = 1;
-  std::memcpy(bytes.data() + 8, &version, 4);
-  fix_checksum(bytes);
-  runtime::RestoredPlan plan = runtime::load_artifact_from_memory(bytes);
-  EXPECT_TRUE(plan.graph != nullptr);
-  std::memcpy(bytes.data() + bytes.size() - 32, sha256(std::string_view(bytes).substr(0, bytes.size() - 32 - 1)).data(), 32);
-  EXPECT_NE(error_of([&] { runtime::load_artifact_from_memory(bytes); }).find("checksum mismatch"), std::string::npos);
+// Artifacts of formats 1 (a flat SHA-256) and 2 (no module tensors) still
+// load and run; those formats cannot hold dnnl's converted weights.
+TEST(Artifact, OlderFormatArtifactsStillLoad) {
+  runtime::SessionOptions options;
+  options.num_threads = 2;
+  options.backends = {"ref"};
+  runtime::Session compiled(frontend::load_onnx_from_memory(zoo::build_zoo_model("mlp", 1)), options);
+  runtime::Session::PlannedGraph plan = compiled.plan_for_types({ValueType::of(DType::float32, {2, 784})});
+  Tensor x = random_tensor({2, 784}, 4);
+  for (uint32_t version : {1u, 2u}) {
+    std::string bytes = runtime::serialize_artifact(*plan.graph, plan.modules, version);
+    uint32_t written = 0;
+    std::memcpy(&written, bytes.data() + 8, 4);
+    EXPECT_EQ(written, version);
+    EXPECT_EQ(bytes.substr(bytes.size() - 32), documented_checksum(std::string_view(bytes).substr(0, bytes.size() - 32), version));
+    runtime::Session restored(runtime::load_artifact_from_memory(bytes), options);
+    expect_close(restored.run({x})[0], compiled.run({x})[0], 0, 0);
+    std::memcpy(bytes.data() + bytes.size() - 32, sha256(std::string_view(bytes).substr(0, bytes.size() - 32 - 1)).data(), 32);
+    EXPECT_NE(error_of([&] { runtime::load_artifact_from_memory(bytes); }).find("checksum mismatch"), std::string::npos);
+  }
 }
+
+#if GRAFT_HAVE_DNNL
+// dnnl stores its weights converted (BatchNormalization folded in, reordered
+// to the primitives' layouts) and the originals only it read are left out: a
+// restored session never converts a weight, and refuses to change one whose
+// original it no longer has.
+TEST(Artifact, DnnlWeightsAreStoredConverted) {
+  ScratchDir dir("dnnl_converted");
+  fs::path path = dir.path / "mlp.graft";
+  write_file(path, mlp_artifact());
+  runtime::RestoredPlan plan = runtime::load_artifact(path.string());
+  EXPECT_GT(plan.info.num_converted_only_weights, 0u);
+  std::vector<const runtime::CompiledModule*> dnnl_modules;
+  for (const auto& module : plan.modules)
+    if (module && module->type_key() == "dnnl") dnnl_modules.push_back(module.get());
+  ASSERT_FALSE(dnnl_modules.empty());
+  std::string superseded_name;
+  std::function<void(const Graph&)> find = [&](const Graph& graph) {
+    for (const auto& node : graph.nodes()) {
+      if (node->subgraph) find(*node->subgraph);
+      if (superseded_name.empty() && node->schema().name == "Constant" && node->constant_value.is_defined() &&
+          node->constant_value.storage()->is_placeholder())
+        superseded_name = node->name;
+    }
+  };
+  find(*plan.graph);
+  ASSERT_FALSE(superseded_name.empty());
+  runtime::SessionOptions options;
+  options.num_threads = 2;
+  runtime::Session restored(std::move(plan), options);
+  runtime::Session from_onnx(frontend::load_onnx_from_memory(zoo::build_zoo_model("mlp", 1)), options);
+  Tensor x = random_tensor({2, 784}, 6);
+  expect_close(restored.run({x})[0], from_onnx.run({x})[0], 1e-5, 1e-5);
+  for (const runtime::CompiledModule* module : dnnl_modules)
+    EXPECT_EQ(dnnl_backend::dnnl_module_stats(*module).weight_conversions, 0);
+  std::string message = error_of([&] { restored.set_weight(superseded_name, Tensor(DType::float32, {1})); });
+  EXPECT_NE(message.find("only in the layout its backend converted it to"), std::string::npos) << message;
+}
+#endif
 
 TEST(Artifact, MissingCpuFeaturesAreNamed) {
   std::string bytes = mlp_artifact();

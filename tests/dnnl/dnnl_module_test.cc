@@ -176,16 +176,50 @@ TEST(DnnlZoo, Squeezenet) { check_zoo_model("squeezenet", {1, 3, 64, 64}, 1e-4);
 namespace graft::testing {
 namespace {
 
+// A saved module stores its converted weights (saved_tensors); the loaded
+// module runs on them without converting anything, and refuses stored
+// weights that do not fit.
 TEST(DnnlModule, SavedModuleLoadsAndRunsTheSame) {
   auto g = conv_relu_conv_pool({1, 16, 8, 8}, random_tensor({16, 16, 3, 3}, 11));
   auto module = compile_dnnl(*g);
   std::stringstream saved;
   module->save(saved);
-  auto loaded = runtime::load_module("dnnl", saved, *g);
+  const std::string bytes = saved.str();
+  std::vector<Tensor> converted = module->saved_tensors();
+  ASSERT_FALSE(converted.empty());
+  EXPECT_EQ(dnnl_backend::dnnl_module_stats(*module).weight_conversions, static_cast<int64_t>(converted.size()))
+      << "save() converts every constant weight once";
+  EXPECT_FALSE(module->superseded_constants().empty()) << "the conv weights are read only in converted form";
+
+  std::stringstream in(bytes);
+  auto loaded = runtime::load_module("dnnl", in, *g, converted);
   std::vector<Tensor> inputs = {random_tensor({1, 16, 8, 8}, 2)};
   expect_close(run_module(*loaded, inputs)[0], run_module(*module, inputs)[0], 0, 0);
+  EXPECT_EQ(dnnl_backend::dnnl_module_stats(*loaded).weight_conversions, 0) << "loading never reorders a weight";
+
+  std::stringstream without(bytes);
+  EXPECT_THROW(runtime::load_module("dnnl", without, *g), Error) << "the listed converted weights are missing";
+  std::vector<Tensor> wrong = converted;
+  wrong[0] = Tensor(DType::uint8, {static_cast<int64_t>(converted[0].nbytes()) + 1});
+  std::stringstream again(bytes);
+  EXPECT_THROW(runtime::load_module("dnnl", again, *g, wrong), Error) << "a stored weight of the wrong size";
   std::stringstream garbage("not a dnnl module");
   EXPECT_THROW(runtime::load_module("dnnl", garbage, *g), Error);
+}
+
+// A weight stored only in converted form is a placeholder: the module
+// refuses to convert from it, rather than computing with zeros.
+TEST(DnnlModule, PlaceholderSourcesAreNeverConverted) {
+  Tensor placeholder(DType::float32, {16, 16, 3, 3}, Storage::placeholder(16 * 16 * 9 * 4));
+  auto g = conv_relu_conv_pool({1, 16, 8, 8}, placeholder);
+  auto module = compile_dnnl(*g);
+  try {
+    run_module(*module, {random_tensor({1, 16, 8, 8}, 2)});
+    FAIL() << "expected an error";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("only in converted form"), std::string::npos) << e.what();
+  }
+  EXPECT_THROW(placeholder.copy_from(random_tensor({16, 16, 3, 3}, 1)), Error);
 }
 
 }  // namespace

@@ -18,7 +18,10 @@ void print_artifact_info(const std::string& path, const runtime::ArtifactInfo& i
   for (const auto& out : info.outputs) std::cout << "  " << out.name << ": " << out.type.to_string() << "\n";
   std::cout << "sections: graph " << format_bytes(info.graph_bytes) << ", weights " << format_bytes(info.weights_bytes)
             << " (" << info.num_weights << " tensors, " << format_bytes(info.weight_data_bytes)
-            << " of data), modules " << format_bytes(info.modules_bytes) << "\n";
+            << " of data";
+  if (info.num_converted_only_weights)
+    std::cout << "; " << info.num_converted_only_weights << " stored only in the layout their backend converted them to";
+  std::cout << "), modules " << format_bytes(info.modules_bytes) << "\n";
   std::cout << "nodes: " << info.num_nodes << "; by backend:";
   for (const auto& [backend, count] : info.nodes_per_backend) std::cout << " " << backend << " " << count;
   std::cout << "\nmodules: " << info.modules.size() << "\n";

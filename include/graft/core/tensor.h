@@ -28,6 +28,13 @@ class Storage {
   Storage(size_t nbytes, bool zero);
   /// Wraps external memory; `release` (may be empty) is called on destruction.
   Storage(void* data, size_t nbytes, std::function<void()> release);
+  /// `nbytes` of zeros standing in for data that was not kept (a weight an
+  /// artifact stores only in the layout a backend converted it to). The pages
+  /// are mapped lazily, so an untouched placeholder costs no memory; writes
+  /// through the public API (Tensor::copy_from, Session::set_weight) refuse it.
+  static std::shared_ptr<Storage> placeholder(size_t nbytes);
+  /// True for a placeholder().
+  bool is_placeholder() const { return placeholder_; }
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -44,6 +51,7 @@ class Storage {
   size_t nbytes_ = 0;
   std::function<void()> release_;
   bool owned_ = false;
+  bool placeholder_ = false;
   std::atomic<uint64_t> version_{0};
 };
 

@@ -29,7 +29,7 @@ namespace graft::runtime {
 /// The 8 bytes every artifact starts with.
 inline constexpr char kArtifactMagic[8] = {'G', 'R', 'A', 'F', 'T', 'A', 'R', 'T'};
 /// The format version this graft writes, and the newest it reads.
-inline constexpr uint32_t kArtifactFormatVersion = 2;
+inline constexpr uint32_t kArtifactFormatVersion = 3;
 /// Size of the fixed header, and of the SHA-256 at the end of the file.
 inline constexpr size_t kArtifactHeaderSize = 128;
 inline constexpr size_t kArtifactChecksumSize = 32;
@@ -52,6 +52,7 @@ struct ArtifactInfo {
   uint64_t file_bytes = 0, graph_bytes = 0, weights_bytes = 0, modules_bytes = 0;
   uint64_t num_weights = 0;       ///< weight table entries
   uint64_t weight_data_bytes = 0; ///< bytes of weight data (each stored once)
+  uint64_t num_converted_only_weights = 0;  ///< entries without data: their modules store them converted
   std::vector<ValueInfo> inputs, outputs;
   size_t num_nodes = 0;
   std::map<std::string, size_t> nodes_per_backend;  ///< top-level nodes by assigned backend ("ref" when none)
@@ -70,8 +71,11 @@ struct RestoredPlan {
 bool is_artifact_file(const std::string& path);
 
 /// Serializes a planned graph and its modules (every compiled node must have
-/// one whose save() works) into artifact bytes.
-std::string serialize_artifact(const ir::Graph& planned, const ModuleTable& modules);
+/// one whose save() works) into artifact bytes. `format_version` 1 or 2
+/// writes the layout older grafts read (for tests and tools that must): it
+/// refuses modules that store tensors (dnnl's converted weights).
+std::string serialize_artifact(const ir::Graph& planned, const ModuleTable& modules,
+                               uint32_t format_version = kArtifactFormatVersion);
 /// serialize_artifact() written to `path` (through a temporary file renamed into place).
 void write_artifact(const ir::Graph& planned, const ModuleTable& modules, const std::string& path);
 

@@ -41,22 +41,38 @@ class CompiledModule {
   /// Runs with one tensor per subgraph input (in the subgraph's input order);
   /// returns one tensor per subgraph output.
   virtual std::vector<Tensor> run(std::span<const Tensor> inputs, ModuleRunContext& context) const = 0;
-  /// Writes everything load_module() needs to restore this module (weights
-  /// it converted included). The default throws unsupported.
+  /// Writes everything load_module() needs to restore this module, except
+  /// the tensors of saved_tensors(). The default throws unsupported.
   virtual void save(std::ostream& out) const;
+  /// Large tensors that belong with the saved module (weights converted to the
+  /// layout a backend chose): an artifact stores them like the graph's weights
+  /// (64-byte aligned, deduplicated, mapped on load) and hands them back to
+  /// the loader in this order. Called after save(). Default: none.
+  virtual std::vector<Tensor> saved_tensors() const { return {}; }
+  /// Constants of the compiled subgraph that the module no longer reads once
+  /// restored with its saved_tensors() (their converted form replaces them).
+  /// An artifact may keep only their types: a restored graph then holds a
+  /// zero Storage::placeholder() for each one that nothing else reads, and
+  /// the module must refuse to convert from one (a weight changed by the user
+  /// cannot be re-converted without it). Default: none.
+  virtual std::vector<Tensor> superseded_constants() const { return {}; }
 };
 
-/// Restores a module of one type_key from the bytes its save() wrote. `subgraph`
-/// is the subgraph the module was compiled from (stored in the artifact).
-/// Must throw graft::Error (never crash) on malformed bytes.
-using ModuleLoader = std::unique_ptr<CompiledModule> (*)(std::istream& in, const ir::Graph& subgraph);
+/// Restores a module of one type_key from the bytes its save() wrote.
+/// `subgraph` is the subgraph the module was compiled from (stored in the
+/// artifact); `tensors` are what its saved_tensors() returned, in order
+/// (empty for artifacts of format 2 and older). Must throw graft::Error
+/// (never crash) on malformed bytes or tensors that do not fit.
+using ModuleLoader = std::unique_ptr<CompiledModule> (*)(std::istream& in, const ir::Graph& subgraph,
+                                                         std::span<const Tensor> tensors);
 
 /// Registers a loader; returns true. Aborts start-up on a duplicate type_key.
 bool register_module_loader(std::string_view type_key, ModuleLoader loader);
 /// The loader for a type_key, or nullptr.
 ModuleLoader find_module_loader(std::string_view type_key);
 /// Restores a module; throws invalid_model naming the type_key when no loader is registered.
-std::unique_ptr<CompiledModule> load_module(std::string_view type_key, std::istream& in, const ir::Graph& subgraph);
+std::unique_ptr<CompiledModule> load_module(std::string_view type_key, std::istream& in, const ir::Graph& subgraph,
+                                            std::span<const Tensor> tensors = {});
 
 }  // namespace graft::runtime
 
