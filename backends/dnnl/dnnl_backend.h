@@ -23,6 +23,7 @@ struct DnnlModuleStats {
   size_t arena_bytes = 0;          ///< activation bytes one run takes from the pool
   int serial_primitives = 0;       ///< primitives small enough to run on one thread (no parallel region)
   int reference_primitives = 0;    ///< primitives oneDNN runs with its slow reference code ("ref:" implementations)
+  int jit_gemm_matmuls = 0;        ///< matmuls on oneDNN's jit gemm fallback ("gemm:jit"), whose kernels are generated on first use
 };
 
 /// The statistics of a module the dnnl backend compiled. Throws

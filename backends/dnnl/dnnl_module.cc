@@ -44,6 +44,7 @@ DnnlModuleStats DnnlModule::stats() const {
   for (const Step& step : program_.steps) {
     s.serial_primitives += step.threads == 1;
     s.reference_primitives += step.implementation.rfind("ref", 0) == 0;
+    s.jit_gemm_matmuls += step.implementation.rfind("gemm:jit", 0) == 0;
   }
   return s;
 }

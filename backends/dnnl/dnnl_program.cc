@@ -901,6 +901,33 @@ class Builder {
     memory::desc dst_md = plain_desc(dst_dims);
     memory::desc b_query = b_packed ? any_desc(b_md.dims()) : b_md;
     dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_query, dst_md), attr, program_.engine);
+    // oneDNN's brgemm matmul reads batched operands only in plain layouts;
+    // strided views (attention's Q, K and V, transposed heads) send it to the
+    // jit gemm fallback, which generates its kernels on first use (about 20 ms
+    // once per process, all of it in the time to first inference). Copying
+    // such an activation to plain costs microseconds per run: done whenever
+    // it lets brgemm take the product.
+    if (rank > 2 && std::string(pd.impl_info_str()).rfind("brg", 0) != 0) {
+      bool a_copy = !is_plain(a_md), b_copy = !b_packed && !is_source(b_entry) && !is_plain(b_md);
+      memory::desc a_plain = a_copy ? plain_desc(a_md.dims()) : a_md;
+      memory::desc b_plain = b_copy ? plain_desc(b_md.dims()) : b_query;
+      if (a_copy || b_copy) {
+        dnnl::matmul::primitive_desc plain_pd(dnnl::matmul::desc(a_plain, b_plain, dst_md), attr, program_.engine, true);
+        if (plain_pd && std::string(plain_pd.impl_info_str()).rfind("brg", 0) == 0) {
+          if (a_copy) {
+            int copy = add_slot(a_plain);
+            add_reorder(a_slot, copy, label);
+            a_slot = copy;
+          }
+          if (b_copy) {
+            int copy = add_slot(b_plain);
+            add_reorder(b_slot, copy, label);
+            b_slot = copy;
+          }
+          pd = plain_pd;
+        }
+      }
+    }
     if (b_packed) {
       Weight w;
       w.sources = {source_of(b_entry)};
