@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstdlib>
+#include <map>
 #include <set>
 #include <tuple>
 #include <ostream>
@@ -31,7 +32,17 @@ std::shared_ptr<void> aligned_buffer(size_t bytes) {
 
 }  // namespace
 
-DnnlModule::DnnlModule(DnnlProgram program) : program_(std::move(program)), cache_(program_.weights.size()) {}
+DnnlModule::DnnlModule(DnnlProgram program)
+    : program_(std::move(program)), last_use_sources_(program_.weights.size()), cache_(program_.weights.size()) {
+  std::map<const Storage*, std::pair<size_t, size_t>> last;  // storage -> (weight, source) of its last read
+  for (size_t w = 0; w < program_.weights.size(); ++w)
+    for (size_t i = 0; i < program_.weights[w].sources.size(); ++i) {
+      const WeightSource& s = program_.weights[w].sources[i];
+      if (s.input < 0) last[s.constant.storage().get()] = {w, i};
+    }
+  for (const auto& [storage, use] : last)
+    if (!program_.weights[use.first].identity) last_use_sources_[use.first].push_back(use.second);
+}
 
 DnnlModuleStats DnnlModule::stats() const {
   DnnlModuleStats s;
@@ -76,7 +87,10 @@ void DnnlModule::save(std::ostream& out) const {
   std::vector<uint32_t> indices = storable_weights();
   {
     std::lock_guard<std::mutex> lock(cache_mutex_);
-    for (uint32_t w : indices) converted(w, weight_sources(program_.weights[w], {}));
+    for (uint32_t w : indices) {
+      converted(w, weight_sources(program_.weights[w], {}));
+      release_sources_after(w);
+    }
   }
   out << kSavedFormat;
   runtime::ModuleWriter writer(out);
@@ -213,8 +227,18 @@ std::vector<void*> DnnlModule::prepare_weights(std::span<const Tensor> inputs,
     const Converted& c = converted(w, sources);
     hold.push_back(c.buffer);
     pointers[w] = c.buffer.get();
+    release_sources_after(w);
   }
   return pointers;
+}
+
+void DnnlModule::release_sources_after(size_t w) const {
+  for (size_t i : last_use_sources_[w]) {
+    const Tensor& t = program_.weights[w].sources[i].constant;
+    Storage& storage = *t.storage();
+    if (storage.releasable() && !storage.is_placeholder() && t.byte_offset() == 0 && t.nbytes() == storage.nbytes())
+      storage.release_to_placeholder();
+  }
 }
 
 std::vector<Tensor> DnnlModule::run(std::span<const Tensor> inputs, runtime::ModuleRunContext& context) const {

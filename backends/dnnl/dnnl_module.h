@@ -57,11 +57,17 @@ class DnnlModule final : public runtime::CompiledModule {
   // The cache entry of weight `w` for `sources`, converting when it is stale.
   // The caller holds cache_mutex_.
   const Converted& converted(size_t w, const std::vector<Tensor>& sources) const;
+  // Releases the sources of weight `w` a Session marked releasable (read by
+  // nothing but this module's conversions) that no later weight converts
+  // from: each original goes as soon as its last conversion is done, so at
+  // most one weight exists twice. The caller holds cache_mutex_.
+  void release_sources_after(size_t w) const;
   std::vector<Tensor> weight_sources(const Weight& weight, std::span<const Tensor> inputs) const;
   // Pointers to every weight's current converted bytes; `hold` keeps them alive for the run.
   std::vector<void*> prepare_weights(std::span<const Tensor> inputs, std::vector<std::shared_ptr<void>>& hold) const;
 
   DnnlProgram program_;
+  std::vector<std::vector<size_t>> last_use_sources_;  // per weight: its sources no later weight reads
   mutable std::mutex cache_mutex_;
   mutable std::vector<Converted> cache_;
   mutable std::atomic<int64_t> conversions_{0};

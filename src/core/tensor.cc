@@ -26,15 +26,37 @@ Storage::Storage(size_t nbytes, bool zero) : nbytes_(nbytes), owned_(true) {
 Storage::Storage(void* data, size_t nbytes, std::function<void()> release)
     : data_(data), nbytes_(nbytes), release_(std::move(release)) {}
 
-std::shared_ptr<Storage> Storage::placeholder(size_t nbytes) {
-  size_t mapped = nbytes == 0 ? 1 : nbytes;
-  // Anonymous private pages read as zeros and take memory only once touched.
-  void* data = ::mmap(nullptr, mapped, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+namespace {
+
+// Anonymous private pages read as zeros and take memory only once touched.
+void* map_zero_pages(size_t nbytes) {
+  void* data = ::mmap(nullptr, nbytes == 0 ? 1 : nbytes, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
   if (data == MAP_FAILED)
     fail(ErrorKind::invalid_argument, "cannot reserve ", nbytes, " bytes for a placeholder weight: ", std::strerror(errno));
+  return data;
+}
+
+}  // namespace
+
+std::shared_ptr<Storage> Storage::placeholder(size_t nbytes) {
+  void* data = map_zero_pages(nbytes);
+  size_t mapped = nbytes == 0 ? 1 : nbytes;
   auto storage = std::make_shared<Storage>(data, nbytes, [data, mapped] { ::munmap(data, mapped); });
   storage->placeholder_ = true;
   return storage;
+}
+
+bool Storage::release_to_placeholder() {
+  if (!owned_) return false;
+  void* data = map_zero_pages(nbytes_);
+  size_t mapped = nbytes_ == 0 ? 1 : nbytes_;
+  std::free(data_);
+  data_ = data;
+  owned_ = false;
+  release_ = [data, mapped] { ::munmap(data, mapped); };
+  placeholder_ = true;
+  return true;
 }
 
 Storage::~Storage() {
@@ -94,9 +116,13 @@ Tensor Tensor::reshaped(Shape shape) const {
 void Tensor::copy_from(const Tensor& src) {
   if (src.dtype() != dtype_ || src.numel() != numel_)
     fail(ErrorKind::invalid_argument, "copy_from: cannot copy ", src.type_string(), " into ", type_string());
-  if (storage_ && storage_->is_placeholder())
-    fail(ErrorKind::invalid_argument, "copy_from: the destination ", type_string(),
-         " is a placeholder for a weight that was stored only in converted form; its values cannot be changed");
+  if (storage_ && storage_->is_placeholder()) {
+    // Rewriting every byte makes a placeholder real again; part of it cannot.
+    if (byte_offset_ != 0 || nbytes() != storage_->nbytes())
+      fail(ErrorKind::invalid_argument, "copy_from: the destination ", type_string(),
+           " views part of a weight that is kept only in converted form; only the whole weight can be replaced");
+    storage_->clear_placeholder();
+  }
   if (nbytes()) std::memmove(raw_data(), src.raw_data(), nbytes());
   mark_modified();
 }

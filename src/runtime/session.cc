@@ -1,5 +1,6 @@
 #include "graft/runtime/session.h"
 
+#include <algorithm>
 #include <functional>
 
 #include "graft/core/parallel.h"
@@ -11,6 +12,7 @@
 #include "graft/partition/partitioner.h"
 #include "graft/passes/pass.h"
 #include "graft/runtime/artifact.h"
+#include "converted_weights.h"
 
 namespace graft::runtime {
 
@@ -154,6 +156,11 @@ std::shared_ptr<Session::Plan> Session::plan_for(const std::vector<DType>& dtype
   compile_options.emit_source_dir = options_.emit_source_dir;
   plan->modules = compile_modules(*plan->graph, compile_options);
   for (const auto& module : plan->modules) num_compiles_ += module != nullptr;
+  // With fixed input shapes this is the only plan there will be: weights its
+  // modules keep converted need not be kept twice (the module releases the
+  // originals once converted; set_weight can still replace them whole).
+  bool fixed_shapes = std::all_of(inputs_.begin(), inputs_.end(), [](const ValueInfo& in) { return in.type.is_concrete(); });
+  if (fixed_shapes && plans_.empty()) mark_weights_only_converted(*plan->graph, plan->modules);
   plan->executor = std::make_unique<Executor>(*plan->graph, plan->modules);
   plans_.emplace(key, plan);
   return plan;
@@ -174,10 +181,6 @@ void Session::set_weight(const std::string& name, const Tensor& value) {
     fail(ErrorKind::invalid_argument, "the prepared model has no weight named '", name,
          "' (it may have been folded into another constant by a pass)");
   Tensor& current = weight->constant_value;
-  if (current.storage() && current.storage()->is_placeholder())
-    fail(ErrorKind::invalid_argument, "weight '", name,
-         "' is stored in this artifact only in the layout its backend converted it to, so it cannot be changed; "
-         "set it on a session loaded from the ONNX model");
   if (value.dtype() != current.dtype() || value.shape() != current.shape())
     fail(ErrorKind::invalid_argument, "weight '", name, "' is ", current.type_string(), ", got ", value.type_string());
   // Subgraph bodies and plans share the constant's storage: one write updates them all.

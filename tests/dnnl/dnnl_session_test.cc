@@ -32,6 +32,65 @@ TEST(DnnlSession, Resnet18GoesToDnnlWhole) {
   EXPECT_LE(max_relative_error(got[0], want[0]), 1e-4);
 }
 
+// x -> MatMul(w1) -> Relu -> MatMul(w2): dnnl keeps both weights converted.
+std::unique_ptr<ir::Graph> two_matmuls(const ir::ValueType& input, const Tensor& w1, const Tensor& w2) {
+  auto g = new_graph();
+  ir::Value x = g->add_input("x", input)->output(0);
+  ir::Value h = g->add_node("MatMul", {x, g->add_constant("w1", w1)->output(0)}, 1, "mm1")->output(0);
+  h = g->add_node("Relu", {h}, 1, "relu")->output(0);
+  g->add_output(g->add_node("MatMul", {h, g->add_constant("w2", w2)->output(0)}, 1, "mm2")->output(0), "y");
+  return g;
+}
+
+/// The value of the Constant named `name`, in `g` or the bodies it holds.
+const Tensor* find_constant(const ir::Graph& g, const std::string& name) {
+  for (const auto& node : g.nodes()) {
+    if (node->name == name && node->constant_value.is_defined()) return &node->constant_value;
+    if (node->subgraph)
+      if (const Tensor* t = find_constant(*node->subgraph, name)) return t;
+  }
+  return nullptr;
+}
+const Tensor& constant_named(const ir::Graph& g, const std::string& name) {
+  const Tensor* t = find_constant(g, name);
+  if (!t) throw std::runtime_error("no constant " + name);
+  return *t;
+}
+
+// With fixed input shapes a session has one plan, so the originals of the
+// weights dnnl keeps converted are released after the first run (placeholders:
+// no memory). Results stay right, and set_weight still replaces a weight whole.
+TEST(DnnlSession, FixedShapeModelsKeepConvertedWeightsOnly) {
+  Tensor w1 = random_tensor({16, 32}, 1), w2 = random_tensor({32, 8}, 2), x = random_tensor({4, 16}, 3);
+  runtime::SessionOptions options;
+  options.num_threads = 2;
+  runtime::Session session(two_matmuls(ir::ValueType::of(DType::float32, {4, 16}), w1.clone(), w2.clone()), options);
+  ASSERT_GT(session.partition_report().nodes_per_backend()["dnnl"], 0u);
+  std::vector<Tensor> first = session.run({x});
+  EXPECT_TRUE(constant_named(session.graph(), "w1").storage()->is_placeholder());
+  EXPECT_TRUE(constant_named(session.graph(), "w2").storage()->is_placeholder());
+  runtime::SessionOptions reference;
+  reference.backends = {"ref"};
+  auto ref_run = [&](const Tensor& a, const Tensor& b) {
+    return runtime::Session(two_matmuls(ir::ValueType::of(DType::float32, {4, 16}), a, b), reference).run({x})[0];
+  };
+  EXPECT_LE(max_relative_error(first[0], ref_run(w1, w2)), 1e-5);
+  expect_close(session.run({x})[0], first[0], 0, 0);
+
+  Tensor w1_new = random_tensor({16, 32}, 9);
+  session.set_weight("w1", w1_new);
+  EXPECT_LE(max_relative_error(session.run({x})[0], ref_run(w1_new, w2)), 1e-5);
+
+  // A symbolic dimension allows other plans, which need the originals.
+  ir::ValueType symbolic{DType::float32, true, {ir::Dim::symbolic("n"), ir::Dim::known(16)}};
+  runtime::Session open_shapes(two_matmuls(symbolic, w1.clone(), w2.clone()), options);
+  open_shapes.run({x});
+  EXPECT_FALSE(constant_named(open_shapes.graph(), "w1").storage()->is_placeholder());
+  Tensor x5 = random_tensor({5, 16}, 4);
+  Tensor want = runtime::Session(two_matmuls(symbolic, w1, w2), reference).run({x5})[0];
+  EXPECT_LE(max_relative_error(open_shapes.run({x5})[0], want), 1e-5) << "a second plan converts from the originals";
+}
+
 TEST(DnnlSession, WeightSetThroughTheSessionReachesTheModule) {
   std::string model = zoo::build_zoo_model("mlp", 1);
   runtime::SessionOptions options;

@@ -29,12 +29,28 @@ class Storage {
   /// Wraps external memory; `release` (may be empty) is called on destruction.
   Storage(void* data, size_t nbytes, std::function<void()> release);
   /// `nbytes` of zeros standing in for data that was not kept (a weight an
-  /// artifact stores only in the layout a backend converted it to). The pages
-  /// are mapped lazily, so an untouched placeholder costs no memory; writes
-  /// through the public API (Tensor::copy_from, Session::set_weight) refuse it.
+  /// artifact stores only in the layout a backend converted it to, or one a
+  /// session released after converting it). The pages are mapped lazily, so
+  /// an untouched placeholder costs no memory. Tensor::copy_from refuses a
+  /// placeholder unless it rewrites every byte, which makes it real again.
   static std::shared_ptr<Storage> placeholder(size_t nbytes);
-  /// True for a placeholder().
-  bool is_placeholder() const { return placeholder_; }
+  /// True for a placeholder() (or a storage released to one).
+  bool is_placeholder() const { return placeholder_.load(std::memory_order_acquire); }
+  /// Marks bytes that their only reader keeps in converted form (a Session
+  /// sets it on weights only dnnl reads, for models of one fixed input shape):
+  /// that reader may release them once it has converted them.
+  void set_releasable(bool releasable) { releasable_ = releasable; }
+  bool releasable() const { return releasable_; }
+  /// Frees bytes graft allocated and maps a placeholder of the same size in
+  /// their place (the pointer changes; every Tensor viewing this storage sees
+  /// it). Returns false, changing nothing, for borrowed memory (a mapping).
+  bool release_to_placeholder();
+
+ private:
+  friend class Tensor;  // copy_from makes a wholly rewritten placeholder real
+  void clear_placeholder() { placeholder_.store(false, std::memory_order_release); }
+
+ public:
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -51,7 +67,8 @@ class Storage {
   size_t nbytes_ = 0;
   std::function<void()> release_;
   bool owned_ = false;
-  bool placeholder_ = false;
+  bool releasable_ = false;
+  std::atomic<bool> placeholder_{false};
   std::atomic<uint64_t> version_{0};
 };
 
