@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <functional>
 
+#include "graft/codegen/compile_cache.h"
 #include "graft/core/parallel.h"
 #include "graft/frontend/onnx_import.h"
 #include "graft/fusion/fuse_pointwise.h"
@@ -89,6 +90,12 @@ void Session::prepare() {
   partition_report_ = partition::partition_graph(graph_, partition_options);
   // Backends claimed their subgraphs above; fusion takes what is left.
   apply_pointwise_fusion(graph_, options_);
+  // Fused kernels are compiled when the first run plans: load the JIT meanwhile.
+  for (const auto& node : graph_->nodes())
+    if (node->backend == "fuse") {
+      codegen::warm_up_cpu_jit();
+      break;
+    }
   partition_report_.record_fusion(*graph_);
   if (options_.verify_after_each_pass) ir::verify(*graph_);
   describe_io();

@@ -47,6 +47,14 @@ bool jit_enabled_by_environment();
 /// GRAFT_CACHE_DIR when it is not a directory or cannot be created.
 std::optional<std::string> cache_directory_from_environment();
 
+/// Starts making the LLVM JIT ready (loading its plugin and libLLVM, setting
+/// up the host target: 15-25 ms) on a background thread, once per process,
+/// unless GRAFT_JIT disables it. For callers that know fused kernels will be
+/// compiled soon (a Session that fused nodes, an artifact with `fuse`
+/// modules): the first compile then waits only for what is left. The thread
+/// is joined at exit.
+void warm_up_cpu_jit();
+
 /// The process-wide cache of compiled CPU kernels.
 class CompileCache {
  public:
