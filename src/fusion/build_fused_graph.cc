@@ -19,6 +19,9 @@ namespace graft::fusion {
 
 namespace {
 
+// How many nodes ahead the walk over the source prefetches.
+constexpr uint32_t kPrefetchDistance = 8;
+
 const ir::OpSchema& fused_pointwise_op() {
   static const ir::OpSchema& schema = [] () -> const ir::OpSchema& {
     const ir::OpSchema* op = ir::find_op("graft", "FusedPointwise");
@@ -64,7 +67,9 @@ class FusedGraphBuilder {
     body_input_stamp_.assign(source_.num_entries(), FusionSubsets::kNone);
     body_values_.resize(source_.num_entries());
     std::vector<ir::Value> inputs;
-    for (uint32_t id = 0; id < source_.num_nodes(); ++id) {
+    const uint32_t num_nodes = static_cast<uint32_t>(source_.num_nodes());
+    for (uint32_t id = 0; id < num_nodes; ++id) {
+      if (id + kPrefetchDistance < num_nodes) source_.node(id + kPrefetchDistance).prefetch();
       uint32_t subset = subsets_.subset_of[id];
       if (subset == FusionSubsets::kNone || !subset_live_[subset]) {
         // Every producer precedes `id` and has its new value: a copied node,
@@ -159,7 +164,11 @@ class FusedGraphBuilder {
       for (const ir::Entry& e : source_.inputs(*m))
         if (e.present() && !in_subset(e, subset)) {
           ++boundary_reads;
-          if (!has_non_constant_input && !is_scalar_constant(source_.node(e.node_id))) has_non_constant_input = true;
+          const ir::Node& producer = source_.node(e.node_id);
+          // The body's input copies the producer's type and name: start fetching them.
+          __builtin_prefetch(producer.output_types.data() + e.index);
+          __builtin_prefetch(producer.output_names.data() + e.index);
+          if (!has_non_constant_input && !is_scalar_constant(producer)) has_non_constant_input = true;
         }
       const uint32_t first_entry = source_.entry_id(*m, 0), last_entry = source_.entry_id(*m + 1, 0);
       for (uint32_t entry = first_entry; entry < last_entry; ++entry) num_outputs += used_outside_[entry];
