@@ -92,6 +92,7 @@ struct OpRow {
 int effective_opset(const ir::Node& node) { return node.opset_version > 0 ? node.opset_version : 1000; }
 
 std::string no_legacy_broadcast(const ir::Node& node) {
+  if (node.attributes.all().empty()) return {};
   if (node.attributes.has("broadcast") || node.attributes.has("axis"))
     return "legacy broadcast attributes (opset < 7) are not fused";
   return {};

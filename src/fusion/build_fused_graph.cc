@@ -69,7 +69,10 @@ class FusedGraphBuilder {
     std::vector<ir::Value> inputs;
     const uint32_t num_nodes = static_cast<uint32_t>(source_.num_nodes());
     for (uint32_t id = 0; id < num_nodes; ++id) {
-      if (id + kPrefetchDistance < num_nodes) source_.node(id + kPrefetchDistance).prefetch();
+      if (id + 2 * kPrefetchDistance < num_nodes) source_.node(id + 2 * kPrefetchDistance).prefetch();
+      if (id + kPrefetchDistance < num_nodes) __builtin_prefetch(source_.node(id + kPrefetchDistance).inputs.data());
+      for (uint32_t stage = 0; stage < 3; ++stage)
+        if (id + (3 - stage) * kPrefetchDistance < num_nodes) prefetch_subset_at(id + (3 - stage) * kPrefetchDistance, stage);
       uint32_t subset = subsets_.subset_of[id];
       if (subset == FusionSubsets::kNone || !subset_live_[subset]) {
         // Every producer precedes `id` and has its new value: a copied node,
@@ -150,6 +153,31 @@ class FusedGraphBuilder {
     return &node;
   }
 
+  /// When `id` is the first member of a live subset, prefetches what
+  /// create_fused_node will read of it, one level of pointers per stage:
+  /// stage 0 the members and the producers of the body's inputs, stage 1 their
+  /// type and name arrays, stage 2 the dimensions (the members lie anywhere
+  /// after `id`, the producers anywhere before it).
+  void prefetch_subset_at(uint32_t id, uint32_t stage) const {
+    const uint32_t subset = subsets_.subset_of[id];
+    if (subset == FusionSubsets::kNone || !subset_live_[subset] || members_[member_offsets_[subset]] != id) return;
+    for (uint32_t k = member_offsets_[subset]; k < member_offsets_[subset + 1]; ++k) {
+      if (stage == 0) source_.node(members_[k]).prefetch();
+      for (const ir::Entry& e : source_.inputs(members_[k])) {
+        if (!e.present() || in_subset(e, subset)) continue;
+        const ir::Node& producer = source_.node(e.node_id);
+        if (stage == 0) {
+          producer.prefetch();
+        } else if (stage == 1) {
+          __builtin_prefetch(producer.output_types.data() + e.index);
+          __builtin_prefetch(producer.output_names.data() + e.index);
+        } else if (e.index < producer.output_types.size()) {
+          __builtin_prefetch(producer.output_types[e.index].dims.data());
+        }
+      }
+    }
+  }
+
   bool in_subset(ir::Entry e, uint32_t subset) const { return e.present() && subsets_.subset_of[e.node_id] == subset; }
 
   void create_fused_node(uint32_t subset, std::vector<ir::Value>& inputs) {
@@ -164,11 +192,7 @@ class FusedGraphBuilder {
       for (const ir::Entry& e : source_.inputs(*m))
         if (e.present() && !in_subset(e, subset)) {
           ++boundary_reads;
-          const ir::Node& producer = source_.node(e.node_id);
-          // The body's input copies the producer's type and name: start fetching them.
-          __builtin_prefetch(producer.output_types.data() + e.index);
-          __builtin_prefetch(producer.output_names.data() + e.index);
-          if (!has_non_constant_input && !is_scalar_constant(producer)) has_non_constant_input = true;
+          if (!has_non_constant_input && !is_scalar_constant(source_.node(e.node_id))) has_non_constant_input = true;
         }
       const uint32_t first_entry = source_.entry_id(*m, 0), last_entry = source_.entry_id(*m + 1, 0);
       for (uint32_t entry = first_entry; entry < last_entry; ++entry) num_outputs += used_outside_[entry];
