@@ -62,7 +62,7 @@ struct Value {
 /// One operation. Owned by its Graph; create through Graph::add_node.
 ///
 /// The fields that passes read for every node (op, owner, inputs, output
-/// types, placement, flags) come first: the first 112 bytes, which a sweep
+/// types, placement, flags) come first: the first 120 bytes, which a sweep
 /// over a large graph fetches (prefetch()).
 class Node {
   // Private, yet first: part of the hot head of the object.
@@ -95,7 +95,7 @@ class Node {
     const char* head = reinterpret_cast<const char*>(this);
     __builtin_prefetch(head);
     __builtin_prefetch(head + 64);
-    __builtin_prefetch(head + 111);
+    __builtin_prefetch(head + 119);
   }
 
   int opset_version = 0;  ///< opset of the node's domain at import
