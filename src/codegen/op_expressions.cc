@@ -411,7 +411,8 @@ bool check_fusible(const ir::Node& node, std::string* reason) {
   const ir::Value& input0 = node.inputs[0];
   DType first = input0.node->output_types[static_cast<size_t>(input0.index)].dtype;
   if (!accepts(row->first_input, first))
-    return refuse([&] { return "dtype " + std::string(dtype_name(first)) + " is not supported by this op's expression"; });
+    return refuse(
+        [&] { return "dtype " + std::string(dtype_name(first)) + " is not supported by this op's expression"; });
   const ir::ValueType& out = node.output_types[0];
   if (!is_kernel_dtype(out.dtype))
     return refuse([&] { return "output dtype " + std::string(dtype_name(out.dtype)) + " is not a kernel dtype"; });

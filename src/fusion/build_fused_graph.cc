@@ -71,8 +71,10 @@ class FusedGraphBuilder {
     for (uint32_t id = 0; id < num_nodes; ++id) {
       if (id + 2 * kPrefetchDistance < num_nodes) source_.node(id + 2 * kPrefetchDistance).prefetch();
       if (id + kPrefetchDistance < num_nodes) __builtin_prefetch(source_.node(id + kPrefetchDistance).inputs.data());
-      for (uint32_t stage = 0; stage < 3; ++stage)
-        if (id + (3 - stage) * kPrefetchDistance < num_nodes) prefetch_subset_at(id + (3 - stage) * kPrefetchDistance, stage);
+      for (uint32_t stage = 0; stage < 3; ++stage) {
+        const uint32_t ahead = id + (3 - stage) * kPrefetchDistance;
+        if (ahead < num_nodes) prefetch_subset_at(ahead, stage);
+      }
       uint32_t subset = subsets_.subset_of[id];
       if (subset == FusionSubsets::kNone || !subset_live_[subset]) {
         // Every producer precedes `id` and has its new value: a copied node,
@@ -170,7 +172,7 @@ class FusedGraphBuilder {
           producer.prefetch();
         } else if (stage == 1) {
           __builtin_prefetch(producer.output_types.data() + e.index);
-          __builtin_prefetch(producer.output_names.data() + e.index);
+          if (e.index < producer.output_names.size()) __builtin_prefetch(producer.output_names.data() + e.index);
         } else if (e.index < producer.output_types.size()) {
           __builtin_prefetch(producer.output_types[e.index].dims.data());
         }
