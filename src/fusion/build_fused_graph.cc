@@ -203,6 +203,8 @@ class FusedGraphBuilder {
     auto body = std::make_shared<ir::Graph>();
     body->opset_imports = g.opset_imports;
     body->reserve_nodes(static_cast<size_t>(end - begin) + boundary_reads);
+    body->mutable_outputs().reserve(num_outputs);
+    body->mutable_output_names().reserve(num_outputs);
     auto body_value = [&](ir::Entry e) -> ir::Value {
       if (!e.present()) return {};
       uint32_t entry = source_.entry_id(e);

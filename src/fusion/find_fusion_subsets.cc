@@ -120,6 +120,9 @@ class SetPool {
   /// or, when others hold it, into a new set.
   uint32_t store(uint32_t target, size_t size) {
     size = IntervalSet::coarsen(scratch_, size, kMaxIntervals);
+    // Often nothing was added (the other set lies upstream already): keep
+    // the target, shared or not, so callers also see an unchanged index.
+    if (size == slots_[target].size && std::equal(scratch_, scratch_ + size, slots_[target].intervals)) return target;
     if (is_shared(target)) {
       release(target);
       target = acquire();
