@@ -94,6 +94,7 @@ class FusedGraphBuilder {
     // A fused node may read a value produced after its subset's first member:
     // its inputs are filled in once every value has its counterpart.
     for (size_t f = 0; f < fused_.size(); ++f) {
+      if (f + kPrefetchDistance < fused_.size()) fused_[f + kPrefetchDistance]->prefetch();
       ir::Node* node = fused_[f];
       node->inputs.resize(fused_input_offsets_[f + 1] - fused_input_offsets_[f]);
       for (uint32_t k = fused_input_offsets_[f]; k < fused_input_offsets_[f + 1]; ++k)
@@ -164,12 +165,16 @@ class FusedGraphBuilder {
     const uint32_t subset = subsets_.subset_of[id];
     if (subset == FusionSubsets::kNone || !subset_live_[subset] || members_[member_offsets_[subset]] != id) return;
     for (uint32_t k = member_offsets_[subset]; k < member_offsets_[subset + 1]; ++k) {
-      if (stage == 0) source_.node(members_[k]).prefetch();
+      if (stage == 0) {
+        source_.node(members_[k]).prefetch();
+        __builtin_prefetch(&source_.node(members_[k]).name);  // names the body's outputs
+      }
       for (const ir::Entry& e : source_.inputs(members_[k])) {
         if (!e.present() || in_subset(e, subset)) continue;
         const ir::Node& producer = source_.node(e.node_id);
         if (stage == 0) {
           producer.prefetch();
+          __builtin_prefetch(&producer.name);  // value_name reads it
         } else if (stage == 1) {
           __builtin_prefetch(producer.output_types.data() + e.index);
           if (e.index < producer.output_names.size()) __builtin_prefetch(producer.output_names.data() + e.index);
