@@ -92,6 +92,7 @@ struct OpRow {
 int effective_opset(const ir::Node& node) { return node.opset_version > 0 ? node.opset_version : 1000; }
 
 std::string no_legacy_broadcast(const ir::Node& node) {
+  if (node.attributes.all().empty()) return {};
   if (node.attributes.has("broadcast") || node.attributes.has("axis"))
     return "legacy broadcast attributes (opset < 7) are not fused";
   return {};
@@ -371,40 +372,67 @@ std::vector<std::string_view> fusible_op_types() {
   return names;
 }
 
-std::string why_not_fusible(const ir::Node& node) {
+namespace {
+
+/// The test behind is_fusible and why_not_fusible. `reason`, when not null,
+/// receives why not; without it no message is built (the fusion pass asks for
+/// every node of the graph).
+bool check_fusible(const ir::Node& node, std::string* reason) {
+  auto refuse = [reason](auto&& message) {
+    if (reason) *reason = message();
+    return false;
+  };
   const ir::OpSchema& schema = node.schema();
   if (schema.domain.empty() && schema.name == "Constant") {
     const Tensor& value = node.constant_value;
-    if (!is_kernel_dtype(value.dtype())) return "constant of a dtype kernels do not compute in";
-    return value.rank() <= kMaxKernelRank ? "" : "constant of rank above 8";
+    if (!is_kernel_dtype(value.dtype())) return refuse([] { return "constant of a dtype kernels do not compute in"; });
+    if (value.rank() > kMaxKernelRank) return refuse([] { return "constant of rank above 8"; });
+    return true;
   }
   const OpRow* row = find_row(node);
-  if (!row) return "op " + node.op_type() + " has no pointwise expression";
-  if (node.num_outputs() != 1) return "more than one output";
-  if (node.inputs.empty() || !node.inputs[0]) return "input 0 is absent";
-  const ir::Graph& graph = node.graph();
+  if (!row) return refuse([&] { return "op " + node.op_type() + " has no pointwise expression"; });
+  if (node.num_outputs() != 1) return refuse([] { return "more than one output"; });
+  if (node.inputs.empty() || !node.inputs[0]) return refuse([] { return "input 0 is absent"; });
   for (size_t i = 0; i < node.inputs.size(); ++i) {
-    if (!node.inputs[i]) {
+    const ir::Value& input = node.inputs[i];
+    if (!input) {
       if (schema.name == "Clip") continue;
-      return "input " + std::to_string(i) + " is absent";
+      return refuse([&] { return "input " + std::to_string(i) + " is absent"; });
     }
-    const ir::ValueType& type = graph.type_of(node.inputs[i]);
+    GRAFT_CHECK(input.index >= 0 && input.index < input.node->num_outputs(), "bad value");
+    const ir::ValueType& type = input.node->output_types[static_cast<size_t>(input.index)];
     if (!is_kernel_dtype(type.dtype))
-      return "input " + std::to_string(i) + " has dtype " + std::string(dtype_name(type.dtype)) +
-             " (kernels compute in float32, float64, int32, int64, bool)";
-    if (!rank_fits(type)) return "input rank above 8";
+      return refuse([&] {
+        return "input " + std::to_string(i) + " has dtype " + std::string(dtype_name(type.dtype)) +
+               " (kernels compute in float32, float64, int32, int64, bool)";
+      });
+    if (!rank_fits(type)) return refuse([] { return "input rank above 8"; });
   }
-  DType first = graph.type_of(node.inputs[0]).dtype;
+  const ir::Value& input0 = node.inputs[0];
+  DType first = input0.node->output_types[static_cast<size_t>(input0.index)].dtype;
   if (!accepts(row->first_input, first))
-    return "dtype " + std::string(dtype_name(first)) + " is not supported by this op's expression";
+    return refuse(
+        [&] { return "dtype " + std::string(dtype_name(first)) + " is not supported by this op's expression"; });
   const ir::ValueType& out = node.output_types[0];
-  if (!is_kernel_dtype(out.dtype)) return "output dtype " + std::string(dtype_name(out.dtype)) + " is not a kernel dtype";
-  if (!rank_fits(out)) return "output rank above 8";
-  if (row->check) return row->check(node);
-  return {};
+  if (!is_kernel_dtype(out.dtype))
+    return refuse([&] { return "output dtype " + std::string(dtype_name(out.dtype)) + " is not a kernel dtype"; });
+  if (!rank_fits(out)) return refuse([] { return "output rank above 8"; });
+  if (row->check) {
+    std::string why = row->check(node);
+    if (!why.empty()) return refuse([&] { return std::move(why); });
+  }
+  return true;
 }
 
-bool is_fusible(const ir::Node& node) { return why_not_fusible(node).empty(); }
+}  // namespace
+
+std::string why_not_fusible(const ir::Node& node) {
+  std::string reason;
+  check_fusible(node, &reason);
+  return reason;
+}
+
+bool is_fusible(const ir::Node& node) { return check_fusible(node, nullptr); }
 
 LoweredKernel lower_body(const ir::Graph& body) {
   ir::IndexedGraph indexed(body);

@@ -19,6 +19,9 @@ namespace graft::fusion {
 
 namespace {
 
+// How many nodes ahead the walk over the source prefetches.
+constexpr uint32_t kPrefetchDistance = 8;
+
 const ir::OpSchema& fused_pointwise_op() {
   static const ir::OpSchema& schema = [] () -> const ir::OpSchema& {
     const ir::OpSchema* op = ir::find_op("graft", "FusedPointwise");
@@ -64,7 +67,14 @@ class FusedGraphBuilder {
     body_input_stamp_.assign(source_.num_entries(), FusionSubsets::kNone);
     body_values_.resize(source_.num_entries());
     std::vector<ir::Value> inputs;
-    for (uint32_t id = 0; id < source_.num_nodes(); ++id) {
+    const uint32_t num_nodes = static_cast<uint32_t>(source_.num_nodes());
+    for (uint32_t id = 0; id < num_nodes; ++id) {
+      if (id + 2 * kPrefetchDistance < num_nodes) source_.node(id + 2 * kPrefetchDistance).prefetch();
+      if (id + kPrefetchDistance < num_nodes) __builtin_prefetch(source_.node(id + kPrefetchDistance).inputs.data());
+      for (uint32_t stage = 0; stage < 3; ++stage) {
+        const uint32_t ahead = id + (3 - stage) * kPrefetchDistance;
+        if (ahead < num_nodes) prefetch_subset_at(ahead, stage);
+      }
       uint32_t subset = subsets_.subset_of[id];
       if (subset == FusionSubsets::kNone || !subset_live_[subset]) {
         // Every producer precedes `id` and has its new value: a copied node,
@@ -84,6 +94,7 @@ class FusedGraphBuilder {
     // A fused node may read a value produced after its subset's first member:
     // its inputs are filled in once every value has its counterpart.
     for (size_t f = 0; f < fused_.size(); ++f) {
+      if (f + kPrefetchDistance < fused_.size()) fused_[f + kPrefetchDistance]->prefetch();
       ir::Node* node = fused_[f];
       node->inputs.resize(fused_input_offsets_[f + 1] - fused_input_offsets_[f]);
       for (uint32_t k = fused_input_offsets_[f]; k < fused_input_offsets_[f + 1]; ++k)
@@ -145,6 +156,35 @@ class FusedGraphBuilder {
     return &node;
   }
 
+  /// When `id` is the first member of a live subset, prefetches what
+  /// create_fused_node will read of it, one level of pointers per stage:
+  /// stage 0 the members and the producers of the body's inputs, stage 1 their
+  /// type and name arrays, stage 2 the dimensions (the members lie anywhere
+  /// after `id`, the producers anywhere before it).
+  void prefetch_subset_at(uint32_t id, uint32_t stage) const {
+    const uint32_t subset = subsets_.subset_of[id];
+    if (subset == FusionSubsets::kNone || !subset_live_[subset] || members_[member_offsets_[subset]] != id) return;
+    for (uint32_t k = member_offsets_[subset]; k < member_offsets_[subset + 1]; ++k) {
+      if (stage == 0) {
+        source_.node(members_[k]).prefetch();
+        __builtin_prefetch(&source_.node(members_[k]).name);  // names the body's outputs
+      }
+      for (const ir::Entry& e : source_.inputs(members_[k])) {
+        if (!e.present() || in_subset(e, subset)) continue;
+        const ir::Node& producer = source_.node(e.node_id);
+        if (stage == 0) {
+          producer.prefetch();
+          __builtin_prefetch(&producer.name);  // value_name reads it
+        } else if (stage == 1) {
+          __builtin_prefetch(producer.output_types.data() + e.index);
+          if (e.index < producer.output_names.size()) __builtin_prefetch(producer.output_names.data() + e.index);
+        } else if (e.index < producer.output_types.size()) {
+          __builtin_prefetch(producer.output_types[e.index].dims.data());
+        }
+      }
+    }
+  }
+
   bool in_subset(ir::Entry e, uint32_t subset) const { return e.present() && subsets_.subset_of[e.node_id] == subset; }
 
   void create_fused_node(uint32_t subset, std::vector<ir::Value>& inputs) {
@@ -168,6 +208,8 @@ class FusedGraphBuilder {
     auto body = std::make_shared<ir::Graph>();
     body->opset_imports = g.opset_imports;
     body->reserve_nodes(static_cast<size_t>(end - begin) + boundary_reads);
+    body->mutable_outputs().reserve(num_outputs);
+    body->mutable_output_names().reserve(num_outputs);
     auto body_value = [&](ir::Entry e) -> ir::Value {
       if (!e.present()) return {};
       uint32_t entry = source_.entry_id(e);

@@ -32,6 +32,7 @@
 // nothing new shares its input's set); a node's reach set is freed as soon as
 // its last consumer has been visited, so memory follows the graph's width.
 #include <algorithm>
+#include <span>
 
 #include "graft/fusion/fusible.h"
 #include "graft/fusion/fuse_pointwise.h"
@@ -50,13 +51,21 @@ constexpr uint32_t kNoSet = UINT32_MAX;
 // otherwise fragment the sets.
 constexpr size_t kMaxIntervals = 16;
 constexpr uint32_t kNoSubset = UINT32_MAX;
+// How many nodes ahead sweeps over the graph's nodes prefetch.
+constexpr uint32_t kPrefetchDistance = 8;
 
-/// Reference-counted IntervalSets. Index kNoSet is the empty set.
+using Interval = IntervalSet::Interval;
+
+/// Reference-counted sets of at most kMaxIntervals intervals, each stored
+/// inline in one slot of a flat array: the walk allocates nothing per set,
+/// and the sets it reads lie side by side. Index kNoSet is the empty set.
 class SetPool {
  public:
-  const IntervalSet& get(uint32_t index) const { return index == kNoSet ? empty_ : sets_[index]; }
-  IntervalSet& mutable_set(uint32_t index) { return sets_[index]; }
-  bool is_empty(uint32_t index) const { return index == kNoSet || sets_[index].empty(); }
+  std::span<const Interval> get(uint32_t index) const {
+    if (index == kNoSet) return {};
+    const Slot& slot = slots_[index];
+    return {slot.intervals, slot.size};
+  }
 
   /// A fresh, empty set with one reference.
   uint32_t acquire() {
@@ -64,50 +73,69 @@ class SetPool {
     if (!free_.empty()) {
       index = free_.back();
       free_.pop_back();
-      sets_[index].clear();
     } else {
-      index = static_cast<uint32_t>(sets_.size());
-      sets_.emplace_back();
-      refs_.push_back(0);
+      index = static_cast<uint32_t>(slots_.size());
+      slots_.emplace_back();
     }
-    refs_[index] = 1;
+    slots_[index].size = 0;
+    slots_[index].refs = 1;
     return index;
   }
   void retain(uint32_t index) {
-    if (index != kNoSet) ++refs_[index];
+    if (index != kNoSet) ++slots_[index].refs;
   }
   void release(uint32_t index) {
-    if (index != kNoSet && --refs_[index] == 0) free_.push_back(index);
+    if (index != kNoSet && --slots_[index].refs == 0) free_.push_back(index);
   }
-  bool is_shared(uint32_t index) const { return refs_[index] > 1; }
+  bool is_shared(uint32_t index) const { return slots_[index].refs > 1; }
 
-  /// Returns a set equal to get(target) ∪ get(other), consuming the caller's
-  /// reference to `target` (reusing it when nobody else holds it).
+  /// Returns a set equal to get(target) ∪ get(other) (coarsened), consuming
+  /// the caller's reference to `target` (reusing it when nobody else holds it).
   uint32_t unite(uint32_t target, uint32_t other) {
-    if (other == kNoSet || other == target || sets_[other].empty()) return target;
-    if (target == kNoSet || sets_[target].empty()) {
+    if (other == kNoSet || other == target || slots_[other].size == 0) return target;
+    if (target == kNoSet || slots_[target].size == 0) {
       release(target);
       retain(other);
       return other;
     }
-    scratch_.assign_union(sets_[target], sets_[other]);
-    scratch_.coarsen(kMaxIntervals);
+    return store(target, IntervalSet::unite(get(target), get(other), scratch_));
+  }
+
+  /// Adds `id` to `target` (coarsened), consuming the caller's reference as unite does.
+  uint32_t insert(uint32_t target, uint32_t id) {
+    const Interval single{id, id};
+    size_t size = IntervalSet::unite(get(target), {&single, 1}, scratch_);
+    if (target == kNoSet) target = acquire();
+    return store(target, size);
+  }
+
+ private:
+  struct Slot {
+    uint32_t size;
+    uint32_t refs;
+    Interval intervals[kMaxIntervals];
+  };
+
+  /// Moves the first `size` intervals of scratch_ (coarsened) into `target`
+  /// or, when others hold it, into a new set.
+  uint32_t store(uint32_t target, size_t size) {
+    size = IntervalSet::coarsen(scratch_, size, kMaxIntervals);
+    // Often nothing was added (the other set lies upstream already): keep
+    // the target, shared or not, so callers also see an unchanged index.
+    if (size == slots_[target].size && std::equal(scratch_, scratch_ + size, slots_[target].intervals)) return target;
     if (is_shared(target)) {
       release(target);
       target = acquire();
     }
-    // Copied, not swapped: every set keeps the buffer it has grown, so the
-    // walk stops allocating once the pool has warmed up.
-    sets_[target] = scratch_;
+    Slot& slot = slots_[target];
+    std::copy(scratch_, scratch_ + size, slot.intervals);
+    slot.size = static_cast<uint32_t>(size);
     return target;
   }
 
- private:
-  std::vector<IntervalSet> sets_;
-  std::vector<uint32_t> refs_;
+  std::vector<Slot> slots_;
   std::vector<uint32_t> free_;
-  IntervalSet scratch_;
-  IntervalSet empty_;
+  Interval scratch_[2 * kMaxIntervals];
 };
 
 class SubsetFinder {
@@ -136,21 +164,32 @@ class SubsetFinder {
   uint32_t root_of_node(uint32_t node) { return nodes_[node].subset == kNoSubset ? kNoSubset : find(nodes_[node].subset); }
 
   /// True when `set` holds an id of the subset whose root is `root`.
-  bool holds(const IntervalSet& set, uint32_t root) const {
+  bool holds(std::span<const Interval> set, uint32_t root) const {
     if (set.empty()) return false;
-    if (member_ids_[root] == kNoSet) return set.contains(root);
-    return set.intersects(pool_.get(member_ids_[root]));
+    if (member_ids_[root] == kNoSet) return IntervalSet::contains(set, root);
+    return IntervalSet::intersects(set, pool_.get(member_ids_[root]));
   }
 
   /// One sequential sweep caches what the walk asks about each node: whether
   /// it is fusible, and a kind key (backward mark and device) that the nodes of
   /// one fused node must share.
   void classify_nodes() {
-    for (uint32_t id = 0; id < graph_.num_nodes(); ++id) {
+    const uint32_t n = static_cast<uint32_t>(graph_.num_nodes());
+    for (uint32_t id = 0; id < n; ++id) {
+      // Nodes are scattered on the heap: fetch them, then their inputs, ahead.
+      if (id + 2 * kPrefetchDistance < n) graph_.node(id + 2 * kPrefetchDistance).prefetch();
+      if (id + kPrefetchDistance < n) {
+        const ir::Node& ahead = graph_.node(id + kPrefetchDistance);
+        __builtin_prefetch(ahead.inputs.data());
+        __builtin_prefetch(ahead.output_types.data());
+        // The op table's attribute checks ask whether there are any.
+        __builtin_prefetch(&ahead.attributes.all());
+        __builtin_prefetch(reinterpret_cast<const char*>(&ahead.attributes.all()) + 40);
+      }
       const ir::Node& node = graph_.node(id);
       nodes_[id].kind = (static_cast<uint64_t>(node.device.type) << 33) |
                         (static_cast<uint64_t>(static_cast<uint32_t>(node.device.id)) << 1) | (node.is_backward ? 1u : 0u);
-      nodes_[id].fusible = is_fusible_op(node) && is_fusible(node);
+      nodes_[id].fusible = is_fusible(node);
     }
   }
 
@@ -158,11 +197,8 @@ class SubsetFinder {
   /// reached by. Cached; the cache is dropped when upstream grows.
   uint32_t closed_set(uint32_t root) {
     if (closed_[root] == kNoSet) {
-      uint32_t c = pool_.acquire();
-      pool_.mutable_set(c) = pool_.get(upstream_[root]);
-      pool_.mutable_set(c).insert(root);
-      pool_.mutable_set(c).coarsen(kMaxIntervals);
-      closed_[root] = c;
+      pool_.retain(upstream_[root]);
+      closed_[root] = pool_.insert(upstream_[root], root);
     }
     return closed_[root];
   }
@@ -186,7 +222,8 @@ class SubsetFinder {
     }
     *valid = true;
     for (uint32_t y : trial)
-      if (holds(pool_.get(up), y) || (observed_[y] && !(up == upstream_[y] || pool_.get(up) == pool_.get(upstream_[y])))) {
+      if (holds(pool_.get(up), y) ||
+          (observed_[y] && !(up == upstream_[y] || std::ranges::equal(pool_.get(up), pool_.get(upstream_[y]))))) {
         *valid = false;
         break;
       }
@@ -207,12 +244,9 @@ class SubsetFinder {
   /// Merges subset root `from` into root `into` (upstream sets are set by the caller).
   void merge(uint32_t into, uint32_t from) {
     parent_[from] = into;
-    if (member_ids_[into] == kNoSet) {
-      member_ids_[into] = pool_.acquire();
-      pool_.mutable_set(member_ids_[into]).insert(into);
-    }
+    if (member_ids_[into] == kNoSet) member_ids_[into] = pool_.insert(kNoSet, into);
     if (member_ids_[from] == kNoSet) {
-      pool_.mutable_set(member_ids_[into]).insert(from);
+      member_ids_[into] = pool_.insert(member_ids_[into], from);
     } else {
       member_ids_[into] = pool_.unite(member_ids_[into], member_ids_[from]);
       pool_.release(member_ids_[from]);

@@ -6,24 +6,49 @@
 
 namespace graft::fusion {
 
-bool IntervalSet::contains(uint32_t id) const {
+bool IntervalSet::contains(std::span<const Interval> set, uint32_t id) {
   // First interval that starts after id; the one before it is the only candidate.
-  auto it = std::upper_bound(intervals_.begin(), intervals_.end(), id,
-                             [](uint32_t value, const Interval& iv) { return value < iv.first; });
-  return it != intervals_.begin() && (it - 1)->last >= id;
+  auto it =
+      std::upper_bound(set.begin(), set.end(), id, [](uint32_t value, const Interval& iv) { return value < iv.first; });
+  return it != set.begin() && (it - 1)->last >= id;
 }
 
-bool IntervalSet::intersects(const IntervalSet& other) const {
-  const auto& small = intervals_.size() <= other.intervals_.size() ? intervals_ : other.intervals_;
-  const auto& large = intervals_.size() <= other.intervals_.size() ? other.intervals_ : intervals_;
+bool IntervalSet::intersects(std::span<const Interval> a, std::span<const Interval> b) {
+  std::span<const Interval> small = a.size() <= b.size() ? a : b;
+  std::span<const Interval> large = a.size() <= b.size() ? b : a;
   auto from = large.begin();
   for (const Interval& iv : small) {
     // First interval of `large` that ends at or after iv.first.
-    from = std::lower_bound(from, large.end(), iv.first, [](const Interval& x, uint32_t value) { return x.last < value; });
+    from =
+        std::lower_bound(from, large.end(), iv.first, [](const Interval& x, uint32_t value) { return x.last < value; });
     if (from == large.end()) return false;
     if (from->first <= iv.last) return true;
   }
   return false;
+}
+
+size_t IntervalSet::unite(std::span<const Interval> a, std::span<const Interval> b, Interval* out) {
+  size_t size = 0;
+  auto ia = a.begin(), ea = a.end();
+  auto ib = b.begin(), eb = b.end();
+  while (ia != ea || ib != eb) {
+    const Interval& next = (ib == eb || (ia != ea && ia->first <= ib->first)) ? *ia++ : *ib++;
+    // Coalesce with the last interval when they overlap or touch (first <= last + 1, without overflow).
+    if (size > 0 && next.first <= uint64_t{out[size - 1].last} + 1) {
+      out[size - 1].last = std::max(out[size - 1].last, next.last);
+    } else {
+      out[size++] = next;
+    }
+  }
+  return size;
+}
+
+size_t IntervalSet::coarsen(Interval* set, size_t size, size_t max_intervals) {
+  if (size <= max_intervals) return size;
+  size_t join = size - max_intervals + 1;  // the first `join` intervals become one
+  set[join - 1].first = set[0].first;
+  std::copy(set + join - 1, set + size, set);
+  return max_intervals;
 }
 
 void IntervalSet::insert(uint32_t id) {
@@ -46,26 +71,13 @@ void IntervalSet::insert(uint32_t id) {
 
 void IntervalSet::assign_union(const IntervalSet& a, const IntervalSet& b) {
   GRAFT_CHECK(&a != this && &b != this, "IntervalSet::assign_union may not alias its result");
-  intervals_.clear();
-  intervals_.reserve(a.intervals_.size() + b.intervals_.size());
-  auto ia = a.intervals_.begin(), ea = a.intervals_.end();
-  auto ib = b.intervals_.begin(), eb = b.intervals_.end();
-  while (ia != ea || ib != eb) {
-    const Interval& next = (ib == eb || (ia != ea && ia->first <= ib->first)) ? *ia++ : *ib++;
-    // Coalesce with the last interval when they overlap or touch (first <= last + 1, without overflow).
-    if (!intervals_.empty() && next.first <= uint64_t{intervals_.back().last} + 1) {
-      intervals_.back().last = std::max(intervals_.back().last, next.last);
-    } else {
-      intervals_.push_back(next);
-    }
-  }
+  intervals_.resize(a.intervals_.size() + b.intervals_.size());
+  intervals_.resize(unite(a.intervals_, b.intervals_, intervals_.data()));
 }
 
 bool IntervalSet::coarsen(size_t max_intervals) {
   if (max_intervals == 0 || intervals_.size() <= max_intervals) return false;
-  size_t join = intervals_.size() - max_intervals + 1;  // the first `join` intervals become one
-  intervals_[join - 1].first = intervals_[0].first;
-  intervals_.erase(intervals_.begin(), intervals_.begin() + static_cast<std::ptrdiff_t>(join - 1));
+  intervals_.resize(coarsen(intervals_.data(), intervals_.size(), max_intervals));
   return true;
 }
 

@@ -84,6 +84,14 @@ TEST(OpExpressions, IsFusibleFollowsOpsAndDtypes) {
   EXPECT_FALSE(is_fusible(*mm));
   EXPECT_NE(why_not_fusible(*mm).find("no pointwise expression"), std::string::npos);
   EXPECT_TRUE(is_fusible(*cast));
+  // is_fusible builds no message, why_not_fusible does: the two agree.
+  for (ir::Node* n : {exp_f, exp_h, add_i, mm, cast}) EXPECT_EQ(is_fusible(*n), why_not_fusible(*n).empty());
+  EXPECT_NE(why_not_fusible(*exp_h).find("has dtype float16"), std::string::npos) << why_not_fusible(*exp_h);
+  ir::Node* legacy = g.add_node("Add", {f->output(0), f->output(0)});
+  legacy->attributes.set("broadcast", int64_t(1));
+  ir::infer_types(g);
+  EXPECT_FALSE(is_fusible(*legacy));
+  EXPECT_NE(why_not_fusible(*legacy).find("legacy broadcast"), std::string::npos);
 }
 
 TEST(Interpreter, ChainWithBroadcastMatchesReference) {

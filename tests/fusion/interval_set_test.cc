@@ -47,5 +47,13 @@ TEST(IntervalSet, UnionIntersectAndCoarsenAgreeWithStdSet) {
     EXPECT_LE(c.num_intervals(), 3u);
     for (uint32_t x : su) EXPECT_TRUE(c.contains(x));  // only ever adds ids
     EXPECT_EQ(c.intervals().back(), u.intervals().back());  // the newest ids stay exact
+    // The same algorithms on caller-owned storage.
+    std::vector<IntervalSet::Interval> out(a.num_intervals() + b.num_intervals());
+    out.resize(IntervalSet::unite(a.intervals(), b.intervals(), out.data()));
+    EXPECT_EQ(out, u.intervals());
+    out.resize(IntervalSet::coarsen(out.data(), out.size(), 3));
+    EXPECT_EQ(out, c.intervals());
+    EXPECT_EQ(IntervalSet::intersects(a.intervals(), b.intervals()), shared);
+    for (uint32_t x = 0; x < 64; ++x) EXPECT_EQ(IntervalSet::contains(u.intervals(), x), su.count(x) > 0);
   }
 }

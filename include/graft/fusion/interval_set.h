@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace graft::fusion {
@@ -27,9 +28,9 @@ class IntervalSet {
   const std::vector<Interval>& intervals() const { return intervals_; }
 
   /// True when `id` is in the set. O(log intervals).
-  bool contains(uint32_t id) const;
+  bool contains(uint32_t id) const { return contains(intervals_, id); }
   /// True when the two sets share an id. O(min · log max intervals).
-  bool intersects(const IntervalSet& other) const;
+  bool intersects(const IntervalSet& other) const { return intersects(intervals_, other.intervals_); }
   /// Adds one id, merging with neighbouring intervals. O(intervals).
   void insert(uint32_t id);
   /// Sets *this to a ∪ b (neither may alias *this). O(a + b intervals).
@@ -41,6 +42,19 @@ class IntervalSet {
   std::vector<uint32_t> ids() const;
 
   bool operator==(const IntervalSet&) const = default;
+
+  /// The algorithms on interval lists (sorted, disjoint, non-adjacent), for
+  /// callers that keep the intervals in storage of their own.
+  /// True when `id` is in `set`.
+  static bool contains(std::span<const Interval> set, uint32_t id);
+  /// True when `a` and `b` share an id.
+  static bool intersects(std::span<const Interval> a, std::span<const Interval> b);
+  /// Writes a ∪ b to `out` (room for a.size() + b.size() intervals, aliasing
+  /// neither) and returns its number of intervals.
+  static size_t unite(std::span<const Interval> a, std::span<const Interval> b, Interval* out);
+  /// Joins the lowest intervals of `set` (`size` of them) into one until at
+  /// most `max_intervals` (> 0) remain; returns the new size.
+  static size_t coarsen(Interval* set, size_t size, size_t max_intervals);
 
  private:
   std::vector<Interval> intervals_;
