@@ -27,7 +27,7 @@ constexpr uint32_t kModuleVersion = 1;
 class FuseModule final : public CompiledModule {
  public:
   explicit FuseModule(codegen::LoweredKernel kernel)
-      : kernel_(std::move(kernel)), runner_(codegen::CompileCache::global().cpu_runner(kernel_.ir)) {}
+      : kernel_(std::move(kernel)), runner_(codegen::CompileCache::global().cpu_runner_in_background(kernel_.ir)) {}
   std::string type_key() const override { return "fuse"; }
 
   std::vector<Tensor> run(std::span<const Tensor> inputs, ModuleRunContext& context) const override {

@@ -137,31 +137,6 @@ std::optional<std::string> cache_directory_from_environment() {
   return dir.string();
 }
 
-void warm_up_cpu_jit() {
-  struct Warmer {
-    std::thread thread;
-    ~Warmer() {
-      if (thread.joinable()) thread.join();
-    }
-  };
-  static Warmer warmer;
-  static std::once_flag once;
-  std::call_once(once, [] {
-    bool enabled = false;
-    try {
-      enabled = jit_enabled_by_environment();
-    } catch (const Error&) {  // a bad GRAFT_JIT is reported where kernels are compiled
-    }
-    if (!enabled) return;
-    warmer.thread = std::thread([] {
-      try {
-        llvm_jit_available();  // loads the plugin once (thread-safe); errors are reported at the first compile
-      } catch (...) {
-      }
-    });
-  });
-}
-
 CompileCache& CompileCache::global() {
   static CompileCache* cache = new CompileCache;  // never destroyed: JIT code may run at exit
   return *cache;

@@ -30,7 +30,6 @@
 
 #include "artifact_checksum.h"
 #include "artifact_format.h"
-#include "graft/codegen/compile_cache.h"
 #include "graft/ir/verify.h"
 #include "graft/runtime/artifact.h"
 #include "graft/runtime/cpu_features.h"
@@ -191,11 +190,6 @@ class ArtifactReader {
   /// Step 7: hands every module blob to its loader.
   ModuleTable load_modules() {
     ModuleTable table(graph_->num_nodes());
-    for (const ModuleEntry& m : modules_)
-      if (m.type_key == "fuse") {
-        codegen::warm_up_cpu_jit();  // overlaps loading the JIT with loading the other modules
-        break;
-      }
     for (const ModuleEntry& m : modules_) {
       const ir::Node& node = *graph_->nodes()[m.node_index];
       std::istringstream blob(std::string(reinterpret_cast<const char*>(m.bytes), m.size));

@@ -90,12 +90,6 @@ void Session::prepare() {
   partition_report_ = partition::partition_graph(graph_, partition_options);
   // Backends claimed their subgraphs above; fusion takes what is left.
   apply_pointwise_fusion(graph_, options_);
-  // Fused kernels are compiled when the first run plans: load the JIT meanwhile.
-  for (const auto& node : graph_->nodes())
-    if (node->backend == "fuse") {
-      codegen::warm_up_cpu_jit();
-      break;
-    }
   partition_report_.record_fusion(*graph_);
   if (options_.verify_after_each_pass) ir::verify(*graph_);
   describe_io();
@@ -248,8 +242,13 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, RunStats* st
     idle_pools_.push_back(std::move(pool));
     throw;
   }
-  std::lock_guard<std::mutex> lock(mutex_);
-  idle_pools_.push_back(std::move(pool));
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    idle_pools_.push_back(std::move(pool));
+  }
+  // Fused kernels ran interpreted until now if they were not compiled yet:
+  // their compiles may take a core from here on.
+  codegen::CompileCache::global().start_background_compiles();
   return outputs;
 }
 

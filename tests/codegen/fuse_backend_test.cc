@@ -70,6 +70,7 @@ TEST(FuseBackend, SessionMatchesUnfusedAndSecondShapeDoesNotRecompile) {
     EXPECT_TRUE(close_enough(got[1], want[1], 0, 0));
   }
   EXPECT_EQ(session.num_plans(), 2u);
+  cache.wait_for_background_compiles();  // fused modules compile on the background thread
   uint64_t expected = CompileCache::global().cpu_key(lower_body(*plain).ir).empty() ? 0 : 1;
   if (std::getenv("GRAFT_JIT") && std::string(std::getenv("GRAFT_JIT")) == "0") expected = 0;
   EXPECT_EQ(cache.counters().compiles - compiles, expected);
@@ -82,20 +83,61 @@ TEST(FuseBackend, InjectedCompileFailureFallsBackToInterpreter) {
   cache.set_fail_compiles_for_testing(true);
   auto plain = sample_graph(2);
   std::vector<Tensor> inputs = {random_of(DType::float32, {2, 1, 5}, 1), random_of(DType::float32, {4, 1}, 2)};
+  runtime::SessionOptions options;
+  options.passes = {"verify"};
+  options.num_threads = 2;
+  options.fusion = false;
+  options.backends = {"ref"};
   ::testing::internal::CaptureStderr();
-  std::vector<Tensor> got = graft::testing::run_reference(*wrap_fused(*plain), inputs, {"verify"});
-  std::vector<Tensor> again = graft::testing::run_reference(*wrap_fused(*sample_graph(3)), {random_of(DType::float32, {3, 1, 5}, 1), inputs[1]}, {"verify"});
+  runtime::Session first(wrap_fused(*plain), options);
+  std::vector<Tensor> got = first.run(inputs);
+  runtime::Session second(wrap_fused(*sample_graph(3)), options);
+  second.run(std::vector<Tensor>{random_of(DType::float32, {3, 1, 5}, 1), inputs[1]});
+  cache.wait_for_background_compiles();  // the compiles (and failures) happen on the background thread
+  std::vector<Tensor> after_failure = first.run(inputs);
   std::string err = ::testing::internal::GetCapturedStderr();
   cache.set_fail_compiles_for_testing(false);
   cache.clear_memory();
   std::vector<Tensor> want = graft::testing::run_reference(*plain, inputs);
-  EXPECT_TRUE(close_enough(got[0], want[0], 1e-6, 1e-7));
-  EXPECT_TRUE(close_enough(got[1], want[1], 0, 0));
+  for (const auto& result : {got, after_failure}) {
+    EXPECT_TRUE(close_enough(result[0], want[0], 1e-6, 1e-7));
+    EXPECT_TRUE(close_enough(result[1], want[1], 0, 0));
+  }
   if (!cache.cpu_key(lower_body(*plain).ir).empty() && !std::getenv("GRAFT_JIT")) {
     EXPECT_NE(err.find("JIT compilation of a fused kernel failed"), std::string::npos) << err;
     size_t first = err.find("warning");
     EXPECT_EQ(err.find("warning", first + 1), std::string::npos) << "warned twice: " << err;
   }
+}
+
+// Fused modules get a runner that interprets until the background compile
+// has finished (and compiles only once a run has finished); before and after,
+// it computes what the reference does. A runner destroyed with its compile
+// still queued or running neither hangs nor leaves the compile behind.
+TEST(FuseBackend, BackgroundCompiledRunnerSwitchesToTheKernel) {
+  CompileCache& cache = CompileCache::global();
+  cache.clear_memory();
+  auto plain = sample_graph(3);
+  codegen::LoweredKernel kernel = lower_body(*plain);
+  std::vector<Tensor> inputs = {random_of(DType::float32, {3, 1, 5}, 5), random_of(DType::float32, {4, 1}, 6)};
+  std::vector<Tensor> want = graft::testing::run_reference(*plain, inputs);
+  runtime::BufferPool pool;
+  auto runner = cache.cpu_runner_in_background(kernel.ir);
+  std::string before_kind = runner->kind();
+  std::vector<Tensor> before = run_kernel(kernel.ir, *runner, inputs, pool);
+  cache.wait_for_background_compiles();
+  std::vector<Tensor> after = run_kernel(kernel.ir, *runner, inputs, pool);
+  for (const auto& got : {before, after}) {
+    EXPECT_TRUE(close_enough(got[0], want[0], 1e-5, 1e-6));
+    EXPECT_TRUE(close_enough(got[1], want[1], 0, 0));
+  }
+  bool jit = !cache.cpu_key(kernel.ir).empty() && !std::getenv("GRAFT_JIT");
+  if (jit) EXPECT_STREQ(runner->kind(), "llvm") << "before: " << before_kind;
+  for (int i = 0; i < 20; ++i) {
+    cache.clear_memory();
+    auto discarded = cache.cpu_runner_in_background(kernel.ir);
+  }
+  cache.wait_for_background_compiles();
 }
 
 TEST(FuseBackend, JitDisabledByEnvironmentUsesInterpreter) {

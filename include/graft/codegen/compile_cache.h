@@ -47,14 +47,6 @@ bool jit_enabled_by_environment();
 /// GRAFT_CACHE_DIR when it is not a directory or cannot be created.
 std::optional<std::string> cache_directory_from_environment();
 
-/// Starts making the LLVM JIT ready (loading its plugin and libLLVM, setting
-/// up the host target: 15-25 ms) on a background thread, once per process,
-/// unless GRAFT_JIT disables it. For callers that know fused kernels will be
-/// compiled soon (a Session that fused nodes, an artifact with `fuse`
-/// modules): the first compile then waits only for what is left. The thread
-/// is joined at exit.
-void warm_up_cpu_jit();
-
 /// The process-wide cache of compiled CPU kernels.
 class CompileCache {
  public:
@@ -65,6 +57,22 @@ class CompileCache {
   /// kernel from memory, disk or a fresh compile, or the interpreter when the
   /// JIT is disabled, unavailable or fails.
   std::shared_ptr<const KernelRunner> cpu_runner(const KernelIR& ir);
+  /// What fused modules use: a runner that interprets `ir` until cpu_runner()
+  /// has produced its kernel on a background thread (loading LLVM and
+  /// compiling: 5-30 ms the first run of a process would otherwise wait for),
+  /// and runs that kernel from then on. Background compiles start once
+  /// start_background_compiles() was called (Session::run calls it when a
+  /// run has finished: the first run has the cores to itself). Environment
+  /// errors (GRAFT_JIT, GRAFT_CACHE_DIR) are thrown here, not in the
+  /// background. Destroying the runner cancels its compile if it has not
+  /// started and waits for it if it has.
+  std::shared_ptr<const KernelRunner> cpu_runner_in_background(const KernelIR& ir);
+  /// Lets queued and future background compiles run (from now on, for the
+  /// rest of the process).
+  void start_background_compiles();
+  /// Starts background compiles and blocks until every one queued so far has
+  /// finished (tests and benchmarks that count compiles or need the kernel).
+  void wait_for_background_compiles();
   /// The cache key of `ir` on the CPU target (hex), or "" without a JIT.
   std::string cpu_key(const KernelIR& ir) const;
 
