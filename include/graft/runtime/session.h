@@ -69,7 +69,10 @@ class Session {
 
   const std::vector<ValueInfo>& inputs() const { return inputs_; }
   const std::vector<ValueInfo>& outputs() const { return outputs_; }
-  /// The prepared graph (after passes).
+  /// The prepared graph (after passes). With fixed input shapes, weights that
+  /// only dnnl reads, in converted form, are released after the first run:
+  /// their Constant values then read as zeros (Storage::is_placeholder();
+  /// set_weight still replaces them whole).
   const ir::Graph& graph() const { return *graph_; }
   int num_threads() const { return num_threads_; }
   /// Number of distinct input-shape signatures planned so far.
