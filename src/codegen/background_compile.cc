@@ -1,8 +1,9 @@
 // Compiling fused kernels off the critical path (CompileCache::
 // cpu_runner_in_background). One worker thread per process takes compile
-// jobs in order, once start_background_compiles() was called (a first run
-// is interpreted with every core to itself: a compile competing with it
-// stalls its OpenMP barriers, which cost more than the compile saves); each job calls CompileCache::cpu_runner (memory, disk or
+// jobs in order. The first start_background_compiles() (the end of a first
+// run) lets it load the JIT, a later one lets it compile: a first run is
+// interpreted with every core to itself (loading LLVM or compiling beside it
+// stalls its OpenMP barriers, which costs more than it saves); each job calls CompileCache::cpu_runner (memory, disk or
 // LLVM, the interpreter on failure) and hands the result to the runner that
 // queued it, which interprets until then. The switch is one way, so a run
 // sees the interpreter, then the compiled kernel, never back: within one run
@@ -11,7 +12,13 @@
 //
 // Lifetimes: a runner owns its job's state; destroying the runner cancels a
 // job that has not started and waits for one that has, so a Session that is
-// destroyed leaves no compile behind. The worker is joined at exit.
+// destroyed leaves no compile behind. For one that is not (leaked, or global)
+// the worker is stopped and joined at exit before LLVM's static objects are
+// destroyed: it loads the LLVM plugin before its first job and only then
+// registers that exit handler, which therefore runs first (exit handlers run
+// in reverse order of registration, static destructors included); and no
+// compile starts before a start call that came after that registration, so
+// a process that exits while the plugin is still loading never compiles.
 #include <condition_variable>
 #include <cstdlib>
 #include <deque>
@@ -21,6 +28,7 @@
 
 #include "graft/codegen/compile_cache.h"
 #include "graft/codegen/interpreter.h"
+#include "llvm_jit.h"
 
 namespace graft::codegen {
 
@@ -46,35 +54,68 @@ class BackgroundCompiler {
 
   void enqueue(std::shared_ptr<CompileJob> job) {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) return;  // exiting: the job's runner keeps interpreting
     if (!worker_.joinable()) worker_ = std::thread([this] { work(); });
     queue_.push_back(std::move(job));
     wake_.notify_one();
   }
 
+  /// The first call lets the worker load the JIT; a call after it has loaded
+  /// lets compiles run. (A run's end calls this: the JIT loads beside the
+  /// second run, compiles run beside the third and later ones.)
   void start() {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (started_) return;
-    started_ = true;
+    if (!load_requested_) {
+      load_requested_ = true;
+    } else if (jit_loaded_ && !started_) {
+      started_ = true;
+    } else {
+      return;
+    }
     wake_.notify_all();
   }
 
   void wait_idle() {
-    start();
     std::unique_lock<std::mutex> lock(mutex_);
-    idle_.wait(lock, [&] { return queue_.empty() && !busy_; });
+    if (!worker_.joinable()) return;  // nothing was ever queued
+    load_requested_ = true;
+    wake_.notify_all();
+    loaded_.wait(lock, [&] { return jit_loaded_ || stopping_; });
+    started_ = true;
+    wake_.notify_all();
+    idle_.wait(lock, [&] { return (queue_.empty() && !busy_) || stopping_; });
   }
 
-  ~BackgroundCompiler() {
+  ~BackgroundCompiler() { stop(); }
+
+ private:
+  /// Stops the worker after its current job and joins it (idempotent).
+  void stop() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
       stopping_ = true;
     }
     wake_.notify_all();
-    if (worker_.joinable()) worker_.join();
+    std::lock_guard<std::mutex> join_lock(join_mutex_);
+    if (worker_.joinable() && worker_.get_id() != std::this_thread::get_id()) worker_.join();
   }
 
- private:
   void work() {
+    {
+      std::unique_lock<std::mutex> lock(mutex_);
+      wake_.wait(lock, [&] { return stopping_ || load_requested_; });
+      if (stopping_) return;
+    }
+    try {
+      llvm_jit_available();  // loads the plugin now, so that the exit handler below is registered after it
+    } catch (...) {
+    }
+    std::atexit([] { instance().stop(); });
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      jit_loaded_ = true;
+      loaded_.notify_all();
+    }
     for (;;) {
       std::shared_ptr<CompileJob> job;
       {
@@ -115,10 +156,13 @@ class BackgroundCompiler {
   }
 
   std::mutex mutex_;
-  std::condition_variable wake_, idle_;
+  std::mutex join_mutex_;
+  std::condition_variable wake_, idle_, loaded_;
   std::deque<std::shared_ptr<CompileJob>> queue_;
   bool busy_ = false;
-  bool started_ = false;  // a run has finished: compiles no longer take cores from a first run
+  bool load_requested_ = false;  // a run has finished: the worker may load the JIT
+  bool jit_loaded_ = false;      // the worker loaded the JIT and registered its exit handler
+  bool started_ = false;     // a run finished after that: compiles no longer take cores from a first run
   bool stopping_ = false;
   std::thread worker_;
 };
