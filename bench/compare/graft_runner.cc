@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "graft/codegen/compile_cache.h"
 #include "graft/core/error.h"
 #include "graft/runtime/session.h"
 
@@ -116,6 +117,10 @@ int serve(int argc, char** argv) {
   double first_run_ms = ms_since(first);
   double first_inference_ms = ms_since(start);
   const long first_run_peak_rss = peak_rss_kb();
+  // Fused kernels compile in the background once the first run (which
+  // interpreted them) is done: finish that before the harness's warm-up and
+  // timed runs, as the other runtimes finish their lazy work in warm-up.
+  graft::codegen::CompileCache::global().wait_for_background_compiles();
 
   json described = json::array();
   for (size_t i = 0; i < outputs.size(); ++i) {
