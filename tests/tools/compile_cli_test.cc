@@ -99,6 +99,11 @@ TEST_F(CompileCliTest, DamagedArtifactsAreOneLineErrors) {
   Result symbolic = graft("compile " + path("mlp.onnx") + " -o " + path("s.graft"));
   EXPECT_EQ(symbolic.exit_code, 2);
   EXPECT_NE(symbolic.err.find("--shape input="), std::string::npos) << symbolic.err;
+  // --backends is read as graft run and graft partition read it: an empty name is an error, not skipped.
+  Result empty_name = graft("compile " + path("mlp.onnx") + " -o " + path("e.graft") + " --shape input=1,784 --backends ref,,dnnl");
+  EXPECT_EQ(empty_name.exit_code, 2);
+  EXPECT_NE(empty_name.err.find("--backends 'ref,,dnnl' has an empty name"), std::string::npos) << empty_name.err;
+  EXPECT_FALSE(fs::exists(dir_ / "e.graft"));
 }
 
 }  // namespace

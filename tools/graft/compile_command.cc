@@ -5,7 +5,6 @@
 // writes the C that the ccodegen backend generated, one file per subgraph.
 #include <iostream>
 #include <map>
-#include <sstream>
 
 #include "artifact_info.h"
 #include "cli_support.h"
@@ -34,12 +33,7 @@ int compile_model(const CompileCommandOptions& options) {
     if (!compile.input_shapes.emplace(name, parse_dims(dims, "--shape " + name)).second)
       fail(ErrorKind::invalid_argument, "--shape given twice for '", name, "'");
   }
-  if (!options.backends.empty()) {
-    std::stringstream list(options.backends);
-    std::string name;
-    while (std::getline(list, name, ','))
-      if (!name.empty()) compile.session.backends.push_back(name);
-  }
+  if (!options.backends.empty()) compile.session.backends = parse_name_list(options.backends, "--backends");
   compile.session.fusion = parse_on_off(options.fusion, "--fusion");
   if (!options.threads.empty()) compile.session.num_threads = parse_thread_count(options.threads, "--threads");
   compile.session.emit_source_dir = options.emit_c;
