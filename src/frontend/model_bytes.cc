@@ -126,6 +126,25 @@ void append(const ByteSource& source, const Field& f, std::string& out) {
   source.read(f.begin, out.data() + old, static_cast<size_t>(f.end - f.begin));
 }
 
+/// Splits the message in [begin, end) into the fields numbered `wanted`, each
+/// handed to `take`, and the others, appended to `rest` in their order. False
+/// when the bytes are unreadable, a wanted field is not length-delimited, or
+/// `take` returns false (then the caller leaves the message to protobuf).
+template <typename Take>
+bool split_fields(const ByteSource& source, uint64_t begin, uint64_t end, uint64_t wanted, std::string& rest, Take take) {
+  Field f;
+  Next next;
+  for (uint64_t pos = begin; (next = next_field(source, pos, end, f)) != Next::end;) {
+    if (next == Next::unreadable) return false;
+    if (f.number != wanted) {
+      append(source, f, rest);
+      continue;
+    }
+    if (f.wire != kWireLengthDelimited || !take(f)) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 bool parse_model_skipping_raw_data(const ByteSource& source, ModelWithoutRawData& out) {
@@ -133,41 +152,23 @@ bool parse_model_skipping_raw_data(const ByteSource& source, ModelWithoutRawData
   std::vector<std::string> initializers;
   std::vector<std::optional<RawDataSlice>> raw_data;
   bool have_graph = false;
-  Field f;
-  uint64_t pos = 0;
-  for (Next next; (next = next_field(source, pos, source.size(), f)) != Next::end;) {
-    if (next == Next::unreadable) return false;
-    if (f.number != kModelGraphField) {
-      append(source, f, model_rest);
-      continue;
-    }
-    // A graph given twice would be merged by protobuf: leave that to it.
-    if (f.wire != kWireLengthDelimited || have_graph) return false;
+  bool readable = split_fields(source, 0, source.size(), kModelGraphField, model_rest, [&](const Field& graph) {
+    if (have_graph) return false;  // a graph given twice would be merged by protobuf: leave that to it
     have_graph = true;
-    Field g;
-    for (uint64_t gpos = f.payload; (next = next_field(source, gpos, f.end, g)) != Next::end;) {
-      if (next == Next::unreadable) return false;
-      if (g.number != kGraphInitializerField) {
-        append(source, g, graph_rest);
-        continue;
-      }
-      if (g.wire != kWireLengthDelimited) return false;
+    return split_fields(source, graph.payload, graph.end, kGraphInitializerField, graph_rest, [&](const Field& tensor) {
       std::string rest;
       std::optional<RawDataSlice> raw;
-      Field t;
-      for (uint64_t tpos = g.payload; (next = next_field(source, tpos, g.end, t)) != Next::end;) {
-        if (next == Next::unreadable) return false;
-        if (t.number != kTensorRawDataField) {
-          append(source, t, rest);
-          continue;
-        }
-        if (t.wire != kWireLengthDelimited) return false;
-        raw = RawDataSlice{&source, t.payload, t.end - t.payload};  // the last one wins, as in protobuf
-      }
+      if (!split_fields(source, tensor.payload, tensor.end, kTensorRawDataField, rest, [&](const Field& bytes) {
+            raw = RawDataSlice{&source, bytes.payload, bytes.end - bytes.payload};  // the last one wins, as in protobuf
+            return true;
+          }))
+        return false;
       initializers.push_back(std::move(rest));
       raw_data.push_back(raw);
-    }
-  }
+      return true;
+    });
+  });
+  if (!readable) return false;
   onnx::ModelProto model;
   if (!model.ParseFromString(model_rest)) return false;
   if (have_graph) {
