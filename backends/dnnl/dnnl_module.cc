@@ -11,11 +11,11 @@
 #include <algorithm>
 #include <cstdlib>
 #include <map>
-#include <set>
-#include <tuple>
 #include <ostream>
+#include <set>
 #include <unordered_map>
 
+#include "../../src/runtime/tensor_bytes_key.h"
 #include "dnnl_threads.h"
 #include "graft/core/error.h"
 #include "graft/runtime/module_stream.h"
@@ -116,25 +116,24 @@ std::vector<Tensor> DnnlModule::superseded_constants() const {
   // scalars (the program builder reads those while it builds) and every
   // source of a converted weight that has one of those among its sources:
   // re-converting it after a change needs them all.
-  auto key = [](const Tensor& t) { return std::tuple(t.storage().get(), t.byte_offset(), t.nbytes()); };
-  std::set<std::tuple<const Storage*, size_t, size_t>> read_directly;
+  std::set<runtime::TensorBytesKey> read_directly;
   for (const Step& step : program_.steps)
     for (const auto& [arg, slot] : step.args) {
       const Slot& root = program_.slots[program_.slots[slot].root >= 0 ? program_.slots[slot].root : slot];
       if (root.kind != SlotKind::weight || !program_.weights[root.index].identity) continue;
       for (const WeightSource& s : program_.weights[root.index].sources)
-        if (s.input < 0) read_directly.insert(key(s.constant));
+        if (s.input < 0) read_directly.insert(runtime::tensor_bytes_key(s.constant));
     }
   std::vector<Tensor> superseded;
-  std::set<std::tuple<const Storage*, size_t, size_t>> listed;
+  std::set<runtime::TensorBytesKey> listed;
   for (uint32_t w : storable_weights()) {
     const Weight& weight = program_.weights[w];
     bool all = true;
     for (const WeightSource& s : weight.sources)
-      all = all && s.constant.numel() > 1 && !read_directly.count(key(s.constant));
+      all = all && s.constant.numel() > 1 && !read_directly.count(runtime::tensor_bytes_key(s.constant));
     if (!all) continue;
     for (const WeightSource& s : weight.sources)
-      if (listed.insert(key(s.constant)).second) superseded.push_back(s.constant);
+      if (listed.insert(runtime::tensor_bytes_key(s.constant)).second) superseded.push_back(s.constant);
   }
   return superseded;
 }

@@ -21,6 +21,7 @@
 
 #include "artifact_checksum.h"
 #include "artifact_format.h"
+#include "tensor_bytes_key.h"
 #include "graft/runtime/artifact.h"
 #include "graft/runtime/cpu_features.h"
 
@@ -30,9 +31,7 @@ namespace af = artifact_format;
 
 namespace {
 
-/// Identifies a tensor's bytes: the clones of a graph share storage.
-using DataKey = std::tuple<const void*, size_t, size_t>;
-DataKey data_key_of(const Tensor& t) { return {t.storage().get(), t.byte_offset(), t.nbytes()}; }
+using DataKey = TensorBytesKey;
 
 class WeightTable {
  public:
@@ -43,7 +42,7 @@ class WeightTable {
     if (!t.is_defined()) return af::kNoWeight;
     if (!dtype_is_storable(t.dtype()) || dtype_size(t.dtype()) == 0)
       fail(ErrorKind::unsupported, "artifacts cannot store tensors of dtype ", dtype_name(t.dtype()));
-    DataKey data_key = data_key_of(t);
+    DataKey data_key = tensor_bytes_key(t);
     auto data = data_index_.find(data_key);
     size_t data_id;
     if (data != data_index_.end()) {
@@ -187,7 +186,7 @@ class GraphEncoder {
       w_.str(n.output_names[i]);
     }
     w_.put<uint32_t>(weights_.id_of(n.constant_value, superseded_here_ && n.constant_value.is_defined() &&
-                                                          superseded_here_->count(data_key_of(n.constant_value))));
+                                                          superseded_here_->count(tensor_bytes_key(n.constant_value))));
     w_.put<uint32_t>(static_cast<uint32_t>(n.attributes.all().size()));
     for (const auto& [name, value] : n.attributes.all()) {
       w_.str(name);
@@ -264,7 +263,7 @@ std::string serialize_artifact(const ir::Graph& planned, const ModuleTable& modu
   for (const auto& node : planned.nodes()) {
     if (!is_compiled_node(*node) || !module_tensors) continue;
     std::set<DataKey> keys;
-    for (const Tensor& t : module_of(*node)->superseded_constants()) keys.insert(data_key_of(t));
+    for (const Tensor& t : module_of(*node)->superseded_constants()) keys.insert(tensor_bytes_key(t));
     if (!keys.empty()) superseded.emplace(node.get(), std::move(keys));
   }
   WeightTable weights;

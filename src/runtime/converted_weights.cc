@@ -5,18 +5,17 @@
 // whose module supersedes exactly that tensor.
 #include "converted_weights.h"
 
+#include "tensor_bytes_key.h"
+
 #include <cstdint>
 #include <map>
 #include <set>
-#include <tuple>
 #include <variant>
 
 namespace graft::runtime {
 
 namespace {
 
-using TensorKey = std::tuple<const Storage*, size_t, size_t>;
-TensorKey key_of(const Tensor& t) { return {t.storage().get(), t.byte_offset(), t.nbytes()}; }
 
 class OccurrenceWalk {
  public:
@@ -24,19 +23,19 @@ class OccurrenceWalk {
 
   /// `owner`: the compiled node whose body `g` is (nullptr elsewhere), and
   /// `superseded` what its module supersedes.
-  void graph(const ir::Graph& g, const ir::Node* owner, const std::set<TensorKey>* superseded, int depth) {
+  void graph(const ir::Graph& g, const ir::Node* owner, const std::set<TensorBytesKey>* superseded, int depth) {
     for (const auto& node : g.nodes()) {
       if (node->constant_value.is_defined()) {
         const Tensor& t = node->constant_value;
         bool whole = t.byte_offset() == 0 && t.nbytes() == t.storage()->nbytes();
-        occurrence(t, superseded && whole && superseded->count(key_of(t)) ? owner : nullptr);
+        occurrence(t, superseded && whole && superseded->count(tensor_bytes_key(t)) ? owner : nullptr);
       }
       for (const auto& [name, value] : node->attributes.all()) attribute(value, depth);
       if (!node->subgraph) continue;
-      const std::set<TensorKey>* body_superseded = nullptr;
-      std::set<TensorKey> keys;
+      const std::set<TensorBytesKey>* body_superseded = nullptr;
+      std::set<TensorBytesKey> keys;
       if (depth == 0 && is_compiled_node(*node) && node->index() < modules_.size() && modules_[node->index()]) {
-        for (const Tensor& t : modules_[node->index()]->superseded_constants()) keys.insert(key_of(t));
+        for (const Tensor& t : modules_[node->index()]->superseded_constants()) keys.insert(tensor_bytes_key(t));
         body_superseded = &keys;
       }
       graph(*node->subgraph, body_superseded ? node.get() : nullptr, body_superseded, depth + 1);
