@@ -65,6 +65,9 @@ class BackgroundCompiler {
   /// second run, compiles run beside the third and later ones.)
   void start() {
     std::lock_guard<std::mutex> lock(mutex_);
+    // Before anything was queued, a run's end says nothing about the first
+    // run of the session that will queue compiles.
+    if (!worker_.joinable()) return;
     if (!load_requested_) {
       load_requested_ = true;
     } else if (jit_loaded_ && !started_) {
