@@ -4,6 +4,7 @@
 // for a newer format, missing CPU features and a non-graft file.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <functional>
 
 #include <unistd.h>
@@ -63,11 +64,12 @@ std::string sha256(std::string_view bytes) {
 }
 
 /// The checksum as docs/artifact-format.md defines it, written again here
-/// from the document: format 1 hashes the bytes; format 2 hashes the SHA-256
-/// digests of their 4 MiB chunks, in order.
+/// from the document: format 1 hashes the bytes; formats 2 and 3 hash the
+/// SHA-256 digests of their 4 MiB chunks, in order; format 4 the same with
+/// 256 KiB chunks.
 std::string documented_checksum(std::string_view body, uint32_t version) {
   if (version == 1) return sha256(body);
-  const size_t chunk = size_t{4} << 20;
+  const size_t chunk = version < 4 ? size_t{4} << 20 : size_t{256} << 10;
   std::string digests;
   for (size_t offset = 0; offset < body.size() || offset == 0; offset += chunk) {
     digests += sha256(body.substr(offset, std::min(chunk, body.size() - offset)));
@@ -81,7 +83,8 @@ std::string documented_checksum(std::string_view body, uint32_t version) {
 void fix_checksum(std::string& bytes) {
   uint32_t version = 0;
   std::memcpy(&version, bytes.data() + 8, 4);
-  std::string digest = documented_checksum(std::string_view(bytes).substr(0, bytes.size() - 32), version == 1 ? 1 : 2);
+  version = std::clamp<uint32_t>(version, 1, runtime::kArtifactFormatVersion);
+  std::string digest = documented_checksum(std::string_view(bytes).substr(0, bytes.size() - 32), version);
   std::memcpy(bytes.data() + bytes.size() - 32, digest.data(), 32);
 }
 
@@ -323,26 +326,38 @@ TEST(Artifact, NewerFormatVersionHasItsOwnMessage) {
 }
 
 // The checksum is the documented two-level SHA-256 (independently recomputed
-// here) for a file of several chunks; damage in any chunk changes it.
+// here) for files of many chunks, with and without a partial last chunk and
+// a partial last batch of sixteen; damage in any chunk changes it.
 TEST(Artifact, ChecksumIsTheDocumentedHashTree) {
-  std::string body((size_t{9} << 20) + 5, '\0');
   std::mt19937_64 random(3);
+  for (size_t size : {size_t{0}, size_t{1000}, (size_t{9} << 20) + 5, (size_t{8} << 20), (size_t{4} << 20) * 3 + 77}) {
+    std::string body(size, '\0');
+    for (char& c : body) c = static_cast<char>(random());
+    auto flat = runtime::artifact_format::artifact_checksum(reinterpret_cast<const uint8_t*>(body.data()), body.size(), 1);
+    EXPECT_EQ(std::string(reinterpret_cast<const char*>(flat.data()), 32), sha256(body));
+    for (uint32_t version : {2u, 3u, 4u}) {
+      auto tree =
+          runtime::artifact_format::artifact_checksum(reinterpret_cast<const uint8_t*>(body.data()), body.size(), version);
+      std::string got(reinterpret_cast<const char*>(tree.data()), 32);
+      EXPECT_EQ(got, documented_checksum(body, version)) << size << " bytes, format " << version;
+      EXPECT_NE(got, sha256(body));
+    }
+  }
+  std::string body((size_t{9} << 20) + 5, '\0');
   for (char& c : body) c = static_cast<char>(random());
-  auto tree = runtime::artifact_format::artifact_checksum(reinterpret_cast<const uint8_t*>(body.data()), body.size(), 2);
-  std::string got(reinterpret_cast<const char*>(tree.data()), 32);
-  EXPECT_EQ(got, documented_checksum(body, 2));
-  EXPECT_NE(got, sha256(body));
-  auto flat = runtime::artifact_format::artifact_checksum(reinterpret_cast<const uint8_t*>(body.data()), body.size(), 1);
-  EXPECT_EQ(std::string(reinterpret_cast<const char*>(flat.data()), 32), sha256(body));
-  for (size_t at : {size_t{0}, (size_t{4} << 20) + 1, body.size() - 1}) {
+  std::string got = documented_checksum(body, 4);
+  for (size_t at : {size_t{0}, (size_t{4} << 20) + 1, (size_t{256} << 10) * 17 + 3, body.size() - 1}) {
     std::string damaged = body;
     damaged[at] = static_cast<char>(damaged[at] ^ 1);
-    EXPECT_NE(documented_checksum(damaged, 2), got) << at;
+    auto tree = runtime::artifact_format::artifact_checksum(reinterpret_cast<const uint8_t*>(damaged.data()),
+                                                            damaged.size(), 4);
+    EXPECT_NE(std::string(reinterpret_cast<const char*>(tree.data()), 32), got) << at;
   }
 }
 
-// Artifacts of formats 1 (a flat SHA-256) and 2 (no module tensors) still
-// load and run; those formats cannot hold dnnl's converted weights.
+// Artifacts of formats 1 (a flat SHA-256), 2 (no module tensors) and 3
+// (4 MiB checksum chunks) still load and run; formats 1 and 2 cannot hold
+// dnnl's converted weights.
 TEST(Artifact, OlderFormatArtifactsStillLoad) {
   runtime::SessionOptions options;
   options.num_threads = 2;
@@ -350,7 +365,7 @@ TEST(Artifact, OlderFormatArtifactsStillLoad) {
   runtime::Session compiled(frontend::load_onnx_from_memory(zoo::build_zoo_model("mlp", 1)), options);
   runtime::Session::PlannedGraph plan = compiled.plan_for_types({ValueType::of(DType::float32, {2, 784})});
   Tensor x = random_tensor({2, 784}, 4);
-  for (uint32_t version : {1u, 2u}) {
+  for (uint32_t version : {1u, 2u, 3u}) {
     std::string bytes = runtime::serialize_artifact(*plan.graph, plan.modules, version);
     uint32_t written = 0;
     std::memcpy(&written, bytes.data() + 8, 4);

@@ -29,7 +29,7 @@ namespace graft::runtime {
 /// The 8 bytes every artifact starts with.
 inline constexpr char kArtifactMagic[8] = {'G', 'R', 'A', 'F', 'T', 'A', 'R', 'T'};
 /// The format version this graft writes, and the newest it reads.
-inline constexpr uint32_t kArtifactFormatVersion = 3;
+inline constexpr uint32_t kArtifactFormatVersion = 4;
 /// Size of the fixed header, and of the SHA-256 at the end of the file.
 inline constexpr size_t kArtifactHeaderSize = 128;
 inline constexpr size_t kArtifactChecksumSize = 32;
