@@ -24,6 +24,7 @@ struct DnnlModuleStats {
   int serial_primitives = 0;       ///< primitives small enough to run on one thread (no parallel region)
   int reference_primitives = 0;    ///< primitives oneDNN runs with its slow reference code ("ref:" implementations)
   int jit_gemm_matmuls = 0;        ///< matmuls on oneDNN's jit gemm fallback ("gemm:jit"), whose kernels are generated on first use
+  int winograd_convolutions = 0;   ///< convolutions on a Winograd implementation ("jit_wino_...", "jit_fp32_wino_...")
 };
 
 /// The statistics of a module the dnnl backend compiled. Throws

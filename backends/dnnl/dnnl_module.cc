@@ -56,6 +56,7 @@ DnnlModuleStats DnnlModule::stats() const {
     s.serial_primitives += step.threads == 1;
     s.reference_primitives += step.implementation.rfind("ref", 0) == 0;
     s.jit_gemm_matmuls += step.implementation.rfind("gemm:jit", 0) == 0;
+    s.winograd_convolutions += step.implementation.find("wino") != std::string::npos;
   }
   return s;
 }

@@ -3,6 +3,7 @@
 #include <functional>
 
 #include "dnnl_test_util.h"
+#include "graft/runtime/cpu_features.h"
 #include "support/scoped_env.h"
 
 namespace graft::testing {
@@ -389,6 +390,32 @@ TEST(DnnlLayouts, AttentionProductsOfTransposedHeadsUseBrgemm) {
   auto stats = c.check({c.op("MatMul", {probs, v})});
   EXPECT_EQ(stats.jit_gemm_matmuls, 0);
   EXPECT_EQ(stats.reference_primitives, 0);
+}
+
+// Stride-1 3x3 convolutions with a large output run on Winograd where
+// oneDNN has it (AVX-512 machines), with their post-ops (ReLU, residual sum);
+// small outputs, strided and grouped ones stay direct. Results match the
+// reference kernels within 1e-4 either way.
+TEST(DnnlConv, LargeStrideOne3x3ConvolutionsUseWinograd) {
+  Case c;
+  Value x = c.input({1, 32, 28, 28});
+  Value conv = c.op("Conv", {x, c.constant({32, 32, 3, 3}), c.constant({32})}, ints("pads", {1, 1, 1, 1}));
+  Value conv2 = c.op("Conv", {c.op("Relu", {conv}), c.constant({32, 32, 3, 3})}, ints("pads", {1, 1, 1, 1}));
+  Value out = c.op("Relu", {c.op("Add", {conv2, conv})});
+  auto stats = c.check({out});
+  const uint64_t avx512_core = static_cast<uint64_t>(runtime::CpuFeature::avx512f) |
+                               static_cast<uint64_t>(runtime::CpuFeature::avx512bw) |
+                               static_cast<uint64_t>(runtime::CpuFeature::avx512vl);
+  if ((runtime::host_cpu_features() & avx512_core) == avx512_core)
+    EXPECT_EQ(stats.winograd_convolutions, 2);
+  EXPECT_EQ(stats.fused_nodes, 2);  // Add, Relu on the second (the first one's value is read twice)
+
+  Case small;
+  Value y = small.input({1, 32, 14, 14});
+  Value direct = small.op("Conv", {y, small.constant({32, 32, 3, 3})}, ints("pads", {1, 1, 1, 1}));
+  Value strided = small.op("Conv", {small.input({1, 32, 58, 58}), small.constant({32, 32, 3, 3})},
+                           all({ints("pads", {1, 1, 1, 1}), ints("strides", {2, 2})}));
+  EXPECT_EQ(small.check({direct, strided}).winograd_convolutions, 0);
 }
 
 // Steps whose estimated single-thread time is a few microseconds run without
