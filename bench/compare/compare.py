@@ -13,14 +13,15 @@ PyTorch). Each runtime then runs in its own fresh worker process
   runs at a time (rotating who goes first) until each has --runs timed runs;
   the median is reported. Every worker uses 2 threads, batch 1;
 * peak RSS: VmHWM of each worker process (/proc/PID/status) before it exits;
-* waiting: by default idle threads sleep (OMP_WAIT_POLICY=PASSIVE, ORT
-  allow_spinning=0), see --spin;
+* waiting: each runtime's default (idle threads spin-wait for a while, ORT
+  allow_spinning=1); --passive makes them sleep (OMP_WAIT_POLICY=PASSIVE,
+  ORT allow_spinning=0), for shared or loaded machines;
 * accuracy: max |output - PyTorch eager| / max |PyTorch eager| on the first
   output, for graft and for ONNX Runtime.
 
 Prints a markdown table and writes everything (all times) as JSON.
 
-    compare.py [--models a,b] [--runs 20] [--quick] [--backends dnnl,fuse]
+    compare.py [--models a,b] [--runs 20] [--quick] [--passive] [--backends dnnl,fuse]
                [--json out.json] [--workdir DIR]
 
 --backends is passed to graft_runner (SessionOptions::backends) and set as
@@ -439,11 +440,12 @@ def main():
                         help="pause after each turn so that the last runtime's idle threads stop spinning and go "
                              "to sleep before the next one runs (default: 20, with --spin 300: spinning workers of "
                              "the three processes otherwise compete for the 2 cores)")
-    parser.add_argument("--spin", action="store_true",
-                        help="let idle worker threads spin-wait (the runtimes' default; right on a quiet machine). "
-                             "Without it: OMP_WAIT_POLICY=PASSIVE (graft, PyTorch) and ORT allow_spinning=0, "
-                             "which a shared or loaded machine needs: there, spinning threads that wait at a "
-                             "barrier for a descheduled peer make runs 10-100x slower")
+    parser.add_argument("--passive", action="store_true",
+                        help="make idle worker threads sleep: OMP_WAIT_POLICY=PASSIVE (graft, PyTorch) and ORT "
+                             "allow_spinning=0, which a shared or loaded machine needs: there, spinning threads that "
+                             "wait at a barrier for a descheduled peer make runs 10-100x slower. Default: each "
+                             "runtime's own default, spin-waiting (right on a quiet machine)")
+    parser.add_argument("--spin", action="store_true", help="the default (kept for older command lines)")
     parser.add_argument("--quick", action="store_true", help="smoke test: 3 runs, 3 warm-ups, turns of 1")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--backends", default="", help="graft backends in priority order (also GRAFT_BACKENDS)")
@@ -454,6 +456,7 @@ def main():
     parser.add_argument("--json", default="", help="write all results here (default WORKDIR/compare.json)")
     parser.add_argument("--timeout", type=int, default=600, help="seconds a worker may take for one answer")
     args = parser.parse_args()
+    args.spin = not args.passive
     if args.gap_ms is None:
         args.gap_ms = 300.0 if args.spin else 20.0
     if args.quick:
