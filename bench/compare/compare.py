@@ -91,7 +91,28 @@ def model_builders():
                 h = h + self.cell(x[step], h)
             return h
 
-    return {
+    class Lstm(nn.Module):
+        """A 2-layer LSTM (hidden 256) over 32 steps of batch 8."""
+
+        def __init__(self):
+            super().__init__()
+            self.lstm = nn.LSTM(128, 256, num_layers=2)
+
+        def forward(self, x):
+            return self.lstm(x)[0]
+
+    class TorchvisionModels(dict):
+        """The models above, and any other torchvision classification model by
+        its function name (mobilenet_v3_large, regnet_y_400mf, convnext_tiny,
+        vit_b_16, ...) at 224x224: models this repository was not tuned on."""
+
+        def __missing__(self, name):
+            if not callable(getattr(torchvision.models, name, None)):
+                raise KeyError(name)
+            return vision(name)
+
+    return TorchvisionModels({
+        "lstm2_seq32": lambda: (Lstm(), (torch.randn(32, 8, 128),)),
         "resnet50": vision("resnet50"),
         "mobilenet_v2": vision("mobilenet_v2"),
         "squeezenet1_1": vision("squeezenet1_1"),
@@ -100,7 +121,15 @@ def model_builders():
         "inception_v3": vision("inception_v3", 299, init_weights=True),
         "bert4_seq128": lambda: (BertEncoder(), (torch.randn(1, 128, 768),)),
         "gru_cell_residual": lambda: (ResidualGru(), (torch.randn(2, 100, 500), torch.randn(100, 500))),
-    }
+    })
+
+
+def is_torchvision_model(name):
+    try:
+        import torchvision
+    except ImportError:
+        return False
+    return not name.startswith("_") and callable(getattr(torchvision.models, name, None))
 
 
 MODEL_NAMES = ["resnet50", "mobilenet_v2", "squeezenet1_1", "efficientnet_b0", "densenet121", "inception_v3",
@@ -468,8 +497,9 @@ def main():
     args.runtimes = [r for r in args.runtimes.split(",") if r]
     names = MODEL_NAMES if args.models == "all" else [m for m in args.models.split(",") if m]
     for name in names:
-        if name not in MODEL_NAMES:
-            print("unknown model '%s' (known: %s)" % (name, ", ".join(MODEL_NAMES)), file=sys.stderr)
+        if name not in MODEL_NAMES and name != "lstm2_seq32" and not is_torchvision_model(name):
+            print("unknown model '%s' (known: %s, lstm2_seq32, or a torchvision.models function name)"
+                  % (name, ", ".join(MODEL_NAMES)), file=sys.stderr)
             return 2
     for r in args.runtimes:
         if r not in RUNTIMES:
