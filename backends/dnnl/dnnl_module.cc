@@ -54,7 +54,7 @@ DnnlModuleStats DnnlModule::stats() const {
   s.arena_bytes = program_.arena_bytes;
   for (const Step& step : program_.steps) {
     s.serial_primitives += step.threads == 1;
-    s.reference_primitives += step.implementation.rfind("ref", 0) == 0;
+    s.reference_primitives += step.implementation.rfind("ref:", 0) == 0;  // not "ref", oneDNN's gemm-based RNN
     s.jit_gemm_matmuls += step.implementation.rfind("gemm:jit", 0) == 0;
     s.winograd_convolutions += step.implementation.find("wino") != std::string::npos;
   }

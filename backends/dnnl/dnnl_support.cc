@@ -269,6 +269,45 @@ SupportResult check_gather(const ir::Node& node) {
   return SupportResult::yes();
 }
 
+// ONNX LSTM and GRU on oneDNN's LSTM, GRU and linear-before-reset GRU: one
+// direction, the default activations, weights known at compile time, no
+// per-sequence lengths, no peepholes, clipping or coupled input-forget gate.
+SupportResult check_recurrent(const ir::Node& node) {
+  const bool lstm = node.op_type() == "LSTM";
+  const int64_t gates = lstm ? 4 : 3;
+  std::string direction = node.attributes.get_string("direction", "forward");
+  if (direction != "forward" && direction != "reverse") return SupportResult::no("direction " + direction);
+  if (node.attributes.has("clip")) return SupportResult::no("clip");
+  if (node.attributes.get_int("input_forget", 0) != 0) return SupportResult::no("input_forget");
+  if (node.attributes.get_int("layout", 0) != 0) return SupportResult::no("layout 1 (batch first)");
+  if (node.attributes.has("activations")) {
+    std::vector<std::string> defaults = lstm ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+                                             : std::vector<std::string>{"Sigmoid", "Tanh"};
+    if (node.attributes.get_strings("activations") != defaults) return SupportResult::no("activations other than the defaults");
+  }
+  // Weights are converted when first seen and again when their version
+  // changes: constants or graph inputs, not values computed in the graph.
+  auto is_weight = [&](size_t i) { return is_constant_input(node, i) || node.inputs[i].node->op_type() == "Input"; };
+  if (!is_weight(1) || !is_weight(2)) return SupportResult::no("W and R must be constants or graph inputs");
+  if (has_input(node, 3) && !is_weight(3)) return SupportResult::no("B must be a constant or a graph input");
+  if (has_input(node, 4)) return SupportResult::no("sequence_lens");
+  if (lstm && has_input(node, 7)) return SupportResult::no("peepholes (P)");
+  if (rank_of(node, 0) != 3 || !all_known(input_type(node, 0).dims)) return SupportResult::no("X must be 3-D, shape known");
+  const ir::ValueType& w = input_type(node, 1);
+  const ir::ValueType& r = input_type(node, 2);
+  if (w.dims.size() != 3 || r.dims.size() != 3 || w.dims[0].value != 1 || w.dims[1].value % gates != 0)
+    return SupportResult::no("W and R must be [1, gates*hidden, ...]");
+  int64_t hidden = w.dims[1].value / gates;
+  if (node.attributes.get_int("hidden_size", hidden) != hidden || r.dims[1].value != gates * hidden ||
+      r.dims[2].value != hidden || w.dims[2].value != input_type(node, 0).dims[2].value)
+    return SupportResult::no("W and R do not match hidden_size and the input size");
+  if (has_input(node, 3) && (rank_of(node, 3) != 2 || input_type(node, 3).dims[1].value != 2 * gates * hidden))
+    return SupportResult::no("B must be [1, 2*gates*hidden]");
+  for (size_t i : {size_t{5}, size_t{6}})
+    if (has_input(node, i) && rank_of(node, i) != 3) return SupportResult::no("initial states must be 3-D");
+  return SupportResult::yes();
+}
+
 SupportResult always(const ir::Node&) { return SupportResult::yes(); }
 
 using Checker = std::function<SupportResult(const ir::Node&)>;
@@ -310,6 +349,8 @@ const std::map<std::string, Checker>& checkers() {
       {"Slice", check_slice},
       {"Split", check_split},
       {"Gather", check_gather},
+      {"LSTM", check_recurrent},
+      {"GRU", check_recurrent},
   };
   return table;
 }

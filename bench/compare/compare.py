@@ -101,6 +101,16 @@ def model_builders():
         def forward(self, x):
             return self.lstm(x)[0]
 
+    class Gru(nn.Module):
+        """A 2-layer GRU (hidden 256) over 32 steps of batch 8."""
+
+        def __init__(self):
+            super().__init__()
+            self.gru = nn.GRU(128, 256, num_layers=2)
+
+        def forward(self, x):
+            return self.gru(x)[0]
+
     class TorchvisionModels(dict):
         """The models above, and any other torchvision classification model by
         its function name (mobilenet_v3_large, regnet_y_400mf, convnext_tiny,
@@ -113,6 +123,7 @@ def model_builders():
 
     return TorchvisionModels({
         "lstm2_seq32": lambda: (Lstm(), (torch.randn(32, 8, 128),)),
+        "gru2_seq32": lambda: (Gru(), (torch.randn(32, 8, 128),)),
         "resnet50": vision("resnet50"),
         "mobilenet_v2": vision("mobilenet_v2"),
         "squeezenet1_1": vision("squeezenet1_1"),
@@ -497,8 +508,8 @@ def main():
     args.runtimes = [r for r in args.runtimes.split(",") if r]
     names = MODEL_NAMES if args.models == "all" else [m for m in args.models.split(",") if m]
     for name in names:
-        if name not in MODEL_NAMES and name != "lstm2_seq32" and not is_torchvision_model(name):
-            print("unknown model '%s' (known: %s, lstm2_seq32, or a torchvision.models function name)"
+        if name not in MODEL_NAMES and name not in ("lstm2_seq32", "gru2_seq32") and not is_torchvision_model(name):
+            print("unknown model '%s' (known: %s, lstm2_seq32, gru2_seq32, or a torchvision.models function name)"
                   % (name, ", ".join(MODEL_NAMES)), file=sys.stderr)
             return 2
     for r in args.runtimes:

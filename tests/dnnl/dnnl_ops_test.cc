@@ -2,6 +2,7 @@
 // kernels on the same graph and inputs (max relative error 1e-4).
 #include <functional>
 
+#include "../../backends/dnnl/dnnl_support.h"
 #include "dnnl_test_util.h"
 #include "graft/runtime/cpu_features.h"
 #include "support/scoped_env.h"
@@ -441,6 +442,62 @@ TEST(DnnlLayouts, BinaryOpsAvoidTheReferenceImplementation) {
   // The convolution's value is read twice: the Add cannot be its sum post-op.
   auto residual_stats = residual.check({residual.op("Add", {channels_last, depthwise}), residual.op("Relu", {depthwise})});
   EXPECT_EQ(residual_stats.reference_primitives, 0);
+}
+
+// LSTM on oneDNN's vanilla LSTM: forward with biases and initial states,
+// reverse with neither; all three outputs against the reference kernels.
+TEST(DnnlOps, Lstm) {
+  for (bool reverse : {false, true}) {
+    Case c;
+    const int64_t steps = 5, batch = 3, input_size = 6, hidden = 4;
+    std::vector<Value> in = {c.input({steps, batch, input_size}), c.constant({1, 4 * hidden, input_size}),
+                             c.constant({1, 4 * hidden, hidden})};
+    if (!reverse) {
+      in.push_back(c.constant({1, 8 * hidden}));
+      in.push_back(Value{});  // sequence_lens
+      in.push_back(c.input({1, batch, hidden}));
+      in.push_back(c.constant({1, batch, hidden}));
+    }
+    ir::Node* lstm = c.graph->add_node("LSTM", in, 3, "lstm");
+    lstm->attributes.set("hidden_size", hidden);
+    if (reverse) lstm->attributes.set("direction", std::string("reverse"));
+    c.check({lstm->output(0), lstm->output(1), lstm->output(2)});
+  }
+}
+
+// GRU on oneDNN's GRU (linear_before_reset 0) and linear-before-reset GRU
+// (1, what PyTorch exports), forward and reverse, with and without biases and
+// an initial state.
+TEST(DnnlOps, Gru) {
+  for (int64_t linear_before_reset : {0, 1})
+    for (bool reverse : {false, true}) {
+      Case c;
+      const int64_t steps = 4, batch = 2, input_size = 5, hidden = 16;
+      std::vector<Value> in = {c.input({steps, batch, input_size}), c.constant({1, 3 * hidden, input_size}),
+                               c.constant({1, 3 * hidden, hidden})};
+      if (!reverse) {
+        in.push_back(c.constant({1, 6 * hidden}));
+        in.push_back(Value{});  // sequence_lens
+        in.push_back(c.input({1, batch, hidden}));
+      }
+      ir::Node* gru = c.graph->add_node("GRU", in, 2, "gru");
+      gru->attributes.set("hidden_size", hidden);
+      gru->attributes.set("linear_before_reset", linear_before_reset);
+      if (reverse) gru->attributes.set("direction", std::string("reverse"));
+      c.check({gru->output(0), gru->output(1)});
+    }
+}
+
+// An LSTM that oneDNN's vanilla LSTM cannot run is left to other backends,
+// with the reason.
+TEST(DnnlOps, LstmItDeclines) {
+  Case c;
+  ir::Node* lstm = c.graph->add_node(
+      "LSTM", {c.input({5, 3, 6}), c.constant({1, 16, 6}), c.constant({1, 16, 4})}, 3, "lstm");
+  lstm->attributes.set("hidden_size", int64_t{4});
+  lstm->attributes.set("clip", 1.5f);
+  ir::infer_types(*c.graph);
+  EXPECT_FALSE(dnnl_backend::dnnl_supports(*lstm).supported);
 }
 
 // Steps whose estimated single-thread time is a few microseconds run without
