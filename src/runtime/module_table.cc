@@ -1,5 +1,11 @@
 #include "graft/runtime/module_table.h"
 
+#include <cstdio>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "graft/core/error.h"
 #include "graft/ir/graph.h"
 
 namespace graft::runtime {
@@ -9,14 +15,36 @@ bool is_compiled_node(const ir::Node& node) {
   return node.schema().domain == "graft" && (node.schema().name == "Subgraph" || node.schema().name == "FusedPointwise");
 }
 
-ModuleTable compile_modules(const ir::Graph& graph, const CompileOptions& options) {
+namespace {
+
+/// Says once per backend (with the first reason) that subgraphs fell back to `ref`.
+void warn_fallback(const std::string& backend, const ir::Node& node, const std::string& reason) {
+  static std::mutex mutex;
+  static std::set<std::string> said;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (!said.insert(backend).second) return;
+  std::fprintf(stderr,
+               "graft: warning: backend '%s' could not compile %s (%s); it runs on the reference kernels "
+               "(later subgraphs of '%s' that fall back are not reported)\n",
+               backend.c_str(), node.describe().c_str(), reason.c_str(), backend.c_str());
+}
+
+}  // namespace
+
+ModuleTable compile_modules(ir::Graph& graph, const CompileOptions& options) {
   ModuleTable table(graph.num_nodes());
   for (const auto& node : graph.nodes()) {
     if (!is_compiled_node(*node)) continue;
     // Without a code generator a fused node runs its body with the reference kernels.
     if (node->schema().name == "FusedPointwise" && !find_backend(node->backend)) continue;
     const Backend& backend = get_backend(node->backend);
-    table[node->index()] = backend.compile(*node->subgraph, options);
+    try {
+      table[node->index()] = backend.compile(*node->subgraph, options);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::unsupported) throw;
+      warn_fallback(node->backend, *node, e.what());
+      node->backend = "ref";
+    }
   }
   return table;
 }

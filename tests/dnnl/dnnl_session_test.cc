@@ -161,5 +161,37 @@ TEST(DnnlSession, GateArithmeticAfterSplitIsLeftToFusion) {
   for (size_t i = 0; i < got.size(); ++i) EXPECT_LE(max_relative_error(got[i], want[i]), 1e-5) << "output " << i;
 }
 
+// A subgraph dnnl accepted when partitioning but cannot compile (here a
+// MatMul whose input shape depends on a value computed at run time) runs on
+// the reference kernels instead of failing the run, and the plan shows it.
+TEST(DnnlSession, SubgraphItCannotCompileFallsBackToRef) {
+  auto g = new_graph();
+  ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {2, 6}))->output(0);
+  ir::Value shape = g->add_input("shape", ir::ValueType::of(DType::int64, {2}))->output(0);
+  ir::Value r = g->add_node("Reshape", {x, shape}, 1, "reshape")->output(0);
+  Tensor w = random_tensor({3, 4}, 7);
+  ir::Value y = g->add_node("MatMul", {r, g->add_constant("w", w)->output(0)}, 1, "mm")->output(0);
+  g->add_output(y, "y");
+  runtime::SessionOptions options;
+  options.backends = {"dnnl", "ref"};
+  options.num_threads = 2;
+  runtime::Session session(std::move(g), options);
+  EXPECT_EQ(session.partition_report().nodes_per_backend()["dnnl"], 1u) << session.partition_report().to_text();
+  Tensor in = random_tensor({2, 6}, 8);
+  Tensor dims = Tensor::from_vector<int64_t>({4, 3}, {2});
+  std::vector<Tensor> got = session.run(std::vector<Tensor>{in, dims});
+  ASSERT_EQ(got[0].dim(0), 4);
+  for (int64_t i = 0; i < 4; ++i)
+    for (int64_t j = 0; j < 4; ++j) {
+      double want = 0;
+      for (int64_t k = 0; k < 3; ++k) want += in.data<float>()[i * 3 + k] * w.data<float>()[k * 4 + j];
+      EXPECT_NEAR(got[0].data<float>()[i * 4 + j], want, 1e-4);
+    }
+  runtime::Session::PlannedGraph plan = session.plan_for_types(
+      {ir::ValueType::of(DType::float32, {2, 6}), ir::ValueType::of(DType::int64, {2})});
+  for (const auto& node : plan.graph->nodes())
+    if (node->subgraph) EXPECT_EQ(node->backend, "ref") << node->describe();
+}
+
 }  // namespace
 }  // namespace graft::testing

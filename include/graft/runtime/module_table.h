@@ -20,6 +20,11 @@ bool is_compiled_node(const ir::Node& node);
 /// backend. Throws invalid_argument for a node whose backend is not registered,
 /// except graft.FusedPointwise nodes, which then run their body through the
 /// reference kernels (fusion works before any code generator is built in).
-ModuleTable compile_modules(const ir::Graph& graph, const CompileOptions& options);
+/// A backend that declines a subgraph at compile time (ErrorKind::unsupported:
+/// say, a shape only known once the graph runs) does not fail the plan: the
+/// node is given to `ref` (Node::backend, so artifacts and reports show it),
+/// runs its body on the reference kernels, and graft warns once per backend
+/// on stderr.
+ModuleTable compile_modules(ir::Graph& graph, const CompileOptions& options);
 
 }  // namespace graft::runtime
