@@ -57,6 +57,7 @@ DnnlModuleStats DnnlModule::stats() const {
     s.reference_primitives += step.implementation.rfind("ref:", 0) == 0;  // not "ref", oneDNN's gemm-based RNN
     s.jit_gemm_matmuls += step.implementation.rfind("gemm:jit", 0) == 0;
     s.winograd_convolutions += step.implementation.find("wino") != std::string::npos;
+    s.gemm_convolutions += step.implementation.rfind("x64:gemm", 0) == 0;
   }
   return s;
 }

@@ -540,9 +540,15 @@ class Builder {
   // Post-ops into `ops`; binary operands into `binary_args`; the in-place sum target into `sum_slot`.
   // A residual that cannot take the result in place is first copied into a
   // buffer of `preferred_dst` (the layout the anchor picks on its own).
+  // A full-shape binary operand (a residual that cannot be a sum: the sum
+  // must come first) is read in `preferred_dst`'s layout and `dst_preferred`
+  // set, so that the anchor writes that layout too: given a binary operand
+  // in one layout and a destination left to it, oneDNN's convolutions fall
+  // back to a gemm on plain layouts (20x slower on efficientnet_v2's fused
+  // MBConv blocks, conv -> SiLU -> + input).
   void build_post_ops(const Group& g, const Dims& dst_dims, dnnl::post_ops& ops,
                       std::vector<std::pair<int, int>>& binary_args, int& sum_slot, int anchor_input_slot,
-                      const memory::desc& preferred_dst, const std::string& label) {
+                      const memory::desc& preferred_dst, const std::string& label, bool& dst_preferred) {
     int index = 0;
     for (const PostOp& p : g.post_ops) {
       switch (p.kind) {
@@ -570,9 +576,16 @@ class Builder {
         case PostOp::Kind::binary: {
           int other = dense(slot_of(p.other), label);
           Dims od = expand_rank(dims(p.other), dst_dims.size());
-          int src1 = program_.slots[other].desc.dims() == od && od == dst_dims
-                         ? other
-                         : view(as_plain(other, label), plain_desc(od));
+          int src1;
+          if (program_.slots[other].desc.dims() == od && od == dst_dims) {
+            src1 = other;
+            if (preferred_dst.dims() == dst_dims && sum_slot == -1) {
+              src1 = as_desc(other, preferred_dst, label);
+              dst_preferred = true;
+            }
+          } else {
+            src1 = view(as_plain(other, label), plain_desc(od));
+          }
           ops.append_binary(p.alg, program_.slots[src1].desc);
           binary_args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1, src1});
           break;
@@ -630,10 +643,13 @@ class Builder {
     int sum_slot = -1;
     memory::desc src_any = any_desc(program_.slots[src_slot].desc.dims());
     memory::desc preferred_dst = create(src_any, any_desc(dst_dims), new_attr()).dst_desc();
-    build_post_ops(g, dst_dims, ops, binary_args, sum_slot, src_slot, preferred_dst, label);
+    bool dst_preferred = false;
+    build_post_ops(g, dst_dims, ops, binary_args, sum_slot, src_slot, preferred_dst, label, dst_preferred);
     dnnl::primitive_attr attr = new_attr();
     attr.set_post_ops(ops);
-    memory::desc dst_md = sum_slot >= 0 ? program_.slots[sum_slot].desc : any_desc(dst_dims);
+    memory::desc dst_md = sum_slot >= 0 ? program_.slots[sum_slot].desc
+                          : dst_preferred ? preferred_dst
+                                          : any_desc(dst_dims);
     pd = create(src_any, dst_md, attr);
     int src = as_desc(src_slot, pd.src_desc(), label);
     int dst = sum_slot >= 0 ? sum_slot : add_slot(pd.dst_desc());

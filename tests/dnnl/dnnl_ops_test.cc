@@ -239,6 +239,21 @@ TEST(DnnlPostOps, ResidualFromInputIsBinaryAdd) {
   EXPECT_EQ(stats.fused_nodes, 2);
 }
 
+// conv -> SiLU -> + the conv's own input (efficientnet_v2's fused MBConv):
+// the residual cannot be a sum (it must come first, and the input is the
+// convolution's source), so it is a binary post-op read in the layout the
+// convolution picks, which keeps the convolution off oneDNN's im2col + gemm
+// fallback (0.8 ms instead of 5.8 on [1,24,112,112]).
+TEST(DnnlPostOps, ResidualAfterAnActivationKeepsTheConvolutionBlocked) {
+  Case c;
+  Value x = c.input({1, 24, 28, 28});
+  Value conv = c.op("Conv", {x, c.constant({24, 24, 3, 3}), c.constant({24})}, ints("pads", {1, 1, 1, 1}));
+  Value silu = c.op("Mul", {conv, c.op("Sigmoid", {conv})});
+  auto stats = c.check({c.op("Add", {silu, x})});
+  EXPECT_EQ(stats.fused_nodes, 3);  // Sigmoid, Mul, Add
+  EXPECT_EQ(stats.gemm_convolutions, 0);
+}
+
 TEST(DnnlPostOps, BatchNormFoldedIntoConv) {
   Case c;
   Value x = c.input({1, 8, 7, 7});
