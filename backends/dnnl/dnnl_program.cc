@@ -100,6 +100,7 @@ struct PostOp {
   algorithm alg = algorithm::undef;
   float alpha = 0, beta = 0;
   Entry other;  // the second operand of binary / sum
+  bool expand = false;  // binary of a batched matmul: a constant broadcast to the full shape first (broadcast_constant)
 };
 
 struct Group {
@@ -361,6 +362,38 @@ class Builder {
     entry_slot_[id] = add_weight(std::move(w));
     return entry_slot_[id];
   }
+  // The constant `e` broadcast (numpy rules) to `out`, as a weight in plain
+  // layout: built when weights are converted and again when the constant's
+  // version changes, like any weight.
+  int broadcast_constant(Entry e, const Dims& out, const std::string& label) {
+    Dims from = expand_rank(dims(e), out.size());
+    Weight w;
+    w.sources = {source_of(e)};
+    w.plain = w.desc = plain_desc(out);
+    w.label = label + ".broadcast";
+    w.fill = [from, out](const std::vector<Tensor>& s, float* dst) {
+      const float* src = s[0].data<float>();
+      const size_t rank = out.size();
+      Dims src_strides(rank, 0);
+      int64_t stride = 1;
+      for (size_t d = rank; d-- > 0;) {
+        src_strides[d] = from[d] == 1 ? 0 : stride;
+        stride *= from[d];
+      }
+      Dims index(rank, 0);
+      const int64_t total = product(out, 0, rank);
+      for (int64_t i = 0; i < total; ++i) {
+        int64_t offset = 0;
+        for (size_t d = 0; d < rank; ++d) offset += index[d] * src_strides[d];
+        dst[i] = src[offset];
+        for (size_t d = rank; d-- > 0;) {
+          if (++index[d] < out[d]) break;
+          index[d] = 0;
+        }
+      }
+    };
+    return add_weight(std::move(w));
+  }
   Dims dims(Entry e) const { return dims_of(indexed_.node(e.node_id).output_types[e.index]); }
   Entry input(const ir::Node& n, size_t i) const { return indexed_.entry_of(n.inputs[i]); }
   bool has_input(const ir::Node& n, size_t i) const { return i < n.inputs.size() && n.inputs[i]; }
@@ -494,7 +527,21 @@ class Builder {
           if (position != 0 && (op == "Sub" || op == "Div")) return;
           bool same_shape = dims(other) == cur_dims;
           PostOp::Kind kind = op == "Add" && same_shape && !is_constant(on) ? PostOp::Kind::sum : PostOp::Kind::binary;
-          g.post_ops.push_back(PostOp{kind, &c, binary_algorithm(op), 0, 0, other});
+          // brgemm's batched matmul takes binary operands that are full,
+          // scalar or per output column; another broadcast (swin's position
+          // bias [1,heads,49,49] over the windows) sends it to oneDNN's
+          // reference matmul, 100x slower. A constant operand is broadcast
+          // once, when weights are converted; an activation stays outside.
+          bool expand = false;
+          if ((anchor.op_type() == "MatMul" || anchor.op_type() == "Gemm") && cur_dims.size() > 2 && !same_shape) {
+            int64_t numel = product(dims(other), 0, dims(other).size());
+            bool per_column = numel == cur_dims.back() && dims(other).back() == cur_dims.back();
+            if (numel != 1 && !per_column) {
+              if (!is_constant(on)) return;
+              expand = true;
+            }
+          }
+          g.post_ops.push_back(PostOp{kind, &c, binary_algorithm(op), 0, 0, other, expand});
         }
       } else {
         return;
@@ -944,6 +991,10 @@ class Builder {
     for (const PostOp& p : g.post_ops) {
       if (p.kind == PostOp::Kind::eltwise) {
         ops.append_eltwise(1.0f, p.alg, p.alpha, p.beta);
+      } else if (p.expand) {
+        int src1 = broadcast_constant(p.other, dst_dims, label);
+        ops.append_binary(p.alg, program_.slots[src1].desc);
+        binary_args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(post_index) | DNNL_ARG_SRC_1, src1});
       } else {
         int other = slot_of(p.other);
         Dims od = expand_rank(dims(p.other), std::max(rank, dims(p.other).size()));
@@ -1200,6 +1251,20 @@ class Builder {
     // 440) on AVX-512, it falls back to its reference code (0.85 ms instead
     // of 10 us for a squeeze-excitation scale of [1,440,7,7]). Channels-last
     // takes the jit path for any channel count; the reorder costs microseconds.
+    if (bd != out && std::string(pd.impl_info_str()).rfind("ref", 0) == 0 && is_constant(indexed_.node(b.node_id))) {
+      // A broadcast oneDNN's jit binary has no code for (over a middle
+      // dimension: swin's window masks [1,64,1,49,49] over the heads):
+      // broadcast the constant once, then both operands are full.
+      int full = broadcast_constant(b, out, node.name);
+      dnnl::binary::primitive_desc alternative(
+          dnnl::binary::desc(binary_algorithm(op), program_.slots[src0].desc, program_.slots[full].desc,
+                             program_.slots[src0].desc),
+          new_attr(), program_.engine);
+      if (std::string(alternative.impl_info_str()).rfind("ref", 0) != 0) {
+        src1 = full;
+        pd = alternative;
+      }
+    }
     if (bd != out && out.size() >= 3 && std::string(pd.impl_info_str()).rfind("ref", 0) == 0) {
       memory::desc channels_last(out, memory::data_type::f32,
                                  out.size() == 3 ? memory::format_tag::acb

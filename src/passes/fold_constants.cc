@@ -1,13 +1,17 @@
-// Constant folding: one pass in topological order. A node is evaluated with
-// its reference kernel when every input is a Constant in the new graph, and
-// replaced by Constant nodes holding its outputs. Shape and Size nodes are
-// folded as soon as their input's shape is fully known (after type
-// inference), even when the input itself is not constant; this is what
-// collapses the shape computations exporters emit. Random ops and control
-// flow are never folded.
+// Constant folding, in rounds. A round is one walk in topological order: a
+// node is evaluated with its reference kernel when every input is a Constant
+// in the new graph, and replaced by Constant nodes holding its outputs. Shape
+// and Size nodes are folded as soon as their input's shape is fully known
+// (after type inference), even when the input itself is not constant; this is
+// what collapses the shape computations exporters emit. Types are inferred
+// again after a round that changed something, and another round runs: a
+// Reshape whose shape just became constant gets a known output shape, which
+// a Shape further down can then fold (swin_t's window partitions chain
+// several such steps). Random ops and control flow are never folded.
 #include <string_view>
 
 #include "graft/ir/graph_rebuilder.h"
+#include "graft/ir/type_inference.h"
 #include "graft/ops/op_context.h"
 #include "graft/passes/pass.h"
 
@@ -45,9 +49,8 @@ Tensor fold_shape_query(const ir::Node& n, const ir::ValueType& input_type) {
   return Tensor::from_vector(dims, {static_cast<int64_t>(dims.size())});
 }
 
-}  // namespace
-
-bool fold_constants(std::unique_ptr<ir::Graph>& graph, PassContext& ctx) {
+/// One round; true when anything was folded.
+bool fold_once(std::unique_ptr<ir::Graph>& graph, PassContext& ctx) {
   ir::IndexedGraph indexed(*graph);
   ir::GraphRebuilder rebuilder(indexed);
   HeapAllocator allocator;
@@ -91,6 +94,21 @@ bool fold_constants(std::unique_ptr<ir::Graph>& graph, PassContext& ctx) {
   if (!changed) return false;
   graph = rebuilder.finish();
   return true;
+}
+
+}  // namespace
+
+bool fold_constants(std::unique_ptr<ir::Graph>& graph, PassContext& ctx) {
+  // Each round folds at least one more node, so the rounds end; the bound
+  // keeps a pathological chain from taking long (the pipeline stays correct
+  // with whatever is left unfolded).
+  constexpr int kMaxRounds = 32;
+  bool changed = false;
+  for (int round = 0; round < kMaxRounds && fold_once(graph, ctx); ++round) {
+    changed = true;
+    ir::infer_types(*graph);
+  }
+  return changed;
 }
 
 }  // namespace graft::passes

@@ -515,6 +515,26 @@ TEST(DnnlOps, LstmItDeclines) {
   EXPECT_FALSE(dnnl_backend::dnnl_supports(*lstm).supported);
 }
 
+// Window attention (swin): the scores of [windows, heads, 49, 49] get a
+// constant position bias [heads, 49, 49], broadcast over the windows, and a
+// constant mask [1, windows, 1, 49, 49] broadcast over the heads. oneDNN's
+// brgemm matmul and jit binary have no code for those broadcasts and used
+// their reference code (100 ms for one product of swin_t); the constants are
+// broadcast once when weights are converted.
+TEST(DnnlLayouts, ConstantsBroadcastOverBatchOrHeadsStayOffTheReferenceCode) {
+  Case c;
+  const int64_t windows = 4, heads = 3, tokens = 7, dim = 8;
+  Value q = c.input({windows, heads, tokens, dim});
+  Value k = c.input({windows, heads, dim, tokens});
+  Value scores = c.op("Add", {c.op("MatMul", {q, k}), c.constant({heads, tokens, tokens})});
+  Value split = c.op("Reshape", {scores, c.graph->add_constant("shape5", Tensor::from_vector<int64_t>(
+                                                                           {1, windows, heads, tokens, tokens}, {5}))
+                                             ->output(0)});
+  Value masked = c.op("Add", {split, c.constant({1, windows, 1, tokens, tokens})});
+  auto stats = c.check({c.op("Softmax", {masked}, one_int("axis", -1))});
+  EXPECT_EQ(stats.reference_primitives, 0);
+}
+
 // Steps whose estimated single-thread time is a few microseconds run without
 // a parallel region; large convolutions use every thread. Results match the
 // reference either way.

@@ -92,6 +92,32 @@ TEST(FoldConstants, FoldsShapeOfKnownShapes) {
   expect_close(run_graph(*out, in)[0], run_graph(g, in)[0]);
 }
 
+// x -> Reshape(x, Shape(x) * [1, 2] / [1, 2]) -> Shape -> Reshape: the second
+// Shape's input has a known shape only once the first Reshape's shape is
+// folded and types are inferred again (swin_t's window partitions); one run
+// of the pass folds both.
+TEST(FoldConstants, FoldsShapesThatBecomeKnownAfterEarlierFolds) {
+  Graph g;
+  g.opset_imports[""] = 17;
+  Node* x = g.add_input("x", ValueType::of(DType::float32, {2, 6}));
+  Node* two = g.add_constant("two", Tensor::from_vector<int64_t>({1, 2}, {2}));
+  Node* shape = g.add_node("Shape", {x->output(0)}, 1, "shape");
+  Node* doubled = g.add_node("Mul", {shape->output(0), two->output(0)}, 1, "doubled");
+  Node* back = g.add_node("Div", {doubled->output(0), two->output(0)}, 1, "back");
+  Node* r = g.add_node("Reshape", {x->output(0), back->output(0)}, 1, "reshape");
+  Node* shape2 = g.add_node("Shape", {r->output(0)}, 1, "shape2");
+  Node* flat = g.add_node("ReduceProd", {shape2->output(0)}, 1, "numel");
+  flat->attributes.set("keepdims", int64_t{1});
+  Node* r2 = g.add_node("Reshape", {r->output(0), flat->output(0)}, 1, "flatten");
+  g.add_output(r2->output(0), "y");
+  auto out = apply(g, {"infer", "fold-constants", "eliminate-dead-code"});
+  EXPECT_EQ(count_ops(*out, "Shape"), 0u);
+  EXPECT_EQ(count_ops(*out, "ReduceProd"), 0u);
+  ASSERT_TRUE(out->type_of(out->outputs()[0]).is_concrete());
+  std::vector<Tensor> in = {random_tensor({2, 6}, 6)};
+  expect_close(run_graph(*out, in)[0], run_graph(g, in)[0]);
+}
+
 TEST(FoldConstants, LeavesSymbolicShapesAlone) {
   Graph g;
   g.opset_imports[""] = 17;
