@@ -349,6 +349,10 @@ def compare_model(name, args):
         out_dir = os.path.join(args.workdir, name, "out_" + runtime)
         os.makedirs(out_dir, exist_ok=True)
         entry = result["runtimes"].setdefault(runtime, {})
+        # The pause after a turn, before every start too: the workers of the
+        # previous model (or runtime) have just exited, and the kernel is
+        # still freeing their memory; the first to start would pay for it.
+        time.sleep(args.gap_ms / 1000.0)
         try:
             worker = Worker(runtime, worker_command(runtime, paths, out_dir, args), env,
                             os.path.join(args.workdir, name, runtime + ".log"), args.timeout)
