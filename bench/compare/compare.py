@@ -111,6 +111,37 @@ def model_builders():
         def forward(self, x):
             return self.gru(x)[0]
 
+    class CausalLm(nn.Module):
+        """A GPT-style language model: token and position embeddings, 4 causal
+        pre-norm layers (d 512, 8 heads, ff 2048), tied LM head; 128 tokens."""
+
+        def __init__(self, vocab=8000, d=512, layers=4, seq=128):
+            super().__init__()
+            self.tokens = nn.Embedding(vocab, d)
+            self.positions = nn.Embedding(seq, d)
+            layer = nn.TransformerEncoderLayer(d_model=d, nhead=8, dim_feedforward=4 * d, dropout=0.0,
+                                               activation="gelu", batch_first=True, norm_first=True)
+            self.layers = nn.TransformerEncoder(layer, num_layers=layers, enable_nested_tensor=False)
+            self.norm = nn.LayerNorm(d)
+            self.register_buffer("mask", torch.triu(torch.full((seq, seq), float("-inf")), diagonal=1))
+            self.register_buffer("position_ids", torch.arange(seq).unsqueeze(0))
+
+        def forward(self, ids):
+            h = self.tokens(ids) + self.positions(self.position_ids)
+            h = self.layers(h, mask=self.mask)
+            return self.norm(h) @ self.tokens.weight.t()
+
+    class Segmentation(nn.Module):
+        """torchvision's DeepLabV3 on MobileNetV3-Large, 'out' only, 224x224."""
+
+        def __init__(self):
+            super().__init__()
+            self.net = torchvision.models.segmentation.deeplabv3_mobilenet_v3_large(weights=None,
+                                                                                    weights_backbone=None)
+
+        def forward(self, x):
+            return self.net(x)["out"]
+
     class TorchvisionModels(dict):
         """The models above, and any other torchvision classification model by
         its function name (mobilenet_v3_large, regnet_y_400mf, convnext_tiny,
@@ -124,6 +155,8 @@ def model_builders():
     return TorchvisionModels({
         "lstm2_seq32": lambda: (Lstm(), (torch.randn(32, 8, 128),)),
         "gru2_seq32": lambda: (Gru(), (torch.randn(32, 8, 128),)),
+        "gpt4_seq128": lambda: (CausalLm(), (torch.randint(0, 8000, (1, 128)),)),
+        "deeplabv3_mobilenet": lambda: (Segmentation(), (torch.randn(1, 3, 224, 224),)),
         "resnet50": vision("resnet50"),
         "mobilenet_v2": vision("mobilenet_v2"),
         "squeezenet1_1": vision("squeezenet1_1"),
@@ -145,6 +178,9 @@ def is_torchvision_model(name):
 
 MODEL_NAMES = ["resnet50", "mobilenet_v2", "squeezenet1_1", "efficientnet_b0", "densenet121", "inception_v3",
                "bert4_seq128", "gru_cell_residual"]
+# Not in the default list: models graft was not tuned on (and any
+# torchvision classification model by name).
+EXTRA_MODEL_NAMES = ["lstm2_seq32", "gru2_seq32", "gpt4_seq128", "deeplabv3_mobilenet"]
 INPUT_NAMES = {"gru_cell_residual": ["x", "h"]}
 
 
@@ -512,9 +548,9 @@ def main():
     args.runtimes = [r for r in args.runtimes.split(",") if r]
     names = MODEL_NAMES if args.models == "all" else [m for m in args.models.split(",") if m]
     for name in names:
-        if name not in MODEL_NAMES and name not in ("lstm2_seq32", "gru2_seq32") and not is_torchvision_model(name):
-            print("unknown model '%s' (known: %s, lstm2_seq32, gru2_seq32, or a torchvision.models function name)"
-                  % (name, ", ".join(MODEL_NAMES)), file=sys.stderr)
+        if name not in MODEL_NAMES and name not in EXTRA_MODEL_NAMES and not is_torchvision_model(name):
+            print("unknown model '%s' (known: %s, or a torchvision.models function name)"
+                  % (name, ", ".join(MODEL_NAMES + EXTRA_MODEL_NAMES)), file=sys.stderr)
             return 2
     for r in args.runtimes:
         if r not in RUNTIMES:

@@ -142,16 +142,38 @@ void Session::validate_inputs(const std::vector<Tensor>& inputs) const {
   }
 }
 
+namespace {
+
+/// With the inputs' shapes now concrete, the shape computations that the
+/// model's symbolic dimensions kept at load (`x.view(x.size(0), -1)`:
+/// Shape -> Gather -> Unsqueeze -> Concat -> Reshape, in most exports with a
+/// dynamic batch) fold to constants, so that the values after them get
+/// concrete types and the backends' subgraphs there compile (else they fall
+/// back to the reference kernels).
+void fold_shape_computations(std::unique_ptr<ir::Graph>& graph) {
+  bool has_shape_query = false;
+  for (const auto& node : graph->nodes())
+    if (node->schema().domain.empty() && (node->schema().name == "Shape" || node->schema().name == "Size"))
+      has_shape_query = true;
+  if (!has_shape_query) return;
+  passes::PassContext ctx;
+  passes::run_pipeline(graph, {"fold-constants", "eliminate-dead-code"}, ctx);
+}
+
+}  // namespace
+
 std::shared_ptr<Session::Plan> Session::plan_for(const std::vector<DType>& dtypes, const std::vector<Shape>& shapes) const {
   std::string key = signature(dtypes, shapes);
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
   auto plan = std::make_shared<Plan>();
-  plan->graph = std::shared_ptr<ir::Graph>(graph_->clone());
+  std::unique_ptr<ir::Graph> planned = graph_->clone();
   for (size_t i = 0; i < dtypes.size(); ++i)
-    plan->graph->inputs()[i]->output_types[0] = ir::ValueType::of(dtypes[i], shapes[i]);
-  ir::infer_types(*plan->graph);
+    planned->inputs()[i]->output_types[0] = ir::ValueType::of(dtypes[i], shapes[i]);
+  ir::infer_types(*planned);
+  fold_shape_computations(planned);
+  plan->graph = std::shared_ptr<ir::Graph>(std::move(planned));
   CompileOptions compile_options;
   compile_options.num_threads = num_threads_;
   compile_options.emit_source_dir = options_.emit_source_dir;

@@ -193,5 +193,46 @@ TEST(DnnlSession, SubgraphItCannotCompileFallsBackToRef) {
     if (node->subgraph) EXPECT_EQ(node->backend, "ref") << node->describe();
 }
 
+// A dynamic batch (`x.view(x.size(0), -1)` in the model): the shape
+// computation folds once a run gives the batch, so the MatMul after the
+// Reshape compiles on dnnl instead of falling back to the reference kernels.
+TEST(DnnlSession, ShapeComputationsOfADynamicBatchFoldWhenPlanning) {
+  auto g = new_graph();
+  ir::ValueType x_type{DType::float32, true, {ir::Dim::symbolic("batch"), ir::Dim::known(4), ir::Dim::known(3)}};
+  ir::Value x = g->add_input("x", x_type)->output(0);
+  ir::Value relu = g->add_node("Relu", {x}, 1, "relu")->output(0);
+  ir::Value shape = g->add_node("Shape", {relu}, 1, "shape")->output(0);
+  ir::Value zero = g->add_constant("zero", Tensor::scalar<int64_t>(0))->output(0);
+  ir::Node* gather = g->add_node("Gather", {shape, zero}, 1, "batch");
+  ir::Value axes = g->add_constant("axes", Tensor::from_vector<int64_t>({0}, {1}))->output(0);
+  ir::Value batch = g->add_node("Unsqueeze", {gather->output(0), axes}, 1, "unsqueeze")->output(0);
+  ir::Value minus_one = g->add_constant("minus_one", Tensor::from_vector<int64_t>({-1}, {1}))->output(0);
+  ir::Node* concat = g->add_node("Concat", {batch, minus_one}, 1, "concat");
+  concat->attributes.set("axis", int64_t{0});
+  ir::Value flat = g->add_node("Reshape", {relu, concat->output(0)}, 1, "flatten")->output(0);
+  Tensor w = random_tensor({12, 5}, 9);
+  ir::Value y = g->add_node("MatMul", {flat, g->add_constant("w", w)->output(0)}, 1, "mm")->output(0);
+  g->add_output(y, "y");
+  std::unique_ptr<ir::Graph> reference_graph = g->clone();
+  runtime::SessionOptions options;
+  options.backends = {"dnnl", "ref"};
+  options.num_threads = 2;
+  runtime::Session session(std::move(g), options);
+  Tensor in = random_tensor({3, 4, 3}, 10);
+  std::vector<Tensor> got = session.run(std::vector<Tensor>{in});
+  runtime::SessionOptions ref_options;
+  ref_options.backends = {"ref"};
+  runtime::Session reference(std::move(reference_graph), ref_options);
+  EXPECT_LE(max_relative_error(got[0], reference.run(std::vector<Tensor>{in})[0]), 1e-5);
+  runtime::Session::PlannedGraph plan = session.plan_for_types({ir::ValueType::of(DType::float32, {3, 4, 3})});
+  size_t on_dnnl = 0;
+  for (const auto& node : plan.graph->nodes()) {
+    if (node->subgraph) EXPECT_EQ(node->backend, "dnnl") << node->describe();
+    on_dnnl += node->backend == "dnnl";
+    EXPECT_NE(node->op_type(), "Shape");
+  }
+  EXPECT_GE(on_dnnl, 1u);
+}
+
 }  // namespace
 }  // namespace graft::testing
