@@ -1071,6 +1071,7 @@ class Builder {
     else if (op == "Split") result = emit_split(id);
     else if (op == "Gather") result = emit_gather(node);
     else if (op == "LSTM" || op == "GRU") result = emit_recurrent(id);
+    else if (op == "Resize") result = emit_resize(node);
     else if (binary_algorithm(op) != algorithm::undef) result = emit_binary(node);
     else if (std::vector<PostOp> ops = eltwise_ops(node); !ops.empty()) result = emit_eltwise(node, ops);
     else fail(ErrorKind::unsupported, "dnnl backend: ", node.describe(), " has no lowering");
@@ -1204,6 +1205,21 @@ class Builder {
     if (node.num_outputs() > 1) entry_slot_[indexed_.entry_id(id, 1)] = view(y_h, plain_desc({1, batch, hidden}));
     if (node.num_outputs() > 2 && lstm) entry_slot_[indexed_.entry_id(id, 2)] = view(y_c, plain_desc({1, batch, hidden}));
     return view(y, plain_desc({steps, 1, batch, hidden}));
+  }
+
+  // Resize over the spatial dimensions (dnnl_support.cc says which modes):
+  // oneDNN's resampling reads and writes the activation's blocked layout.
+  int emit_resize(const ir::Node& node) {
+    Dims out = dims_of(node.output_types[0]);
+    int src = dense(slot_of(input(node, 0)), node.name);
+    algorithm alg = node.attributes.get_string("mode", "nearest") == "linear" ? algorithm::resampling_linear
+                                                                             : algorithm::resampling_nearest;
+    dnnl::resampling_forward::primitive_desc pd(
+        dnnl::resampling_forward::desc(prop_kind::forward_inference, alg, program_.slots[src].desc, any_desc(out)),
+        new_attr(), program_.engine);
+    int dst = add_slot(pd.dst_desc());
+    add_step(dnnl::resampling_forward(pd), pd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}, node.name);
+    return dst;
   }
 
   int emit_eltwise(const ir::Node& node, const std::vector<PostOp>& ops, int src = -1) {

@@ -4,6 +4,7 @@
 #include "dnnl_support.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <map>
 
@@ -308,6 +309,50 @@ SupportResult check_recurrent(const ir::Node& node) {
   return SupportResult::yes();
 }
 
+// Resize on oneDNN's resampling: bilinear (half_pixel, or
+// pytorch_half_pixel with outputs above 1: F.interpolate's align_corners=False)
+// or nearest (asymmetric + floor: F.interpolate's nearest) by whole factors,
+// over the spatial dimensions only, scales or sizes constant.
+SupportResult check_resize(const ir::Node& node) {
+  size_t rank = rank_of(node, 0);
+  if (rank < 3 || rank > 5) return SupportResult::no("rank must be 3 to 5");
+  if (node.opset_version < 11) return SupportResult::no("opset below 11");
+  const std::string mode = node.attributes.get_string("mode", "nearest");
+  const std::string coordinates = node.attributes.get_string("coordinate_transformation_mode", "half_pixel");
+  if (node.attributes.get_int("antialias", 0) != 0 || node.attributes.has("axes") ||
+      node.attributes.get_int("exclude_outside", 0) != 0)
+    return SupportResult::no("antialias, axes or exclude_outside");
+  for (size_t i = 2; i < 4; ++i)
+    if (has_input(node, i) && !is_constant_input(node, i)) return SupportResult::no("scales and sizes must be constants");
+  const ir::ValueType& x = input_type(node, 0);
+  const ir::ValueType& y = node.output_types[0];
+  if (!all_known(x.dims) || !all_known(y.dims) || y.dims.size() != rank)
+    return SupportResult::no("shapes must be known");
+  if (x.dims[0].value != y.dims[0].value || x.dims[1].value != y.dims[1].value)
+    return SupportResult::no("resizes the batch or channel dimension");
+  // With scales, the coordinates follow the scale: oneDNN follows out / in.
+  std::vector<float> scales;
+  if (has_input(node, 2) && node.inputs[2].node->constant_value.numel() > 0)
+    for (int64_t i = 0; i < node.inputs[2].node->constant_value.numel(); ++i)
+      scales.push_back(static_cast<float>(node.inputs[2].node->constant_value.value_as_double(i)));
+  for (size_t d = 2; d < rank; ++d) {
+    const double in = static_cast<double>(x.dims[d].value), out = static_cast<double>(y.dims[d].value);
+    if (!scales.empty() && (scales.size() != rank || std::abs(scales[d] - out / in) > 1e-6 * (out / in)))
+      return SupportResult::no("scales that do not equal output / input");
+    if (mode == "linear") {
+      if (coordinates != "half_pixel" && !(coordinates == "pytorch_half_pixel" && out > 1))
+        return SupportResult::no("linear with coordinate_transformation_mode " + coordinates);
+    } else if (mode == "nearest") {
+      if (coordinates != "asymmetric" || node.attributes.get_string("nearest_mode", "round_prefer_floor") != "floor")
+        return SupportResult::no("nearest other than asymmetric + floor");
+      if (y.dims[d].value % x.dims[d].value != 0) return SupportResult::no("nearest by a fractional factor");
+    } else {
+      return SupportResult::no("mode " + mode);
+    }
+  }
+  return SupportResult::yes();
+}
+
 SupportResult always(const ir::Node&) { return SupportResult::yes(); }
 
 using Checker = std::function<SupportResult(const ir::Node&)>;
@@ -351,6 +396,7 @@ const std::map<std::string, Checker>& checkers() {
       {"Gather", check_gather},
       {"LSTM", check_recurrent},
       {"GRU", check_recurrent},
+      {"Resize", check_resize},
   };
   return table;
 }
@@ -373,7 +419,8 @@ SupportResult dnnl_supports(const ir::Node& node) {
     if (!node.inputs[i]) continue;
     const ir::ValueType& t = input_type(node, i);
     bool shape_input = (node.op_type() == "Reshape" && i == 1) || (node.op_type() == "Slice" && i >= 1) ||
-                       (node.op_type() == "Split" && i == 1) || (node.op_type() == "Gather" && i == 1);
+                       (node.op_type() == "Split" && i == 1) || (node.op_type() == "Gather" && i == 1) ||
+                       (node.op_type() == "Resize" && i >= 1);
     if (!shape_input && t.dtype != DType::float32) return SupportResult::no("input " + std::to_string(i) + " is not float32");
     if (!t.has_rank) return SupportResult::no("input " + std::to_string(i) + " has unknown rank");
     if (t.dims.size() > kMaxRank) return SupportResult::no("rank above 12");

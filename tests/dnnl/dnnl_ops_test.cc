@@ -535,6 +535,51 @@ TEST(DnnlLayouts, ConstantsBroadcastOverBatchOrHeadsStayOffTheReferenceCode) {
   EXPECT_EQ(stats.reference_primitives, 0);
 }
 
+// Resize on oneDNN's resampling, against the reference kernel: bilinear as
+// PyTorch exports it (pytorch_half_pixel) by 2x and 8x, by sizes and by
+// scales, half_pixel down by 2, nearest (asymmetric + floor) by 2x and 3x; after a
+// convolution, so the input is in a blocked layout. Modes oneDNN computes
+// differently are declined.
+TEST(DnnlOps, Resize) {
+  struct Resize {
+    std::string mode, coordinates;
+    Shape in;
+    std::vector<int64_t> out;
+    bool by_scales;
+  };
+  for (const Resize& r : {Resize{"linear", "pytorch_half_pixel", {1, 16, 7, 7}, {14, 14}, true},
+                          Resize{"linear", "pytorch_half_pixel", {1, 16, 7, 5}, {56, 40}, false},
+                          Resize{"linear", "half_pixel", {1, 16, 8, 8}, {4, 4}, false},
+                          Resize{"nearest", "asymmetric", {1, 16, 5, 6}, {10, 18}, true}}) {
+    Case c;
+    Value x = c.input(r.in);
+    Value conv = c.op("Conv", {x, c.constant({16, 16, 1, 1})});
+    Value empty_roi = c.graph->add_constant("roi", Tensor(DType::float32, {0}))->output(0);
+    std::vector<Value> inputs = {conv, empty_roi};
+    if (r.by_scales) {
+      inputs.push_back(c.graph->add_constant("scales", Tensor::from_vector<float>(
+                                                           {1, 1, static_cast<float>(r.out[0]) / r.in[2],
+                                                            static_cast<float>(r.out[1]) / r.in[3]},
+                                                           {4}))->output(0));
+    } else {
+      inputs.push_back(c.graph->add_constant("no_scales", Tensor(DType::float32, {0}))->output(0));
+      inputs.push_back(c.graph->add_constant("sizes", Tensor::from_vector<int64_t>(
+                                                          {r.in[0], r.in[1], r.out[0], r.out[1]}, {4}))->output(0));
+    }
+    Value y = c.op("Resize", inputs, all({one_string("mode", r.mode), one_string("coordinate_transformation_mode", r.coordinates),
+                                          one_string("nearest_mode", "floor")}));
+    auto stats = c.check({y});
+    EXPECT_EQ(stats.reference_primitives, 0) << r.mode << " " << r.coordinates;
+  }
+  Case declined;
+  Value x = declined.input({1, 4, 5, 5});
+  Value roi = declined.graph->add_constant("roi", Tensor(DType::float32, {0}))->output(0);
+  Value scales = declined.graph->add_constant("scales", Tensor::from_vector<float>({1, 1, 2, 2}, {4}))->output(0);
+  Value y = declined.op("Resize", {x, roi, scales}, one_string("mode", "nearest"));  // round_prefer_floor, half_pixel
+  ir::infer_types(*declined.graph);
+  EXPECT_FALSE(dnnl_backend::dnnl_supports(*y.node).supported);
+}
+
 // Steps whose estimated single-thread time is a few microseconds run without
 // a parallel region; large convolutions use every thread. Results match the
 // reference either way.
