@@ -60,6 +60,17 @@ class Partitioner {
     return !is_source(graph_.node(id)) && taken_by_[id] < 0 && !excluded_[id] && (pinned_[id] == -1 || pinned_[id] == b) &&
            !forbidden(id, b);
   }
+  // A node that sets grown from earlier seeds dropped kMaxDrops times is no
+  // longer offered to other sets, but may still seed its own when the walk
+  // reaches it (its set grows over eligible nodes only): else everything
+  // past a region the backend cannot take whole stayed on ref (maxvit_t:
+  // the growths in its attention blocks reached past Einsums and were
+  // trimmed back; 721 nodes). The walk stays linear: each node seeds once.
+  bool may_seed(uint32_t id, int b) const {
+    if (eligible(id, b)) return true;
+    return excluded_[id] && drops_[id] >= kMaxDrops && !is_source(graph_.node(id)) && taken_by_[id] < 0 &&
+           (pinned_[id] == -1 || pinned_[id] == b) && !forbidden(id, b);
+  }
   // Records why `id` left a set: `argument` is the seed (convexity) or the
   // set's size (below_min_size); the words are made only for the report.
   void drop(uint32_t id, DeclineKind kind, uint32_t argument) {
@@ -245,7 +256,7 @@ void Partitioner::run_backend(int b) {
   bool selector_dirty = false;
   std::vector<uint32_t> candidates, removed, kept;
   for (uint32_t seed = 0; seed < n; ++seed) {
-    if (!eligible(seed, b)) continue;
+    if (!may_seed(seed, b)) continue;
     if (!selector) {
       selector = property.CreateSubgraphSelector();
       GRAFT_CHECK(selector, "the ", backend.name, " property created no selector");

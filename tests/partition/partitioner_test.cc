@@ -121,6 +121,35 @@ TEST(Partitioner, NonConvexSelectionIsTrimmedAndReported) {
   expect_close(execute(*graph, in)[0], execute(*original, in)[0]);
 }
 
+// Residual blocks y = x + Relu(Neg(Relu(x))) in a chain, Neg unsupported
+// (maxvit_t's attention blocks, whose Einsums dnnl does not take): every
+// set grows past a Neg into the later blocks and is trimmed back, so the
+// later blocks' nodes are dropped again and again until they are no longer
+// offered. They must still seed sets of their own: every Relu and Add ends
+// up on the backend, none on ref.
+TEST(Partitioner, NodesDroppedByManyEarlierSetsStillSeedTheirOwn) {
+  auto original = std::make_unique<Graph>();
+  original->opset_imports[""] = 17;
+  Value x = original->add_input("x", ValueType::of(DType::float32, {2, 3}))->output(0);
+  for (int block = 0; block < 12; ++block) {
+    std::string b = std::to_string(block);
+    Value p = original->add_node("Relu", {x}, 1, "p" + b)->output(0);
+    Value u = original->add_node("Neg", {p}, 1, "u" + b)->output(0);
+    Value q = original->add_node("Relu", {u}, 1, "q" + b)->output(0);
+    x = original->add_node("Add", {x, q}, 1, "add" + b)->output(0);
+  }
+  original->add_output(x, "y");
+  infer_types(*original);
+  auto graph = original->clone();
+  auto report = partition::partition_graph(graph, relu_add_backend());
+  expect_partition_guarantees(*original, *graph, report);
+  auto per_backend = report.nodes_per_backend();
+  EXPECT_EQ(per_backend["reluadd"], 36u) << report.to_text();
+  EXPECT_EQ(per_backend["ref"], 12u);  // the Negs
+  std::vector<Tensor> in = {random_tensor({2, 3}, 5)};
+  expect_close(execute(*graph, in)[0], execute(*original, in)[0]);
+}
+
 // Two backends whose subgraphs, each convex, would form a cycle together.
 TEST(Partitioner, SubgraphsOfTwoBackendsFormNoCycle) {
   auto original = graft::testing::crossed_graph();
