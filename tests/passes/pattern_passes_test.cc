@@ -195,3 +195,39 @@ TEST(FoldPad, KeepsPadBeforeMaxPool) {
   auto out = apply(*g, {"fold-pad"});
   EXPECT_EQ(count_ops(*out, "Pad"), 1u);
 }
+
+// lower-einsum: every batched-matrix-product form becomes MatMul (with
+// Transposes of the last two axes where needed) and computes the same;
+// other equations stay Einsums.
+TEST(LowerEinsum, BatchedMatrixProductsBecomeMatMul) {
+  struct Case {
+    std::string equation;
+    Shape a, b;
+    bool lowered;
+  };
+  const std::vector<Case> cases = {
+      {"bhid,bhjd->bhij", {2, 3, 4, 5}, {2, 3, 6, 5}, true},  // q k^T
+      {"bhij,bhjd->bhid", {2, 3, 4, 6}, {2, 3, 6, 5}, true},  // attention x v
+      {"bki,bkj->bij", {2, 5, 4}, {2, 5, 6}, true},
+      {"bik,bjk->bji", {2, 4, 5}, {2, 6, 5}, true},           // output in the other order
+      {"B I J, B J K -> B K I", {2, 4, 5}, {2, 5, 6}, true},  // spaces, capitals, swapped output
+      {"ij,jk->ik", {4, 5}, {5, 6}, true},
+      {"bij,bij->bij", {2, 4, 5}, {2, 4, 5}, false},          // elementwise
+      {"bij,bjk->bk", {2, 4, 5}, {2, 5, 6}, false},           // sums i too
+      {"...ij,...jk->...ik", {2, 4, 5}, {2, 5, 6}, false},    // ellipsis
+  };
+  uint64_t seed = 40;
+  for (const Case& c : cases) {
+    auto g = new_graph();
+    Value a = g->add_input("a", ValueType::of(DType::float32, c.a))->output(0);
+    Value b = g->add_input("b", ValueType::of(DType::float32, c.b))->output(0);
+    Node* e = g->add_node("Einsum", {a, b}, 1, "einsum");
+    e->attributes.set("equation", c.equation);
+    g->add_output(e->output(0), "y");
+    auto out = apply(*g, {"lower-einsum"});
+    EXPECT_EQ(count_ops(*out, "Einsum"), c.lowered ? 0u : 1u) << c.equation;
+    EXPECT_EQ(count_ops(*out, "MatMul"), c.lowered ? 1u : 0u) << c.equation;
+    std::vector<Tensor> in = {random_tensor(c.a, seed++), random_tensor(c.b, seed++)};
+    expect_close(run_graph(*out, in)[0], run_graph(*g, in)[0], 1e-5, 1e-5);
+  }
+}
