@@ -404,8 +404,9 @@ TEST(DnnlLayouts, AttentionProductsOfTransposedHeadsUseBrgemm) {
   Value v = c.op("Transpose", {c.input({1, 32, 4, 16})}, ints("perm", {0, 2, 1, 3}));
   Value probs = c.op("Softmax", {c.op("MatMul", {q, k})}, one_int("axis", -1));
   auto stats = c.check({c.op("MatMul", {probs, v})});
-  EXPECT_EQ(stats.jit_gemm_matmuls, 0);
   EXPECT_EQ(stats.reference_primitives, 0);
+  if (!onednn_runs_avx512_core()) GTEST_SKIP() << "oneDNN 2.6 has brgemm matmuls only on AVX-512";
+  EXPECT_EQ(stats.jit_gemm_matmuls, 0);
 }
 
 // Stride-1 3x3 convolutions with a large output run on Winograd where
@@ -419,11 +420,7 @@ TEST(DnnlConv, LargeStrideOne3x3ConvolutionsUseWinograd) {
   Value conv2 = c.op("Conv", {c.op("Relu", {conv}), c.constant({32, 32, 3, 3})}, ints("pads", {1, 1, 1, 1}));
   Value out = c.op("Relu", {c.op("Add", {conv2, conv})});
   auto stats = c.check({out});
-  const uint64_t avx512_core = static_cast<uint64_t>(runtime::CpuFeature::avx512f) |
-                               static_cast<uint64_t>(runtime::CpuFeature::avx512bw) |
-                               static_cast<uint64_t>(runtime::CpuFeature::avx512vl);
-  if ((runtime::host_cpu_features() & avx512_core) == avx512_core)
-    EXPECT_EQ(stats.winograd_convolutions, 2);
+  if (onednn_runs_avx512_core()) EXPECT_EQ(stats.winograd_convolutions, 2);  // oneDNN has Winograd there only
   EXPECT_EQ(stats.fused_nodes, 2);  // Add, Relu on the second (the first one's value is read twice)
 
   Case small;

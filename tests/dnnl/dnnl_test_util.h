@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <oneapi/dnnl/dnnl.hpp>
+
 #include <algorithm>
 #include <cmath>
 
@@ -15,6 +17,14 @@
 namespace graft::testing {
 
 /// An empty graph at opset 17.
+/// Whether oneDNN runs AVX-512 (core) kernels here: what its brgemm matmul
+/// and Winograd convolutions need. Follows ONEDNN_MAX_CPU_ISA too.
+inline bool onednn_runs_avx512_core() {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  const auto avx512_core = static_cast<unsigned>(dnnl::cpu_isa::avx512_core);
+  return (isa & avx512_core) == avx512_core;
+}
+
 inline std::unique_ptr<ir::Graph> new_graph() {
   auto g = std::make_unique<ir::Graph>();
   g->opset_imports[""] = 17;
