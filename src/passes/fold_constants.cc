@@ -26,12 +26,52 @@ class HeapAllocator : public ops::OutputAllocator {
 
 bool is_constant(ir::Value v) { return v.node && v.node->schema().name == "Constant" && v.node->schema().domain.empty(); }
 
+bool is_fused_pointwise(const ir::Node& n) { return n.schema().domain == "graft" && n.schema().name == "FusedPointwise"; }
+
 bool may_fold(const ir::Node& n) {
   const ir::OpSchema& s = n.schema();
+  if (is_fused_pointwise(n)) return n.subgraph != nullptr;
   if (s.category == ir::OpCategory::source || s.category == ir::OpCategory::control) return false;
   if (!s.kernel || !s.domain.empty()) return false;
   std::string_view name = s.name;
   return !name.starts_with("Random") && name != "Bernoulli" && name != "Multinomial";
+}
+
+/// A graft.FusedPointwise whose inputs all became constants when a plan
+/// fixed the input shapes: shape arithmetic (Shape -> Gather -> Mul ->
+/// Concat) that the fusion pass took before the shapes were known. Its
+/// pointwise body is evaluated node by node with the reference kernels.
+/// Only small results are folded: a large one would duplicate a weight.
+constexpr int64_t kMaxFoldedFusedElements = 4096;
+
+std::vector<Tensor> evaluate_fused_body(const ir::Node& fused, std::vector<Tensor> inputs, ops::OutputAllocator& allocator,
+                                        int num_threads) {
+  const ir::Graph& body = *fused.subgraph;
+  for (size_t i = 0; i < fused.output_types.size(); ++i) {
+    auto shape = fused.output_types[i].concrete_shape();
+    if (!shape || shape_numel(*shape) > kMaxFoldedFusedElements) return {};
+  }
+  if (inputs.size() != body.inputs().size()) return {};
+  ir::IndexedGraph g(body);
+  std::vector<Tensor> values(g.num_entries());
+  for (size_t i = 0; i < body.inputs().size(); ++i) values[g.entry_id(g.id_of(*body.inputs()[i]), 0)] = inputs[i];
+  for (uint32_t id = 0; id < g.num_nodes(); ++id) {
+    const ir::Node& n = g.node(id);
+    if (n.schema().category == ir::OpCategory::source) {
+      if (n.schema().name == "Constant") values[g.entry_id(id, 0)] = n.constant_value;
+      continue;
+    }
+    if (!n.schema().kernel || n.subgraph) return {};
+    std::vector<Tensor> in;
+    for (const ir::Entry& e : g.inputs(id)) in.push_back(e.present() ? values[g.entry_id(e)] : Tensor());
+    ops::KernelContext kctx(n, std::move(in), {}, allocator, num_threads);
+    n.schema().kernel(kctx);
+    std::vector<Tensor> outs = kctx.outputs();
+    for (size_t k = 0; k < outs.size(); ++k) values[g.entry_id(id, static_cast<uint32_t>(k))] = std::move(outs[k]);
+  }
+  std::vector<Tensor> outputs;
+  for (const ir::Value& v : body.outputs()) outputs.push_back(values[g.entry_id(g.entry_of(v))]);
+  return outputs;
 }
 
 /// Shape/Size of a value whose shape is fully known, else an undefined tensor.
@@ -71,9 +111,13 @@ bool fold_once(std::unique_ptr<ir::Graph>& graph, PassContext& ctx) {
       if (all_constant) {
         std::vector<Tensor> values;
         for (const ir::Value& v : inputs) values.push_back(v ? v.node->constant_value : Tensor());
-        ops::KernelContext kctx(n, std::move(values), {}, allocator, ctx.num_threads);
-        n.schema().kernel(kctx);
-        outputs = kctx.outputs();
+        if (is_fused_pointwise(n)) {
+          outputs = evaluate_fused_body(n, std::move(values), allocator, ctx.num_threads);
+        } else {
+          ops::KernelContext kctx(n, std::move(values), {}, allocator, ctx.num_threads);
+          n.schema().kernel(kctx);
+          outputs = kctx.outputs();
+        }
       }
     }
     bool folded = !outputs.empty();

@@ -118,6 +118,33 @@ TEST(FoldConstants, FoldsShapesThatBecomeKnownAfterEarlierFolds) {
   expect_close(run_graph(*out, in)[0], run_graph(g, in)[0]);
 }
 
+// Shape arithmetic the fusion pass took before the shapes were known (a
+// graft.FusedPointwise of int64 values) folds once its inputs are constants,
+// as they become when a plan fixes the input shapes.
+TEST(FoldConstants, FoldsFusedShapeArithmeticWithConstantInputs) {
+  auto body = std::make_shared<Graph>();
+  body->opset_imports[""] = 17;
+  Node* in = body->add_input("dims", ValueType::of(DType::int64, {2}));
+  Node* two = body->add_constant("two", Tensor::scalar<int64_t>(2));
+  Node* doubled = body->add_node("Mul", {in->output(0), two->output(0)}, 1, "doubled");
+  Node* plus = body->add_node("Add", {doubled->output(0), two->output(0)}, 1, "plus");
+  body->add_output(plus->output(0), "out");
+  Graph g;
+  g.opset_imports[""] = 17;
+  g.opset_imports["graft"] = 1;
+  Node* dims = g.add_constant("dims", Tensor::from_vector<int64_t>({3, 5}, {2}));
+  Node* fused = g.add_node("FusedPointwise", {dims->output(0)}, 1, "fused", "graft");
+  fused->subgraph = body;
+  fused->backend = "fuse";
+  g.add_output(fused->output(0), "y");
+  auto out = apply(g, {"infer", "fold-constants", "eliminate-dead-code"});
+  EXPECT_EQ(count_ops(*out, "FusedPointwise"), 0u);
+  ASSERT_EQ(count_ops(*out, "Constant"), 1u);
+  std::vector<Tensor> none;
+  Tensor y = run_graph(*out, none)[0];
+  EXPECT_EQ(y.to_int64_vector(), (std::vector<int64_t>{8, 12}));
+}
+
 TEST(FoldConstants, LeavesSymbolicShapesAlone) {
   Graph g;
   g.opset_imports[""] = 17;
