@@ -24,6 +24,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <type_traits>
 
 #include "../../src/ops/conv_util.h"
 #include "dnnl_support.h"
@@ -1112,43 +1113,29 @@ class Builder {
     const memory::desc h0_desc = h0 >= 0 ? state_desc : none;
     memory::desc w_desc, r_desc, b_desc, y_out, h_out, c_out;
     dnnl::primitive primitive;
-    const dnnl::primitive_desc_base* pd_base = nullptr;
-    dnnl::lstm_forward::primitive_desc lstm_pd;
-    dnnl::gru_forward::primitive_desc gru_pd;
-    dnnl::lbr_gru_forward::primitive_desc lbr_pd;
-    auto take = [&](const auto& pd) {
+    dnnl::primitive_desc_base pd_base;
+    // Creates the primitive of type Rnn from its descriptor's arguments and
+    // reads off the layouts it picked.
+    auto create = [&]<typename Rnn>(std::type_identity<Rnn>, auto&&... desc_args) {
+      typename Rnn::primitive_desc pd(typename Rnn::desc(prop_kind::forward_inference, direction, desc_args...),
+                                      new_attr(), program_.engine);
       w_desc = pd.weights_layer_desc();
       r_desc = pd.weights_iter_desc();
       b_desc = pd.bias_desc();
       y_out = pd.dst_layer_desc();
       h_out = pd.dst_iter_desc();
+      if constexpr (std::is_same_v<Rnn, dnnl::lstm_forward>) c_out = pd.dst_iter_c_desc();
+      primitive = Rnn(pd);
+      pd_base = pd;
     };
-    if (lstm) {
-      lstm_pd = dnnl::lstm_forward::primitive_desc(
-          dnnl::lstm_forward::desc(prop_kind::forward_inference, direction, program_.slots[src].desc, h0_desc,
-                                   c0 >= 0 ? state_desc : none, w_any, r_any, bias_desc, y_desc, state_desc, state_desc),
-          new_attr(), program_.engine);
-      take(lstm_pd);
-      c_out = lstm_pd.dst_iter_c_desc();
-      primitive = dnnl::lstm_forward(lstm_pd);
-      pd_base = &lstm_pd;
-    } else if (linear_before_reset) {
-      lbr_pd = dnnl::lbr_gru_forward::primitive_desc(
-          dnnl::lbr_gru_forward::desc(prop_kind::forward_inference, direction, program_.slots[src].desc, h0_desc, w_any,
-                                      r_any, bias_desc, y_desc, state_desc),
-          new_attr(), program_.engine);
-      take(lbr_pd);
-      primitive = dnnl::lbr_gru_forward(lbr_pd);
-      pd_base = &lbr_pd;
-    } else {
-      gru_pd = dnnl::gru_forward::primitive_desc(
-          dnnl::gru_forward::desc(prop_kind::forward_inference, direction, program_.slots[src].desc, h0_desc, w_any,
-                                  r_any, bias_desc, y_desc, state_desc),
-          new_attr(), program_.engine);
-      take(gru_pd);
-      primitive = dnnl::gru_forward(gru_pd);
-      pd_base = &gru_pd;
-    }
+    const memory::desc& x_desc = program_.slots[src].desc;
+    if (lstm)
+      create(std::type_identity<dnnl::lstm_forward>{}, x_desc, h0_desc, c0 >= 0 ? state_desc : none, w_any, r_any,
+             bias_desc, y_desc, state_desc, state_desc);
+    else if (linear_before_reset)
+      create(std::type_identity<dnnl::lbr_gru_forward>{}, x_desc, h0_desc, w_any, r_any, bias_desc, y_desc, state_desc);
+    else
+      create(std::type_identity<dnnl::gru_forward>{}, x_desc, h0_desc, w_any, r_any, bias_desc, y_desc, state_desc);
     // [G*H, K] in ONNX's gate order -> [K, G, H] in oneDNN's.
     auto gates_weight = [&](size_t i, int64_t k, const memory::desc& desc, const std::string& label) {
       Weight w;
@@ -1200,7 +1187,7 @@ class Builder {
     }
     if (h0 >= 0) args.push_back({DNNL_ARG_SRC_ITER, h0});
     if (c0 >= 0) args.push_back({DNNL_ARG_SRC_ITER_C, c0});
-    add_step(primitive, *pd_base, std::move(args), node.name);
+    add_step(primitive, pd_base, std::move(args), node.name);
     // Y is [steps, 1, batch, hidden]; Y_h (and Y_c) [1, batch, hidden].
     if (node.num_outputs() > 1) entry_slot_[indexed_.entry_id(id, 1)] = view(y_h, plain_desc({1, batch, hidden}));
     if (node.num_outputs() > 2 && lstm) entry_slot_[indexed_.entry_id(id, 2)] = view(y_c, plain_desc({1, batch, hidden}));
