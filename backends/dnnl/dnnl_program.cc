@@ -31,6 +31,7 @@
 #include "dnnl_threads.h"
 #include "graft/ir/graph.h"
 #include "graft/ir/indexed_graph.h"
+#include "graft/ops/broadcast.h"
 
 namespace graft::dnnl_backend {
 namespace {
@@ -157,6 +158,12 @@ algorithm binary_algorithm(const std::string& op) {
 }
 
 bool is_constant(const ir::Node& n) { return n.op_type() == "Constant"; }
+
+// Whether oneDNN picked its reference code ("ref:any", ...) for `pd`: correct
+// but 10-100x slower than its jit kernels.
+bool on_reference_code(const dnnl::primitive_desc_base& pd) {
+  return std::string(pd.impl_info_str()).rfind("ref", 0) == 0;
+}
 bool is_scalar_constant(const ir::Node& n) { return is_constant(n) && n.constant_value.numel() == 1; }
 
 // A binary op with a one-element constant as an eltwise_linear (alpha * x + beta); false when not expressible.
@@ -374,24 +381,10 @@ class Builder {
     w.label = label + ".broadcast";
     w.fill = [from, out](const std::vector<Tensor>& s, float* dst) {
       const float* src = s[0].data<float>();
-      const size_t rank = out.size();
-      Dims src_strides(rank, 0);
-      int64_t stride = 1;
-      for (size_t d = rank; d-- > 0;) {
-        src_strides[d] = from[d] == 1 ? 0 : stride;
-        stride *= from[d];
-      }
-      Dims index(rank, 0);
-      const int64_t total = product(out, 0, rank);
-      for (int64_t i = 0; i < total; ++i) {
-        int64_t offset = 0;
-        for (size_t d = 0; d < rank; ++d) offset += index[d] * src_strides[d];
-        dst[i] = src[offset];
-        for (size_t d = rank; d-- > 0;) {
-          if (++index[d] < out[d]) break;
-          index[d] = 0;
-        }
-      }
+      ops::broadcast_for_each<1>(out, {&from}, [&](int64_t at, const std::array<int64_t, 1>& in, int64_t count,
+                                                   const std::array<int64_t, 1>& step) {
+        for (int64_t k = 0; k < count; ++k) dst[at + k] = src[in[0] + k * step[0]];
+      });
     };
     return add_weight(std::move(w));
   }
@@ -1243,42 +1236,36 @@ class Builder {
     Dims bd = expand_rank(dims(b), out.size());
     if (bd == out) src1 = view(as_desc(src1, program_.slots[src0].desc, node.name), program_.slots[src0].desc, true);
     else src1 = view(as_plain(src1, node.name), plain_desc(bd));
-    auto make = [&](const memory::desc& d0) {
-      return dnnl::binary::primitive_desc(dnnl::binary::desc(binary_algorithm(op), d0, program_.slots[src1].desc, d0),
-                                          new_attr(), program_.engine);
+    auto make = [&](const memory::desc& d0, const memory::desc& d1) {
+      return dnnl::binary::primitive_desc(dnnl::binary::desc(binary_algorithm(op), d0, d1, d0), new_attr(),
+                                          program_.engine);
     };
-    dnnl::binary::primitive_desc pd = make(program_.slots[src0].desc);
+    dnnl::binary::primitive_desc pd = make(program_.slots[src0].desc, program_.slots[src1].desc);
+    // A broadcast oneDNN's jit binary has no code for (over a middle
+    // dimension: swin's window masks [1,64,1,49,49] over the heads): a
+    // constant operand is broadcast once, then both operands are full.
+    if (bd != out && on_reference_code(pd) && is_constant(indexed_.node(b.node_id))) {
+      dnnl::binary::primitive_desc full = make(program_.slots[src0].desc, plain_desc(out));
+      if (!on_reference_code(full)) {
+        src1 = broadcast_constant(b, out, node.name);
+        pd = full;
+      }
+    }
     // oneDNN's jit binary broadcasts a per-channel operand over channel blocks
     // of its vector width only: with the 8-channel blocks a convolution picks
     // for channel counts that are not multiples of 16 (regnet's 48, 104, 208,
     // 440) on AVX-512, it falls back to its reference code (0.85 ms instead
     // of 10 us for a squeeze-excitation scale of [1,440,7,7]). Channels-last
     // takes the jit path for any channel count; the reorder costs microseconds.
-    if (bd != out && std::string(pd.impl_info_str()).rfind("ref", 0) == 0 && is_constant(indexed_.node(b.node_id))) {
-      // A broadcast oneDNN's jit binary has no code for (over a middle
-      // dimension: swin's window masks [1,64,1,49,49] over the heads):
-      // broadcast the constant once, then both operands are full.
-      int full = broadcast_constant(b, out, node.name);
-      dnnl::binary::primitive_desc alternative(
-          dnnl::binary::desc(binary_algorithm(op), program_.slots[src0].desc, program_.slots[full].desc,
-                             program_.slots[src0].desc),
-          new_attr(), program_.engine);
-      if (std::string(alternative.impl_info_str()).rfind("ref", 0) != 0) {
-        src1 = full;
-        pd = alternative;
-      }
-    }
-    if (bd != out && out.size() >= 3 && std::string(pd.impl_info_str()).rfind("ref", 0) == 0) {
+    if (bd != out && out.size() >= 3 && out.size() <= 5 && on_reference_code(pd)) {
       memory::desc channels_last(out, memory::data_type::f32,
                                  out.size() == 3 ? memory::format_tag::acb
                                  : out.size() == 4 ? memory::format_tag::acdb
                                                    : memory::format_tag::acdeb);
-      if (out.size() <= 5) {
-        dnnl::binary::primitive_desc alternative = make(channels_last);
-        if (std::string(alternative.impl_info_str()).rfind("ref", 0) != 0) {
-          src0 = as_desc(src0, channels_last, node.name);
-          pd = alternative;
-        }
+      dnnl::binary::primitive_desc alternative = make(channels_last, program_.slots[src1].desc);
+      if (!on_reference_code(alternative)) {
+        src0 = as_desc(src0, channels_last, node.name);
+        pd = alternative;
       }
     }
     int dst = add_slot(pd.dst_desc());

@@ -91,25 +91,15 @@ def model_builders():
                 h = h + self.cell(x[step], h)
             return h
 
-    class Lstm(nn.Module):
-        """A 2-layer LSTM (hidden 256) over 32 steps of batch 8."""
+    class Recurrent(nn.Module):
+        """A stack of recurrent layers; its output sequence (final states dropped)."""
 
-        def __init__(self):
+        def __init__(self, layers):
             super().__init__()
-            self.lstm = nn.LSTM(128, 256, num_layers=2)
+            self.layers = layers
 
         def forward(self, x):
-            return self.lstm(x)[0]
-
-    class Gru(nn.Module):
-        """A 2-layer GRU (hidden 256) over 32 steps of batch 8."""
-
-        def __init__(self):
-            super().__init__()
-            self.gru = nn.GRU(128, 256, num_layers=2)
-
-        def forward(self, x):
-            return self.gru(x)[0]
+            return self.layers(x)[0]
 
     class CausalLm(nn.Module):
         """A GPT-style language model: token and position embeddings, 4 causal
@@ -153,8 +143,9 @@ def model_builders():
             return vision(name)
 
     return TorchvisionModels({
-        "lstm2_seq32": lambda: (Lstm(), (torch.randn(32, 8, 128),)),
-        "gru2_seq32": lambda: (Gru(), (torch.randn(32, 8, 128),)),
+        # 2 layers, hidden 256, over 32 steps of batch 8.
+        "lstm2_seq32": lambda: (Recurrent(nn.LSTM(128, 256, num_layers=2)), (torch.randn(32, 8, 128),)),
+        "gru2_seq32": lambda: (Recurrent(nn.GRU(128, 256, num_layers=2)), (torch.randn(32, 8, 128),)),
         "gpt4_seq128": lambda: (CausalLm(), (torch.randint(0, 8000, (1, 128)),)),
         "deeplabv3_mobilenet": lambda: (Segmentation(), (torch.randn(1, 3, 224, 224),)),
         "resnet50": vision("resnet50"),

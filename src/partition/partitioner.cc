@@ -56,21 +56,19 @@ class Partitioner {
     auto it = forbidden_.find(id);
     return it != forbidden_.end() && (it->second >> b) & 1;
   }
-  bool eligible(uint32_t id, int b) const {
-    return !is_source(graph_.node(id)) && taken_by_[id] < 0 && !excluded_[id] && (pinned_[id] == -1 || pinned_[id] == b) &&
+  // Not a source, not taken, and neither pinned elsewhere nor forbidden for backend `b`.
+  bool free_for(uint32_t id, int b) const {
+    return !is_source(graph_.node(id)) && taken_by_[id] < 0 && (pinned_[id] == -1 || pinned_[id] == b) &&
            !forbidden(id, b);
   }
+  bool eligible(uint32_t id, int b) const { return free_for(id, b) && !excluded_[id]; }
   // A node that sets grown from earlier seeds dropped kMaxDrops times is no
   // longer offered to other sets, but may still seed its own when the walk
   // reaches it (its set grows over eligible nodes only): else everything
   // past a region the backend cannot take whole stayed on ref (maxvit_t:
   // the growths in its attention blocks reached past Einsums and were
   // trimmed back; 721 nodes). The walk stays linear: each node seeds once.
-  bool may_seed(uint32_t id, int b) const {
-    if (eligible(id, b)) return true;
-    return excluded_[id] && drops_[id] >= kMaxDrops && !is_source(graph_.node(id)) && taken_by_[id] < 0 &&
-           (pinned_[id] == -1 || pinned_[id] == b) && !forbidden(id, b);
-  }
+  bool may_seed(uint32_t id, int b) const { return free_for(id, b) && (!excluded_[id] || drops_[id] >= kMaxDrops); }
   // Records why `id` left a set: `argument` is the seed (convexity) or the
   // set's size (below_min_size); the words are made only for the report.
   void drop(uint32_t id, DeclineKind kind, uint32_t argument) {

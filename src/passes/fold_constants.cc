@@ -44,6 +44,9 @@ bool may_fold(const ir::Node& n) {
 /// Only small results are folded: a large one would duplicate a weight.
 constexpr int64_t kMaxFoldedFusedElements = 4096;
 
+std::vector<Tensor> evaluate(const ir::Node& n, std::vector<Tensor> inputs, ops::OutputAllocator& allocator,
+                             int num_threads);
+
 std::vector<Tensor> evaluate_fused_body(const ir::Node& fused, std::vector<Tensor> inputs, ops::OutputAllocator& allocator,
                                         int num_threads) {
   const ir::Graph& body = *fused.subgraph;
@@ -64,14 +67,22 @@ std::vector<Tensor> evaluate_fused_body(const ir::Node& fused, std::vector<Tenso
     if (!n.schema().kernel || n.subgraph) return {};
     std::vector<Tensor> in;
     for (const ir::Entry& e : g.inputs(id)) in.push_back(e.present() ? values[g.entry_id(e)] : Tensor());
-    ops::KernelContext kctx(n, std::move(in), {}, allocator, num_threads);
-    n.schema().kernel(kctx);
-    std::vector<Tensor> outs = kctx.outputs();
+    std::vector<Tensor> outs = evaluate(n, std::move(in), allocator, num_threads);
     for (size_t k = 0; k < outs.size(); ++k) values[g.entry_id(id, static_cast<uint32_t>(k))] = std::move(outs[k]);
   }
   std::vector<Tensor> outputs;
   for (const ir::Value& v : body.outputs()) outputs.push_back(values[g.entry_id(g.entry_of(v))]);
   return outputs;
+}
+
+/// The outputs of `n` on `inputs`: its reference kernel, or its body's for a
+/// graft.FusedPointwise (empty when that body is not folded).
+std::vector<Tensor> evaluate(const ir::Node& n, std::vector<Tensor> inputs, ops::OutputAllocator& allocator,
+                             int num_threads) {
+  if (is_fused_pointwise(n)) return evaluate_fused_body(n, std::move(inputs), allocator, num_threads);
+  ops::KernelContext kctx(n, std::move(inputs), {}, allocator, num_threads);
+  n.schema().kernel(kctx);
+  return kctx.outputs();
 }
 
 /// Shape/Size of a value whose shape is fully known, else an undefined tensor.
@@ -111,13 +122,7 @@ bool fold_once(std::unique_ptr<ir::Graph>& graph, PassContext& ctx) {
       if (all_constant) {
         std::vector<Tensor> values;
         for (const ir::Value& v : inputs) values.push_back(v ? v.node->constant_value : Tensor());
-        if (is_fused_pointwise(n)) {
-          outputs = evaluate_fused_body(n, std::move(values), allocator, ctx.num_threads);
-        } else {
-          ops::KernelContext kctx(n, std::move(values), {}, allocator, ctx.num_threads);
-          n.schema().kernel(kctx);
-          outputs = kctx.outputs();
-        }
+        outputs = evaluate(n, std::move(values), allocator, ctx.num_threads);
       }
     }
     bool folded = !outputs.empty();
