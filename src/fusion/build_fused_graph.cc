@@ -70,7 +70,7 @@ class FusedGraphBuilder {
     const uint32_t num_nodes = static_cast<uint32_t>(source_.num_nodes());
     for (uint32_t id = 0; id < num_nodes; ++id) {
       if (id + 2 * kPrefetchDistance < num_nodes) source_.node(id + 2 * kPrefetchDistance).prefetch();
-      if (id + kPrefetchDistance < num_nodes) __builtin_prefetch(source_.node(id + kPrefetchDistance).inputs.data());
+      if (id + kPrefetchDistance < num_nodes) graft::prefetch(source_.node(id + kPrefetchDistance).inputs.data());
       for (uint32_t stage = 0; stage < 3; ++stage) {
         const uint32_t ahead = id + (3 - stage) * kPrefetchDistance;
         if (ahead < num_nodes) prefetch_subset_at(ahead, stage);
@@ -167,19 +167,19 @@ class FusedGraphBuilder {
     for (uint32_t k = member_offsets_[subset]; k < member_offsets_[subset + 1]; ++k) {
       if (stage == 0) {
         source_.node(members_[k]).prefetch();
-        __builtin_prefetch(&source_.node(members_[k]).name);  // names the body's outputs
+        graft::prefetch(&source_.node(members_[k]).name);  // names the body's outputs
       }
       for (const ir::Entry& e : source_.inputs(members_[k])) {
         if (!e.present() || in_subset(e, subset)) continue;
         const ir::Node& producer = source_.node(e.node_id);
         if (stage == 0) {
           producer.prefetch();
-          __builtin_prefetch(&producer.name);  // value_name reads it
+          graft::prefetch(&producer.name);  // value_name reads it
         } else if (stage == 1) {
-          __builtin_prefetch(producer.output_types.data() + e.index);
-          if (e.index < producer.output_names.size()) __builtin_prefetch(producer.output_names.data() + e.index);
+          graft::prefetch(producer.output_types.data() + e.index);
+          if (e.index < producer.output_names.size()) graft::prefetch(producer.output_names.data() + e.index);
         } else if (e.index < producer.output_types.size()) {
-          __builtin_prefetch(producer.output_types[e.index].dims.data());
+          graft::prefetch(producer.output_types[e.index].dims.data());
         }
       }
     }

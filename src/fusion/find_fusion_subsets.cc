@@ -49,7 +49,7 @@ constexpr uint32_t kNoSet = UINT32_MAX;
 // with a node are those of its inputs, recent ones, so little is lost; the
 // bound keeps time and memory linear on graphs whose long edges would
 // otherwise fragment the sets.
-constexpr size_t kMaxIntervals = 16;
+constexpr size_t kMaxIntervals = 8;
 constexpr uint32_t kNoSubset = UINT32_MAX;
 // How many nodes ahead sweeps over the graph's nodes prefetch.
 constexpr uint32_t kPrefetchDistance = 8;
@@ -86,6 +86,11 @@ class SetPool {
   }
   void release(uint32_t index) {
     if (index != kNoSet && --slots_[index].refs == 0) free_.push_back(index);
+  }
+  void prefetch(uint32_t index) const {
+    const char* slot = reinterpret_cast<const char*>(&slots_[index]);
+    graft::prefetch(slot);
+    graft::prefetch(slot + 64);
   }
   bool is_shared(uint32_t index) const { return slots_[index].refs > 1; }
 
@@ -148,7 +153,14 @@ class SubsetFinder {
   }
 
   FusionSubsets run() {
-    for (uint32_t id = 0; id < graph_.num_nodes(); ++id) visit(id);
+    const uint32_t n = static_cast<uint32_t>(graph_.num_nodes());
+    for (uint32_t id = 0; id < n; ++id) {
+      // A node's producers lie anywhere before it: fetch their states, then
+      // their subsets' and sets' entries, ahead of the visit.
+      if (id + 2 * kPrefetchDistance < n) prefetch_producer_states(id + 2 * kPrefetchDistance);
+      if (id + kPrefetchDistance < n) prefetch_producer_sets(id + kPrefetchDistance);
+      visit(id);
+    }
     return result();
   }
 
@@ -159,6 +171,25 @@ class SubsetFinder {
       subset = parent_[subset];
     }
     return subset;
+  }
+
+  void prefetch_producer_states(uint32_t id) const {
+    for (const ir::Entry& e : graph_.inputs(id))
+      if (e.present()) graft::prefetch(&nodes_[e.node_id]);
+  }
+
+  /// Read at the visit: the producer's subset (its union-find entry) or its
+  /// reach set.
+  void prefetch_producer_sets(uint32_t id) const {
+    for (const ir::Entry& e : graph_.inputs(id)) {
+      if (!e.present()) continue;
+      const NodeState& state = nodes_[e.node_id];
+      if (state.subset != kNoSubset && state.subset < parent_.size()) {
+        graft::prefetch(&parent_[state.subset]);
+      } else if (state.reach != kNoSet) {
+        pool_.prefetch(state.reach);
+      }
+    }
   }
 
   uint32_t root_of_node(uint32_t node) { return nodes_[node].subset == kNoSubset ? kNoSubset : find(nodes_[node].subset); }
@@ -180,11 +211,11 @@ class SubsetFinder {
       if (id + 2 * kPrefetchDistance < n) graph_.node(id + 2 * kPrefetchDistance).prefetch();
       if (id + kPrefetchDistance < n) {
         const ir::Node& ahead = graph_.node(id + kPrefetchDistance);
-        __builtin_prefetch(ahead.inputs.data());
-        __builtin_prefetch(ahead.output_types.data());
+        graft::prefetch(ahead.inputs.data());
+        graft::prefetch(ahead.output_types.data());
         // The op table's attribute checks ask whether there are any.
-        __builtin_prefetch(&ahead.attributes.all());
-        __builtin_prefetch(reinterpret_cast<const char*>(&ahead.attributes.all()) + 40);
+        graft::prefetch(&ahead.attributes.all());
+        graft::prefetch(reinterpret_cast<const char*>(&ahead.attributes.all()) + 40);
       }
       const ir::Node& node = graph_.node(id);
       nodes_[id].kind = (static_cast<uint64_t>(node.device.type) << 33) |

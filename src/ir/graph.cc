@@ -32,7 +32,7 @@ std::string ValueType::to_string() const {
   s += "[";
   for (size_t i = 0; i < dims.size(); ++i) {
     if (i) s += ",";
-    s += dims[i].is_known() ? std::to_string(dims[i].value) : dims[i].symbol.empty() ? "?" : dims[i].symbol;
+    s += dims[i].is_known() ? std::to_string(dims[i].value) : dims[i].symbol.empty() ? "?" : dims[i].symbol.str();
   }
   return s + "]";
 }

@@ -68,7 +68,7 @@ IndexedGraph::IndexedGraph(const Graph& graph) : graph_(graph) {
   for (uint32_t i = 0; i < n; ++i) {
     // Nodes are scattered on the heap: fetch them, then their inputs, ahead.
     if (i + 2 * kPrefetchDistance < n) nodes[i + 2 * kPrefetchDistance]->prefetch();
-    if (i + kPrefetchDistance < n) __builtin_prefetch(nodes[i + kPrefetchDistance]->inputs.data());
+    if (i + kPrefetchDistance < n) graft::prefetch(nodes[i + kPrefetchDistance]->inputs.data());
     const Node& node = *nodes[i];
     nodes_[i] = nodes[i].get();
     input_offsets_[i] = static_cast<uint32_t>(input_entries_.size());

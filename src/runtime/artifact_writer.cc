@@ -160,7 +160,7 @@ class GraphEncoder {
     w_.put<uint32_t>(static_cast<uint32_t>(t.dims.size()));
     for (const ir::Dim& d : t.dims) {
       w_.put<int64_t>(d.value);
-      w_.str(d.symbol);
+      w_.str(d.symbol.str());
     }
   }
 

@@ -8,25 +8,32 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "graft/core/device.h"
+#include "graft/core/prefetch.h"
 #include "graft/core/tensor.h"
 #include "graft/ir/attribute.h"
 #include "graft/ir/op_schema.h"
+#include "graft/ir/symbol.h"
 
 namespace graft::ir {
 
 /// One dimension of a value's shape: a known extent, or unknown, possibly with
 /// a symbolic name ("batch", "seq") shared by dimensions known to be equal.
+/// Trivially copyable (16 bytes): copying a type copies its dimensions as
+/// plain memory.
 struct Dim {
   int64_t value = -1;  ///< >= 0 when known
-  std::string symbol;  ///< optional name when unknown
+  Symbol symbol;       ///< optional name when unknown
   static Dim known(int64_t v) { return Dim{v, {}}; }
-  static Dim symbolic(std::string name) { return Dim{-1, std::move(name)}; }
+  static Dim symbolic(std::string_view name) { return Dim{-1, Symbol(name)}; }
   bool is_known() const { return value >= 0; }
   bool operator==(const Dim&) const = default;
 };
+
+static_assert(std::is_trivially_copyable_v<Dim>);
 
 /// Element type and (possibly partial) shape of a value.
 struct ValueType {
@@ -93,9 +100,9 @@ class Node {
   /// nodes ahead.
   void prefetch() const {
     const char* head = reinterpret_cast<const char*>(this);
-    __builtin_prefetch(head);
-    __builtin_prefetch(head + 64);
-    __builtin_prefetch(head + 119);
+    graft::prefetch(head);
+    graft::prefetch(head + 64);
+    graft::prefetch(head + 119);
   }
 
   int opset_version = 0;  ///< opset of the node's domain at import
