@@ -13,6 +13,7 @@
 
 #include "graft/core/device.h"
 #include "graft/core/prefetch.h"
+#include "graft/core/small_vector.h"
 #include "graft/core/tensor.h"
 #include "graft/ir/attribute.h"
 #include "graft/ir/op_schema.h"
@@ -69,8 +70,9 @@ struct Value {
 /// One operation. Owned by its Graph; create through Graph::add_node.
 ///
 /// The fields that passes read for every node (op, owner, inputs, output
-/// types, placement, flags) come first: the first 120 bytes, which a sweep
-/// over a large graph fetches (prefetch()).
+/// types, placement, flags, backend) come first: the first 160 bytes, which
+/// a sweep over a large graph fetches (prefetch()). A single output's type
+/// and name are stored inside the node.
 class Node {
   // Private, yet first: part of the hot head of the object.
   friend class Graph;
@@ -102,18 +104,18 @@ class Node {
     const char* head = reinterpret_cast<const char*>(this);
     graft::prefetch(head);
     graft::prefetch(head + 64);
-    graft::prefetch(head + 119);
+    graft::prefetch(head + 159);
   }
 
   int opset_version = 0;  ///< opset of the node's domain at import
   std::vector<Value> inputs;
-  std::vector<ValueType> output_types;
+  SmallVector<ValueType, 1> output_types;  ///< inline for the usual single output
   Device device;                          ///< placement
   bool is_backward = false;               ///< autodiff marks backward nodes
   int num_captured_inputs = 0;            ///< trailing inputs that are outer-scope values for control-flow bodies
   std::shared_ptr<Graph> subgraph;        ///< owned body of graft.Subgraph / graft.FusedPointwise
   std::string backend;                    ///< assigned backend ("" = not yet assigned)
-  std::vector<std::string> output_names;  ///< unique within the graph; "" for unnamed
+  SmallVector<std::string, 1> output_names;  ///< unique within the graph; "" for unnamed
   std::string name;
   Attributes attributes;
   Tensor constant_value;  ///< the value of a Constant node
