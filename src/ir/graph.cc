@@ -89,10 +89,10 @@ Node* Graph::create_node(const OpSchema& schema, const std::vector<Value>& input
   return nodes_.back().get();
 }
 
-Node* Graph::add_input(const std::string& name, ValueType type) {
+Node* Graph::add_input(std::string name, ValueType type) {
   Node* n = add_node(input_op(), {}, 1, name);
   n->output_types[0] = std::move(type);
-  n->output_names[0] = name;
+  n->output_names[0] = std::move(name);
   inputs_.push_back(n);
   return n;
 }

@@ -139,7 +139,7 @@ class Graph {
   /// Reserves room for `num_nodes` nodes in all (a builder that knows its size).
   void reserve_nodes(size_t num_nodes) { nodes_.reserve(num_nodes); }
   /// Adds a graph input (an `Input` node) and registers it as the next input.
-  Node* add_input(const std::string& name, ValueType type);
+  Node* add_input(std::string name, ValueType type);
   /// Adds a weight or constant (a `Constant` node holding `value`).
   Node* add_constant(const std::string& name, Tensor value);
   /// Appends a graph output.
