@@ -31,7 +31,7 @@ void warn_fallback(const std::string& backend, const ir::Node& node, const std::
 
 }  // namespace
 
-ModuleTable compile_modules(ir::Graph& graph, const CompileOptions& options) {
+ModuleTable compile_modules(ir::Graph& graph, const CompileOptions& options, std::vector<CompileFallback>* fallbacks) {
   ModuleTable table(graph.num_nodes());
   for (const auto& node : graph.nodes()) {
     if (!is_compiled_node(*node)) continue;
@@ -43,6 +43,7 @@ ModuleTable compile_modules(ir::Graph& graph, const CompileOptions& options) {
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::unsupported) throw;
       warn_fallback(node->backend, *node, e.what());
+      if (fallbacks) fallbacks->push_back({node->name, node->backend, e.what(), {}});
       node->backend = "ref";
     }
   }

@@ -177,8 +177,14 @@ std::shared_ptr<Session::Plan> Session::plan_for(const std::vector<DType>& dtype
   CompileOptions compile_options;
   compile_options.num_threads = num_threads_;
   compile_options.emit_source_dir = options_.emit_source_dir;
-  plan->modules = compile_modules(*plan->graph, compile_options);
+  std::vector<CompileFallback> fallbacks;
+  plan->modules = compile_modules(*plan->graph, compile_options, &fallbacks);
   for (const auto& module : plan->modules) num_compiles_ += module != nullptr;
+  for (CompileFallback& fallback : fallbacks) {
+    for (size_t i = 0; i < dtypes.size(); ++i)
+      fallback.inputs += (i ? ", " : "") + ir::ValueType::of(dtypes[i], shapes[i]).to_string();
+    fallbacks_.push_back(std::move(fallback));
+  }
   // With fixed input shapes this is the only plan there will be: weights its
   // modules keep converted need not be kept twice (the module releases the
   // originals once converted; set_weight can still replace them whole).
@@ -213,6 +219,11 @@ void Session::set_weight(const std::string& name, const Tensor& value) {
 size_t Session::num_plans() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return plans_.size();
+}
+
+std::vector<CompileFallback> Session::compile_fallbacks() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return fallbacks_;
 }
 
 size_t Session::num_compiles() const {

@@ -42,6 +42,21 @@ class PlusOneBackend final : public runtime::Backend {
 };
 GRAFT_REGISTER_BACKEND(PlusOneBackend);
 
+/// Compiles inputs of up to four elements and declines longer ones, as a
+/// backend does whose limits depend on the shape.
+class ShortOnlyBackend final : public runtime::Backend {
+ public:
+  std::string name() const override { return "test-short-only"; }
+  bool in_default_order() const override { return false; }
+  std::unique_ptr<runtime::CompiledModule> compile(const ir::Graph& subgraph,
+                                                   const runtime::CompileOptions&) const override {
+    if (subgraph.inputs()[0]->output_types[0].dims[0].value > 4)
+      fail(ErrorKind::unsupported, "test-short-only compiles at most 4 elements");
+    return std::make_unique<PlusOneReluModule>();
+  }
+};
+GRAFT_REGISTER_BACKEND(ShortOnlyBackend);
+
 /// x -> graft.Subgraph{ Relu } -> y, the node assigned to `backend`.
 std::unique_ptr<ir::Graph> subgraph_model(const std::string& backend) {
   auto body = std::make_shared<ir::Graph>();
@@ -68,6 +83,29 @@ TEST(CompiledModule, SubgraphNodeRunsThroughItsBackendsModulePerShape) {
   EXPECT_EQ(compiles, 1) << "a second run with the same shape must not compile";
   session.run(std::vector<Tensor>{testing::random_tensor({7}, 2)});
   EXPECT_EQ(compiles, 2) << "a new input shape is a new plan";
+}
+
+TEST(CompiledModule, DeclinedCompileRunsOnRefAndIsReported) {
+  runtime::SessionOptions options;
+  options.passes = {"verify", "infer"};
+  runtime::Session session(subgraph_model("test-short-only"), options);
+  Tensor small = testing::random_tensor({3}, 5);
+  Tensor y = session.run(std::vector<Tensor>{small})[0];
+  EXPECT_FLOAT_EQ(y.data<float>()[0], std::max(small.data<float>()[0], 0.f) + 1) << "the module ran";
+  EXPECT_TRUE(session.compile_fallbacks().empty());
+
+  Tensor large = testing::random_tensor({6}, 6);
+  y = session.run(std::vector<Tensor>{large})[0];
+  for (int64_t i = 0; i < 6; ++i)
+    EXPECT_FLOAT_EQ(y.data<float>()[i], std::max(large.data<float>()[i], 0.f)) << "the body ran on ref";
+  auto fallbacks = session.compile_fallbacks();
+  ASSERT_EQ(fallbacks.size(), 1u);
+  EXPECT_EQ(fallbacks[0].node, "sub0");
+  EXPECT_EQ(fallbacks[0].backend, "test-short-only");
+  EXPECT_NE(fallbacks[0].reason.find("at most 4 elements"), std::string::npos) << fallbacks[0].reason;
+  EXPECT_EQ(fallbacks[0].inputs, "float32[6]");
+  session.run(std::vector<Tensor>{large});
+  EXPECT_EQ(session.compile_fallbacks().size(), 1u) << "a plan is made once";
 }
 
 TEST(CompiledModule, RefSubgraphRunsItsBody) {

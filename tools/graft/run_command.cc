@@ -231,6 +231,11 @@ int run_model(const RunCommandOptions& options) {
     std::cout << buffer;
   }
 
+  if (options.report)
+    for (const runtime::CompileFallback& f : session.compile_fallbacks())
+      std::cout << "fallback: " << f.backend << " declined to compile " << f.node << " for inputs " << f.inputs
+                << "; it ran on ref: " << f.reason << "\n";
+
   if (options.stats) {
     const runtime::MemoryStats& m = stats.memory;
     double percent = m.total_allocated_bytes
@@ -293,7 +298,9 @@ std::function<int()> setup_run(CLI::App& app) {
   sub->add_option("--backends", options->backends,
                   "backends in priority order, comma-separated (default: GRAFT_BACKENDS, else all available)");
   sub->add_option("--annotations", options->annotations, "JSON file pinning nodes, forbidding backends, declaring regions");
-  sub->add_flag("--report", options->report, "print how many nodes each backend runs (see graft partition)");
+  sub->add_flag("--report", options->report,
+                "print how many nodes each backend runs (see graft partition), and the subgraphs a backend "
+                "declined to compile, which ran on ref");
   return [options] { return run_model(*options); };
 }
 

@@ -4,6 +4,7 @@
 /// it has one, else through the op's reference kernel.
 #pragma once
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "graft/runtime/backend.h"
@@ -11,6 +12,15 @@
 namespace graft::runtime {
 
 using ModuleTable = std::vector<std::shared_ptr<const CompiledModule>>;
+
+/// A subgraph whose backend declined to compile it: it runs on the
+/// reference kernels instead (Session::compile_fallbacks, `graft run --report`).
+struct CompileFallback {
+  std::string node;     ///< the subgraph node ("dnnl_subgraph_3")
+  std::string backend;  ///< the backend that declined it
+  std::string reason;   ///< the backend's message
+  std::string inputs;   ///< the model input types of the plan it happened in ("float32[1,3,224,224]"), set by Session
+};
 
 /// True for nodes a backend compiles: graft.Subgraph and graft.FusedPointwise
 /// with a body and an assigned backend other than "ref".
@@ -23,8 +33,10 @@ bool is_compiled_node(const ir::Node& node);
 /// A backend that declines a subgraph at compile time (ErrorKind::unsupported:
 /// say, a shape only known once the graph runs) does not fail the plan: the
 /// node is given to `ref` (Node::backend, so artifacts and reports show it),
-/// runs its body on the reference kernels, and graft warns once per backend
-/// on stderr.
-ModuleTable compile_modules(ir::Graph& graph, const CompileOptions& options);
+/// runs its body on the reference kernels, graft warns once per backend on
+/// stderr, and the node is appended to `fallbacks` when given.
+ModuleTable compile_modules(ir::Graph& graph, const CompileOptions& options,
+                            std::vector<CompileFallback>* fallbacks = nullptr);
+
 
 }  // namespace graft::runtime

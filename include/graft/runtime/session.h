@@ -88,6 +88,11 @@ class Session {
   void set_weight(const std::string& name, const Tensor& value);
   /// Number of backend compile() calls this session made (0 for a restored artifact).
   size_t num_compiles() const;
+  /// The subgraphs that their backend declined to compile in the plans made
+  /// so far (a plan is made at the first run with new input shapes): they run
+  /// on the reference kernels. The partition report, made before any plan,
+  /// still shows their backend; `graft run --report` prints both.
+  std::vector<CompileFallback> compile_fallbacks() const;
   /// True when the session runs a plan restored from an artifact.
   bool restored_from_artifact() const { return restored_; }
 
@@ -114,7 +119,8 @@ class Session {
   int num_threads_ = 1;
   partition::PartitionReport partition_report_;
   bool restored_ = false;
-  mutable size_t num_compiles_ = 0;  // guarded by mutex_
+  mutable size_t num_compiles_ = 0;                    // guarded by mutex_
+  mutable std::vector<CompileFallback> fallbacks_;  // guarded by mutex_
   std::vector<ValueInfo> inputs_;
   std::vector<ValueInfo> outputs_;
   mutable std::mutex mutex_;
