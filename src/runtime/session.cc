@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <optional>
 
 #include "graft/codegen/compile_cache.h"
 #include "graft/core/parallel.h"
@@ -34,6 +35,7 @@ struct Session::Plan {
   std::shared_ptr<ir::Graph> graph;
   ModuleTable modules;  // compiled subgraph nodes, by Node::index()
   std::unique_ptr<Executor> executor;
+  std::optional<partition::PartitionReport> report;  // when this plan partitioned again
 };
 
 namespace {
@@ -84,15 +86,26 @@ void Session::prepare() {
   ctx.num_threads = num_threads_;
   auto pipeline = options_.passes.empty() ? passes::default_pipeline() : options_.passes;
   passes::run_pipeline(graph_, pipeline, ctx);
+  // Backends decline what they cannot size (a Conv output whose height is a
+  // symbol), so with symbolic input dimensions every plan partitions the
+  // graph again once its input shapes are known (plan_for).
+  bool symbolic_inputs = false;
+  for (const ir::Node* in : graph_->inputs()) symbolic_inputs |= !in->output_types[0].is_concrete();
+  if (symbolic_inputs) unpartitioned_ = graph_->clone();
+  partition_report_ = partition_and_fuse(graph_);
+  if (options_.verify_after_each_pass) ir::verify(*graph_);
+  describe_io();
+}
+
+partition::PartitionReport Session::partition_and_fuse(std::unique_ptr<ir::Graph>& graph) const {
   partition::PartitionOptions partition_options;
   partition_options.backends = partition::resolve_backend_order(options_.backends);
   partition_options.annotations = options_.annotations;
-  partition_report_ = partition::partition_graph(graph_, partition_options);
+  partition::PartitionReport report = partition::partition_graph(graph, partition_options);
   // Backends claimed their subgraphs above; fusion takes what is left.
-  apply_pointwise_fusion(graph_, options_);
-  partition_report_.record_fusion(*graph_);
-  if (options_.verify_after_each_pass) ir::verify(*graph_);
-  describe_io();
+  apply_pointwise_fusion(graph, options_);
+  report.record_fusion(*graph);
+  return report;
 }
 
 void Session::describe_io() {
@@ -168,11 +181,15 @@ std::shared_ptr<Session::Plan> Session::plan_for(const std::vector<DType>& dtype
   auto it = plans_.find(key);
   if (it != plans_.end()) return it->second;
   auto plan = std::make_shared<Plan>();
-  std::unique_ptr<ir::Graph> planned = graph_->clone();
+  std::unique_ptr<ir::Graph> planned = (unpartitioned_ ? unpartitioned_ : graph_)->clone();
   for (size_t i = 0; i < dtypes.size(); ++i)
     planned->inputs()[i]->output_types[0] = ir::ValueType::of(dtypes[i], shapes[i]);
   ir::infer_types(*planned);
   fold_shape_computations(planned);
+  if (unpartitioned_) {
+    plan->report = partition_and_fuse(planned);
+    ir::infer_types(*planned);  // the new subgraph and fused nodes' bodies
+  }
   plan->graph = std::shared_ptr<ir::Graph>(std::move(planned));
   CompileOptions compile_options;
   compile_options.num_threads = num_threads_;
@@ -231,7 +248,17 @@ size_t Session::num_compiles() const {
   return num_compiles_;
 }
 
+partition::PartitionReport Session::partition_report_for(const std::vector<ir::ValueType>& input_types) const {
+  std::shared_ptr<Plan> plan = plan_for_types_impl(input_types);
+  return plan->report ? *plan->report : partition_report_;
+}
+
 Session::PlannedGraph Session::plan_for_types(const std::vector<ir::ValueType>& input_types) const {
+  std::shared_ptr<Plan> plan = plan_for_types_impl(input_types);
+  return PlannedGraph{plan->graph, plan->modules};
+}
+
+std::shared_ptr<Session::Plan> Session::plan_for_types_impl(const std::vector<ir::ValueType>& input_types) const {
   if (input_types.size() != inputs_.size())
     fail(ErrorKind::invalid_argument, "the model takes ", inputs_.size(), " inputs, got ", input_types.size(), " types");
   std::vector<DType> dtypes;
@@ -242,8 +269,7 @@ Session::PlannedGraph Session::plan_for_types(const std::vector<ir::ValueType>& 
     dtypes.push_back(input_types[i].dtype);
     shapes.push_back(*shape);
   }
-  std::shared_ptr<Plan> plan = plan_for(dtypes, shapes);
-  return PlannedGraph{plan->graph, plan->modules};
+  return plan_for(dtypes, shapes);
 }
 
 std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, RunStats* stats) const {

@@ -234,5 +234,51 @@ TEST(DnnlSession, ShapeComputationsOfADynamicBatchFoldWhenPlanning) {
   EXPECT_GE(on_dnnl, 1u);
 }
 
+// Symbolic height and width (an export with dynamic spatial axes): two
+// convolutions' outputs of unknown size cannot be sized as a dnnl binary at
+// load, so the residual Add stays on ref there; each plan partitions again
+// with its concrete shapes and puts the whole graph on dnnl.
+TEST(DnnlSession, SymbolicInputDimensionsArePartitionedAgainPerPlan) {
+  auto g = new_graph();
+  ir::ValueType x_type{DType::float32, true,
+                       {ir::Dim::known(1), ir::Dim::known(4), ir::Dim::symbolic("H"), ir::Dim::symbolic("W")}};
+  ir::Value x = g->add_input("x", x_type)->output(0);
+  auto conv = [&](ir::Value in, const char* name, uint64_t seed) {
+    ir::Value w = g->add_constant(std::string(name) + "_w", random_tensor({4, 4, 3, 3}, seed))->output(0);
+    ir::Node* c = g->add_node("Conv", {in, w}, 1, name);
+    c->attributes.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+    return c->output(0);
+  };
+  ir::Value a = conv(x, "conv_a", 21);
+  ir::Value b = conv(a, "conv_b", 22);
+  g->add_output(g->add_node("Add", {a, b}, 1, "residual")->output(0), "y");
+  std::unique_ptr<ir::Graph> reference_graph = g->clone();
+  runtime::SessionOptions options;
+  options.backends = {"dnnl", "ref"};
+  options.num_threads = 2;
+  options.fusion = false;
+  runtime::Session session(std::move(g), options);
+  ASSERT_TRUE(session.partitions_per_plan());
+  EXPECT_GT(session.partition_report().nodes_per_backend()["ref"], 0u)
+      << "the load-time partition was expected to leave the Add on ref: " << session.partition_report().to_text();
+
+  runtime::SessionOptions ref_options;
+  ref_options.backends = {"ref"};
+  runtime::Session reference(std::move(reference_graph), ref_options);
+  for (int64_t size : {8, 13}) {
+    Tensor in = random_tensor({1, 4, size, size}, static_cast<uint64_t>(30 + size));
+    std::vector<Tensor> got = session.run(std::vector<Tensor>{in});
+    EXPECT_LE(max_relative_error(got[0], reference.run(std::vector<Tensor>{in})[0]), 1e-4);
+    ir::ValueType type = ir::ValueType::of(DType::float32, {1, 4, size, size});
+    partition::PartitionReport report = session.partition_report_for({type});
+    EXPECT_EQ(report.nodes_per_backend()["ref"], 0u) << report.to_text();
+    EXPECT_EQ(report.nodes_per_backend()["dnnl"], 3u) << report.to_text();
+    runtime::Session::PlannedGraph plan = session.plan_for_types({type});
+    for (const auto& node : plan.graph->nodes()) EXPECT_NE(node->backend, "ref") << node->describe();
+  }
+  EXPECT_EQ(session.num_plans(), 2u);
+  EXPECT_TRUE(session.compile_fallbacks().empty());
+}
+
 }  // namespace
 }  // namespace graft::testing

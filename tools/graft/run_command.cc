@@ -231,6 +231,17 @@ int run_model(const RunCommandOptions& options) {
     std::cout << buffer;
   }
 
+  if (options.report && session.partitions_per_plan()) {
+    // Symbolic input dimensions: the run's plan partitioned again with these shapes.
+    std::vector<ir::ValueType> types;
+    std::string shown;
+    for (const Tensor& t : inputs) {
+      types.push_back(ir::ValueType::of(t.dtype(), t.shape()));
+      shown += (shown.empty() ? "" : ", ") + types.back().to_string();
+    }
+    std::string line = session.partition_report_for(types).summary_line();
+    std::cout << "partition at inputs " << shown << ":" << line.substr(line.find(':') + 1) << "\n";
+  }
   if (options.report)
     for (const runtime::CompileFallback& f : session.compile_fallbacks())
       std::cout << "fallback: " << f.backend << " declined to compile " << f.node << " for inputs " << f.inputs

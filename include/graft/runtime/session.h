@@ -78,7 +78,16 @@ class Session {
   /// Number of distinct input-shape signatures planned so far.
   size_t num_plans() const;
   /// Where every node went when the session partitioned its graph, and why.
+  /// A model with symbolic input dimensions is partitioned again in each
+  /// plan, once the input shapes are known (partition_report_for).
   const partition::PartitionReport& partition_report() const { return partition_report_; }
+  /// The partition of the plan for inputs of these concrete types (planning
+  /// it now if needed): partition_report() for a model whose input shapes
+  /// are fixed; for one with symbolic dimensions, the plan's own partition,
+  /// made with those shapes.
+  partition::PartitionReport partition_report_for(const std::vector<ir::ValueType>& input_types) const;
+  /// True when each plan partitions the graph again (some input dimension is symbolic).
+  bool partitions_per_plan() const { return unpartitioned_ != nullptr; }
   /// Replaces the value of the weight (Constant node) named `name` in place:
   /// same dtype and shape required (invalid_argument otherwise, or when the
   /// prepared graph has no such constant, e.g. because a pass folded it
@@ -113,9 +122,15 @@ class Session {
   void restore(RestoredPlan plan);
   void validate_inputs(const std::vector<Tensor>& inputs) const;
   std::shared_ptr<Plan> plan_for(const std::vector<DType>& dtypes, const std::vector<Shape>& shapes) const;
+  std::shared_ptr<Plan> plan_for_types_impl(const std::vector<ir::ValueType>& input_types) const;
+  /// Partitions `graph` with the session's backends and annotations, then fuses what is left.
+  partition::PartitionReport partition_and_fuse(std::unique_ptr<ir::Graph>& graph) const;
 
   SessionOptions options_;
   std::unique_ptr<ir::Graph> graph_;
+  /// With symbolic input dimensions: the graph after passes, before
+  /// partitioning, which each plan partitions with its concrete shapes.
+  std::unique_ptr<ir::Graph> unpartitioned_;
   int num_threads_ = 1;
   partition::PartitionReport partition_report_;
   bool restored_ = false;
