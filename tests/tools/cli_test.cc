@@ -14,6 +14,8 @@
 
 #include "graft/core/tensor.h"
 #include "graft/frontend/npy.h"
+#include "graft/frontend/onnx_import.h"
+#include "graft/ir/graph.h"
 #include "graft/runtime/session.h"
 
 namespace {
@@ -404,6 +406,44 @@ TEST_F(CliTest, RunReportPrintsThePartitionSummary) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.rfind("partition: ref 5 nodes\n", 0), 0u) << r.out;
 }
+
+#if GRAFT_HAVE_DNNL
+// x [1,4,H,W] -> Conv -> Conv, Add of both: with symbolic H and W the Add
+// cannot be sized as a dnnl binary at load; given a shape, the plan's
+// partition puts all three nodes on dnnl.
+TEST_F(CliTest, SymbolicInputsArePartitionedAgainForTheShapesGiven) {
+  auto g = std::make_unique<graft::ir::Graph>();
+  g->opset_imports[""] = 17;
+  graft::ir::ValueType x_type{graft::DType::float32, true,
+                       {graft::ir::Dim::known(1), graft::ir::Dim::known(4), graft::ir::Dim::symbolic("H"), graft::ir::Dim::symbolic("W")}};
+  graft::ir::Value x = g->add_input("x", x_type)->output(0);
+  auto conv = [&](graft::ir::Value in, const std::string& name) {
+    graft::Tensor w(graft::DType::float32, {4, 4, 3, 3});
+    for (int64_t i = 0; i < w.numel(); ++i) w.data<float>()[i] = static_cast<float>(i % 7) * 0.01f;
+    graft::ir::Node* c = g->add_node("Conv", {in, g->add_constant(name + "_w", w)->output(0)}, 1, name);
+    c->attributes.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+    return c->output(0);
+  };
+  graft::ir::Value a = conv(x, "conv_a");
+  g->add_output(g->add_node("Add", {a, conv(a, "conv_b")}, 1, "residual")->output(0), "y");
+  std::string model = path("conv_hw.onnx");
+  graft::frontend::save_onnx(*g, model);
+
+  CommandResult load = graft("partition " + quote(model) + " --backends dnnl,ref --fusion off");
+  ASSERT_EQ(load.exit_code, 0) << load.err;
+  EXPECT_NE(load.out.find("residual (Add) -> ref"), std::string::npos) << load.out;
+  CommandResult planned =
+      graft("partition " + quote(model) + " --backends dnnl,ref --fusion off --shape x=1,4,8,8");
+  ASSERT_EQ(planned.exit_code, 0) << planned.err;
+  EXPECT_EQ(planned.out.rfind("partition: dnnl 3 nodes in 1 subgraph, ref 0 nodes\n", 0), 0u) << planned.out;
+  CommandResult run = graft("run " + quote(model) + " --backends dnnl,ref --report --shape x=1,4,8,8");
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("partition at inputs float32[1,4,8,8]: dnnl 3 nodes in 1 subgraph, ref 0 nodes\n"),
+            std::string::npos)
+      << run.out;
+  expect_one_line_error(graft("partition " + quote(model) + " --shape x=1,4"), "rank 2 given", "--shape of a wrong rank");
+}
+#endif
 
 TEST_F(CliTest, PartitionErrorsAreOneLine) {
   expect_one_line_error(graft("partition " + quote(mlp_) + " --backends ref,tpu"), "unknown backend 'tpu' (available: ",

@@ -1,10 +1,15 @@
-// graft partition MODEL [--backends a,b] [--annotations F] [--fusion on|off] [--format text|json] [--dot FILE]:
+// graft partition MODEL [--backends a,b] [--annotations F] [--fusion on|off] [--shape NAME=D0,D1,...]
+//                 [--format text|json] [--dot FILE]:
 // prepares the model as a Session would (default pass pipeline), partitions it
 // over the backends in priority order, fuses what is left pointwise (unless
 // fusion is off) and prints the partition report: for every node the backend
 // that runs it (`fuse` for members of fused kernels), or for each backend why
 // not; per backend the subgraph count and sizes. --dot writes a Graphviz picture.
+// With --shape, the partition of a Session's plan for those input shapes: a
+// model with symbolic input dimensions is partitioned again once they are known.
 #include <fstream>
+#include <map>
+#include <optional>
 #include <iostream>
 
 #include "cli_support.h"
@@ -15,6 +20,8 @@
 #include "graft/fusion/fusion_options.h"
 #include "graft/partition/partitioner.h"
 #include "graft/passes/pass.h"
+#include "graft/runtime/artifact.h"
+#include "graft/runtime/session.h"
 
 namespace graft::cli {
 
@@ -27,7 +34,25 @@ struct PartitionCommandOptions {
   std::string format = "text";
   std::string fusion;
   std::string dot;
+  std::vector<std::string> shapes;
 };
+
+/// The partition of the plan for the --shape input shapes, made by a Session.
+partition::PartitionReport plan_partition(const PartitionCommandOptions& options, std::optional<bool> fusion,
+                                          const std::vector<std::string>& backends) {
+  std::map<std::string, Shape> shapes;
+  for (const std::string& text : options.shapes) {
+    auto [name, dims] = split_assignment(text, "--shape");
+    if (!shapes.emplace(name, parse_dims(dims, "--shape " + name)).second)
+      fail(ErrorKind::invalid_argument, "--shape given twice for '", name, "'");
+  }
+  runtime::SessionOptions session_options;
+  session_options.backends = backends;
+  session_options.fusion = fusion;
+  if (!options.annotations.empty()) session_options.annotations = partition::load_annotations(options.annotations);
+  runtime::Session session(options.model, session_options);
+  return session.partition_report_for(runtime::artifact_input_types(session.inputs(), shapes));
+}
 
 int partition_model(const PartitionCommandOptions& options) {
   if (options.format != "text" && options.format != "json")
@@ -39,13 +64,18 @@ int partition_model(const PartitionCommandOptions& options) {
   partition_options.backends = partition::resolve_backend_order(requested);
   if (!options.annotations.empty()) partition_options.annotations = partition::load_annotations(options.annotations);
 
-  std::unique_ptr<ir::Graph> graph = frontend::load_onnx(options.model);
-  passes::PassContext context;
-  passes::run_pipeline(graph, passes::default_pipeline(), context);
-  partition::PartitionReport report = partition::partition_graph(graph, partition_options);
-  if (fusion::fusion_enabled(fusion)) {
-    fusion::fuse_pointwise(graph);
-    report.record_fusion(*graph);
+  partition::PartitionReport report;
+  if (!options.shapes.empty()) {
+    report = plan_partition(options, fusion, requested);
+  } else {
+    std::unique_ptr<ir::Graph> graph = frontend::load_onnx(options.model);
+    passes::PassContext context;
+    passes::run_pipeline(graph, passes::default_pipeline(), context);
+    report = partition::partition_graph(graph, partition_options);
+    if (fusion::fusion_enabled(fusion)) {
+      fusion::fuse_pointwise(graph);
+      report.record_fusion(*graph);
+    }
   }
   if (options.format == "json")
     std::cout << report.to_json() << "\n";
@@ -72,6 +102,9 @@ std::function<int()> setup_partition(CLI::App& app) {
                   "JSON file pinning nodes, forbidding backends, declaring regions");
   sub->add_option("--fusion", options->fusion,
                   "on|off: pointwise fusion after partitioning (default: GRAFT_FUSION, else on)");
+  sub->add_option("--shape", options->shapes,
+                  "NAME=D0,D1,...: partition the plan for this input shape (repeatable); a model with symbolic "
+                  "input dimensions is partitioned again once they are known");
   sub->add_option("--format", options->format, "text (default) or json");
   sub->add_option("--dot", options->dot, "write a Graphviz picture of the partitioning to FILE");
   return [options] { return partition_model(*options); };
