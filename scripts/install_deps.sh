@@ -9,6 +9,12 @@ packages=(
   libdnnl-dev llvm-14-dev libssl-dev zlib1g-dev libzstd-dev libtinfo-dev
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
   python3 python3-numpy python3-torch python3-torchvision
+  # The BLAS that Debian recommends for python3-torch (libtorch1.13 Recommends
+  # libopenblas0): without it, and with --no-install-recommends below, the
+  # PyTorch peer of `make compare` multiplies matrices with the netlib
+  # reference BLAS (bert4_seq128: 1.7 s a run instead of 36 ms). graft and
+  # ONNX Runtime do not use it.
+  libopenblas0-openmp
 )
 missing=()
 for p in "${packages[@]}"; do
