@@ -278,6 +278,14 @@ TEST(DnnlSession, SymbolicInputDimensionsArePartitionedAgainPerPlan) {
   }
   EXPECT_EQ(session.num_plans(), 2u);
   EXPECT_TRUE(session.compile_fallbacks().empty());
+
+  // A weight set through the session reaches the plans that partitioned again.
+  Tensor w = random_tensor({4, 4, 3, 3}, 40);
+  session.set_weight("conv_a_w", w);
+  reference.set_weight("conv_a_w", w);
+  Tensor in = random_tensor({1, 4, 8, 8}, 41);
+  EXPECT_LE(max_relative_error(session.run(std::vector<Tensor>{in})[0], reference.run(std::vector<Tensor>{in})[0]),
+            1e-4);
 }
 
 }  // namespace
