@@ -47,6 +47,16 @@ std::vector<int64_t> parse_dims(const std::string& text, const std::string& flag
   return dims;
 }
 
+std::map<std::string, std::vector<int64_t>> parse_shape_flags(const std::vector<std::string>& texts) {
+  std::map<std::string, std::vector<int64_t>> shapes;
+  for (const std::string& text : texts) {
+    auto [name, dims] = split_assignment(text, "--shape");
+    if (!shapes.emplace(name, parse_dims(dims, "--shape " + name)).second)
+      fail(ErrorKind::invalid_argument, "--shape given twice for '", name, "'");
+  }
+  return shapes;
+}
+
 int parse_thread_count(const std::string& text, const std::string& flag) {
   int64_t v = 0;
   if (!parse_int64(text, v) || v < 1 || v > 1024)

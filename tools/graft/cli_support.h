@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <map>
 #include <utility>
 #include <vector>
 
@@ -18,6 +19,10 @@ std::pair<std::string, std::string> split_assignment(const std::string& text, co
 /// Parses "1,3,224,224" (non-negative integers, comma-separated; "" is a
 /// scalar's empty shape) for `flag`.
 std::vector<int64_t> parse_dims(const std::string& text, const std::string& flag);
+
+/// Parses repeated `--shape NAME=D0,D1,...` values into shapes by input name;
+/// a name given twice is an error.
+std::map<std::string, std::vector<int64_t>> parse_shape_flags(const std::vector<std::string>& texts);
 
 /// Parses a thread count given to `flag`: an integer in 1..1024.
 int parse_thread_count(const std::string& text, const std::string& flag);

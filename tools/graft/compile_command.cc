@@ -28,11 +28,7 @@ struct CompileCommandOptions {
 
 int compile_model(const CompileCommandOptions& options) {
   runtime::ArtifactCompileOptions compile;
-  for (const std::string& text : options.shapes) {
-    auto [name, dims] = split_assignment(text, "--shape");
-    if (!compile.input_shapes.emplace(name, parse_dims(dims, "--shape " + name)).second)
-      fail(ErrorKind::invalid_argument, "--shape given twice for '", name, "'");
-  }
+  compile.input_shapes = parse_shape_flags(options.shapes);
   if (!options.backends.empty()) compile.session.backends = parse_name_list(options.backends, "--backends");
   compile.session.fusion = parse_on_off(options.fusion, "--fusion");
   if (!options.threads.empty()) compile.session.num_threads = parse_thread_count(options.threads, "--threads");

@@ -40,12 +40,7 @@ struct PartitionCommandOptions {
 /// The partition of the plan for the --shape input shapes, made by a Session.
 partition::PartitionReport plan_partition(const PartitionCommandOptions& options, std::optional<bool> fusion,
                                           const std::vector<std::string>& backends) {
-  std::map<std::string, Shape> shapes;
-  for (const std::string& text : options.shapes) {
-    auto [name, dims] = split_assignment(text, "--shape");
-    if (!shapes.emplace(name, parse_dims(dims, "--shape " + name)).second)
-      fail(ErrorKind::invalid_argument, "--shape given twice for '", name, "'");
-  }
+  std::map<std::string, Shape> shapes = parse_shape_flags(options.shapes);
   runtime::SessionOptions session_options;
   session_options.backends = backends;
   session_options.fusion = fusion;

@@ -147,12 +147,7 @@ int run_model(const RunCommandOptions& options) {
     fail(ErrorKind::invalid_argument, "--repeat '", options.repeat, "' must be at least 1");
   int64_t show = parse_count(options.show, "--show", 1000000);
 
-  std::map<std::string, Shape> shapes;
-  for (const std::string& text : options.shapes) {
-    auto [name, dims] = split_assignment(text, "--shape");
-    if (!shapes.emplace(name, parse_dims(dims, "--shape " + name)).second)
-      fail(ErrorKind::invalid_argument, "--shape given twice for '", name, "'");
-  }
+  std::map<std::string, Shape> shapes = parse_shape_flags(options.shapes);
   std::map<std::string, std::string> files;
   for (const std::string& text : options.inputs) {
     auto [name, path] = split_assignment(text, "--input");
