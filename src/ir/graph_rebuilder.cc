@@ -38,6 +38,15 @@ Node* GraphRebuilder::copy(uint32_t id) {
 
 void GraphRebuilder::alias(uint32_t id, uint32_t index, Value value) { map_[source_.entry_id(id, index)] = value; }
 
+void GraphRebuilder::replace(uint32_t id, Node* replacement) {
+  const Node& replaced = source_.node(id);
+  GRAFT_CHECK(replacement->num_outputs() == replaced.num_outputs(), replacement->describe(), " cannot replace ",
+              replaced.describe(), ": different output counts");
+  replacement->output_types = replaced.output_types;
+  replacement->output_names = replaced.output_names;
+  for (int k = 0; k < replaced.num_outputs(); ++k) alias(id, static_cast<uint32_t>(k), replacement->output(k));
+}
+
 std::unique_ptr<Graph> GraphRebuilder::finish() {
   const Graph& g = source_.graph();
   for (size_t i = 0; i < g.outputs().size(); ++i) target_->add_output(map(source_.outputs()[i]), g.output_names()[i]);

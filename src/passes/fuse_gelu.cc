@@ -117,9 +117,7 @@ bool fuse_gelu(std::unique_ptr<ir::Graph>& graph, PassContext&) {
     const ir::Node& mul = g.node(id);
     ir::Node* gelu = rebuilder.target().add_node("Gelu", {rebuilder.map(x_of[id])}, 1, mul.name + "/Gelu");
     gelu->attributes.set("approximate", std::string("none"));
-    gelu->output_types = mul.output_types;
-    gelu->output_names = mul.output_names;
-    rebuilder.alias(id, 0, gelu->output(0));
+    rebuilder.replace(id, gelu);
   }
   graph = rebuilder.finish();
   return true;

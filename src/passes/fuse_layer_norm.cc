@@ -162,9 +162,7 @@ bool fuse_layer_norm(std::unique_ptr<ir::Graph>& graph, PassContext&) {
     ir::Node* ln = target.add_node("LayerNormalization", {rebuilder.map(m.x), scale, bias}, 1, add.name + "/LayerNorm");
     ln->attributes.set("axis", m.axis);
     ln->attributes.set("epsilon", m.epsilon);
-    ln->output_types = add.output_types;
-    ln->output_names = add.output_names;
-    rebuilder.alias(id, 0, ln->output(0));
+    rebuilder.replace(id, ln);
   }
   graph = rebuilder.finish();
   return true;

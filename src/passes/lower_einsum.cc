@@ -119,9 +119,7 @@ bool lower_einsum(std::unique_ptr<ir::Graph>& graph, PassContext&) {
     ir::Node* matmul = rebuilder.target().add_node(
         "MatMul", form.swap_operands ? std::vector<ir::Value>{second, first} : std::vector<ir::Value>{first, second}, 1,
         einsum.name + "/MatMul");
-    matmul->output_types = einsum.output_types;
-    matmul->output_names = einsum.output_names;
-    rebuilder.alias(id, 0, matmul->output(0));
+    rebuilder.replace(id, matmul);
   }
   graph = rebuilder.finish();
   return true;

@@ -27,6 +27,10 @@ class GraphRebuilder {
   Node* copy(uint32_t id);
   /// Makes source entry (id, index) stand for `value` in the new graph.
   void alias(uint32_t id, uint32_t index, Value value);
+  /// Puts `replacement`, a node of target() with as many outputs as source
+  /// node `id`, in that node's place: it takes the node's output types and
+  /// names, and its outputs stand for the node's.
+  void replace(uint32_t id, Node* replacement);
   /// Sets the graph outputs (source outputs, mapped, same names) and returns
   /// the graph.
   std::unique_ptr<Graph> finish();
