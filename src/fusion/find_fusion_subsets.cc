@@ -211,8 +211,7 @@ class SubsetFinder {
       if (id + 2 * kPrefetchDistance < n) graph_.node(id + 2 * kPrefetchDistance).prefetch();
       if (id + kPrefetchDistance < n) {
         const ir::Node& ahead = graph_.node(id + kPrefetchDistance);
-        graft::prefetch(ahead.inputs.data());
-        graft::prefetch(ahead.output_types.data());
+        graft::prefetch(ahead.inputs.data());  // (a single output's type is inside the node, fetched above)
         // The op table's attribute checks ask whether there are any.
         graft::prefetch(&ahead.attributes.all());
         graft::prefetch(reinterpret_cast<const char*>(&ahead.attributes.all()) + 40);

@@ -186,10 +186,7 @@ std::shared_ptr<Session::Plan> Session::plan_for(const std::vector<DType>& dtype
     planned->inputs()[i]->output_types[0] = ir::ValueType::of(dtypes[i], shapes[i]);
   ir::infer_types(*planned);
   fold_shape_computations(planned);
-  if (unpartitioned_) {
-    plan->report = partition_and_fuse(planned);
-    ir::infer_types(*planned);  // the new subgraph and fused nodes' bodies
-  }
+  if (unpartitioned_) plan->report = partition_and_fuse(planned);
   plan->graph = std::shared_ptr<ir::Graph>(std::move(planned));
   CompileOptions compile_options;
   compile_options.num_threads = num_threads_;
@@ -197,10 +194,14 @@ std::shared_ptr<Session::Plan> Session::plan_for(const std::vector<DType>& dtype
   std::vector<CompileFallback> fallbacks;
   plan->modules = compile_modules(*plan->graph, compile_options, &fallbacks);
   for (const auto& module : plan->modules) num_compiles_ += module != nullptr;
-  for (CompileFallback& fallback : fallbacks) {
+  if (!fallbacks.empty()) {
+    std::string input_types;
     for (size_t i = 0; i < dtypes.size(); ++i)
-      fallback.inputs += (i ? ", " : "") + ir::ValueType::of(dtypes[i], shapes[i]).to_string();
-    fallbacks_.push_back(std::move(fallback));
+      input_types += (i ? ", " : "") + ir::ValueType::of(dtypes[i], shapes[i]).to_string();
+    for (CompileFallback& fallback : fallbacks) {
+      fallback.inputs = input_types;
+      fallbacks_.push_back(std::move(fallback));
+    }
   }
   // With fixed input shapes this is the only plan there will be: weights its
   // modules keep converted need not be kept twice (the module releases the

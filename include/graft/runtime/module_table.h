@@ -38,5 +38,4 @@ bool is_compiled_node(const ir::Node& node);
 ModuleTable compile_modules(ir::Graph& graph, const CompileOptions& options,
                             std::vector<CompileFallback>* fallbacks = nullptr);
 
-
 }  // namespace graft::runtime
