@@ -442,6 +442,10 @@ TEST_F(CliTest, SymbolicInputsArePartitionedAgainForTheShapesGiven) {
             std::string::npos)
       << run.out;
   expect_one_line_error(graft("partition " + quote(model) + " --shape x=1,4"), "rank 2 given", "--shape of a wrong rank");
+  expect_one_line_error(graft("partition " + quote(model) + " --shape y=1,4,8,8"), "not an input of the model",
+                        "--shape of an unknown input");
+  expect_one_line_error(graft("partition " + quote(model) + " --shape x=1,4,8,8 --shape x=1,4,9,9"),
+                        "--shape given twice for 'x'", "--shape given twice");
 }
 #endif
 
