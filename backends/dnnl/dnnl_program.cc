@@ -587,11 +587,13 @@ class Builder {
   // in one layout and a destination left to it, oneDNN's convolutions fall
   // back to a gemm on plain layouts (20x slower on efficientnet_v2's fused
   // MBConv blocks, conv -> SiLU -> + input).
-  void build_post_ops(const Group& g, const Dims& dst_dims, dnnl::post_ops& ops,
+  // The post-ops of the group's first `count`, in the primitive's attributes.
+  void build_post_ops(const Group& g, size_t count, const Dims& dst_dims, dnnl::post_ops& ops,
                       std::vector<std::pair<int, int>>& binary_args, int& sum_slot, int anchor_input_slot,
                       const memory::desc& preferred_dst, const std::string& label, bool& dst_preferred) {
     int index = 0;
-    for (const PostOp& p : g.post_ops) {
+    for (size_t k = 0; k < count; ++k) {
+      const PostOp& p = g.post_ops[k];
       switch (p.kind) {
         case PostOp::Kind::fold_batch_norm:
           continue;
@@ -663,13 +665,17 @@ class Builder {
     entry_slot_[indexed_.entry_id(g.last, 0)] = result;
   }
 
-  // Finishes an anchor: post-ops, input conversion, destination; returns the destination slot.
+  // Finishes an anchor: post-ops, input conversion, destination; returns the
+  // destination slot. The anchor's step is the last; its first `fused`
+  // post-ops are in it, and the caller runs the rest (apply_post_ops) once it
+  // has added the step's weights.
   // `fall_back`, when given, is called once if oneDNN has no implementation
   // for what make_desc asks (say, a Winograd convolution with these post-ops):
   // it switches make_desc to a choice that always exists.
   template <typename Primitive, typename MakeDesc>
   int finish_anchor(const Group& g, const std::string& label, const Dims& dst_dims, int src_slot, MakeDesc make_desc,
-                    typename Primitive::primitive_desc& pd, const std::function<bool()>& fall_back = {}) {
+                    typename Primitive::primitive_desc& pd, size_t& fused,
+                    const std::function<bool()>& fall_back = {}) {
     using PrimitiveDesc = typename Primitive::primitive_desc;
     auto create = [&](const memory::desc& src, const memory::desc& dst, const dnnl::primitive_attr& attr) {
       try {
@@ -683,9 +689,11 @@ class Builder {
     std::vector<std::pair<int, int>> binary_args;
     int sum_slot = -1;
     memory::desc src_any = any_desc(program_.slots[src_slot].desc.dims());
-    memory::desc preferred_dst = create(src_any, any_desc(dst_dims), new_attr()).dst_desc();
+    PrimitiveDesc without_post_ops = create(src_any, any_desc(dst_dims), new_attr());
+    memory::desc preferred_dst = without_post_ops.dst_desc();
     bool dst_preferred = false;
-    build_post_ops(g, dst_dims, ops, binary_args, sum_slot, src_slot, preferred_dst, label, dst_preferred);
+    fused = post_ops_with_jit_code<Primitive>(g, dst_dims, src_any, preferred_dst, without_post_ops, create);
+    build_post_ops(g, fused, dst_dims, ops, binary_args, sum_slot, src_slot, preferred_dst, label, dst_preferred);
     dnnl::primitive_attr attr = new_attr();
     attr.set_post_ops(ops);
     memory::desc dst_md = sum_slot >= 0 ? program_.slots[sum_slot].desc
@@ -699,6 +707,89 @@ class Builder {
     if (sum_slot >= 0) converted_[sum_slot].clear();  // its old value is gone
     add_step(Primitive(pd), pd, std::move(args), label);
     return dst;
+  }
+
+  // How many of the group's post-ops go into the anchor's primitive: all,
+  // unless oneDNN then has only its reference code where the bare primitive
+  // has jit code. oneDNN 2.6's convolutions have no jit code for a binary
+  // post-op whose operand has the full output shape (a ConvGRU's gates,
+  // sigmoid(conv(x)) * h): RAFT's update block ran 100 times slower. The
+  // chain is then cut before its last binary post-op, or an earlier one,
+  // whichever keeps jit code, and the rest runs as separate primitives
+  // (apply_post_ops). The probe uses the operands' descriptors only.
+  template <typename Primitive, typename Create>
+  size_t post_ops_with_jit_code(const Group& g, const Dims& dst_dims, const memory::desc& src_any,
+                                const memory::desc& preferred_dst,
+                                const typename Primitive::primitive_desc& without_post_ops, Create& create) {
+    const size_t all = g.post_ops.size();
+    if (on_reference_code(without_post_ops)) return all;
+    auto probe = [&](size_t count) {
+      dnnl::post_ops ops;
+      bool dst_preferred = false;
+      for (size_t k = 0; k < count; ++k) {
+        const PostOp& p = g.post_ops[k];
+        if (p.kind == PostOp::Kind::fold_batch_norm) continue;
+        if (p.kind == PostOp::Kind::eltwise) {
+          ops.append_eltwise(1.0f, p.alg, p.alpha, p.beta);
+          continue;
+        }
+        if (p.kind == PostOp::Kind::sum && k == 0) {
+          ops.append_sum(1.0f);
+          continue;
+        }
+        // As build_post_ops: an operand of the output's shape in the
+        // layout the bare primitive prefers, which the output then takes.
+        Dims od = expand_rank(dims(p.other), dst_dims.size());
+        const bool full = od == dst_dims && preferred_dst.dims() == dst_dims;
+        ops.append_binary(p.alg, full ? preferred_dst : plain_desc(od));
+        dst_preferred = dst_preferred || full;
+      }
+      dnnl::primitive_attr attr = new_attr();
+      attr.set_post_ops(ops);
+      try {
+        return !on_reference_code(create(src_any, dst_preferred ? preferred_dst : any_desc(dst_dims), attr));
+      } catch (const dnnl::error&) {
+        return false;
+      }
+    };
+    if (probe(all)) return all;
+    for (size_t cut = all; cut-- > 0;) {
+      const PostOp::Kind kind = g.post_ops[cut].kind;
+      if ((kind == PostOp::Kind::binary || (kind == PostOp::Kind::sum && cut > 0)) && probe(cut)) return cut;
+    }
+    return all;
+  }
+
+  // Runs the group's post-ops from `first` on as separate primitives on
+  // `src` (what post_ops_with_jit_code left out of the anchor); returns the
+  // slot of the result.
+  int apply_post_ops(const Group& g, size_t first, int src, const std::string& label) {
+    for (size_t k = first; k < g.post_ops.size(); ++k) {
+      const PostOp& p = g.post_ops[k];
+      if (p.kind == PostOp::Kind::fold_batch_norm) continue;
+      src = dense(src, label);
+      const memory::desc d0 = program_.slots[src].desc;  // a copy: adding slots moves them
+      if (p.kind == PostOp::Kind::eltwise) {
+        dnnl::eltwise_forward::primitive_desc pd(
+            dnnl::eltwise_forward::desc(prop_kind::forward_inference, p.alg, d0, p.alpha, p.beta), new_attr(),
+            program_.engine);
+        int dst = add_slot(pd.dst_desc());
+        add_step(dnnl::eltwise_forward(pd), pd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}, label);
+        src = dst;
+        continue;
+      }
+      // binary, or a sum that was not the first post-op: an elementwise add.
+      Dims od = expand_rank(dims(p.other), d0.dims().size());
+      int src1 = slot_of(p.other);
+      if (od == d0.dims()) src1 = view(as_desc(src1, d0, label), d0, true);
+      else src1 = view(as_plain(src1, label), plain_desc(od));
+      dnnl::binary::primitive_desc pd(dnnl::binary::desc(p.alg, d0, program_.slots[src1].desc, d0), new_attr(),
+                                      program_.engine);
+      int dst = add_slot(pd.dst_desc());
+      add_step(dnnl::binary(pd), pd, {{DNNL_ARG_SRC_0, src}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}}, label);
+      src = dst;
+    }
+    return src;
   }
 
   const ir::Node* folded_batch_norm(const Group& g) const {
@@ -814,13 +905,15 @@ class Builder {
     // The weights' slots depend on the layouts the primitive picks: build the
     // primitive first with placeholders, then fill in the weight arguments.
     dnnl::convolution_forward::primitive_desc pd;
-    int dst = finish_anchor<dnnl::convolution_forward>(g, label, dst_dims, src_slot, make, pd, fall_back_to_direct);
+    size_t fused = 0;
+    int dst = finish_anchor<dnnl::convolution_forward>(g, label, dst_dims, src_slot, make, pd, fused,
+                                                       fall_back_to_direct);
     int w_slot, b_slot;
     conv_weights(g, conv, wd, pd.weights_desc(), bias ? pd.bias_desc() : memory::desc(), w_slot, b_slot);
     Step& s = program_.steps.back();
     s.args.push_back({DNNL_ARG_WEIGHTS, w_slot});
     if (b_slot >= 0) s.args.push_back({DNNL_ARG_BIAS, b_slot});
-    return dst;
+    return apply_post_ops(g, fused, dst, label);
   }
 
   int emit_conv_transpose(const Group& g, const std::string& label) {
@@ -868,7 +961,8 @@ class Builder {
     };
     int src_slot = slot_of(input(node, 0));
     dnnl::deconvolution_forward::primitive_desc pd;
-    int dst = finish_anchor<dnnl::deconvolution_forward>(g, label, dst_dims, src_slot, make, pd);
+    size_t fused = 0;
+    int dst = finish_anchor<dnnl::deconvolution_forward>(g, label, dst_dims, src_slot, make, pd, fused);
     Weight w;
     w.sources = {source_of(input(node, 1))};
     w.plain = memory::desc(wd, memory::data_type::f32, ws);
@@ -886,7 +980,7 @@ class Builder {
       int b_slot = add_weight(std::move(b));
       program_.steps.back().args.push_back({DNNL_ARG_BIAS, b_slot});
     }
-    return dst;
+    return apply_post_ops(g, fused, dst, label);
   }
 
   // Whether every binary operand of the group's post-ops is a row vector or

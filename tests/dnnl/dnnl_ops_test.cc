@@ -456,6 +456,22 @@ TEST(DnnlLayouts, BinaryOpsAvoidTheReferenceImplementation) {
   EXPECT_EQ(residual_stats.reference_primitives, 0);
 }
 
+// A ConvGRU's gates (RAFT's update block): sigmoid(conv(x)) * h and
+// tanh(conv(x)) + h, with h an activation of the convolution's output shape.
+// oneDNN 2.6 has no jit convolution with such a binary post-op and ran its
+// reference code, 100x slower (140 ms a convolution of RAFT). The chain is cut
+// before the binary, which runs as its own jit primitive; the convolution
+// keeps its eltwise. Results match the reference kernels.
+TEST(DnnlConv, FullShapeBinaryPostOpsKeepJitConvolutions) {
+  Case c;
+  Value x = c.input({1, 40, 12, 12});
+  Value h = c.input({1, 24, 12, 12});
+  Value gate = c.op("Sigmoid", {c.op("Conv", {x, c.constant({24, 40, 3, 3}), c.constant({24})}, ints("pads", {1, 1, 1, 1}))});
+  Value candidate = c.op("Tanh", {c.op("Conv", {x, c.constant({24, 40, 3, 3})}, ints("pads", {1, 1, 1, 1}))});
+  auto stats = c.check({c.op("Mul", {gate, h}), c.op("Relu", {c.op("Add", {candidate, h})})});
+  EXPECT_EQ(stats.reference_primitives, 0);
+}
+
 // LSTM on oneDNN's vanilla LSTM: forward with biases and initial states,
 // reverse with neither; all three outputs against the reference kernels.
 TEST(DnnlOps, Lstm) {

@@ -1,9 +1,13 @@
 // NonMaxSuppression, RoiAlign, GridSample and the window ops on small cases
-// whose answers are known in closed form.
+// whose answers are known in closed form, and NonMaxSuppression on thousands
+// of boxes against its quadratic definition.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numbers>
+#include <random>
 
 #include "support/graph_runner.h"
 
@@ -61,6 +65,92 @@ TEST(NonMaxSuppression, CenterPointBoxes) {
   ASSERT_EQ(y.shape(), (Shape{2, 3}));
   EXPECT_EQ(y.data<int64_t>()[2], 0);
   EXPECT_EQ(y.data<int64_t>()[5], 2);
+}
+
+namespace {
+
+// NonMaxSuppression by its definition: every candidate compared with every
+// box selected before it. Boxes are corners [y1, x1, y2, x2].
+std::vector<int64_t> quadratic_nms(const std::vector<float>& boxes, const std::vector<float>& scores, int64_t batches,
+                                   int64_t classes, int64_t count, int64_t max_per_class, float iou_threshold,
+                                   float score_threshold) {
+  struct Corners {
+    float y1, x1, y2, x2;
+  };
+  auto corners = [&](int64_t b, int64_t i) {
+    const float* p = boxes.data() + (b * count + i) * 4;
+    return Corners{std::min(p[0], p[2]), std::min(p[1], p[3]), std::max(p[0], p[2]), std::max(p[1], p[3])};
+  };
+  auto iou_above = [&](const Corners& a, const Corners& c) {
+    const float w = std::min(a.x2, c.x2) - std::max(a.x1, c.x1);
+    const float h = std::min(a.y2, c.y2) - std::max(a.y1, c.y1);
+    if (w <= 0 || h <= 0) return false;
+    const float area_a = (a.x2 - a.x1) * (a.y2 - a.y1), area_c = (c.x2 - c.x1) * (c.y2 - c.y1);
+    if (area_a <= 0 || area_c <= 0) return false;
+    const float inter = w * h;
+    return inter / (area_a + area_c - inter) > iou_threshold;
+  };
+  std::vector<int64_t> out;
+  for (int64_t b = 0; b < batches; ++b)
+    for (int64_t c = 0; c < classes; ++c) {
+      const float* s = scores.data() + (b * classes + c) * count;
+      std::vector<int64_t> order;
+      for (int64_t i = 0; i < count; ++i)
+        if (s[i] > score_threshold) order.push_back(i);
+      std::stable_sort(order.begin(), order.end(), [&](int64_t l, int64_t r) { return s[l] > s[r]; });
+      std::vector<Corners> kept;
+      for (int64_t i : order) {
+        if (static_cast<int64_t>(kept.size()) >= max_per_class) break;
+        const Corners box = corners(b, i);
+        bool suppressed = false;
+        for (const Corners& k : kept) suppressed = suppressed || iou_above(k, box);
+        if (suppressed) continue;
+        kept.push_back(box);
+        out.insert(out.end(), {b, c, i});
+      }
+    }
+  return out;
+}
+
+}  // namespace
+
+TEST(NonMaxSuppression, ThousandsOfBoxesMatchTheDefinition) {
+  // Like torchvision's batched NMS: each group of boxes offset into a region of
+  // its own, so that most candidates are selected; plus boxes wider than
+  // their region, zero-area boxes, flipped corners, NaN corners and tied scores.
+  const int64_t batches = 2, classes = 2, count = 1500;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> unit(0.0f, 1.0f);
+  std::vector<float> boxes(static_cast<size_t>(batches * count * 4)), scores(static_cast<size_t>(batches * classes * count));
+  for (int64_t b = 0; b < batches; ++b)
+    for (int64_t i = 0; i < count; ++i) {
+      float* p = boxes.data() + (b * count + i) * 4;
+      const float region = static_cast<float>(i % 40) * 101.0f;
+      const float y = region + 90 * unit(rng), x = region + 90 * unit(rng);
+      float h = 1 + 20 * unit(rng), w = 1 + 20 * unit(rng);
+      if (i % 97 == 0) w = 3000 * unit(rng);  // spans many regions
+      if (i % 89 == 0) h = 0;                 // empty
+      p[0] = y, p[1] = x, p[2] = y + h, p[3] = x + w;
+      if (i % 13 == 0) std::swap(p[1], p[3]);  // flipped corners
+      if (i % 211 == 0) p[1] = std::numeric_limits<float>::quiet_NaN();
+    }
+  for (float& s : scores) s = std::round(unit(rng) * 200) / 200;  // many ties
+  const Tensor boxes_t = Tensor::from_vector<float>(boxes, {batches, count, 4});
+  const Tensor scores_t = Tensor::from_vector<float>(scores, {batches, classes, count});
+  for (float iou : {0.0f, 0.3f, 0.7f})
+    for (int64_t max_per_class : {int64_t{7}, int64_t{100000}}) {
+      const float score_threshold = 0.1f;
+      std::vector<Tensor> inputs = {boxes_t, scores_t, Tensor::from_vector<int64_t>({max_per_class}, {1}),
+                                    Tensor::from_vector<float>({iou}, {1}),
+                                    Tensor::from_vector<float>({score_threshold}, {1})};
+      auto g = single_node("NonMaxSuppression", inputs, 11, [](Node*) {});
+      Tensor y = run_graph(*g, inputs)[0];
+      std::vector<int64_t> want =
+          quadratic_nms(boxes, scores, batches, classes, count, max_per_class, iou, score_threshold);
+      ASSERT_EQ(y.numel(), static_cast<int64_t>(want.size())) << "iou " << iou << ", max " << max_per_class;
+      EXPECT_TRUE(std::equal(want.begin(), want.end(), y.data<int64_t>())) << "iou " << iou << ", max " << max_per_class;
+      if (max_per_class > count) EXPECT_GT(want.size(), 1000u) << "most candidates should be selected";
+    }
 }
 
 TEST(RoiAlign, AveragesALinearImageAtBinCenters) {
