@@ -26,6 +26,7 @@ struct DnnlModuleStats {
   int jit_gemm_matmuls = 0;        ///< matmuls on oneDNN's jit gemm fallback ("gemm:jit"), whose kernels are generated on first use
   int winograd_convolutions = 0;   ///< convolutions on a Winograd implementation ("jit_wino_...", "jit_fp32_wino_...")
   int gemm_convolutions = 0;       ///< convolutions on oneDNN's im2col + gemm fallback ("x64:gemm:jit", plain layouts)
+  int deconvolutions = 0;          ///< deconvolution primitives (a ConvTranspose whose kernel equals its stride is a matmul)
 };
 
 /// The statistics of a module the dnnl backend compiled. Throws

@@ -58,6 +58,7 @@ DnnlModuleStats DnnlModule::stats() const {
     s.jit_gemm_matmuls += step.implementation.rfind("gemm:jit", 0) == 0;
     s.winograd_convolutions += step.implementation.find("wino") != std::string::npos;
     s.gemm_convolutions += step.implementation.rfind("x64:gemm", 0) == 0;
+    s.deconvolutions += step.primitive.get_kind() == dnnl::primitive::kind::deconvolution;
   }
   return s;
 }

@@ -58,17 +58,38 @@ void expand_kernel(KernelContext& ctx) {
     std::memcpy(y.raw_data(), x.raw_data(), x.nbytes());
     return;
   }
-  const std::vector<int64_t> strides = broadcast_strides(x.shape(), out_shape);
-  const int64_t row = out_shape[rank - 1], rows = total / row, inner_stride = strides[rank - 1];
+  // Adjacent dimensions that are both broadcast, or both read in order, act
+  // as one: [N,1,1,1] expanded to [N,256,7,7] is N rows of 12544 copies of
+  // one value, not 1792 N rows of 7 (each one's source found by divisions).
+  const std::vector<int64_t> full_strides = broadcast_strides(x.shape(), out_shape);
+  Shape shape;
+  std::vector<int64_t> strides;
+  for (size_t d = 0; d < rank; ++d) {
+    if (out_shape[d] == 1) continue;
+    if (!shape.empty() && ((strides.back() == 0 && full_strides[d] == 0) ||
+                           (full_strides[d] != 0 && strides.back() == full_strides[d] * out_shape[d]))) {
+      shape.back() *= out_shape[d];
+      strides.back() = full_strides[d];
+      continue;
+    }
+    shape.push_back(out_shape[d]);
+    strides.push_back(full_strides[d]);
+  }
+  if (shape.empty()) {
+    shape.push_back(1);
+    strides.push_back(0);
+  }
+  const size_t dims = shape.size();
+  const int64_t row = shape[dims - 1], rows = total / row, inner_stride = strides[dims - 1];
   visit_element_type(x.dtype(), "Expand", [&]<typename U>() {
     const U* src = static_cast<const U*>(x.raw_data());
     U* dst = static_cast<U*>(y.raw_data());
     parallel_for(rows, std::max<int64_t>(1, 16384 / row), [&](int64_t begin, int64_t end) {
       for (int64_t r = begin; r < end; ++r) {
         int64_t rem = r, offset = 0;
-        for (size_t d = rank - 1; d-- > 0;) {
-          offset += (rem % out_shape[d]) * strides[d];
-          rem /= out_shape[d];
+        for (size_t d = dims - 1; d-- > 0;) {
+          offset += (rem % shape[d]) * strides[d];
+          rem /= shape[d];
         }
         U* o = dst + r * row;
         if (inner_stride == 0)

@@ -43,8 +43,8 @@ Tensor& output_copy_of_data(KernelContext& ctx) {
   return y;
 }
 
-// Calls apply(destination_offset, update_offset, count) for every update
-// (in order); the caller combines `count` contiguous elements.
+// Calls apply(destination_offset, update_offset[, count]) for every update
+// (in order); the caller combines `count` (by default 1) contiguous elements.
 template <typename Apply>
 void combine(KernelContext& ctx, Tensor& y, const Tensor& updates, Reduction reduction, const char* what,
              const Apply& for_each_update) {
@@ -52,8 +52,9 @@ void combine(KernelContext& ctx, Tensor& y, const Tensor& updates, Reduction red
     visit_element_type(y.dtype(), what, [&]<typename U>() {
       U* out = static_cast<U*>(y.raw_data());
       const U* upd = static_cast<const U*>(updates.raw_data());
-      for_each_update([&](int64_t dst, int64_t src, int64_t count) {
-        std::memcpy(out + dst, upd + src, static_cast<size_t>(count) * sizeof(U));
+      for_each_update([&](int64_t dst, int64_t src, int64_t count = 1) {
+        if (count == 1) out[dst] = upd[src];
+        else std::memcpy(out + dst, upd + src, static_cast<size_t>(count) * sizeof(U));
       });
     });
     return;
@@ -63,7 +64,7 @@ void combine(KernelContext& ctx, Tensor& y, const Tensor& updates, Reduction red
     using C = compute_t<T>;
     T* out = y.data<T>();
     const T* upd = updates.data<T>();
-    for_each_update([&](int64_t dst, int64_t src, int64_t count) {
+    for_each_update([&](int64_t dst, int64_t src, int64_t count = 1) {
       for (int64_t i = 0; i < count; ++i) {
         C a = static_cast<C>(out[dst + i]), b = static_cast<C>(upd[src + i]);
         C r = reduction == Reduction::add   ? static_cast<C>(a + b)
@@ -94,25 +95,40 @@ void scatter_elements_kernel(KernelContext& ctx) {
   for (int64_t d = 0; d < rank; ++d)
     if (d != axis && indices.dim(d) > data.dim(d))
       ctx.fail("indices ", indices.type_string(), " exceed data ", data.type_string(), " in dimension ", d);
-  std::vector<int64_t> index = read_indices(ctx, indices, "indices");
-  for (int64_t& v : index) v = checked_index(ctx, v, data.dim(axis));
+  const int64_t extent = data.dim(axis);
   Tensor& y = output_copy_of_data(ctx);
   const std::vector<int64_t> strides = shape_strides(data.shape());
   const Shape& shape = indices.shape();
-  combine(ctx, y, updates, reduction, "ScatterElements", [&](const auto& apply) {
-    std::vector<int64_t> coordinate(static_cast<size_t>(rank), 0);
-    for (int64_t p = 0; p < indices.numel(); ++p) {
-      int64_t dst = 0;
-      for (int64_t d = 0; d < rank; ++d)
-        dst += (d == axis ? index[static_cast<size_t>(p)] : coordinate[static_cast<size_t>(d)]) *
-               strides[static_cast<size_t>(d)];
-      apply(dst, p, 1);
-      for (int64_t d = rank - 1; d >= 0; --d) {
-        if (++coordinate[static_cast<size_t>(d)] < shape[static_cast<size_t>(d)]) break;
-        coordinate[static_cast<size_t>(d)] = 0;
+  // Row by row over the indices' last dimension: a row's elements lie at
+  // consecutive positions of the output, except along the axis, where each
+  // element's own index places it. Indices are read and checked in place.
+  const int64_t row_length = shape[static_cast<size_t>(rank - 1)];
+  const int64_t rows = row_length == 0 ? 0 : indices.numel() / row_length;
+  const int64_t axis_stride = strides[static_cast<size_t>(axis)];
+  const int64_t element_stride = axis == rank - 1 ? 0 : 1;
+  auto scatter = [&]<typename I>(const I* index) {
+    combine(ctx, y, updates, reduction, "ScatterElements", [&](const auto& apply) {
+      std::vector<int64_t> coordinate(static_cast<size_t>(rank), 0);  // of the row; the axis's is ignored
+      for (int64_t row = 0; row < rows; ++row) {
+        int64_t base = 0;
+        for (int64_t d = 0; d + 1 < rank; ++d)
+          if (d != axis) base += coordinate[static_cast<size_t>(d)] * strides[static_cast<size_t>(d)];
+        const int64_t first = row * row_length;
+        for (int64_t j = 0; j < row_length; ++j) {
+          int64_t at = static_cast<int64_t>(index[first + j]);
+          if (at < 0) at += extent;
+          if (at < 0 || at >= extent) checked_index(ctx, static_cast<int64_t>(index[first + j]), extent, "indices");
+          apply(base + at * axis_stride + j * element_stride, first + j);
+        }
+        for (int64_t d = rank - 2; d >= 0; --d) {
+          if (++coordinate[static_cast<size_t>(d)] < shape[static_cast<size_t>(d)]) break;
+          coordinate[static_cast<size_t>(d)] = 0;
+        }
       }
-    }
-  });
+    });
+  };
+  if (indices.dtype() == DType::int32) scatter(indices.data<int32_t>());
+  else scatter(indices.data<int64_t>());
 }
 
 // ---- ScatterND ----------------------------------------------------------------

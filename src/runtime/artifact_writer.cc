@@ -295,7 +295,8 @@ std::string serialize_artifact(const ir::Graph& planned, const ModuleTable& modu
       fail(ErrorKind::unsupported, "artifact format ", format_version, " cannot store the tensors of ",
            node->describe(), "'s ", module->type_key(), " module (format 3 and later can)");
     }
-    native_code = native_code || module->type_key() != "ref";
+    // A shape_specialized module compiles on the machine that runs it.
+    native_code = native_code || (module->type_key() != "ref" && module->type_key() != "shape_specialized");
     ++count;
   }
   mw.put<uint32_t>(count);

@@ -1,5 +1,7 @@
 #include "graft/runtime/module_table.h"
 
+#include "graft/runtime/shape_specialized_module.h"
+
 #include <cstdio>
 #include <mutex>
 #include <set>
@@ -42,6 +44,12 @@ ModuleTable compile_modules(ir::Graph& graph, const CompileOptions& options, std
       table[node->index()] = backend.compile(*node->subgraph, options);
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::unsupported) throw;
+      // Shapes known only when it runs: compiled then, once per input shapes.
+      if (ShapeSpecializedModule::worth_specializing(*node->subgraph)) {
+        table[node->index()] = std::make_shared<ShapeSpecializedModule>(backend, *node->subgraph, options);
+        if (fallbacks) fallbacks->push_back({node->name, node->backend, e.what(), {}, true});
+        continue;
+      }
       warn_fallback(node->backend, *node, e.what());
       if (fallbacks) fallbacks->push_back({node->name, node->backend, e.what(), {}});
       node->backend = "ref";

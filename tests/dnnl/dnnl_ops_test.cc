@@ -104,6 +104,27 @@ TEST(DnnlOps, ConvTranspose) {
            c.op("ConvTranspose", {x, c.constant({8, 4, 4, 4})}, ints("strides", {2, 2}))});
 }
 
+// A ConvTranspose whose kernel equals its stride (Mask R-CNN's mask head, a
+// U-Net's upsampling) runs as one matmul and a reorder that puts each input
+// pixel's block in place, with its bias and eltwise post-ops; other strides,
+// padding and groups stay on oneDNN's deconvolution.
+TEST(DnnlConv, ConvTransposeWithKernelEqualToStrideIsAProduct) {
+  Case c;
+  Value x = c.input({3, 16, 5, 7});
+  Value up = c.op("Relu", {c.op("ConvTranspose", {x, c.constant({16, 8, 2, 2}), c.constant({8})},
+                                all({ints("strides", {2, 2}), ints("kernel_shape", {2, 2})}))});
+  Value wide = c.op("ConvTranspose", {x, c.constant({16, 4, 3, 2})}, ints("strides", {3, 2}));
+  auto stats = c.check({up, wide});
+  EXPECT_EQ(stats.deconvolutions, 0);
+  EXPECT_EQ(stats.reference_primitives, 0);
+
+  Case padded;
+  Value y = padded.input({1, 16, 5, 5});
+  auto padded_stats = padded.check({padded.op("ConvTranspose", {y, padded.constant({16, 8, 2, 2})},
+                                              all({ints("strides", {2, 2}), ints("pads", {1, 1, 1, 1})}))});
+  EXPECT_EQ(padded_stats.deconvolutions, 1);
+}
+
 TEST(DnnlOps, MatMulBatchedAndBroadcast) {
   Case c;
   Value a = c.input({2, 3, 5, 4});

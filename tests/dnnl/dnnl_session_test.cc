@@ -3,6 +3,7 @@
 // API exists (tests/CMakeLists.txt).
 #include "dnnl_test_util.h"
 #include "graft/frontend/onnx_import.h"
+#include "graft/runtime/shape_specialized_module.h"
 #include "graft/zoo/zoo.h"
 
 namespace graft::testing {
@@ -161,10 +162,12 @@ TEST(DnnlSession, GateArithmeticAfterSplitIsLeftToFusion) {
   for (size_t i = 0; i < got.size(); ++i) EXPECT_LE(max_relative_error(got[i], want[i]), 1e-5) << "output " << i;
 }
 
-// A subgraph dnnl accepted when partitioning but cannot compile (here a
-// MatMul whose input shape depends on a value computed at run time) runs on
-// the reference kernels instead of failing the run, and the plan shows it.
-TEST(DnnlSession, SubgraphItCannotCompileFallsBackToRef) {
+// A subgraph dnnl accepted when partitioning but cannot compile at plan time
+// (here a MatMul whose input shape depends on a value computed at run time,
+// as the box head of a detection model does on the count of proposals) keeps
+// dnnl: a ShapeSpecializedModule compiles it when it runs, once per input
+// shapes, and the plan's report says so. Results match at each shape.
+TEST(DnnlSession, SubgraphWithRunTimeShapesCompilesWhenItRuns) {
   auto g = new_graph();
   ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {2, 6}))->output(0);
   ir::Value shape = g->add_input("shape", ir::ValueType::of(DType::int64, {2}))->output(0);
@@ -178,19 +181,68 @@ TEST(DnnlSession, SubgraphItCannotCompileFallsBackToRef) {
   runtime::Session session(std::move(g), options);
   EXPECT_EQ(session.partition_report().nodes_per_backend()["dnnl"], 1u) << session.partition_report().to_text();
   Tensor in = random_tensor({2, 6}, 8);
-  Tensor dims = Tensor::from_vector<int64_t>({4, 3}, {2});
-  std::vector<Tensor> got = session.run(std::vector<Tensor>{in, dims});
-  ASSERT_EQ(got[0].dim(0), 4);
-  for (int64_t i = 0; i < 4; ++i)
-    for (int64_t j = 0; j < 4; ++j) {
-      double want = 0;
-      for (int64_t k = 0; k < 3; ++k) want += in.data<float>()[i * 3 + k] * w.data<float>()[k * 4 + j];
-      EXPECT_NEAR(got[0].data<float>()[i * 4 + j], want, 1e-4);
-    }
+  auto check = [&](int64_t rows) {
+    Tensor dims = Tensor::from_vector<int64_t>({rows, 12 / rows}, {2});
+    std::vector<Tensor> got = session.run(std::vector<Tensor>{in, dims});
+    ASSERT_EQ(got[0].dim(0), rows);
+    for (int64_t i = 0; i < rows; ++i)
+      for (int64_t j = 0; j < 4; ++j) {
+        double want = 0;
+        for (int64_t k = 0; k < 3; ++k) want += in.data<float>()[i * 3 + k] * w.data<float>()[k * 4 + j];
+        EXPECT_NEAR(got[0].data<float>()[i * 4 + j], want, 1e-4) << rows << " rows";
+      }
+  };
+  check(4);
+  check(4);
   runtime::Session::PlannedGraph plan = session.plan_for_types(
       {ir::ValueType::of(DType::float32, {2, 6}), ir::ValueType::of(DType::int64, {2})});
+  const runtime::ShapeSpecializedModule* module = nullptr;
+  for (const auto& node : plan.graph->nodes())
+    if (node->subgraph) {
+      EXPECT_EQ(node->backend, "dnnl") << node->describe();
+      module = dynamic_cast<const runtime::ShapeSpecializedModule*>(plan.modules[node->index()].get());
+    }
+  ASSERT_NE(module, nullptr) << "the subgraph should have a ShapeSpecializedModule";
+  EXPECT_EQ(module->num_compiles(), 1u) << "a second run at the same shapes compiles nothing";
+  EXPECT_EQ(module->num_declined_runs(), 0u);
+  const int64_t before = dnnl_backend::dnnl_compile_count();
+  check(4);
+  EXPECT_EQ(dnnl_backend::dnnl_compile_count(), before);
+  // A shape that does not fit the MatMul (6 columns against 3 rows of w) is
+  // still the model's error, named as such.
+  EXPECT_THROW(session.run(std::vector<Tensor>{in, Tensor::from_vector<int64_t>({2, 6}, {2})}), Error);
+  ASSERT_EQ(session.compile_fallbacks().size(), 1u);
+  EXPECT_TRUE(session.compile_fallbacks()[0].compiled_when_run);
+}
+
+// A subgraph without a product or convolution that dnnl cannot compile at
+// plan time (shapes known only when it runs) runs on the reference kernels:
+// compiling it again for every shape would cost more than it saves.
+TEST(DnnlSession, SubgraphWithRunTimeShapesAndNoProductFallsBackToRef) {
+  auto g = new_graph();
+  ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {2, 6}))->output(0);
+  ir::Value shape = g->add_input("shape", ir::ValueType::of(DType::int64, {4}))->output(0);
+  ir::Value r = g->add_node("Reshape", {x, shape}, 1, "reshape")->output(0);
+  ir::Node* pool = g->add_node("MaxPool", {r}, 1, "pool");
+  pool->attributes.set("kernel_shape", std::vector<int64_t>{1, 2});
+  pool->attributes.set("strides", std::vector<int64_t>{1, 2});
+  g->add_output(pool->output(0), "y");
+  runtime::SessionOptions options;
+  options.backends = {"dnnl", "ref"};
+  options.num_threads = 2;
+  runtime::Session session(std::move(g), options);
+  ASSERT_EQ(session.partition_report().nodes_per_backend()["dnnl"], 1u) << session.partition_report().to_text();
+  Tensor in = random_tensor({2, 6}, 8);
+  std::vector<Tensor> got = session.run(std::vector<Tensor>{in, Tensor::from_vector<int64_t>({1, 1, 3, 4}, {4})});
+  ASSERT_EQ(got[0].shape(), (Shape{1, 1, 3, 2}));
+  for (int64_t i = 0; i < 6; ++i)
+    EXPECT_EQ(got[0].data<float>()[i], std::max(in.data<float>()[2 * i], in.data<float>()[2 * i + 1]));
+  runtime::Session::PlannedGraph plan = session.plan_for_types(
+      {ir::ValueType::of(DType::float32, {2, 6}), ir::ValueType::of(DType::int64, {4})});
   for (const auto& node : plan.graph->nodes())
     if (node->subgraph) EXPECT_EQ(node->backend, "ref") << node->describe();
+  ASSERT_EQ(session.compile_fallbacks().size(), 1u);
+  EXPECT_FALSE(session.compile_fallbacks()[0].compiled_when_run);
 }
 
 // A dynamic batch (`x.view(x.size(0), -1)` in the model): the shape

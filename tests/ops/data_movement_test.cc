@@ -140,6 +140,38 @@ TEST(Expand, BroadcastsBothWays) {
   EXPECT_EQ(t[0].dims, (std::vector<ir::Dim>{sym("n"), dim(4)}));
 }
 
+// Every pattern of broadcast and kept dimensions up to rank 5 (the kernel
+// merges adjacent dimensions of the same kind), against indexing by hand.
+TEST(Expand, EveryBroadcastPatternMatchesIndexing) {
+  const Shape full = {2, 3, 1, 4, 5};
+  for (int mask = 0; mask < 32; ++mask) {
+    Shape in_shape;
+    for (size_t d = 0; d < full.size(); ++d) in_shape.push_back(mask & (1 << d) ? 1 : full[d]);
+    for (size_t drop = 0; drop <= 2; ++drop) {  // the input may also have a lower rank
+      Shape x_shape(in_shape.begin() + static_cast<std::ptrdiff_t>(drop), in_shape.end());
+      Tensor x = iota_floats(x_shape);
+      auto out = run_op("Expand", {x, ints(std::vector<int64_t>(full.begin(), full.end()))});
+      ASSERT_EQ(out[0].shape(), full);
+      const std::vector<float> got = values_of<float>(out[0]);
+      const std::vector<int64_t> in_strides = shape_strides(x_shape);
+      size_t i = 0;
+      for (int64_t a = 0; a < 2; ++a)
+        for (int64_t b = 0; b < 3; ++b)
+          for (int64_t c = 0; c < 1; ++c)
+            for (int64_t d = 0; d < 4; ++d)
+              for (int64_t e = 0; e < 5; ++e, ++i) {
+                const int64_t coordinate[5] = {a, b, c, d, e};
+                int64_t offset = 0;
+                for (size_t k = 0; k < x_shape.size(); ++k) {
+                  const size_t dim = k + drop;
+                  if (x_shape[k] != 1) offset += coordinate[dim] * in_strides[k];
+                }
+                ASSERT_EQ(got[i], static_cast<float>(offset)) << "mask " << mask << ", drop " << drop << ", at " << i;
+              }
+    }
+  }
+}
+
 TEST(Tile, RepeatsEveryDimension) {
   Tensor x = floats({1, 2, 3, 4}, {2, 2});
   auto out = run_op("Tile", {x, ints({2, 3})});

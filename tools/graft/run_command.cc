@@ -238,9 +238,14 @@ int run_model(const RunCommandOptions& options) {
     std::cout << "partition at inputs " << shown << ":" << line.substr(line.find(':') + 1) << "\n";
   }
   if (options.report)
-    for (const runtime::CompileFallback& f : session.compile_fallbacks())
-      std::cout << "fallback: " << f.backend << " declined to compile " << f.node << " for inputs " << f.inputs
-                << "; it ran on ref: " << f.reason << "\n";
+    for (const runtime::CompileFallback& f : session.compile_fallbacks()) {
+      if (f.compiled_when_run)
+        std::cout << "compiled when run: " << f.backend << " compiles " << f.node << " for each shape it runs at"
+                  << " (plan for inputs " << f.inputs << ": " << f.reason << ")\n";
+      else
+        std::cout << "fallback: " << f.backend << " declined to compile " << f.node << " for inputs " << f.inputs
+                  << "; it ran on ref: " << f.reason << "\n";
+    }
 
   if (options.stats) {
     const runtime::MemoryStats& m = stats.memory;

@@ -13,13 +13,18 @@ namespace graft::runtime {
 
 using ModuleTable = std::vector<std::shared_ptr<const CompiledModule>>;
 
-/// A subgraph whose backend declined to compile it: it runs on the
-/// reference kernels instead (Session::compile_fallbacks, `graft run --report`).
+/// A subgraph whose backend declined to compile it at plan time: it runs on
+/// the reference kernels instead, or, when its shapes are known only once it
+/// runs and it computes enough to gain from its backend
+/// (ShapeSpecializedModule::worth_specializing), its backend compiles it
+/// when it runs, once per input shapes (Session::compile_fallbacks,
+/// `graft run --report`).
 struct CompileFallback {
   std::string node;     ///< the subgraph node ("dnnl_subgraph_3")
   std::string backend;  ///< the backend that declined it
   std::string reason;   ///< the backend's message
   std::string inputs;   ///< the model input types of the plan it happened in ("float32[1,3,224,224]"), set by Session
+  bool compiled_when_run = false;  ///< true: a ShapeSpecializedModule compiles it when it runs
 };
 
 /// True for nodes a backend compiles: graft.Subgraph and graft.FusedPointwise
@@ -31,10 +36,12 @@ bool is_compiled_node(const ir::Node& node);
 /// except graft.FusedPointwise nodes, which then run their body through the
 /// reference kernels (fusion works before any code generator is built in).
 /// A backend that declines a subgraph at compile time (ErrorKind::unsupported:
-/// say, a shape only known once the graph runs) does not fail the plan: the
-/// node is given to `ref` (Node::backend, so artifacts and reports show it),
-/// runs its body on the reference kernels, graft warns once per backend on
-/// stderr, and the node is appended to `fallbacks` when given.
+/// say, a shape only known once the graph runs) does not fail the plan. When
+/// ShapeSpecializedModule::worth_specializing, the node keeps its backend and
+/// gets a ShapeSpecializedModule, which compiles it when it runs; otherwise
+/// the node is given to `ref` (Node::backend, so artifacts and reports show
+/// it), runs its body on the reference kernels, and graft warns once per
+/// backend on stderr. Either way the node is appended to `fallbacks` when given.
 ModuleTable compile_modules(ir::Graph& graph, const CompileOptions& options,
                             std::vector<CompileFallback>* fallbacks = nullptr);
 
