@@ -856,11 +856,17 @@ class Builder {
   // larger too. Hence: 3x3, stride 1, undilated, ungrouped, output at least
   // 28x28. oneDNN has Winograd only for some ISAs and post-ops; the
   // convolution falls back to direct where it has none.
+  // The weights' transform, done once at the first run, is slow in oneDNN
+  // (about 0.2 us per input-output channel pair): 215 ms for the 2048 -> 512
+  // convolution of torchvision's FCN head, whose run it shortened by 3 ms
+  // (fcn_resnet50's first run 390 -> 171 ms without it). Hence also at most
+  // 256 x 256 channel pairs (13 ms).
   static bool prefers_winograd(const std::vector<int64_t>& kernel, const Dims& strides, const Dims& dilates,
-                               int64_t group, const Dims& dst_dims) {
+                               int64_t group, const Dims& dst_dims, const Dims& w_dims) {
     if (kernel.size() != 2 || kernel[0] != 3 || kernel[1] != 3 || group != 1) return false;
     for (size_t d = 0; d < 2; ++d)
       if (strides[d] != 1 || dilates[d] != 0) return false;
+    if (w_dims[0] * w_dims[1] > 256 * 256) return false;
     return dst_dims[2] * dst_dims[3] >= 28 * 28;
   }
 
@@ -888,7 +894,7 @@ class Builder {
     bool bias = has_input(conv, 2) || folded_batch_norm(g);
     int src_slot = slot_of(input(conv, 0));
     memory::desc w_any = any_desc(wd), b_any = any_desc({w_dims[0]});
-    algorithm alg = prefers_winograd(kernel, strides, dilates, group, dst_dims) ? algorithm::convolution_winograd
+    algorithm alg = prefers_winograd(kernel, strides, dilates, group, dst_dims, w_dims) ? algorithm::convolution_winograd
                                                                                 : algorithm::convolution_direct;
     auto make = [&](const memory::desc& src, const memory::desc& dst) {
       if (bias)
