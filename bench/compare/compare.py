@@ -132,6 +132,30 @@ def model_builders():
         def forward(self, x):
             return self.net(x)["out"]
 
+    class Outputs(nn.Module):
+        """A torchvision model whose outputs are a dict or list, as a tuple:
+        segmentation's 'out', RAFT's last flow, a detector's first image's
+        boxes, scores, labels (and masks) for a batch of one."""
+
+        def __init__(self, net, kind):
+            super().__init__()
+            self.net = net
+            self.kind = kind
+
+        def forward(self, *inputs):
+            if self.kind == "segmentation":
+                return self.net(inputs[0])["out"]
+            if self.kind == "flow":
+                return self.net(*inputs)[-1]
+            found = self.net([inputs[0][0]])[0]
+            return tuple(found[k] for k in ("boxes", "scores", "labels", "masks") if k in found)
+
+    def detection(name, size=320):
+        def build():
+            net = getattr(torchvision.models.detection, name)(weights=None, weights_backbone=None)
+            return Outputs(net, "detection"), (torch.rand(1, 3, size, size),)
+        return build
+
     class TorchvisionModels(dict):
         """The models above, and any other torchvision classification model by
         its function name (mobilenet_v3_large, regnet_y_400mf, convnext_tiny,
@@ -148,6 +172,19 @@ def model_builders():
         "gru2_seq32": lambda: (Recurrent(nn.GRU(128, 256, num_layers=2)), (torch.randn(32, 8, 128),)),
         "gpt4_seq128": lambda: (CausalLm(), (torch.randint(0, 8000, (1, 128)),)),
         "deeplabv3_mobilenet": lambda: (Segmentation(), (torch.randn(1, 3, 224, 224),)),
+        # Not classification: video, segmentation, optical flow, detection
+        # (data-dependent shapes after NonMaxSuppression; random weights make
+        # near-tied scores, so detections may come in another order).
+        "r3d_18": lambda: (torchvision.models.video.r3d_18(weights=None), (torch.randn(1, 3, 8, 112, 112),)),
+        "fcn_resnet50": lambda: (Outputs(torchvision.models.segmentation.fcn_resnet50(
+            weights=None, weights_backbone=None, aux_loss=False), "segmentation"), (torch.randn(1, 3, 224, 224),)),
+        "lraspp_mobilenet_v3": lambda: (Outputs(torchvision.models.segmentation.lraspp_mobilenet_v3_large(
+            weights=None, weights_backbone=None), "segmentation"), (torch.randn(1, 3, 224, 224),)),
+        "raft_small": lambda: (Outputs(torchvision.models.optical_flow.raft_small(weights=None), "flow"),
+                               (torch.rand(1, 3, 128, 128), torch.rand(1, 3, 128, 128))),
+        "ssdlite320": detection("ssdlite320_mobilenet_v3_large"),
+        "fasterrcnn_mobilenet_320": detection("fasterrcnn_mobilenet_v3_large_320_fpn"),
+        "maskrcnn_resnet50": detection("maskrcnn_resnet50_fpn"),
         "resnet50": vision("resnet50"),
         "mobilenet_v2": vision("mobilenet_v2"),
         "squeezenet1_1": vision("squeezenet1_1"),
@@ -171,8 +208,9 @@ MODEL_NAMES = ["resnet50", "mobilenet_v2", "squeezenet1_1", "efficientnet_b0", "
                "bert4_seq128", "gru_cell_residual"]
 # Not in the default list: models graft was not tuned on (and any
 # torchvision classification model by name).
-EXTRA_MODEL_NAMES = ["lstm2_seq32", "gru2_seq32", "gpt4_seq128", "deeplabv3_mobilenet"]
-INPUT_NAMES = {"gru_cell_residual": ["x", "h"]}
+EXTRA_MODEL_NAMES = ["lstm2_seq32", "gru2_seq32", "gpt4_seq128", "deeplabv3_mobilenet", "r3d_18", "fcn_resnet50",
+                     "lraspp_mobilenet_v3", "raft_small", "ssdlite320", "fasterrcnn_mobilenet_320", "maskrcnn_resnet50"]
+INPUT_NAMES = {"gru_cell_residual": ["x", "h"], "raft_small": ["a", "b"]}
 
 
 def randomize_batch_norms(model, torch):

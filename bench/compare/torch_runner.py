@@ -43,6 +43,10 @@ def main():
 
     import numpy as np
     import torch
+    try:
+        import torchvision  # noqa: F401  registers torchvision::nms and roi_align for TorchScript (detection models)
+    except ImportError:
+        pass
     torch.set_num_threads(threads)
     torch.set_num_interop_threads(1)
     with open(manifest_path) as f:

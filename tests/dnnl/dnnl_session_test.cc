@@ -162,6 +162,53 @@ TEST(DnnlSession, GateArithmeticAfterSplitIsLeftToFusion) {
   for (size_t i = 0; i < got.size(); ++i) EXPECT_LE(max_relative_error(got[i], want[i]), 1e-5) << "output " << i;
 }
 
+// A region of data movement alone (Concat, Reshape, Transpose of activations
+// that reach dnnl nowhere else) stays off dnnl, reason `filtered`: a module
+// would cost its overhead and reorders and gain nothing (raft_small had 194
+// such one-node subgraphs). A region with a convolution keeps its movement.
+TEST(DnnlSession, RegionsWithoutComputeStayOffDnnl) {
+  auto g = new_graph();
+  ir::Value a = g->add_input("a", ir::ValueType::of(DType::float32, {1, 4, 5, 5}))->output(0);
+  ir::Value b = g->add_input("b", ir::ValueType::of(DType::float32, {1, 4, 5, 5}))->output(0);
+  ir::Node* concat = g->add_node("Concat", {a, b}, 1, "concat");
+  concat->attributes.set("axis", int64_t{1});
+  ir::Node* transpose = g->add_node("Transpose", {concat->output(0)}, 1, "transpose");
+  transpose->attributes.set("perm", std::vector<int64_t>{0, 2, 3, 1});
+  g->add_output(transpose->output(0), "moved");
+  ir::Node* concat2 = g->add_node("Concat", {a, b}, 1, "concat_into_conv");
+  concat2->attributes.set("axis", int64_t{1});
+  ir::Node* conv =
+      g->add_node("Conv", {concat2->output(0), g->add_constant("k", random_tensor({4, 8, 3, 3}, 4))->output(0)}, 1, "conv");
+  conv->attributes.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  g->add_output(conv->output(0), "y");
+
+  runtime::SessionOptions options;
+  options.backends = {"dnnl", "ref"};
+  options.num_threads = 2;
+  runtime::Session session(g->clone(), options);
+  std::map<std::string, std::string> backend_of;
+  std::map<std::string, partition::DeclineKind> why_not_dnnl;
+  for (const auto& n : session.partition_report().nodes) {
+    backend_of[n.name] = n.backend;
+    for (const auto& d : n.declined)
+      if (d.backend == "dnnl") why_not_dnnl[n.name] = d.kind;
+  }
+  EXPECT_EQ(backend_of["conv"], "dnnl");
+  EXPECT_EQ(backend_of["concat_into_conv"], "dnnl");
+  for (const char* name : {"concat", "transpose"}) {
+    EXPECT_EQ(backend_of[name], "ref") << name;
+    ASSERT_TRUE(why_not_dnnl.count(name)) << name;
+    EXPECT_EQ(why_not_dnnl[name], partition::DeclineKind::filtered) << name;
+  }
+  std::vector<Tensor> inputs = {random_tensor({1, 4, 5, 5}, 5), random_tensor({1, 4, 5, 5}, 6)};
+  runtime::SessionOptions reference;
+  reference.backends = {"ref"};
+  std::vector<Tensor> want = runtime::Session(g->clone(), reference).run(inputs);
+  std::vector<Tensor> got = session.run(inputs);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) EXPECT_LE(max_relative_error(got[i], want[i]), 1e-5) << "output " << i;
+}
+
 // A subgraph dnnl accepted when partitioning but cannot compile at plan time
 // (here a MatMul whose input shape depends on a value computed at run time,
 // as the box head of a detection model does on the count of proposals) keeps
