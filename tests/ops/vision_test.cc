@@ -203,6 +203,32 @@ TEST(GridSample, IdentityGridReproducesInput) {
   }
 }
 
+// The float32 2-D bilinear zeros-padding path (a specialization) gives the
+// bits of the general one, which a float64 grid takes: locations inside,
+// outside, on the border and NaN, with and without align_corners.
+TEST(GridSample, BilinearFastPathMatchesTheGeneralOne) {
+  Tensor x = random_tensor({2, 3, 5, 7}, 11);
+  const Shape grid_shape = {2, 4, 6, 2};
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> location(-1.4f, 1.4f);
+  std::vector<float> g(static_cast<size_t>(shape_numel(grid_shape)));
+  for (float& v : g) v = location(rng);
+  g[5] = -1.0f;
+  g[6] = 1.0f;
+  g[9] = std::numeric_limits<float>::quiet_NaN();
+  Tensor grid32 = Tensor::from_vector<float>(g, grid_shape);
+  Tensor grid64(DType::float64, grid_shape);
+  for (size_t i = 0; i < g.size(); ++i) grid64.data<double>()[i] = g[i];
+  for (int64_t align : {0, 1}) {
+    auto set = [align](Node* n) { n->attributes.set("align_corners", align); };
+    Tensor fast = run_graph(*single_node("GridSample", {x, grid32}, 16, set), {x, grid32})[0];
+    Tensor general = run_graph(*single_node("GridSample", {x, grid64}, 16, set), {x, grid64})[0];
+    ASSERT_EQ(fast.shape(), general.shape());
+    for (int64_t i = 0; i < fast.numel(); ++i)
+      ASSERT_EQ(fast.data<float>()[i], general.data<float>()[i]) << "align_corners " << align << ", at " << i;
+  }
+}
+
 TEST(GridSample, PaddingModes) {
   // A 1x1x1x3 row [1, 2, 3] sampled at x = -3 (pixel -2: mirrored to pixel 2) and x = 0.5 (between 2 and 3).
   Tensor x = Tensor::from_vector<float>({1, 2, 3}, {1, 1, 1, 3});
