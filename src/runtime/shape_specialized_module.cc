@@ -20,7 +20,56 @@ bool is_compute_op(const ir::Node& node) {
   return std::find(std::begin(kOps), std::end(kOps), name) != std::end(kOps);
 }
 
+// Multiply-adds (x2) of the compute ops of a body with concrete types, and
+// the bytes of the constants they read (the weights a backend converts when
+// it compiles).
+struct Work {
+  double flops = 0;
+  double weight_bytes = 0;
+};
+
+Work work_of(const ir::Graph& body) {
+  Work w;
+  auto numel = [](const ir::ValueType& t) {
+    double n = 1;
+    for (const ir::Dim& d : t.dims) n *= static_cast<double>(std::max<int64_t>(d.value, 0));
+    return n;
+  };
+  for (const auto& node : body.nodes()) {
+    if (!is_compute_op(*node) || node->inputs.size() < 2 || !node->inputs[0] || !node->inputs[1]) continue;
+    for (const ir::Value& in : node->inputs)
+      if (in && in.node->schema().name == "Constant" && in.node->constant_value.is_defined())
+        w.weight_bytes += static_cast<double>(in.node->constant_value.nbytes());
+    const ir::ValueType& a = body.type_of(node->inputs[0]);
+    const ir::ValueType& b = body.type_of(node->inputs[1]);
+    const ir::ValueType& out = node->output_types[0];
+    if (!a.is_concrete() || !b.is_concrete() || !out.is_concrete() || b.dims.empty() || a.dims.empty()) continue;
+    const std::string_view op = node->schema().name;
+    const double b_numel = numel(b);
+    if (op == "Conv") {  // out x (C_in / group x kernel) = out x (W / C_out)
+      w.flops += 2 * numel(out) * b_numel / static_cast<double>(std::max<int64_t>(b.dims[0].value, 1));
+    } else if (op == "ConvTranspose") {  // x x (W / C_in)
+      w.flops += 2 * numel(a) * b_numel / static_cast<double>(std::max<int64_t>(b.dims[0].value, 1));
+    } else if (op == "MatMul" || op == "Gemm") {
+      const bool trans_a = op == "Gemm" && node->attributes.get_int("transA", 0) != 0;
+      const int64_t k = trans_a ? a.dims.front().value : a.dims.back().value;
+      w.flops += 2 * numel(out) * static_cast<double>(std::max<int64_t>(k, 1));
+    } else {  // recurrent: every step multiplies by W and R
+      const double steps_and_batch = numel(a) / static_cast<double>(std::max<int64_t>(a.dims.back().value, 1));
+      double weights = b_numel;
+      if (node->inputs.size() > 2 && node->inputs[2]) weights += numel(body.type_of(node->inputs[2]));
+      w.flops += 2 * steps_and_batch * weights;
+    }
+  }
+  return w;
+}
+
 }  // namespace
+
+bool ShapeSpecializedModule::worth_compiling_at(const ir::Graph& body) {
+  const Work w = work_of(body);
+  return w.flops >= kMinFlopsPerWeightByte * w.weight_bytes;
+}
 
 bool ShapeSpecializedModule::worth_specializing(const ir::Graph& subgraph) {
   bool concrete = true, computes = false;
@@ -41,7 +90,7 @@ ShapeSpecializedModule::ShapeSpecializedModule(const Backend& backend, const ir:
 struct ShapeSpecializedModule::Specialization {
   std::vector<Shape> shapes;
   std::unique_ptr<ir::Graph> graph;              // what `module` was compiled from
-  std::shared_ptr<const CompiledModule> module;  // the reference module when the backend declined
+  std::shared_ptr<const CompiledModule> module;  // the reference module when not compiled or declined
   bool declined = false;
   uint64_t last_use = 0;
 };
@@ -60,7 +109,7 @@ std::shared_ptr<const ShapeSpecializedModule::Specialization> ShapeSpecializedMo
     for (const auto& s : specializations_)
       if (s->shapes == shapes) {
         s->last_use = ++clock_;
-        if (s->declined) ++declined_runs_;
+        if (s->declined) ++reference_runs_;
         return s;
       }
   }
@@ -70,19 +119,26 @@ std::shared_ptr<const ShapeSpecializedModule::Specialization> ShapeSpecializedMo
   made->graph = subgraph_->clone();
   for (size_t i = 0; i < inputs.size(); ++i)
     made->graph->inputs()[i]->output_types[0] = ir::ValueType::of(inputs[i].dtype(), inputs[i].shape());
+  bool compiled = false;
   try {
     ir::infer_types(*made->graph);
-    CompileOptions options = options_;
-    options.num_threads = num_threads;
-    made->module = backend_.compile(*made->graph, options);
+    if (worth_compiling_at(*made->graph)) {
+      compiled = true;
+      CompileOptions options = options_;
+      options.num_threads = num_threads;
+      made->module = backend_.compile(*made->graph, options);
+    }
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::unsupported) throw;
+    made->module.reset();
+  }
+  if (!made->module) {
     made->graph.reset();
     made->module = reference_;
     made->declined = true;
   }
   std::lock_guard<std::mutex> lock(mutex_);
-  ++compiles_;
+  compiles_ += compiled;
   for (const auto& s : specializations_)
     if (s->shapes == shapes) return s;  // another run compiled it meanwhile
   if (specializations_.size() >= kMaxSpecializations) {
@@ -91,7 +147,7 @@ std::shared_ptr<const ShapeSpecializedModule::Specialization> ShapeSpecializedMo
     specializations_.erase(oldest);
   }
   made->last_use = ++clock_;
-  if (made->declined) ++declined_runs_;
+  if (made->declined) ++reference_runs_;
   specializations_.push_back(made);
   return made;
 }
@@ -108,9 +164,9 @@ size_t ShapeSpecializedModule::num_compiles() const {
   return compiles_;
 }
 
-size_t ShapeSpecializedModule::num_declined_runs() const {
+size_t ShapeSpecializedModule::num_reference_runs() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return declined_runs_;
+  return reference_runs_;
 }
 
 namespace {

@@ -216,10 +216,10 @@ TEST(DnnlSession, RegionsWithoutComputeStayOffDnnl) {
 // shapes, and the plan's report says so. Results match at each shape.
 TEST(DnnlSession, SubgraphWithRunTimeShapesCompilesWhenItRuns) {
   auto g = new_graph();
-  ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {2, 6}))->output(0);
+  ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {64, 96}))->output(0);
   ir::Value shape = g->add_input("shape", ir::ValueType::of(DType::int64, {2}))->output(0);
   ir::Value r = g->add_node("Reshape", {x, shape}, 1, "reshape")->output(0);
-  Tensor w = random_tensor({3, 4}, 7);
+  Tensor w = random_tensor({32, 16}, 7);
   ir::Value y = g->add_node("MatMul", {r, g->add_constant("w", w)->output(0)}, 1, "mm")->output(0);
   g->add_output(y, "y");
   runtime::SessionOptions options;
@@ -227,22 +227,23 @@ TEST(DnnlSession, SubgraphWithRunTimeShapesCompilesWhenItRuns) {
   options.num_threads = 2;
   runtime::Session session(std::move(g), options);
   EXPECT_EQ(session.partition_report().nodes_per_backend()["dnnl"], 1u) << session.partition_report().to_text();
-  Tensor in = random_tensor({2, 6}, 8);
-  auto check = [&](int64_t rows) {
-    Tensor dims = Tensor::from_vector<int64_t>({rows, 12 / rows}, {2});
+  Tensor in = random_tensor({64, 96}, 8);
+  // [192, 32] x [32, 16]: 192 FLOPs per weight byte, compiled.
+  auto check = [&](int64_t rows, int64_t columns) {
+    Tensor dims = Tensor::from_vector<int64_t>({rows, columns}, {2});
     std::vector<Tensor> got = session.run(std::vector<Tensor>{in, dims});
-    ASSERT_EQ(got[0].dim(0), rows);
+    ASSERT_EQ(got[0].shape(), (Shape{rows, 16}));
     for (int64_t i = 0; i < rows; ++i)
-      for (int64_t j = 0; j < 4; ++j) {
+      for (int64_t j = 0; j < 16; ++j) {
         double want = 0;
-        for (int64_t k = 0; k < 3; ++k) want += in.data<float>()[i * 3 + k] * w.data<float>()[k * 4 + j];
-        EXPECT_NEAR(got[0].data<float>()[i * 4 + j], want, 1e-4) << rows << " rows";
+        for (int64_t k = 0; k < 32; ++k) want += in.data<float>()[i * 32 + k] * w.data<float>()[k * 16 + j];
+        EXPECT_NEAR(got[0].data<float>()[i * 16 + j], want, 1e-4) << rows << " rows";
       }
   };
-  check(4);
-  check(4);
+  check(192, 32);
+  check(192, 32);
   runtime::Session::PlannedGraph plan = session.plan_for_types(
-      {ir::ValueType::of(DType::float32, {2, 6}), ir::ValueType::of(DType::int64, {2})});
+      {ir::ValueType::of(DType::float32, {64, 96}), ir::ValueType::of(DType::int64, {2})});
   const runtime::ShapeSpecializedModule* module = nullptr;
   for (const auto& node : plan.graph->nodes())
     if (node->subgraph) {
@@ -251,13 +252,13 @@ TEST(DnnlSession, SubgraphWithRunTimeShapesCompilesWhenItRuns) {
     }
   ASSERT_NE(module, nullptr) << "the subgraph should have a ShapeSpecializedModule";
   EXPECT_EQ(module->num_compiles(), 1u) << "a second run at the same shapes compiles nothing";
-  EXPECT_EQ(module->num_declined_runs(), 0u);
+  EXPECT_EQ(module->num_reference_runs(), 0u);
   const int64_t before = dnnl_backend::dnnl_compile_count();
-  check(4);
+  check(192, 32);
   EXPECT_EQ(dnnl_backend::dnnl_compile_count(), before);
-  // A shape that does not fit the MatMul (6 columns against 3 rows of w) is
-  // still the model's error, named as such.
-  EXPECT_THROW(session.run(std::vector<Tensor>{in, Tensor::from_vector<int64_t>({2, 6}, {2})}), Error);
+  // A shape that does not fit the MatMul (96 columns against 32 rows of w) is
+  // still the model's error.
+  EXPECT_THROW(session.run(std::vector<Tensor>{in, Tensor::from_vector<int64_t>({64, 96}, {2})}), Error);
   ASSERT_EQ(session.compile_fallbacks().size(), 1u);
   EXPECT_TRUE(session.compile_fallbacks()[0].compiled_when_run);
 }

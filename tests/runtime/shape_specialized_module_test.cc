@@ -29,7 +29,7 @@ class TimesTwoModule final : public runtime::CompiledModule {
   }
 };
 
-/// Needs concrete shapes; declines inputs of more than 100 rows.
+/// Needs concrete shapes; declines inputs of more than 1000 rows.
 class ConcreteOnlyBackend final : public runtime::Backend {
  public:
   std::string name() const override { return "test-concrete-only"; }
@@ -39,8 +39,8 @@ class ConcreteOnlyBackend final : public runtime::Backend {
     for (const auto& node : subgraph.nodes())
       for (const ir::ValueType& t : node->output_types)
         if (!t.is_concrete()) fail(ErrorKind::unsupported, "test-concrete-only: a type is not concrete");
-    if (subgraph.inputs()[0]->output_types[0].dims[0].value > 100)
-      fail(ErrorKind::unsupported, "test-concrete-only: more than 100 rows");
+    if (subgraph.inputs()[0]->output_types[0].dims[0].value > 1000)
+      fail(ErrorKind::unsupported, "test-concrete-only: more than 1000 rows");
     ++compiles;
     return std::make_unique<TimesTwoModule>();
   }
@@ -48,7 +48,8 @@ class ConcreteOnlyBackend final : public runtime::Backend {
 GRAFT_REGISTER_BACKEND(ConcreteOnlyBackend);
 
 /// x float32[rows, 3] -> MatMul by a [3, 3] identity -> y: a body whose
-/// shapes are unknown until rows is, and that computes a product.
+/// shapes are unknown until rows is, and that computes a product: 18 FLOPs a
+/// row for 36 bytes of weight, worth compiling from 128 rows.
 std::unique_ptr<ir::Graph> product_body() {
   auto body = std::make_unique<ir::Graph>();
   body->opset_imports[""] = 17;
@@ -86,7 +87,8 @@ TEST(ShapeSpecializedModule, CompilesOncePerShapeAndKeepsTheMostRecent) {
   const int before = compiles.load();
   const size_t kept = runtime::ShapeSpecializedModule::kMaxSpecializations;
   // kept + 2 shapes, each run twice: one compile per shape.
-  for (int64_t rows = 1; rows <= static_cast<int64_t>(kept) + 2; ++rows)
+  const int64_t first = 200, last = first + static_cast<int64_t>(kept) + 1;
+  for (int64_t rows = first; rows <= last; ++rows)
     for (int repeat = 0; repeat < 2; ++repeat) {
       Tensor x = testing::random_tensor({rows, 3}, static_cast<uint64_t>(rows));
       Tensor y = run(module, x)[0];
@@ -96,24 +98,41 @@ TEST(ShapeSpecializedModule, CompilesOncePerShapeAndKeepsTheMostRecent) {
   EXPECT_EQ(compiles.load() - before, static_cast<int>(kept) + 2);
   EXPECT_EQ(module.num_compiles(), kept + 2);
   // The most recent shapes are kept; the first two were evicted and compile again.
-  run(module, testing::random_tensor({static_cast<int64_t>(kept) + 2, 3}, 1));
+  run(module, testing::random_tensor({last, 3}, 1));
   EXPECT_EQ(module.num_compiles(), kept + 2);
-  run(module, testing::random_tensor({1, 3}, 1));
+  run(module, testing::random_tensor({first, 3}, 1));
   EXPECT_EQ(module.num_compiles(), kept + 3);
-  EXPECT_EQ(module.num_declined_runs(), 0u);
+  EXPECT_EQ(module.num_reference_runs(), 0u);
+}
+
+TEST(ShapeSpecializedModule, ShapesThatComputeTooLittleRunOnTheReferenceKernels) {
+  const runtime::Backend& backend = runtime::get_backend("test-concrete-only");
+  runtime::ShapeSpecializedModule module(backend, *product_body(), runtime::CompileOptions{});
+  const int before = compiles.load();
+  for (int64_t rows : {1, 4, 100, 4}) {  // 18 FLOPs a row against 36 bytes: below 64 FLOPs a byte
+    Tensor x = testing::random_tensor({rows, 3}, 5);
+    Tensor y = run(module, x)[0];
+    for (int64_t i = 0; i < x.numel(); ++i) ASSERT_FLOAT_EQ(y.data<float>()[i], x.data<float>()[i]);
+  }
+  EXPECT_EQ(compiles.load(), before);
+  EXPECT_EQ(module.num_compiles(), 0u);
+  EXPECT_EQ(module.num_reference_runs(), 4u);
+  run(module, testing::random_tensor({128, 3}, 5));  // 64 FLOPs a byte
+  EXPECT_EQ(module.num_compiles(), 1u);
+  EXPECT_EQ(compiles.load(), before + 1);
 }
 
 TEST(ShapeSpecializedModule, ShapesTheBackendDeclinesRunOnTheReferenceKernels) {
   const runtime::Backend& backend = runtime::get_backend("test-concrete-only");
   runtime::ShapeSpecializedModule module(backend, *product_body(), runtime::CompileOptions{});
-  Tensor x = testing::random_tensor({101, 3}, 3);
+  Tensor x = testing::random_tensor({1001, 3}, 3);
   for (int repeat = 0; repeat < 3; ++repeat) {
     Tensor y = run(module, x)[0];  // the body itself: x times the identity
     ASSERT_EQ(y.shape(), x.shape());
     for (int64_t i = 0; i < x.numel(); ++i) ASSERT_FLOAT_EQ(y.data<float>()[i], x.data<float>()[i]);
   }
   EXPECT_EQ(module.num_compiles(), 1u) << "the decline is remembered";
-  EXPECT_EQ(module.num_declined_runs(), 3u);
+  EXPECT_EQ(module.num_reference_runs(), 3u);
 }
 
 TEST(ShapeSpecializedModule, SavesItsBackendAndLoadsBack) {
@@ -124,7 +143,7 @@ TEST(ShapeSpecializedModule, SavesItsBackendAndLoadsBack) {
   module.save(saved);
   std::istringstream in(saved.str());
   auto loaded = runtime::load_module(module.type_key(), in, *body);
-  Tensor x = testing::random_tensor({5, 3}, 4);
+  Tensor x = testing::random_tensor({300, 3}, 4);
   Tensor y = run(*loaded, x)[0];
   for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(y.data<float>()[i], 2 * x.data<float>()[i]);
 

@@ -5,7 +5,9 @@
 /// shapes. A backend such as dnnl needs concrete shapes; without this, such a
 /// subgraph (the box and mask heads of a detection model) ran on the
 /// reference kernels. Shapes the backend declines run on the reference
-/// kernels too, and the decision is remembered for them.
+/// kernels too, and so do shapes at which the subgraph computes too little
+/// to pay for converting its weights again (worth_compiling_at); either
+/// decision is remembered for those shapes.
 #pragma once
 
 #include <cstddef>
@@ -25,6 +27,14 @@ class ShapeSpecializedModule final : public CompiledModule {
  public:
   /// Specializations kept per module (the least recently used goes first).
   static constexpr size_t kMaxSpecializations = 8;
+  /// A specialization converts the weights again (about 1.5 ns a byte, page
+  /// faults included: 78 ms for a 51 MB box-head weight) to save a few
+  /// picoseconds per FLOP a run over the reference kernels; it is compiled
+  /// when its products and convolutions do at least this many FLOPs per
+  /// weight byte (a few runs pay it back). Mask R-CNN's box head [M, 12544]
+  /// x [12544, 1024] does M/2: compiled from 128 proposals; its mask head's
+  /// 3x3 convolutions on 14x14 regions do 98 per detection.
+  static constexpr double kMinFlopsPerWeightByte = 64;
 
   /// `subgraph` is copied (its constants shared).
   ShapeSpecializedModule(const Backend& backend, const ir::Graph& subgraph, CompileOptions options);
@@ -41,11 +51,15 @@ class ShapeSpecializedModule final : public CompiledModule {
   /// subgraphs (shape arithmetic, gathers) run on the reference kernels,
   /// which would take less time than compiling them for each new shape.
   static bool worth_specializing(const ir::Graph& subgraph);
+  /// Whether `body` (types concrete) computes at least kMinFlopsPerWeightByte
+  /// FLOPs in its Conv, ConvTranspose, MatMul, Gemm and recurrent nodes per
+  /// byte of the constants they read.
+  static bool worth_compiling_at(const ir::Graph& body);
 
   /// Compiles asked of the backend so far (declined ones included), and runs
-  /// of shapes it declined (tests).
+  /// on the reference kernels (shapes not compiled or declined) (tests).
   size_t num_compiles() const;
-  size_t num_declined_runs() const;
+  size_t num_reference_runs() const;
 
  private:
   struct Specialization;
@@ -59,7 +73,7 @@ class ShapeSpecializedModule final : public CompiledModule {
   mutable std::vector<std::shared_ptr<Specialization>> specializations_;  // guarded by mutex_
   mutable uint64_t clock_ = 0;
   mutable size_t compiles_ = 0;
-  mutable size_t declined_runs_ = 0;
+  mutable size_t reference_runs_ = 0;
 };
 
 }  // namespace graft::runtime
