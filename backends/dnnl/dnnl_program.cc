@@ -128,6 +128,7 @@ std::vector<PostOp> eltwise_ops(const ir::Node& node) {
   if (op == "Exp") return one(algorithm::eltwise_exp);
   if (op == "Abs") return one(algorithm::eltwise_abs);
   if (op == "Sqrt") return one(algorithm::eltwise_sqrt);
+  if (op == "Round") return one(algorithm::eltwise_round);  // half to even, as ONNX's Round
   if (op == "Gelu")
     return one(a.get_string("approximate", "none") == "tanh" ? algorithm::eltwise_gelu_tanh : algorithm::eltwise_gelu_erf);
   if (op == "HardSigmoid") {
@@ -167,6 +168,19 @@ bool on_reference_code(const dnnl::primitive_desc_base& pd) {
 bool is_scalar_constant(const ir::Node& n) { return is_constant(n) && n.constant_value.numel() == 1; }
 
 // A binary op with a one-element constant as an eltwise_linear (alpha * x + beta); false when not expressible.
+// oneDNN 2.6's jit post-op injectors give every eltwise post-op of one
+// algorithm the parameters of the first: conv -> x * 3 -> relu -> x * 0.5
+// computed x * 3 twice (a fake quantization's divide by its scale and multiply
+// back, lower-quantize-dequantize, came out 2500 times too large). A group's
+// chain therefore ends before an eltwise post-op whose algorithm it already
+// holds with other parameters; that op then runs as a primitive of its own.
+bool clashes_with_chain(const Group& g, const PostOp& p) {
+  if (p.kind != PostOp::Kind::eltwise) return false;
+  for (const PostOp& q : g.post_ops)
+    if (q.kind == PostOp::Kind::eltwise && q.alg == p.alg && (q.alpha != p.alpha || q.beta != p.beta)) return true;
+  return false;
+}
+
 bool scalar_as_linear(const std::string& op, int constant_position, float c, float& alpha, float& beta) {
   if (op == "Add") { alpha = 1; beta = c; return true; }
   if (op == "Mul") { alpha = c; beta = 0; return true; }
@@ -507,6 +521,8 @@ class Builder {
       if (op == "BatchNormalization" && anchor.op_type() == "Conv" && g.post_ops.empty() && all_sources(cid, 1, 5)) {
         g.post_ops.push_back(PostOp{PostOp::Kind::fold_batch_norm, &c, algorithm::undef, 0, 0, {}});
       } else if (std::vector<PostOp> ops = eltwise_ops(c); !ops.empty()) {
+        for (const PostOp& p : ops)
+          if (clashes_with_chain(g, p)) return;
         for (PostOp& p : ops) g.post_ops.push_back(p);
       } else if (binary_algorithm(op) != algorithm::undef) {
         int position = indexed_.inputs(cid)[0].node_id == cur ? 0 : 1;
@@ -516,7 +532,9 @@ class Builder {
         float alpha, beta;
         if (is_scalar_constant(on) &&
             scalar_as_linear(op, 1 - position, static_cast<float>(on.constant_value.value_as_double(0)), alpha, beta)) {
-          g.post_ops.push_back(PostOp{PostOp::Kind::eltwise, &c, algorithm::eltwise_linear, alpha, beta, {}});
+          PostOp linear{PostOp::Kind::eltwise, &c, algorithm::eltwise_linear, alpha, beta, {}};
+          if (clashes_with_chain(g, linear)) return;
+          g.post_ops.push_back(linear);
         } else {
           if (position != 0 && (op == "Sub" || op == "Div")) return;
           bool same_shape = dims(other) == cur_dims;

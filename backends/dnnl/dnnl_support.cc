@@ -384,6 +384,7 @@ const std::map<std::string, Checker>& checkers() {
       {"Exp", always},
       {"Abs", always},
       {"Sqrt", always},
+      {"Round", always},
       {"Add", check_binary},
       {"Mul", check_binary},
       {"Sub", check_binary},

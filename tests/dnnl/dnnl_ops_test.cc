@@ -645,5 +645,25 @@ TEST(DnnlThreads, PassiveWaitingSerializesMidSizedSteps) {
   EXPECT_EQ(passive.serial_primitives, passive.primitives);
 }
 
+// oneDNN 2.6's jit post-ops give every eltwise post-op of one algorithm the
+// parameters of the first: conv -> x * 3 -> relu -> x * 0.5 came out as
+// x * 3 twice. Such a chain ends before the second one (a primitive of its
+// own); chains of different algorithms, or repeated parameters, stay whole.
+TEST(DnnlConv, EltwisePostOpsOfOneAlgorithmKeepTheirOwnParameters) {
+  for (int variant = 0; variant < 5; ++variant) {
+    Case c;
+    Value x = c.input({1, 8, 6, 6});
+    Value v = c.op("Relu", {c.op("Conv", {x, c.constant({8, 8, 3, 3})}, ints("pads", {1, 1, 1, 1}))});
+    auto k = [&](float f) {
+      return c.graph->add_constant("k" + std::to_string(c.seed++), Tensor::scalar<float>(f))->output(0);
+    };
+    if (variant == 0) v = c.op("Mul", {c.op("Relu", {c.op("Mul", {v, k(3.0f)})}), k(0.5f)});
+    if (variant == 1) v = c.op("Mul", {c.op("Round", {c.op("Div", {v, k(0.02f)})}), k(0.02f)});
+    if (variant == 2) v = c.op("Clip", {c.op("Sqrt", {c.op("Clip", {v, k(0.0f), k(4.0f)})}), k(0.5f), k(1.5f)});
+    if (variant == 3) v = c.op("HardSigmoid", {c.op("Add", {v, k(1.0f)})});
+    if (variant == 4) v = c.op("Mul", {c.op("Round", {c.op("Mul", {v, k(0.5f)})}), k(0.5f)});
+    c.check({v});
+  }
+}
 }  // namespace
 }  // namespace graft::testing

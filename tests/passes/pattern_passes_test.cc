@@ -231,3 +231,92 @@ TEST(LowerEinsum, BatchedMatrixProductsBecomeMatMul) {
     expect_close(run_graph(*out, in)[0], run_graph(*g, in)[0], 1e-5, 1e-5);
   }
 }
+
+namespace {
+
+// x -> QuantizeLinear(s, z) [-> Cast to the same type] -> DequantizeLinear(s2, z2) -> y (a graph output).
+std::unique_ptr<Graph> fake_quantize_graph(float s, Tensor z, float s2, Tensor z2, bool cast, Shape shape = {2, 64}) {
+  auto g = new_graph();
+  Node* x = g->add_input("x", ValueType::of(DType::float32, shape));
+  const DType qtype = z.dtype();
+  Node* q = g->add_node("QuantizeLinear", {x->output(0), scalar(*g, s), g->add_constant("z", z)->output(0)}, 1, "q");
+  Value quantized = q->output(0);
+  if (cast) {
+    Node* c = g->add_node("Cast", {quantized}, 1, "cast");
+    c->attributes.set("to", static_cast<int64_t>(qtype));
+    quantized = c->output(0);
+  }
+  Node* dq = g->add_node("DequantizeLinear", {quantized, scalar(*g, s2), g->add_constant("z2", z2)->output(0)}, 1, "dq");
+  g->add_output(dq->output(0), "y");
+  return g;
+}
+
+// Values around every rounding boundary of scale `s` (k + 0.5 exactly and
+// its float neighbours), beyond the quantized range both ways, and zero.
+Tensor boundary_values(float s, const Shape& shape) {
+  Tensor t(DType::float32, shape);
+  float* v = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) {
+    const float k = static_cast<float>(i % 300) - 150.0f;
+    const float half = (k + 0.5f) * s;
+    v[i] = i % 3 == 0 ? half : i % 3 == 1 ? std::nextafter(half, 1e9f) : std::nextafter(half, -1e9f);
+  }
+  v[0] = 1e6f;
+  v[1] = -1e6f;
+  v[2] = 0.0f;
+  return t;
+}
+
+}  // namespace
+
+TEST(LowerQuantizeDequantize, PairBecomesFloatArithmeticWithTheSameValues) {
+  const Shape shape = {2, 300};
+  for (bool cast : {false, true}) {
+    // uint8, one zero point: Div, Round, Clip, Mul.
+    auto g = fake_quantize_graph(0.0371f, Tensor::scalar<uint8_t>(131), 0.0371f, Tensor::scalar<uint8_t>(131), cast, shape);
+    auto out = apply(*g, {"lower-quantize-dequantize"});
+    for (const char* gone : {"QuantizeLinear", "DequantizeLinear", "Cast"}) EXPECT_EQ(count_ops(*out, gone), 0u) << gone;
+    for (const char* kept : {"Div", "Round", "Clip", "Mul"}) EXPECT_EQ(count_ops(*out, kept), 1u) << kept;
+    EXPECT_EQ(count_ops(*out, "Add") + count_ops(*out, "Sub"), 0u);
+    std::vector<Tensor> in = {boundary_values(0.0371f, shape)};
+    Tensor want = run_graph(*g, in)[0], got = run_graph(*out, in)[0];
+    for (int64_t i = 0; i < want.numel(); ++i) ASSERT_EQ(got.data<float>()[i], want.data<float>()[i]) << i;
+  }
+  // int8 with different scales and zero points on each side: Add and Sub too.
+  auto g = fake_quantize_graph(0.05f, Tensor::scalar<int8_t>(-3), 0.1f, Tensor::scalar<int8_t>(7), true, shape);
+  auto out = apply(*g, {"lower-quantize-dequantize"});
+  EXPECT_EQ(count_ops(*out, "QuantizeLinear") + count_ops(*out, "DequantizeLinear"), 0u);
+  EXPECT_EQ(count_ops(*out, "Add"), 1u);
+  EXPECT_EQ(count_ops(*out, "Sub"), 1u);
+  std::vector<Tensor> in = {boundary_values(0.05f, shape)};
+  Tensor want = run_graph(*g, in)[0], got = run_graph(*out, in)[0];
+  for (int64_t i = 0; i < want.numel(); ++i) ASSERT_EQ(got.data<float>()[i], want.data<float>()[i]) << i;
+}
+
+TEST(LowerQuantizeDequantize, LeavesPerAxisScalesAndSharedQuantizedValuesCorrect) {
+  // Per-channel scales: left alone.
+  auto g = new_graph();
+  Node* x = g->add_input("x", ValueType::of(DType::float32, {1, 3, 4}));
+  Node* q = g->add_node("QuantizeLinear", {x->output(0), g->add_constant("s", Tensor::from_vector<float>({0.1f, 0.2f, 0.3f}, {3}))->output(0),
+                                           g->add_constant("z", Tensor::from_vector<uint8_t>({1, 2, 3}, {3}))->output(0)}, 1, "q");
+  Node* dq = g->add_node("DequantizeLinear", {q->output(0), g->add_constant("s2", Tensor::from_vector<float>({0.1f, 0.2f, 0.3f}, {3}))->output(0),
+                                             g->add_constant("z2", Tensor::from_vector<uint8_t>({1, 2, 3}, {3}))->output(0)}, 1, "dq");
+  g->add_output(dq->output(0), "y");
+  auto out = apply(*g, {"lower-quantize-dequantize"});
+  EXPECT_EQ(count_ops(*out, "QuantizeLinear"), 1u);
+  EXPECT_EQ(count_ops(*out, "DequantizeLinear"), 1u);
+
+  // The quantized value also read elsewhere (a graph output): the
+  // QuantizeLinear stays for it, the DequantizeLinear is replaced.
+  auto shared = fake_quantize_graph(0.1f, Tensor::scalar<uint8_t>(128), 0.1f, Tensor::scalar<uint8_t>(128), false);
+  for (const auto& node : shared->nodes())
+    if (node->name == "q") shared->add_output(node->output(0), "quantized");
+  auto lowered = apply(*shared, {"lower-quantize-dequantize"});
+  EXPECT_EQ(count_ops(*lowered, "QuantizeLinear"), 1u);
+  EXPECT_EQ(count_ops(*lowered, "DequantizeLinear"), 0u);
+  std::vector<Tensor> in = {random_tensor({2, 64}, 3)};
+  std::vector<Tensor> want = run_graph(*shared, in), got = run_graph(*lowered, in);
+  ASSERT_EQ(got.size(), 2u);
+  for (int64_t i = 0; i < want[0].numel(); ++i) ASSERT_EQ(got[0].data<float>()[i], want[0].data<float>()[i]) << i;
+  for (int64_t i = 0; i < want[1].numel(); ++i) ASSERT_EQ(got[1].data<uint8_t>()[i], want[1].data<uint8_t>()[i]) << i;
+}
