@@ -38,6 +38,7 @@ class Exporter {
     std::unordered_map<const ir::Node*, std::vector<std::string>> names;
     auto name_of = [&](ir::Value v) -> const std::string& {
       auto& list = names[v.node];
+      if (auto preset = captured_.find(v.node); list.empty() && preset != captured_.end()) list = {preset->second};
       if (list.empty()) {
         list.resize(static_cast<size_t>(v.node->num_outputs()));
         for (int k = 0; k < v.node->num_outputs(); ++k) {
@@ -50,6 +51,7 @@ class Exporter {
       return list[static_cast<size_t>(v.index)];
     };
     for (const ir::Node* in : g.inputs()) {
+      if (captured_.count(in)) continue;  // an outer value the body reads by its name
       auto* info = gp.add_input();
       info->set_name(name_of(ir::Value{const_cast<ir::Node*>(in), 0}));
       set_type(in->output_types[0], *info);
@@ -72,7 +74,11 @@ class Exporter {
       size_t declared = n.inputs.size() - static_cast<size_t>(n.num_captured_inputs);
       for (size_t i = 0; i < declared; ++i) np->add_input(n.inputs[i] ? name_of(n.inputs[i]) : std::string());
       for (int k = 0; k < n.num_outputs(); ++k) np->add_output(name_of(n.output(k)));
-      for (const auto& [key, value] : n.attributes.all()) export_attribute(key, value, *np->add_attribute());
+      // The names, in this graph, of the outer values its bodies read.
+      std::vector<std::string> captured;
+      for (size_t i = declared; i < n.inputs.size(); ++i) captured.push_back(n.inputs[i] ? name_of(n.inputs[i]) : "");
+      for (const auto& [key, value] : n.attributes.all())
+        export_attribute(key, value, captured, *np->add_attribute());
     }
     for (size_t i = 0; i < g.outputs().size(); ++i) {
       const std::string& value_name = name_of(g.outputs()[i]);
@@ -98,7 +104,8 @@ class Exporter {
     return base;
   }
 
-  void export_attribute(const std::string& key, const ir::AttributeValue& value, onnx::AttributeProto& a) {
+  void export_attribute(const std::string& key, const ir::AttributeValue& value,
+                        const std::vector<std::string>& captured, onnx::AttributeProto& a) {
     using A = onnx::AttributeProto;
     a.set_name(key);
     std::visit(
@@ -110,8 +117,7 @@ class Exporter {
           else if constexpr (std::is_same_v<T, Tensor>) { a.set_type(A::TENSOR); tensor_to_proto(v, *a.mutable_t()); }
           else if constexpr (std::is_same_v<T, std::shared_ptr<ir::Graph>>) {
             a.set_type(A::GRAPH);
-            // Captured inputs go back to being outer-scope references: drop the trailing Input nodes.
-            export_body(*v, *a.mutable_g());
+            export_body(*v, captured, *a.mutable_g());
           } else if constexpr (std::is_same_v<T, std::vector<int64_t>>) {
             a.set_type(A::INTS);
             for (auto x : v) a.add_ints(x);
@@ -129,22 +135,24 @@ class Exporter {
         value);
   }
 
-  void export_body(const ir::Graph& body, onnx::GraphProto& gp) {
-    // Body value names must stay as they are so captured names resolve in the outer graph.
+  // A body's last Input nodes, one per captured value of its node (in order,
+  // as the importer makes them), are outer values: they take the outer
+  // names, which the body reads, and are not declared as body inputs.
+  void export_body(const ir::Graph& body, const std::vector<std::string>& captured, onnx::GraphProto& gp) {
     Exporter inner;
     inner.used_ = used_;
     inner.counter_ = counter_;
+    const std::vector<ir::Node*>& inputs = body.inputs();
+    if (captured.size() <= inputs.size())
+      for (size_t j = 0; j < captured.size(); ++j)
+        inner.captured_[inputs[inputs.size() - captured.size() + j]] = captured[j];
     inner.export_graph(body, gp);
-    // Captured inputs (untyped Input nodes) are outer references, not declared inputs.
-    auto* inputs = gp.mutable_input();
-    for (int i = inputs->size() - 1; i >= 0; --i)
-      if (!inputs->Get(i).type().tensor_type().has_elem_type() ||
-          inputs->Get(i).type().tensor_type().elem_type() == 0)
-        inputs->DeleteSubrange(i, 1);
     counter_ = inner.counter_;
+    used_.insert(inner.used_.begin(), inner.used_.end());
   }
 
   std::unordered_set<std::string> used_;
+  std::unordered_map<const ir::Node*, std::string> captured_;  // body Input node -> outer name
   int64_t counter_ = 0;
 };
 

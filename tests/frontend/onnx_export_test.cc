@@ -1,0 +1,59 @@
+// ONNX export (save_onnx, `graft opt`) of control flow: an If whose branches
+// read a value of the enclosing graph by name must still find it after a
+// round trip, whatever names the export gives (an unnamed outer value gets a
+// generated one).
+#include <gtest/gtest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <unistd.h>
+
+#include "graft/frontend/onnx_import.h"
+#include "graft/ir/graph.h"
+#include "support/graph_runner.h"
+
+using namespace graft;
+
+namespace {
+
+// A branch reading one outer value (captured: its Input node is untyped, as
+// the importer makes it), applying `op` to it twice or once.
+std::shared_ptr<ir::Graph> branch(const std::string& op, const std::string& captured_name) {
+  auto body = std::make_shared<ir::Graph>();
+  body->opset_imports[""] = 17;
+  ir::Value y = body->add_input(captured_name, ir::ValueType{})->output(0);
+  std::vector<ir::Value> in = op == "Add" ? std::vector<ir::Value>{y, y} : std::vector<ir::Value>{y};
+  body->add_output(body->add_node(op, in, 1, op + "_in_branch")->output(0), "branch_out");
+  return body;
+}
+
+TEST(OnnxExport, IfBranchesFindTheOuterValuesTheyRead) {
+  auto g = std::make_unique<ir::Graph>();
+  g->opset_imports[""] = 17;
+  ir::Value cond = g->add_input("cond", ir::ValueType::of(DType::boolean, {}))->output(0);
+  ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {4}))->output(0);
+  ir::Node* relu = g->add_node("Relu", {x}, 1);  // unnamed: the export makes up its name
+  ir::Node* if_node = g->add_node("If", {cond, relu->output(0)}, 1, "if");
+  if_node->num_captured_inputs = 1;
+  if_node->attributes.set("then_branch", branch("Add", "relu_out"));
+  if_node->attributes.set("else_branch", branch("Neg", "relu_out"));
+  g->add_output(if_node->output(0), "y");
+
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("graft_export_if_" + std::to_string(::getpid()) + ".onnx")).string();
+  frontend::save_onnx(*g, path);
+  auto loaded = frontend::load_onnx(path);
+  std::filesystem::remove(path);
+  Tensor xs = Tensor::from_vector<float>({-1, 2, -3, 4}, {4});
+  for (bool c : {true, false}) {
+    std::vector<Tensor> inputs = {Tensor::scalar<bool>(c), xs};
+    Tensor want = graft::testing::run_graph(*g, inputs)[0];
+    Tensor got = graft::testing::run_graph(*loaded, inputs)[0];
+    ASSERT_EQ(got.shape(), want.shape());
+    for (int64_t i = 0; i < got.numel(); ++i) EXPECT_EQ(got.data<float>()[i], want.data<float>()[i]) << c << " " << i;
+  }
+  // The branches declare no inputs of their own (If bodies take none).
+  EXPECT_EQ(loaded->inputs().size(), 2u);
+}
+
+}  // namespace
