@@ -167,7 +167,6 @@ bool on_reference_code(const dnnl::primitive_desc_base& pd) {
 }
 bool is_scalar_constant(const ir::Node& n) { return is_constant(n) && n.constant_value.numel() == 1; }
 
-// A binary op with a one-element constant as an eltwise_linear (alpha * x + beta); false when not expressible.
 // oneDNN 2.6's jit post-op injectors give every eltwise post-op of one
 // algorithm the parameters of the first: conv -> x * 3 -> relu -> x * 0.5
 // computed x * 3 twice (a fake quantization's divide by its scale and multiply
@@ -181,6 +180,7 @@ bool clashes_with_chain(const Group& g, const PostOp& p) {
   return false;
 }
 
+// A binary op with a one-element constant as an eltwise_linear (alpha * x + beta); false when not expressible.
 bool scalar_as_linear(const std::string& op, int constant_position, float c, float& alpha, float& beta) {
   if (op == "Add") { alpha = 1; beta = c; return true; }
   if (op == "Mul") { alpha = c; beta = 0; return true; }
@@ -785,22 +785,14 @@ class Builder {
     for (size_t k = first; k < g.post_ops.size(); ++k) {
       const PostOp& p = g.post_ops[k];
       if (p.kind == PostOp::Kind::fold_batch_norm) continue;
-      src = dense(src, label);
-      const memory::desc d0 = program_.slots[src].desc;  // a copy: adding slots moves them
       if (p.kind == PostOp::Kind::eltwise) {
-        dnnl::eltwise_forward::primitive_desc pd(
-            dnnl::eltwise_forward::desc(prop_kind::forward_inference, p.alg, d0, p.alpha, p.beta), new_attr(),
-            program_.engine);
-        int dst = add_slot(pd.dst_desc());
-        add_step(dnnl::eltwise_forward(pd), pd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}, label);
-        src = dst;
+        src = emit_eltwise(*p.node, {p}, src);
         continue;
       }
       // binary, or a sum that was not the first post-op: an elementwise add.
-      Dims od = expand_rank(dims(p.other), d0.dims().size());
-      int src1 = slot_of(p.other);
-      if (od == d0.dims()) src1 = view(as_desc(src1, d0, label), d0, true);
-      else src1 = view(as_plain(src1, label), plain_desc(od));
+      src = dense(src, label);
+      const memory::desc d0 = program_.slots[src].desc;  // a copy: adding slots moves them
+      int src1 = operand_like(p.other, d0, label);
       dnnl::binary::primitive_desc pd(dnnl::binary::desc(p.alg, d0, program_.slots[src1].desc, d0), new_attr(),
                                       program_.engine);
       int dst = add_slot(pd.dst_desc());
@@ -1410,6 +1402,17 @@ class Builder {
     return src;
   }
 
+  // The second operand of a binary op whose first is read through `like`:
+  // of the same shape, in that layout (spelled as `like` is); broadcast, a
+  // plain view of the rank of `like`. `like` is a copy: adding slots moves
+  // the slot descriptors it may come from.
+  int operand_like(Entry e, memory::desc like, const std::string& label) {
+    const Dims d = expand_rank(dims(e), like.dims().size());
+    int slot = slot_of(e);
+    if (d == like.dims()) return view(as_desc(slot, like, label), like, true);
+    return view(as_plain(slot, label), plain_desc(d));
+  }
+
   int emit_binary(const ir::Node& node) {
     std::string op = node.op_type();
     Dims out = dims_of(node.output_types[0]);
@@ -1426,10 +1429,8 @@ class Builder {
     }
     if (dims(a) != out) std::swap(a, b);  // commutative (the checker guarantees it)
     int src0 = dense(slot_of(a), node.name);
-    int src1 = slot_of(b);
     Dims bd = expand_rank(dims(b), out.size());
-    if (bd == out) src1 = view(as_desc(src1, program_.slots[src0].desc, node.name), program_.slots[src0].desc, true);
-    else src1 = view(as_plain(src1, node.name), plain_desc(bd));
+    int src1 = operand_like(b, program_.slots[src0].desc, node.name);
     auto make = [&](const memory::desc& d0, const memory::desc& d1) {
       return dnnl::binary::primitive_desc(dnnl::binary::desc(binary_algorithm(op), d0, d1, d0), new_attr(),
                                           program_.engine);
