@@ -16,6 +16,8 @@
 // run one primitive per op, each a pass over memory, where the `fuse` backend
 // compiles the whole chain into one kernel; the checker declines them with
 // that reason.
+#include <set>
+
 #include "dnnl_support.h"
 #include "graft/ir/graph.h"
 #include "graft/partition/contain_op_selector.h"
@@ -81,28 +83,24 @@ class DnnlSelector final : public partition::ContainOpSelector {
   }
 };
 
-class DnnlProperty final : public partition::SubgraphProperty {
+class DnnlProperty final : public partition::ContainOpProperty {
  public:
-  explicit DnnlProperty(std::shared_ptr<const partition::ContainOpSpec> spec) : spec_(std::move(spec)) {}
+  using ContainOpProperty::ContainOpProperty;
   std::unique_ptr<partition::SubgraphSelector> CreateSubgraphSelector() const override {
-    return std::make_unique<DnnlSelector>(spec_);
+    return std::make_unique<DnnlSelector>(spec());
   }
-  std::string ExplainRejection(const ir::Node& n) const override { return spec_->supports(n).reason; }
-
- private:
-  std::shared_ptr<const partition::ContainOpSpec> spec_;
 };
 
 const bool registered = [] {
-  for (const std::string& op : dnnl_op_types()) partition::register_op_support("dnnl", op, check);
-  partition::register_subgraph_property("dnnl", [] {
-    auto spec = std::make_shared<partition::ContainOpSpec>();
-    if (const partition::OpSupportTable* table = partition::find_op_support("dnnl")) {
-      spec->checkers = *table;
-      for (const auto& [op, checker] : *table) spec->op_types.insert(op);
-    }
-    return std::make_unique<DnnlProperty>(std::move(spec));
-  });
+  partition::OpSupportTable checkers;
+  std::set<std::string, std::less<>> op_types;
+  for (const std::string& op : dnnl_op_types()) {
+    partition::register_op_support("dnnl", op, check);
+    checkers.emplace(op, check);
+    op_types.insert(op);
+  }
+  partition::register_subgraph_property(
+      "dnnl", [op_types, checkers] { return std::make_unique<DnnlProperty>(op_types, checkers); });
   return true;
 }();
 

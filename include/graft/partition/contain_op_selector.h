@@ -51,6 +51,10 @@ class ContainOpProperty : public SubgraphProperty {
   /// The checker's reason, or "op X is not supported".
   std::string ExplainRejection(const ir::Node& n) const override { return spec_->supports(n).reason; }
 
+ protected:
+  /// For subclasses whose selector refines ContainOpSelector (a Filter).
+  const std::shared_ptr<const ContainOpSpec>& spec() const { return spec_; }
+
  private:
   std::shared_ptr<const ContainOpSpec> spec_;
   size_t min_size_;
