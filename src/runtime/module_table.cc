@@ -1,7 +1,5 @@
 #include "graft/runtime/module_table.h"
 
-#include "graft/runtime/shape_specialized_module.h"
-
 #include <cstdio>
 #include <mutex>
 #include <set>
@@ -9,6 +7,7 @@
 
 #include "graft/core/error.h"
 #include "graft/ir/graph.h"
+#include "graft/runtime/shape_specialized_module.h"
 
 namespace graft::runtime {
 

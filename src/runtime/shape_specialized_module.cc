@@ -104,14 +104,19 @@ std::shared_ptr<const ShapeSpecializedModule::Specialization> ShapeSpecializedMo
   std::vector<Shape> shapes;
   shapes.reserve(inputs.size());
   for (const Tensor& t : inputs) shapes.push_back(t.shape());
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
+  // The specialization for `shapes` if there is one (mutex_ held): marked used.
+  auto find = [&]() -> std::shared_ptr<Specialization> {
     for (const auto& s : specializations_)
       if (s->shapes == shapes) {
         s->last_use = ++clock_;
-        if (s->declined) ++reference_runs_;
+        reference_runs_ += s->declined;
         return s;
       }
+    return nullptr;
+  };
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (auto found = find()) return found;
   }
   // Compiled outside the lock: other shapes keep running meanwhile.
   auto made = std::make_shared<Specialization>();
@@ -139,15 +144,14 @@ std::shared_ptr<const ShapeSpecializedModule::Specialization> ShapeSpecializedMo
   }
   std::lock_guard<std::mutex> lock(mutex_);
   compiles_ += compiled;
-  for (const auto& s : specializations_)
-    if (s->shapes == shapes) return s;  // another run compiled it meanwhile
+  if (auto found = find()) return found;  // another run compiled it meanwhile
   if (specializations_.size() >= kMaxSpecializations) {
     auto oldest = std::min_element(specializations_.begin(), specializations_.end(),
                                    [](const auto& a, const auto& b) { return a->last_use < b->last_use; });
     specializations_.erase(oldest);
   }
   made->last_use = ++clock_;
-  if (made->declined) ++reference_runs_;
+  reference_runs_ += made->declined;
   specializations_.push_back(made);
   return made;
 }

@@ -310,8 +310,8 @@ std::function<int()> setup_run(CLI::App& app) {
                   "backends in priority order, comma-separated (default: GRAFT_BACKENDS, else all available)");
   sub->add_option("--annotations", options->annotations, "JSON file pinning nodes, forbidding backends, declaring regions");
   sub->add_flag("--report", options->report,
-                "print how many nodes each backend runs (see graft partition), and the subgraphs a backend "
-                "declined to compile, which ran on ref");
+                "print how many nodes each backend runs (see graft partition), the subgraphs a backend "
+                "declined to compile, which ran on ref, and those it compiles when they run, per shape");
   return [options] { return run_model(*options); };
 }
 
