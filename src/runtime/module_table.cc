@@ -32,7 +32,8 @@ void warn_fallback(const std::string& backend, const ir::Node& node, const std::
 
 }  // namespace
 
-ModuleTable compile_modules(ir::Graph& graph, const CompileOptions& options, std::vector<CompileFallback>* fallbacks) {
+ModuleTable compile_modules(ir::Graph& graph, const CompileOptions& options, std::vector<CompileFallback>* fallbacks,
+                            bool warn) {
   ModuleTable table(graph.num_nodes());
   for (const auto& node : graph.nodes()) {
     if (!is_compiled_node(*node)) continue;
@@ -49,7 +50,7 @@ ModuleTable compile_modules(ir::Graph& graph, const CompileOptions& options, std
         if (fallbacks) fallbacks->push_back({node->name, node->backend, e.what(), {}, true});
         continue;
       }
-      warn_fallback(node->backend, *node, e.what());
+      if (warn) warn_fallback(node->backend, *node, e.what());
       if (fallbacks) fallbacks->push_back({node->name, node->backend, e.what(), {}});
       node->backend = "ref";
     }

@@ -1,9 +1,12 @@
 #include "graft/runtime/session.h"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdlib>
 #include <functional>
 #include <optional>
 
+#include "converted_weights.h"
 #include "graft/codegen/compile_cache.h"
 #include "graft/core/parallel.h"
 #include "graft/frontend/onnx_import.h"
@@ -14,7 +17,6 @@
 #include "graft/partition/partitioner.h"
 #include "graft/passes/pass.h"
 #include "graft/runtime/artifact.h"
-#include "converted_weights.h"
 
 namespace graft::runtime {
 
@@ -36,7 +38,28 @@ struct Session::Plan {
   ModuleTable modules;  // compiled subgraph nodes, by Node::index()
   std::unique_ptr<Executor> executor;
   std::optional<partition::PartitionReport> report;  // when this plan partitioned again
+  bool generic = false;                              // the shape-generic plan (graph_ with its symbolic dimensions)
 };
+
+int max_specialized_plans(std::optional<int> option) {
+  auto check = [](long value, const std::string& shown) {
+    if (value < 0 || value > 1024)
+      fail(ErrorKind::invalid_argument, shown, " is not a number of plans (expected 0..1024)");
+    return static_cast<int>(value);
+  };
+  if (option) return check(*option, "max_specialized_plans " + std::to_string(*option));
+  const char* env = std::getenv("GRAFT_MAX_PLANS");
+  if (!env || !*env) return SessionOptions::kDefaultMaxSpecializedPlans;
+  std::string text(env);
+  std::string shown = text.size() > 64 ? text.substr(0, 64) + "..." : text;
+  for (char& c : shown)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  char* end = nullptr;
+  errno = 0;
+  long value = std::strtol(env, &end, 10);
+  if (*end != '\0' || errno != 0 || end == env) value = -1;
+  return check(value, "GRAFT_MAX_PLANS='" + shown + "'");
+}
 
 namespace {
 /// The plan cache key of one set of input types.
@@ -78,6 +101,8 @@ void Session::set_threads() {
   if (options_.num_threads < 0 || options_.num_threads > 1024)
     fail(ErrorKind::invalid_argument, "thread count ", options_.num_threads, " is out of range (expected 1..1024)");
   num_threads_ = options_.num_threads > 0 ? options_.num_threads : default_num_threads();
+  max_specialized_plans_ = max_specialized_plans(options_.max_specialized_plans);
+  plans_ = std::make_unique<PlanCache<Plan>>(static_cast<size_t>(max_specialized_plans_));
 }
 
 void Session::prepare() {
@@ -131,7 +156,7 @@ void Session::restore(RestoredPlan restored) {
     dtypes.push_back(info.type.dtype);
     shapes.push_back(*shape);
   }
-  plans_.emplace(signature(dtypes, shapes), plan);
+  plans_->insert(signature(dtypes, shapes), plan);
 }
 
 void Session::validate_inputs(const std::vector<Tensor>& inputs) const {
@@ -191,11 +216,24 @@ void fold_shape_computations(std::unique_ptr<ir::Graph>& graph) {
 
 }  // namespace
 
-std::shared_ptr<Session::Plan> Session::plan_for(const std::vector<DType>& dtypes, const std::vector<Shape>& shapes) const {
+std::shared_ptr<Session::Plan> Session::plan_for(const std::vector<DType>& dtypes, const std::vector<Shape>& shapes,
+                                                 bool specialized) const {
   std::string key = signature(dtypes, shapes);
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = plans_.find(key);
-  if (it != plans_.end()) return it->second;
+  if (specialized || !unpartitioned_) {  // fixed input shapes: one plan, always specialized
+    if (plans_->contains(key)) return plans_->lookup(key).plan;
+  } else {
+    PlanCache<Plan>::Lookup found = plans_->lookup(key);
+    if (found.choice == PlanCache<Plan>::Choice::cached) return found.plan;
+    if (found.choice == PlanCache<Plan>::Choice::generic) return generic_plan(dtypes);
+  }
+  std::shared_ptr<Plan> plan = make_specialized_plan(dtypes, shapes);
+  plans_->insert(key, plan);
+  return plan;
+}
+
+std::shared_ptr<Session::Plan> Session::make_specialized_plan(const std::vector<DType>& dtypes,
+                                                              const std::vector<Shape>& shapes) const {
   auto plan = std::make_shared<Plan>();
   std::unique_ptr<ir::Graph> planned = (unpartitioned_ ? unpartitioned_ : graph_)->clone();
   for (size_t i = 0; i < dtypes.size(); ++i) {
@@ -229,9 +267,46 @@ std::shared_ptr<Session::Plan> Session::plan_for(const std::vector<DType>& dtype
   // modules keep converted need not be kept twice (the module releases the
   // originals once converted; set_weight can still replace them whole).
   bool fixed_shapes = std::all_of(inputs_.begin(), inputs_.end(), [](const ValueInfo& in) { return in.type.is_concrete(); });
-  if (fixed_shapes && plans_.empty()) mark_weights_only_converted(*plan->graph, plan->modules);
+  if (fixed_shapes && plans_->size() == 0) mark_weights_only_converted(*plan->graph, plan->modules);
   plan->executor = std::make_unique<Executor>(*plan->graph, plan->modules);
-  plans_.emplace(key, plan);
+  return plan;
+}
+
+/// The graph as prepared (partitioned and fused with the model's symbolic
+/// dimensions), made once per input dtypes: its values get their shapes as it
+/// runs; subgraphs a backend cannot compile without shapes run on the
+/// reference kernels or, when they compute enough, compile per shape as they
+/// run (ShapeSpecializedModule).
+std::shared_ptr<Session::Plan> Session::generic_plan(const std::vector<DType>& dtypes) const {
+  std::string key;
+  for (DType dtype : dtypes) key += std::string(dtype_name(dtype)) + ";";
+  ++num_generic_runs_;
+  if (auto it = generic_plans_.find(key); it != generic_plans_.end()) return it->second;
+  auto plan = std::make_shared<Plan>();
+  std::unique_ptr<ir::Graph> planned = graph_->clone();
+  bool dtype_set = false;
+  for (size_t i = 0; i < dtypes.size(); ++i) {
+    ir::ValueType& type = planned->inputs()[i]->output_types[0];
+    if (type.dtype == DType::undefined) {
+      type.dtype = dtypes[i];
+      dtype_set = true;
+    }
+  }
+  if (dtype_set) ir::infer_types(*planned);
+  plan->graph = std::shared_ptr<ir::Graph>(std::move(planned));
+  plan->generic = true;
+  CompileOptions compile_options;
+  compile_options.num_threads = num_threads_;
+  compile_options.emit_source_dir = options_.emit_source_dir;
+  std::vector<CompileFallback> fallbacks;
+  plan->modules = compile_modules(*plan->graph, compile_options, &fallbacks, false);
+  for (const auto& module : plan->modules) num_compiles_ += module != nullptr;
+  for (CompileFallback& fallback : fallbacks) {
+    fallback.inputs = "any shapes (the shape-generic plan)";
+    fallbacks_.push_back(std::move(fallback));
+  }
+  plan->executor = std::make_unique<Executor>(*plan->graph, plan->modules);
+  generic_plans_.emplace(key, plan);
   return plan;
 }
 
@@ -258,7 +333,12 @@ void Session::set_weight(const std::string& name, const Tensor& value) {
 
 size_t Session::num_plans() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return plans_.size();
+  return plans_->size();
+}
+
+size_t Session::num_generic_runs() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return num_generic_runs_;
 }
 
 std::vector<CompileFallback> Session::compile_fallbacks() const {
@@ -292,7 +372,7 @@ std::shared_ptr<Session::Plan> Session::plan_for_types_impl(const std::vector<ir
     dtypes.push_back(input_types[i].dtype);
     shapes.push_back(*shape);
   }
-  return plan_for(dtypes, shapes);
+  return plan_for(dtypes, shapes, true);
 }
 
 std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, RunStats* stats) const {
@@ -303,7 +383,7 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, RunStats* st
     dtypes.push_back(t.dtype());
     shapes.push_back(t.shape());
   }
-  std::shared_ptr<Plan> plan = plan_for(dtypes, shapes);
+  std::shared_ptr<Plan> plan = plan_for(dtypes, shapes, false);
   std::unique_ptr<BufferPool> pool;
   {
     std::lock_guard<std::mutex> lock(mutex_);
@@ -328,6 +408,7 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, RunStats* st
     std::lock_guard<std::mutex> lock(mutex_);
     idle_pools_.push_back(std::move(pool));
   }
+  if (stats) stats->generic_plan = plan->generic;
   // Fused kernels ran interpreted until now if they were not compiled yet:
   // their compiles may take a core from here on.
   codegen::CompileCache::global().start_background_compiles();

@@ -39,6 +39,9 @@ struct RunOptions {
 struct RunStats {
   MemoryStats memory;
   std::vector<NodeTiming> timings;  ///< filled when RunOptions::profile
+  /// Set by Session::run: the run used the session's shape-generic plan
+  /// rather than one specialized to its input shapes (docs/dynamic-shapes.md).
+  bool generic_plan = false;
 };
 
 /// Executes one graph. Immutable after construction, so one Executor serves

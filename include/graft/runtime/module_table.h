@@ -41,8 +41,10 @@ bool is_compiled_node(const ir::Node& node);
 /// gets a ShapeSpecializedModule, which compiles it when it runs; otherwise
 /// the node is given to `ref` (Node::backend, so artifacts and reports show
 /// it), runs its body on the reference kernels, and graft warns once per
-/// backend on stderr. Either way the node is appended to `fallbacks` when given.
+/// backend on stderr (unless `warn` is false: the shape-generic plan, where
+/// declining is expected). Either way the node is appended to `fallbacks`
+/// when given.
 ModuleTable compile_modules(ir::Graph& graph, const CompileOptions& options,
-                            std::vector<CompileFallback>* fallbacks = nullptr);
+                            std::vector<CompileFallback>* fallbacks = nullptr, bool warn = true);
 
 }  // namespace graft::runtime

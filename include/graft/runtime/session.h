@@ -14,6 +14,7 @@
 #include "graft/partition/annotations.h"
 #include "graft/partition/report.h"
 #include "graft/runtime/executor.h"
+#include "graft/runtime/plan_cache.h"
 
 namespace graft::runtime {
 
@@ -38,7 +39,20 @@ struct SessionOptions {
   bool profile = false;
   /// Where backends that generate source (ccodegen's C files) also write it; empty: nowhere.
   std::string emit_source_dir;
+  /// For a model with symbolic input dimensions: how many input-shape
+  /// signatures get a plan specialized to them (made at the first run with
+  /// those shapes, kept, the least recently used dropped); other shapes run
+  /// on one shape-generic plan (docs/dynamic-shapes.md). 0: every run uses
+  /// the generic plan (a generation loop). nullopt = GRAFT_MAX_PLANS, else
+  /// kDefaultMaxSpecializedPlans. At most 1024.
+  std::optional<int> max_specialized_plans;
+  static constexpr int kDefaultMaxSpecializedPlans = 4;
 };
+
+/// The number of specialized plans a session keeps: `option` when set, else
+/// GRAFT_MAX_PLANS, else SessionOptions::kDefaultMaxSpecializedPlans. Throws
+/// invalid_argument naming the value when it is not an integer in 0..1024.
+int max_specialized_plans(std::optional<int> option);
 
 struct RestoredPlan;
 
@@ -75,8 +89,11 @@ class Session {
   /// set_weight still replaces them whole).
   const ir::Graph& graph() const { return *graph_; }
   int num_threads() const { return num_threads_; }
-  /// Number of distinct input-shape signatures planned so far.
+  /// Number of plans specialized to input shapes that the session keeps
+  /// (at most max_specialized_plans, or one for a model whose input shapes are fixed).
   size_t num_plans() const;
+  /// Runs so far that used the shape-generic plan (RunStats::generic_plan).
+  size_t num_generic_runs() const;
   /// Where every node went when the session partitioned its graph, and why.
   /// A model with symbolic input dimensions is partitioned again in each
   /// plan, once the input shapes are known (partition_report_for).
@@ -121,7 +138,13 @@ class Session {
   void describe_io();
   void restore(RestoredPlan plan);
   void validate_inputs(const std::vector<Tensor>& inputs) const;
-  std::shared_ptr<Plan> plan_for(const std::vector<DType>& dtypes, const std::vector<Shape>& shapes) const;
+  /// The plan for inputs of these types: the specialized plan of these
+  /// shapes, or (symbolic input dimensions, PlanCache's choice) the generic
+  /// plan, unless `specialized` is required (artifacts, reports).
+  std::shared_ptr<Plan> plan_for(const std::vector<DType>& dtypes, const std::vector<Shape>& shapes,
+                                 bool specialized) const;
+  std::shared_ptr<Plan> make_specialized_plan(const std::vector<DType>& dtypes, const std::vector<Shape>& shapes) const;
+  std::shared_ptr<Plan> generic_plan(const std::vector<DType>& dtypes) const;
   std::shared_ptr<Plan> plan_for_types_impl(const std::vector<ir::ValueType>& input_types) const;
   /// Partitions `graph` with the session's backends and annotations, then fuses what is left.
   partition::PartitionReport partition_and_fuse(std::unique_ptr<ir::Graph>& graph) const;
@@ -139,7 +162,10 @@ class Session {
   std::vector<ValueInfo> inputs_;
   std::vector<ValueInfo> outputs_;
   mutable std::mutex mutex_;
-  mutable std::map<std::string, std::shared_ptr<Plan>> plans_;  // by input-shape signature
+  int max_specialized_plans_ = SessionOptions::kDefaultMaxSpecializedPlans;
+  mutable std::unique_ptr<PlanCache<Plan>> plans_;                      // guarded by mutex_
+  mutable std::map<std::string, std::shared_ptr<Plan>> generic_plans_;  // by input dtypes; guarded by mutex_
+  mutable size_t num_generic_runs_ = 0;                                 // guarded by mutex_
   mutable std::vector<std::unique_ptr<BufferPool>> idle_pools_;
 };
 
