@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -441,6 +443,23 @@ TEST_F(CliTest, SymbolicInputsArePartitionedAgainForTheShapesGiven) {
   EXPECT_NE(run.out.find("partition at inputs float32[1,4,8,8]: dnnl 3 nodes in 1 subgraph, ref 0 nodes\n"),
             std::string::npos)
       << run.out;
+  // Every run on the shape-generic plan: the report says so instead of
+  // making a plan only to show its partition; the output is the same.
+  CommandResult generic =
+      graft("run " + quote(model) + " --backends dnnl,ref --report --shape x=1,4,8,8", "GRAFT_MAX_PLANS=0");
+  ASSERT_EQ(generic.exit_code, 0) << generic.err;
+  EXPECT_NE(generic.out.find("plan: shape-generic (GRAFT_MAX_PLANS=0)"), std::string::npos) << generic.out;
+  EXPECT_EQ(generic.out.find("partition at inputs"), std::string::npos) << generic.out;
+  double generic_sum = 0, generic_abs = 0, planned_sum = 0, planned_abs = 0;
+  ASSERT_EQ(
+      std::sscanf(checksum_line(generic.out).c_str(), "checksum: sum %lf, sum of abs %lf", &generic_sum, &generic_abs),
+      2);
+  ASSERT_EQ(
+      std::sscanf(checksum_line(run.out).c_str(), "checksum: sum %lf, sum of abs %lf", &planned_sum, &planned_abs), 2);
+  EXPECT_NEAR(generic_sum, planned_sum, 1e-5 * std::abs(planned_abs));
+  EXPECT_NEAR(generic_abs, planned_abs, 1e-5 * std::abs(planned_abs));
+  expect_one_line_error(graft("run " + quote(model) + " --shape x=1,4,8,8", "GRAFT_MAX_PLANS=lots"),
+                        "GRAFT_MAX_PLANS='lots' is not a number of plans", "GRAFT_MAX_PLANS=lots");
   expect_one_line_error(graft("partition " + quote(model) + " --shape x=1,4"), "rank 2 given", "--shape of a wrong rank");
   expect_one_line_error(graft("partition " + quote(model) + " --shape y=1,4,8,8"), "not an input of the model",
                         "--shape of an unknown input");

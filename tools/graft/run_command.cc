@@ -239,7 +239,11 @@ int run_model(const RunCommandOptions& options) {
     std::cout << buffer;
   }
 
-  if (options.report && session.partitions_per_plan()) {
+  if (options.report && session.num_generic_runs() > 0) {
+    // GRAFT_MAX_PLANS=0: the runs used the graph as partitioned at load.
+    std::cout << "plan: shape-generic (GRAFT_MAX_PLANS=0): the partition above, made with the model's symbolic "
+                 "dimensions (docs/dynamic-shapes.md)\n";
+  } else if (options.report && session.partitions_per_plan()) {
     // Symbolic input dimensions: the run's plan partitioned again with these shapes.
     std::vector<ir::ValueType> types;
     std::string shown;
