@@ -20,8 +20,8 @@
 // the thread count, the factorization chosen to balance whole micro-tiles and
 // keep rectangles square-ish); each thread runs the layered loop above on its
 // rectangle with its own packing buffers. Single rows or columns (M == 1 or
-// N == 1) take a matrix-vector path instead, since packing would cost as much
-// as the product.
+// N == 1), and up to 4 rows (a recurrent step's batch), take a matrix-vector
+// path instead, since packing would cost as much as the product.
 #include "graft/ops/gemm.h"
 
 #include <algorithm>
@@ -296,6 +296,90 @@ GRAFT_ALWAYS_INLINE void gemv_row(const GemmProblem& p, int64_t n0, int64_t n1) 
   }
 }
 
+/// The rows of C that at most kSmallRows rows of op(A) give (2 <= M <= 4,
+/// B not transposed), over columns [n0, n1), reading each row of B once for
+/// all of them and packing nothing: a recurrent layer's step (batch rows
+/// times the recurrent weights) repacked the whole weight matrix every step.
+/// (With B transposed, each output would be a dot product whose lanes must
+/// be summed; packing B is cheaper then.)
+constexpr int64_t kSmallRows = 4;
+template <typename Vec>
+GRAFT_ALWAYS_INLINE Vec load_vec(const float* at) {
+  Vec v;
+  std::memcpy(&v, at, sizeof(Vec));
+  return v;
+}
+// The accumulators are named variables, not arrays: GCC kept arrays of
+// vectors in memory, a load and a store around every multiply-add.
+template <typename Vec, int R>
+GRAFT_ALWAYS_INLINE void gemv_rows_fixed(const GemmProblem& p, int64_t n0, int64_t n1) {
+  constexpr int W = static_cast<int>(sizeof(Vec) / sizeof(float));
+  const float* A = p.A;
+  const int64_t lda = p.lda, K = p.K;
+  auto a_at = [&](int i, int64_t k) { return p.trans_a ? A[k * lda + i] : A[i * lda + k]; };
+  auto store = [&](int i, int64_t j, float sum) {
+    float* c = p.C + i * p.ldc + j;
+    *c = p.alpha * sum + (p.beta != 0.0f ? p.beta * *c : 0.0f);
+  };
+  int64_t j = n0;
+  {
+    // C[i, j:j+2W] = sum_k A[i, k] * B[k, j:j+2W], R x 2 vectors in registers.
+    alignas(64) float lanes[2 * W];
+    for (; j + 2 * W <= n1; j += 2 * W) {
+      Vec c00{}, c01{}, c10{}, c11{}, c20{}, c21{}, c30{}, c31{};
+      for (int64_t k = 0; k < K; ++k) {
+        const float* row = p.B + k * p.ldb + j;
+        const Vec b0 = load_vec<Vec>(row), b1 = load_vec<Vec>(row + W);
+        const float x0 = a_at(0, k);
+        c00 += x0 * b0;
+        c01 += x0 * b1;
+        if constexpr (R > 1) {
+          const float x1 = a_at(1, k);
+          c10 += x1 * b0;
+          c11 += x1 * b1;
+        }
+        if constexpr (R > 2) {
+          const float x2 = a_at(2, k);
+          c20 += x2 * b0;
+          c21 += x2 * b1;
+        }
+        if constexpr (R > 3) {
+          const float x3 = a_at(3, k);
+          c30 += x3 * b0;
+          c31 += x3 * b1;
+        }
+      }
+      auto put = [&](int i, const Vec& first, const Vec& second) {
+        std::memcpy(lanes, &first, sizeof(Vec));
+        std::memcpy(lanes + W, &second, sizeof(Vec));
+        for (int l = 0; l < 2 * W; ++l) store(i, j + l, lanes[l]);
+      };
+      put(0, c00, c01);
+      if constexpr (R > 1) put(1, c10, c11);
+      if constexpr (R > 2) put(2, c20, c21);
+      if constexpr (R > 3) put(3, c30, c31);
+    }
+  }
+  // The columns left.
+  for (; j < n1; ++j)
+    for (int i = 0; i < R; ++i) {
+      float sum = 0.0f;
+      for (int64_t k = 0; k < K; ++k) sum += a_at(i, k) * p.B[k * p.ldb + j];
+      store(i, j, sum);
+    }
+}
+template <typename Vec>
+GRAFT_ALWAYS_INLINE void gemv_rows(const GemmProblem& p, int64_t n0, int64_t n1) {
+  switch (p.M) {
+    case 2:
+      return gemv_rows_fixed<Vec, 2>(p, n0, n1);
+    case 3:
+      return gemv_rows_fixed<Vec, 3>(p, n0, n1);
+    default:
+      return gemv_rows_fixed<Vec, 4>(p, n0, n1);
+  }
+}
+
 /// C[:, 0] = alpha * op(A) * op(B)[:, 0] + beta * C[:, 0] (N == 1): a dot
 /// product per row when op(A) rows are contiguous, else accumulated columns.
 template <typename Vec>
@@ -334,6 +418,7 @@ struct KernelSet {
   void (*rectangle)(const GemmProblem&, int64_t, int64_t, int64_t, int64_t);
   void (*gemv_row)(const GemmProblem&, int64_t, int64_t);
   void (*gemv_column)(const GemmProblem&, int64_t, int64_t);
+  void (*gemv_rows)(const GemmProblem&, int64_t, int64_t);
   int mr, nr;
 };
 
@@ -344,6 +429,7 @@ void rectangle_base(const GemmProblem& p, int64_t m0, int64_t m1, int64_t n0, in
 }
 void gemv_row_base(const GemmProblem& p, int64_t n0, int64_t n1) { gemv_row<Float4>(p, n0, n1); }
 void gemv_column_base(const GemmProblem& p, int64_t m0, int64_t m1) { gemv_column<Float4>(p, m0, m1); }
+void gemv_rows_base(const GemmProblem& p, int64_t n0, int64_t n1) { gemv_rows<Float4>(p, n0, n1); }
 
 #ifdef GRAFT_GEMM_X86_DISPATCH
 // AVX2 + FMA: 6 x 16 tile of 8-float vectors (12 accumulators of 16 registers).
@@ -357,6 +443,9 @@ __attribute__((target("avx2,fma"))) void gemv_row_avx2(const GemmProblem& p, int
 __attribute__((target("avx2,fma"))) void gemv_column_avx2(const GemmProblem& p, int64_t m0, int64_t m1) {
   gemv_column<Float8>(p, m0, m1);
 }
+__attribute__((target("avx2,fma"))) void gemv_rows_avx2(const GemmProblem& p, int64_t n0, int64_t n1) {
+  gemv_rows<Float8>(p, n0, n1);
+}
 // AVX-512: 8 x 32 tile of 16-float vectors (16 accumulators of 32 registers).
 __attribute__((target("avx512f,avx2,fma"))) void rectangle_avx512(const GemmProblem& p, int64_t m0, int64_t m1,
                                                                   int64_t n0, int64_t n1) {
@@ -368,6 +457,9 @@ __attribute__((target("avx512f,avx2,fma"))) void gemv_row_avx512(const GemmProbl
 __attribute__((target("avx512f,avx2,fma"))) void gemv_column_avx512(const GemmProblem& p, int64_t m0, int64_t m1) {
   gemv_column<Float16>(p, m0, m1);
 }
+__attribute__((target("avx512f,avx2,fma"))) void gemv_rows_avx512(const GemmProblem& p, int64_t n0, int64_t n1) {
+  gemv_rows<Float16>(p, n0, n1);
+}
 #endif
 
 /// The kernel sets this CPU can run, widest first.
@@ -377,11 +469,11 @@ const std::vector<KernelSet>& available_kernel_sets() {
 #ifdef GRAFT_GEMM_X86_DISPATCH
     __builtin_cpu_init();
     if (__builtin_cpu_supports("avx512f"))
-      found.push_back({"avx512", rectangle_avx512, gemv_row_avx512, gemv_column_avx512, 8, 32});
+      found.push_back({"avx512", rectangle_avx512, gemv_row_avx512, gemv_column_avx512, gemv_rows_avx512, 8, 32});
     if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
-      found.push_back({"avx2", rectangle_avx2, gemv_row_avx2, gemv_column_avx2, 6, 16});
+      found.push_back({"avx2", rectangle_avx2, gemv_row_avx2, gemv_column_avx2, gemv_rows_avx2, 6, 16});
 #endif
-    found.push_back({"baseline", rectangle_base, gemv_row_base, gemv_column_base, 6, 8});
+    found.push_back({"baseline", rectangle_base, gemv_row_base, gemv_column_base, gemv_rows_base, 6, 8});
     return found;
   }();
   return sets;
@@ -452,6 +544,11 @@ void gemm_f32_on(const KernelSet& kernels, bool trans_a, bool trans_b, int64_t M
   if (N == 1) {
     parallel_for(M, std::max<int64_t>(16, (M + threads - 1) / threads),
                  [&](int64_t b, int64_t e) { kernels.gemv_column(p, b, e); });
+    return;
+  }
+  if (M <= kSmallRows && !trans_b) {
+    parallel_for(N, std::max<int64_t>(32, (N + threads - 1) / threads),
+                 [&](int64_t b, int64_t e) { kernels.gemv_rows(p, b, e); });
     return;
   }
   int tm = 1, tn = 1;

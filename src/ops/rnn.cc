@@ -8,7 +8,7 @@
 //      depend on the hidden state (all of them except GRU's Rbh when
 //      linear_before_reset is set).
 //   2. Per step, one gemm of the previous hidden state (batch x hidden) with
-//      R^T, then the elementwise cell update. GRU without linear_before_reset
+//      R^T (transposed once per run), then the elementwise cell update. GRU without linear_before_reset
 //      needs (r (.) H) before its third recurrent product, so it does the z/r
 //      product first and the h product after.
 // With sequence_lens, batch entry b runs steps 0..len_b-1 (the reverse
@@ -263,10 +263,20 @@ void run_direction(const RnnProblem& p, int dir, bool reverse, const T* x, const
   const T* pf = pi ? pi + 2 * H : nullptr;
   const bool gru_split = p.kind == CellKind::gru && !p.linear_before_reset;
   const int64_t first_product = gru_split ? 2 * H : GH;
+  // R transposed once ([H, G*H]): each step's product with a few batch rows
+  // then reads it row by row, unpacked (gemm's small-M path), instead of
+  // packing all of R again every step.
+  std::vector<T> rt(static_cast<size_t>(H * GH));
+  constexpr int64_t kTile = 16;  // tiles keep both sides' lines in the cache
+  for (int64_t n0 = 0; n0 < GH; n0 += kTile)
+    for (int64_t k0 = 0; k0 < H; k0 += kTile)
+      for (int64_t n = n0; n < std::min(GH, n0 + kTile); ++n)
+        for (int64_t k = k0; k < std::min(H, k0 + kTile); ++k) rt[static_cast<size_t>(k * GH + n)] = rd[n * H + k];
   std::vector<T> recurrent(static_cast<size_t>(p.batch * GH));
   std::vector<T> reset_hidden(gru_split ? static_cast<size_t>(p.batch * H) : 0);
   for (int64_t step = 0; step < p.seq; ++step) {
-    if (p.batch > 0 && H > 0) gemm_t<T>(true, p.batch, first_product, H, h.data(), H, rd, H, recurrent.data(), GH);
+    if (p.batch > 0 && H > 0)
+      gemm_t<T>(false, p.batch, first_product, H, h.data(), H, rt.data(), GH, recurrent.data(), GH);
     if (gru_split) {
       // r (.) H_prev, then its product with Rh.
       for (int64_t b = 0; b < p.batch; ++b) {
@@ -282,7 +292,7 @@ void run_direction(const RnnProblem& p, int dir, bool reverse, const T* x, const
         }
       }
       if (p.batch > 0 && H > 0)
-        gemm_t<T>(true, p.batch, H, H, reset_hidden.data(), H, rd + 2 * H * H, H, recurrent.data() + 2 * H, GH);
+        gemm_t<T>(false, p.batch, H, H, reset_hidden.data(), H, rt.data() + 2 * H, GH, recurrent.data() + 2 * H, GH);
     }
     for (int64_t b = 0; b < p.batch; ++b) {
       if (step >= p.lengths[b]) continue;

@@ -162,3 +162,31 @@ TEST(Gemm, ZeroSizesAndAlphaZero) {
   EXPECT_EQ(C[1], 0.0f);
   EXPECT_THROW(ops::gemm_f32(false, false, 2, 2, 2, 1.0f, A.data(), 1, B.data(), 2, 0.0f, C.data(), 2), Error);
 }
+
+TEST(Gemm, F32FewRowsEveryLayoutAndInstructionSet) {
+  // 2 to 4 rows take the unpacked path (a recurrent step's batch): every
+  // transposition, column counts around the vector widths, padded strides.
+  std::mt19937 rng(99);
+  for (const std::string& set : ops::detail::gemm_f32_instruction_sets()) {
+    SCOPED_TRACE(set);
+    for (int64_t M = 2; M <= 4; ++M)
+      for (int layout = 0; layout < 4; ++layout)
+        for (int64_t N : {1, 7, 16, 33, 64, 130})
+          for (int64_t K : {1, 5, 16, 47, 128}) {
+            Case c;
+            c.trans_a = layout & 1;
+            c.trans_b = layout & 2;
+            c.M = M;
+            c.N = N;
+            c.K = K;
+            c.lda = (c.trans_a ? M : K) + static_cast<int64_t>(rng() % 3);
+            c.ldb = (c.trans_b ? K : N) + static_cast<int64_t>(rng() % 3);
+            c.ldc = N + static_cast<int64_t>(rng() % 3);
+            c.alpha = rng() % 2 ? 1.0 : -0.5;
+            c.beta = rng() % 2 ? 0.0 : 0.75;
+            ScopedNumThreads threads(1 + static_cast<int>(rng() % 2));
+            check_case<float>(c, rng, 2e-5, set);
+            if (HasFatalFailure()) return;
+          }
+  }
+}
