@@ -322,43 +322,41 @@ GRAFT_ALWAYS_INLINE void gemv_rows_fixed(const GemmProblem& p, int64_t n0, int64
     *c = p.alpha * sum + (p.beta != 0.0f ? p.beta * *c : 0.0f);
   };
   int64_t j = n0;
-  {
-    // C[i, j:j+2W] = sum_k A[i, k] * B[k, j:j+2W], R x 2 vectors in registers.
-    alignas(64) float lanes[2 * W];
-    for (; j + 2 * W <= n1; j += 2 * W) {
-      Vec c00{}, c01{}, c10{}, c11{}, c20{}, c21{}, c30{}, c31{};
-      for (int64_t k = 0; k < K; ++k) {
-        const float* row = p.B + k * p.ldb + j;
-        const Vec b0 = load_vec<Vec>(row), b1 = load_vec<Vec>(row + W);
-        const float x0 = a_at(0, k);
-        c00 += x0 * b0;
-        c01 += x0 * b1;
-        if constexpr (R > 1) {
-          const float x1 = a_at(1, k);
-          c10 += x1 * b0;
-          c11 += x1 * b1;
-        }
-        if constexpr (R > 2) {
-          const float x2 = a_at(2, k);
-          c20 += x2 * b0;
-          c21 += x2 * b1;
-        }
-        if constexpr (R > 3) {
-          const float x3 = a_at(3, k);
-          c30 += x3 * b0;
-          c31 += x3 * b1;
-        }
+  // C[i, j:j+2W] = sum_k A[i, k] * B[k, j:j+2W], R x 2 vectors in registers.
+  alignas(64) float lanes[2 * W];
+  for (; j + 2 * W <= n1; j += 2 * W) {
+    Vec c00{}, c01{}, c10{}, c11{}, c20{}, c21{}, c30{}, c31{};
+    for (int64_t k = 0; k < K; ++k) {
+      const float* row = p.B + k * p.ldb + j;
+      const Vec b0 = load_vec<Vec>(row), b1 = load_vec<Vec>(row + W);
+      const float x0 = a_at(0, k);
+      c00 += x0 * b0;
+      c01 += x0 * b1;
+      if constexpr (R > 1) {
+        const float x1 = a_at(1, k);
+        c10 += x1 * b0;
+        c11 += x1 * b1;
       }
-      auto put = [&](int i, const Vec& first, const Vec& second) {
-        std::memcpy(lanes, &first, sizeof(Vec));
-        std::memcpy(lanes + W, &second, sizeof(Vec));
-        for (int l = 0; l < 2 * W; ++l) store(i, j + l, lanes[l]);
-      };
-      put(0, c00, c01);
-      if constexpr (R > 1) put(1, c10, c11);
-      if constexpr (R > 2) put(2, c20, c21);
-      if constexpr (R > 3) put(3, c30, c31);
+      if constexpr (R > 2) {
+        const float x2 = a_at(2, k);
+        c20 += x2 * b0;
+        c21 += x2 * b1;
+      }
+      if constexpr (R > 3) {
+        const float x3 = a_at(3, k);
+        c30 += x3 * b0;
+        c31 += x3 * b1;
+      }
     }
+    auto put = [&](int i, const Vec& first, const Vec& second) {
+      std::memcpy(lanes, &first, sizeof(Vec));
+      std::memcpy(lanes + W, &second, sizeof(Vec));
+      for (int l = 0; l < 2 * W; ++l) store(i, j + l, lanes[l]);
+    };
+    put(0, c00, c01);
+    if constexpr (R > 1) put(1, c10, c11);
+    if constexpr (R > 2) put(2, c20, c21);
+    if constexpr (R > 3) put(3, c30, c31);
   }
   // The columns left.
   for (; j < n1; ++j)
