@@ -26,6 +26,7 @@
 #include "graft/ops/gemm.h"
 #include "graft/ops/infer_util.h"
 #include "graft/ops/op_context.h"
+#include "vector_math.h"
 
 namespace graft::ops {
 namespace {
@@ -222,6 +223,35 @@ T clip_value(const RnnProblem& p, T x) {
   return p.has_clip ? std::clamp(x, T(-p.clip), T(p.clip)) : x;
 }
 
+/// One batch row of an LSTM step with the default activations (sigmoid,
+/// tanh, tanh), the float32 case: pre-activations gathered per gate, then
+/// vector_math's sigmoid and tanh over each gate's H values at once.
+/// `scratch` holds 5 * H floats. Updates c and h in place.
+template <typename T>
+void lstm_gates_vectorized(const RnnProblem& p, const T* in, const T* rec, const T* pi, const T* po, const T* pf, T* c,
+                           T* h, T* scratch) {
+  if constexpr (std::is_same_v<T, float>) {
+    const int64_t H = p.hidden;
+    float *gi = scratch, *go = scratch + H, *gf = scratch + 2 * H, *gc = scratch + 3 * H, *tc = scratch + 4 * H;
+    for (int64_t j = 0; j < H; ++j) {
+      gi[j] = clip_value(p, in[j] + rec[j] + (pi ? pi[j] * c[j] : 0.0f));
+      gf[j] = clip_value(p, in[2 * H + j] + rec[2 * H + j] + (pf ? pf[j] * c[j] : 0.0f));
+      gc[j] = clip_value(p, in[3 * H + j] + rec[3 * H + j]);
+    }
+    vector_math::sigmoid(gi, gi, H);
+    if (!p.input_forget) vector_math::sigmoid(gf, gf, H);
+    vector_math::tanh(gc, gc, H);
+    for (int64_t j = 0; j < H; ++j) {
+      const float f = p.input_forget ? 1.0f - gi[j] : gf[j];
+      c[j] = f * c[j] + gi[j] * gc[j];
+      go[j] = clip_value(p, in[H + j] + rec[H + j] + (po ? po[j] * c[j] : 0.0f));
+    }
+    vector_math::sigmoid(go, go, H);
+    vector_math::tanh(c, tc, H);
+    for (int64_t j = 0; j < H; ++j) h[j] = go[j] * tc[j];
+  }
+}
+
 template <typename T>
 void run_direction(const RnnProblem& p, int dir, bool reverse, const T* x, const T* w, const T* r, const T* bias,
                    const T* initial_h, const T* initial_c, const T* peephole, T* y, T* y_h, T* y_c) {
@@ -273,6 +303,11 @@ void run_direction(const RnnProblem& p, int dir, bool reverse, const T* x, const
       for (int64_t n = n0; n < std::min(GH, n0 + kTile); ++n)
         for (int64_t k = k0; k < std::min(H, k0 + kTile); ++k) rt[static_cast<size_t>(k * GH + n)] = rd[n * H + k];
   std::vector<T> recurrent(static_cast<size_t>(p.batch * GH));
+  // float32 LSTM gates with the default activations: vectorized sigmoid and tanh.
+  const bool vector_gates = std::is_same_v<T, float> && p.kind == CellKind::lstm &&
+                            act[0].kind == ActivationKind::sigmoid && act[1].kind == ActivationKind::tanh &&
+                            act[2].kind == ActivationKind::tanh;
+  std::vector<T> gates(vector_gates ? static_cast<size_t>(5 * H) : 0);
   std::vector<T> reset_hidden(gru_split ? static_cast<size_t>(p.batch * H) : 0);
   for (int64_t step = 0; step < p.seq; ++step) {
     if (p.batch > 0 && H > 0)
@@ -315,6 +350,8 @@ void run_direction(const RnnProblem& p, int dir, bool reverse, const T* x, const
           }
           hb[j] = (T(1) - z) * candidate + z * hb[j];
         }
+      } else if (vector_gates) {
+        lstm_gates_vectorized(p, in, rec, pi, po, pf, c.data() + b * H, hb, gates.data());
       } else {
         T* cb = c.data() + b * H;
         for (int64_t j = 0; j < H; ++j) {

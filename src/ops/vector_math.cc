@@ -185,6 +185,39 @@ GRAFT_ALWAYS_INLINE void affine_impl(const float* x, float* y, int64_t n, float 
   for (; i < n; ++i) y[i] = x[i] * factor + offset;
 }
 
+template <typename V>
+GRAFT_ALWAYS_INLINE V sigmoid_vec(V v) {
+  const V magnitude = v < 0.0f ? -v : v;
+  const V e = exp_nonpositive(-magnitude);  // exp(-|x|), in (0, 1]
+  const V s = 1.0f / (1.0f + e);
+  return v >= 0.0f ? s : e * s;  // 1 / (1 + e^-x), or e^x / (1 + e^x); NaN stays NaN
+}
+
+template <typename V>
+GRAFT_ALWAYS_INLINE V tanh_vec(V v) {
+  const V magnitude = v < 0.0f ? -v : v;
+  const V t = exp_nonpositive(-2.0f * magnitude);
+  const V large = (1.0f - t) / (1.0f + t);  // tanh(|x|)
+  // Near 0, 1 - t cancels: the Taylor series to x^7 instead (error below
+  // 2^-24 relative for |x| < 1/16).
+  const V x2 = v * v;
+  const V series = v * (1.0f + x2 * (-1.0f / 3.0f + x2 * (2.0f / 15.0f + x2 * (-17.0f / 315.0f))));
+  return magnitude < 0.0625f ? series : (v < 0.0f ? -large : large);
+}
+
+template <typename V, V (*F)(V)>
+GRAFT_ALWAYS_INLINE void map_impl(const float* x, float* y, int64_t n) {
+  constexpr int W = kLanes<V>;
+  int64_t i = 0;
+  for (; i + W <= n; i += W) store(y + i, F(load<V>(x + i)));
+  if (i < n) {
+    alignas(64) float lanes[W];
+    const V v = F(load_partial<V>(x + i, n - i, 0.0f));
+    std::memcpy(lanes, &v, sizeof(V));
+    std::copy(lanes, lanes + (n - i), y + i);
+  }
+}
+
 /// One implementation of every primitive.
 struct Primitives {
   float (*max)(const float*, int64_t);
@@ -193,27 +226,40 @@ struct Primitives {
   float (*exp_shifted_sum)(const float*, float*, int64_t, float);
   void (*normalize)(const float*, float*, int64_t, float, float, const float*, const float*);
   void (*affine)(const float*, float*, int64_t, float, float);
+  void (*sigmoid)(const float*, float*, int64_t);
+  void (*tanh)(const float*, float*, int64_t);
 };
 
-#define GRAFT_VECTOR_MATH_SET(ATTRIBUTES, SUFFIX, V)                                                 \
-  ATTRIBUTES float max_##SUFFIX(const float* x, int64_t n) { return max_impl<V>(x, n); }             \
-  ATTRIBUTES float sum_##SUFFIX(const float* x, int64_t n) { return sum_impl<V>(x, n); }             \
-  ATTRIBUTES float squared_deviation_sum_##SUFFIX(const float* x, int64_t n, float mean) {           \
-    return squared_deviation_sum_impl<V>(x, n, mean);                                                \
-  }                                                                                                  \
-  ATTRIBUTES float exp_shifted_sum_##SUFFIX(const float* x, float* out, int64_t n, float shift) {    \
-    return exp_shifted_sum_impl<V>(x, out, n, shift);                                                \
-  }                                                                                                  \
-  ATTRIBUTES void normalize_##SUFFIX(const float* x, float* y, int64_t n, float mean, float inv_std, \
-                                     const float* scale, const float* bias) {                        \
-    normalize_impl<V>(x, y, n, mean, inv_std, scale, bias);                                          \
-  }                                                                                                  \
-  ATTRIBUTES void affine_##SUFFIX(const float* x, float* y, int64_t n, float factor, float offset) { \
-    affine_impl<V>(x, y, n, factor, offset);                                                         \
-  }                                                                                                  \
-  const Primitives primitives_##SUFFIX = {                                                           \
-      max_##SUFFIX,       sum_##SUFFIX,   squared_deviation_sum_##SUFFIX, exp_shifted_sum_##SUFFIX,  \
-      normalize_##SUFFIX, affine_##SUFFIX};
+#define GRAFT_VECTOR_MATH_SET(ATTRIBUTES, SUFFIX, V)                                                              \
+  ATTRIBUTES float max_##SUFFIX(const float* x, int64_t n) { return max_impl<V>(x, n); }                          \
+  ATTRIBUTES float sum_##SUFFIX(const float* x, int64_t n) { return sum_impl<V>(x, n); }                          \
+  ATTRIBUTES float squared_deviation_sum_##SUFFIX(const float* x, int64_t n, float mean) {                        \
+    return squared_deviation_sum_impl<V>(x, n, mean);                                                             \
+  }                                                                                                               \
+  ATTRIBUTES float exp_shifted_sum_##SUFFIX(const float* x, float* out, int64_t n, float shift) {                 \
+    return exp_shifted_sum_impl<V>(x, out, n, shift);                                                             \
+  }                                                                                                               \
+  ATTRIBUTES void normalize_##SUFFIX(const float* x, float* y, int64_t n, float mean, float inv_std,              \
+                                     const float* scale, const float* bias) {                                     \
+    normalize_impl<V>(x, y, n, mean, inv_std, scale, bias);                                                       \
+  }                                                                                                               \
+  ATTRIBUTES void affine_##SUFFIX(const float* x, float* y, int64_t n, float factor, float offset) {              \
+    affine_impl<V>(x, y, n, factor, offset);                                                                      \
+  }                                                                                                               \
+  ATTRIBUTES V sigmoid_vec_##SUFFIX(V v) { return sigmoid_vec<V>(v); }                                            \
+  ATTRIBUTES V tanh_vec_##SUFFIX(V v) { return tanh_vec<V>(v); }                                                  \
+  ATTRIBUTES void sigmoid_##SUFFIX(const float* x, float* y, int64_t n) {                                         \
+    map_impl<V, sigmoid_vec_##SUFFIX>(x, y, n);                                                                   \
+  }                                                                                                               \
+  ATTRIBUTES void tanh_##SUFFIX(const float* x, float* y, int64_t n) { map_impl<V, tanh_vec_##SUFFIX>(x, y, n); } \
+  const Primitives primitives_##SUFFIX = {max_##SUFFIX,                                                           \
+                                          sum_##SUFFIX,                                                           \
+                                          squared_deviation_sum_##SUFFIX,                                         \
+                                          exp_shifted_sum_##SUFFIX,                                               \
+                                          normalize_##SUFFIX,                                                     \
+                                          affine_##SUFFIX,                                                        \
+                                          sigmoid_##SUFFIX,                                                       \
+                                          tanh_##SUFFIX};
 
 GRAFT_VECTOR_MATH_SET(, baseline, Float4)
 #if defined(__x86_64__) && defined(__GNUC__)
@@ -247,5 +293,7 @@ void normalize(const float* x, float* y, int64_t n, float mean, float inv_std, c
 void affine(const float* x, float* y, int64_t n, float factor, float offset) {
   primitives().affine(x, y, n, factor, offset);
 }
+void sigmoid(const float* x, float* y, int64_t n) { primitives().sigmoid(x, y, n); }
+void tanh(const float* x, float* y, int64_t n) { primitives().tanh(x, y, n); }
 
 }  // namespace graft::ops::vector_math

@@ -70,3 +70,59 @@ TEST(VectorMath, ReductionsAndRowUpdatesMatchScalarLoops) {
     for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(y[static_cast<size_t>(i)], x[static_cast<size_t>(i)] * -0.5f + 3, 1e-6);
   }
 }
+
+TEST(VectorMath, SigmoidAndTanhAreAccurateEverywhere) {
+  // A dense sweep of [-40, 40], values near 0 down to denormals, and the
+  // tails of every length up to two vectors (in place for odd lengths).
+  std::vector<float> x;
+  for (int i = -400000; i <= 400000; ++i) x.push_back(static_cast<float>(i) * 1e-4f);
+  for (float tiny = 1e-3f; tiny > 1e-40f; tiny *= 0.37f) {
+    x.push_back(tiny);
+    x.push_back(-tiny);
+  }
+  x.push_back(std::numeric_limits<float>::max());
+  x.push_back(-std::numeric_limits<float>::max());
+  std::vector<float> s(x.size()), t(x.size());
+  vector_math::sigmoid(x.data(), s.data(), static_cast<int64_t>(x.size()));
+  vector_math::tanh(x.data(), t.data(), static_cast<int64_t>(x.size()));
+  double worst_sigmoid = 0, worst_tanh_relative = 0, worst_tanh_absolute = 0;
+  for (size_t i = 0; i < x.size(); ++i) {
+    const double v = x[i];
+    const double sigmoid = 1.0 / (1.0 + std::exp(-v)), tanh = std::tanh(v);
+    if (sigmoid > 1e-37)
+      worst_sigmoid = std::max(worst_sigmoid, std::abs(s[i] - sigmoid) / sigmoid);
+    else
+      ASSERT_LE(s[i], 1.2e-37f) << "x=" << x[i];
+    worst_tanh_absolute = std::max(worst_tanh_absolute, std::abs(t[i] - tanh));
+    if (tanh != 0) worst_tanh_relative = std::max(worst_tanh_relative, std::abs(t[i] - tanh) / std::abs(tanh));
+  }
+  EXPECT_LT(worst_sigmoid, 4e-7);
+  EXPECT_LT(worst_tanh_absolute, 4e-7);
+  EXPECT_LT(worst_tanh_relative, 1e-6);
+  std::printf("sigmoid max relative error %.3g; tanh max absolute %.3g, relative %.3g\n", worst_sigmoid,
+              worst_tanh_absolute, worst_tanh_relative);
+  float special[4] = {std::nanf(""), INFINITY, -INFINITY, 0.0f}, out[4];
+  vector_math::sigmoid(special, out, 4);
+  EXPECT_TRUE(std::isnan(out[0]));
+  EXPECT_EQ(out[1], 1.0f);
+  EXPECT_EQ(out[2], 0.0f);
+  EXPECT_EQ(out[3], 0.5f);
+  vector_math::tanh(special, out, 4);
+  EXPECT_TRUE(std::isnan(out[0]));
+  EXPECT_EQ(out[1], 1.0f);
+  EXPECT_EQ(out[2], -1.0f);
+  EXPECT_EQ(out[3], 0.0f);
+  for (int64_t n = 0; n <= 33; ++n) {
+    std::vector<float> v(static_cast<size_t>(n) + 1, 7.0f), w;
+    for (int64_t i = 0; i < n; ++i) v[static_cast<size_t>(i)] = 0.25f * static_cast<float>(i) - 4.0f;
+    w = v;
+    vector_math::tanh(w.data(), w.data(), n);  // in place; must not write past n
+    for (int64_t i = 0; i < n; ++i) EXPECT_NEAR(w[static_cast<size_t>(i)], std::tanh(v[static_cast<size_t>(i)]), 4e-7);
+    EXPECT_EQ(w[static_cast<size_t>(n)], 7.0f) << n;
+    w = v;
+    vector_math::sigmoid(w.data(), w.data(), n);
+    for (int64_t i = 0; i < n; ++i)
+      EXPECT_NEAR(w[static_cast<size_t>(i)], 1.0 / (1.0 + std::exp(-v[static_cast<size_t>(i)])), 4e-7);
+    EXPECT_EQ(w[static_cast<size_t>(n)], 7.0f) << n;
+  }
+}
