@@ -252,6 +252,32 @@ void lstm_gates_vectorized(const RnnProblem& p, const T* in, const T* rec, const
   }
 }
 
+/// One batch row of a GRU step with the default activations (sigmoid, tanh),
+/// the float32 case, as lstm_gates_vectorized. `rb` is the recurrent bias
+/// (Rbh is added inside the reset product with linear_before_reset; without
+/// it, the reset was applied before the third product). Updates h in place.
+template <typename T>
+void gru_gates_vectorized(const RnnProblem& p, const T* in, const T* rec, const T* rb, T* h, T* scratch) {
+  if constexpr (std::is_same_v<T, float>) {
+    const int64_t H = p.hidden;
+    float *gz = scratch, *gr = scratch + H, *gc = scratch + 2 * H;
+    for (int64_t j = 0; j < H; ++j) {
+      gz[j] = clip_value(p, in[j] + rec[j]);
+      if (p.linear_before_reset) gr[j] = clip_value(p, in[H + j] + rec[H + j]);
+    }
+    vector_math::sigmoid(gz, gz, H);
+    if (p.linear_before_reset) {
+      vector_math::sigmoid(gr, gr, H);
+      for (int64_t j = 0; j < H; ++j)
+        gc[j] = clip_value(p, in[2 * H + j] + gr[j] * (rec[2 * H + j] + (rb ? rb[2 * H + j] : 0.0f)));
+    } else {
+      for (int64_t j = 0; j < H; ++j) gc[j] = clip_value(p, in[2 * H + j] + rec[2 * H + j]);
+    }
+    vector_math::tanh(gc, gc, H);
+    for (int64_t j = 0; j < H; ++j) h[j] = (1.0f - gz[j]) * gc[j] + gz[j] * h[j];
+  }
+}
+
 template <typename T>
 void run_direction(const RnnProblem& p, int dir, bool reverse, const T* x, const T* w, const T* r, const T* bias,
                    const T* initial_h, const T* initial_c, const T* peephole, T* y, T* y_h, T* y_c) {
@@ -303,10 +329,10 @@ void run_direction(const RnnProblem& p, int dir, bool reverse, const T* x, const
       for (int64_t n = n0; n < std::min(GH, n0 + kTile); ++n)
         for (int64_t k = k0; k < std::min(H, k0 + kTile); ++k) rt[static_cast<size_t>(k * GH + n)] = rd[n * H + k];
   std::vector<T> recurrent(static_cast<size_t>(p.batch * GH));
-  // float32 LSTM gates with the default activations: vectorized sigmoid and tanh.
-  const bool vector_gates = std::is_same_v<T, float> && p.kind == CellKind::lstm &&
+  // float32 LSTM and GRU gates with the default activations: vectorized sigmoid and tanh.
+  const bool vector_gates = std::is_same_v<T, float> && (p.kind == CellKind::gru || p.kind == CellKind::lstm) &&
                             act[0].kind == ActivationKind::sigmoid && act[1].kind == ActivationKind::tanh &&
-                            act[2].kind == ActivationKind::tanh;
+                            (p.kind == CellKind::gru || act[2].kind == ActivationKind::tanh);
   std::vector<T> gates(vector_gates ? static_cast<size_t>(5 * H) : 0);
   std::vector<T> reset_hidden(gru_split ? static_cast<size_t>(p.batch * H) : 0);
   for (int64_t step = 0; step < p.seq; ++step) {
@@ -337,6 +363,8 @@ void run_direction(const RnnProblem& p, int dir, bool reverse, const T* x, const
       T* hb = h.data() + b * H;
       if (p.kind == CellKind::rnn) {
         for (int64_t j = 0; j < H; ++j) hb[j] = activate(act[0], clip_value(p, in[j] + rec[j]));
+      } else if (p.kind == CellKind::gru && vector_gates) {
+        gru_gates_vectorized(p, in, rec, rb, hb, gates.data());
       } else if (p.kind == CellKind::gru) {
         for (int64_t j = 0; j < H; ++j) {
           const T z = activate(act[0], clip_value(p, in[j] + rec[j]));
