@@ -20,6 +20,7 @@ struct DnnlModuleStats {
   int fused_nodes = 0;             ///< nodes attached to a conv/matmul (post-ops, folded BatchNormalization)
   int weights = 0;                 ///< prepared weights (converted or read in place)
   int64_t weight_conversions = 0;  ///< weight conversions done so far (first run, then on version changes)
+  int64_t shared_conversions = 0;  ///< weights taken converted from another module instead (SharedConversions)
   size_t arena_bytes = 0;          ///< activation bytes one run takes from the pool
   int serial_primitives = 0;       ///< primitives small enough to run on one thread (no parallel region)
   int reference_primitives = 0;    ///< primitives oneDNN runs with its slow reference code ("ref:" implementations)

@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "../../src/runtime/tensor_bytes_key.h"
+#include "dnnl_shared_weights.h"
 #include "dnnl_threads.h"
 #include "graft/core/error.h"
 #include "graft/runtime/module_stream.h"
@@ -51,6 +52,7 @@ DnnlModuleStats DnnlModule::stats() const {
   s.fused_nodes = program_.fused_nodes;
   s.weights = static_cast<int>(program_.weights.size());
   s.weight_conversions = conversions_.load();
+  s.shared_conversions = shared_conversions_.load();
   s.arena_bytes = program_.arena_bytes;
   for (const Step& step : program_.steps) {
     s.serial_primitives += step.threads == 1;
@@ -184,17 +186,27 @@ const DnnlModule::Converted& DnnlModule::converted(size_t w, const std::vector<T
     fresh = c.storages[i] == sources[i].storage().get() && c.offsets[i] == sources[i].byte_offset() &&
             c.versions[i] == sources[i].version();
   if (!fresh) {
-    for (const Tensor& t : sources)
-      if (t.storage()->is_placeholder())
-        fail(ErrorKind::invalid_argument, "dnnl module: weight ", weight.label,
-             " must be converted again (one of its sources changed), but this artifact stores a source of it only "
-             "in converted form");
     Converted next;
     for (const Tensor& t : sources) {
       next.storages.push_back(t.storage().get());
       next.offsets.push_back(t.byte_offset());
       next.versions.push_back(t.version());
     }
+    // Another module (another plan's, another shape's) may have converted
+    // these sources to this layout already.
+    const std::string key = SharedConversions::key_of(weight, sources);
+    if (!key.empty())
+      if (std::shared_ptr<void> shared = SharedConversions::global().find(key)) {
+        next.buffer = std::move(shared);
+        c = std::move(next);
+        shared_conversions_.fetch_add(1);
+        return c;
+      }
+    for (const Tensor& t : sources)
+      if (t.storage()->is_placeholder())
+        fail(ErrorKind::invalid_argument, "dnnl module: weight ", weight.label,
+             " must be converted again (one of its sources changed), but this artifact stores a source of it only "
+             "in converted form");
     std::vector<float> plain;
     void* plain_bytes = const_cast<void*>(sources[0].raw_data());
     if (weight.fill) {
@@ -208,6 +220,7 @@ const DnnlModule::Converted& DnnlModule::converted(size_t w, const std::vector<T
     dnnl::memory to(weight.desc, program_.engine, next.buffer.get());
     weight.convert.execute(stream, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}});
     stream.wait();
+    if (!key.empty()) SharedConversions::global().insert(key, next.buffer);
     c = std::move(next);
     conversions_.fetch_add(1);
   }

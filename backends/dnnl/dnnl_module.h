@@ -71,6 +71,7 @@ class DnnlModule final : public runtime::CompiledModule {
   mutable std::mutex cache_mutex_;
   mutable std::vector<Converted> cache_;
   mutable std::atomic<int64_t> conversions_{0};
+  mutable std::atomic<int64_t> shared_conversions_{0};
 };
 
 }  // namespace graft::dnnl_backend

@@ -100,6 +100,45 @@ TEST(DnnlModule, WeightsFromInputsAreConvertedPerVersion) {
   EXPECT_LE(max_relative_error(got[0], run_graph(*g, inputs)[0]), 1e-4);
 }
 
+TEST(DnnlModule, ModulesOfOneModelShareTheirConvertedWeights) {
+  // Two plans' modules of the same subgraph (the same weight storages) at two
+  // batch sizes: the second takes the first's conversions; a weight changed
+  // through the public API is converted again, once, and both see it.
+  Tensor w1 = random_tensor({16, 16, 3, 3}, 21);
+  auto small = conv_relu_conv_pool({1, 16, 8, 8}, w1);
+  auto large = conv_relu_conv_pool({3, 16, 8, 8}, w1);
+  // conv_relu_conv_pool makes its second weight anew: give `large` the same one.
+  for (const auto& node : large->nodes())
+    if (node->name == "w2")
+      for (const auto& other : small->nodes())
+        if (other->name == "w2") node->constant_value = other->constant_value;
+  auto first = compile_dnnl(*small);
+  auto second = compile_dnnl(*large);
+  std::vector<Tensor> small_inputs = {random_tensor({1, 16, 8, 8}, 4)},
+                      large_inputs = {random_tensor({3, 16, 8, 8}, 5)};
+  run_module(*first, small_inputs);
+  std::vector<Tensor> got = run_module(*second, large_inputs);
+  EXPECT_EQ(dnnl_backend::dnnl_module_stats(*first).weight_conversions, 2);
+  EXPECT_EQ(dnnl_backend::dnnl_module_stats(*second).weight_conversions, 0);
+  EXPECT_EQ(dnnl_backend::dnnl_module_stats(*second).shared_conversions, 2);
+  EXPECT_LE(max_relative_error(got[0], run_graph(*large, large_inputs)[0]), 1e-4);
+
+  w1.copy_from(random_tensor({16, 16, 3, 3}, 77));
+  got = run_module(*second, large_inputs);
+  EXPECT_EQ(dnnl_backend::dnnl_module_stats(*second).weight_conversions, 1);
+  EXPECT_LE(max_relative_error(got[0], run_graph(*large, large_inputs)[0]), 1e-4);
+  got = run_module(*first, small_inputs);
+  EXPECT_EQ(dnnl_backend::dnnl_module_stats(*first).weight_conversions, 2);
+  EXPECT_EQ(dnnl_backend::dnnl_module_stats(*first).shared_conversions, 1);
+  EXPECT_LE(max_relative_error(got[0], run_graph(*small, small_inputs)[0]), 1e-4);
+
+  // Another model's weights with equal values are not another module's.
+  auto unrelated = conv_relu_conv_pool({1, 16, 8, 8}, random_tensor({16, 16, 3, 3}, 21));
+  auto third = compile_dnnl(*unrelated);
+  run_module(*third, small_inputs);
+  EXPECT_EQ(dnnl_backend::dnnl_module_stats(*third).shared_conversions, 0);
+}
+
 TEST(DnnlModule, NewInputShapeBuildsNewPrimitivesAndKeepsTheOld) {
   auto body = conv_relu_conv_pool({1, 16, 8, 8}, random_tensor({16, 16, 3, 3}, 11));
   auto outer = wrap_in_subgraph(*body, "dnnl");
