@@ -15,10 +15,12 @@
 #include <dlfcn.h>
 
 #include <cinttypes>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <mutex>
 #include <sstream>
+#include <utility>
 
 #include "graft/codegen/kernel_runner.h"
 #include "graft/core/error.h"
@@ -55,6 +57,17 @@ template <typename T> __device__ __forceinline__ T graft_ipow(T base, T e) {
   unsigned long long r = 1, f = (unsigned long long)base, u = (unsigned long long)e;
   while (u) { if (u & 1ULL) r *= f; f *= f; u >>= 1; }
   return (T)r;
+}
+// NaN tests that the compilers cannot see through (see the select in render()).
+__device__ __forceinline__ bool graft_isnan(float x) {
+  unsigned r;
+  asm("{ .reg .pred p; testp.notanumber.f32 p, %1; selp.u32 %0, 1, 0, p; }" : "=r"(r) : "f"(x));
+  return r != 0;
+}
+__device__ __forceinline__ bool graft_isnan(double x) {
+  unsigned r;
+  asm("{ .reg .pred p; testp.notanumber.f64 p, %1; selp.u32 %0, 1, 0, p; }" : "=r"(r) : "d"(x));
+  return r != 0;
 }
 __device__ __forceinline__ long long graft_f2i(double v) {
   if (v != v) return 0;
@@ -148,7 +161,29 @@ std::string render(const KernelIR& ir, const Expr& e) {
     case ExprOp::logical_and: return "(" + a(0) + " && " + a(1) + ")";
     case ExprOp::logical_or: return "(" + a(0) + " || " + a(1) + ")";
     case ExprOp::logical_xor: return "(" + a(0) + " != " + a(1) + ")";
-    case ExprOp::select: return "(" + a(0) + " ? " + a(1) + " : " + a(2) + ")";
+    case ExprOp::select: {
+      std::string plain = "(" + a(0) + " ? " + a(1) + " : " + a(2) + ")";
+      // A select on an ordered comparison of floats is a min or max, and
+      // ptxas folds a clamp to [0, 1] built of two (HardSigmoid, Clip) into a
+      // saturating FFMA/FADD, which turns NaN into 0 where the comparison
+      // (false on NaN) picks the second branch: HardSigmoid(NaN) gave 0 on an
+      // H100 where the reference gives 1. The guard says what the select
+      // gives on NaN; its NaN test is inline PTX, which NVVM cannot fold
+      // away (it did fold a plain `x != x`, the guard being redundant by the
+      // select's own semantics).
+      const Expr& cond = ir.exprs[static_cast<size_t>(e.args[0])];
+      bool ordered = cond.op == ExprOp::less || cond.op == ExprOp::less_equal || cond.op == ExprOp::greater ||
+                     cond.op == ExprOp::greater_equal || cond.op == ExprOp::equal;
+      if (!is_float || !ordered || !dtype_is_float(ir.exprs[static_cast<size_t>(cond.args[0])].dtype)) return plain;
+      std::string tests;
+      for (int k = 0; k < 2; ++k) {
+        const Expr& operand = ir.exprs[static_cast<size_t>(cond.args[k])];
+        if (operand.op == ExprOp::constant && !std::isnan(operand.float_value)) continue;
+        tests += (tests.empty() ? "graft_isnan(v" : " || graft_isnan(v") + std::to_string(cond.args[k]) + ")";
+      }
+      if (tests.empty()) return plain;
+      return "((" + tests + ") ? " + a(2) + " : " + plain + ")";
+    }
   }
   fail(ErrorKind::internal, "CUDA emitter: op ", to_string(e.op));
 }
@@ -324,6 +359,7 @@ struct Driver {
   using MemFree = int (*)(uint64_t);
   using CopyToDevice = int (*)(uint64_t, const void*, size_t);
   using CopyToHost = int (*)(void*, uint64_t, size_t);
+  using CopyOnDevice = int (*)(uint64_t, uint64_t, size_t);
   using Launch = int (*)(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**, void**);
   using Synchronize = int (*)();
   std::string error;
@@ -338,6 +374,7 @@ struct Driver {
   MemFree mem_free = nullptr;
   CopyToDevice to_device = nullptr;
   CopyToHost to_host = nullptr;
+  CopyOnDevice on_device = nullptr;
   Launch launch = nullptr;
   Synchronize synchronize = nullptr;
 };
@@ -363,10 +400,12 @@ const Driver& driver() {
     d.mem_free = symbol<Driver::MemFree>(handle, "cuMemFree_v2");
     d.to_device = symbol<Driver::CopyToDevice>(handle, "cuMemcpyHtoD_v2");
     d.to_host = symbol<Driver::CopyToHost>(handle, "cuMemcpyDtoH_v2");
+    d.on_device = symbol<Driver::CopyOnDevice>(handle, "cuMemcpyDtoD_v2");
     d.launch = symbol<Driver::Launch>(handle, "cuLaunchKernel");
     d.synchronize = symbol<Driver::Synchronize>(handle, "cuCtxSynchronize");
     if (!init || !count || !get || !attribute || !retain || !d.set_current || !d.module_load || !d.module_unload ||
-        !d.get_function || !d.mem_alloc || !d.mem_free || !d.to_device || !d.to_host || !d.launch || !d.synchronize) {
+        !d.get_function || !d.mem_alloc || !d.mem_free || !d.to_device || !d.to_host || !d.on_device || !d.launch ||
+        !d.synchronize) {
       d.error = "libcuda.so.1 lacks an expected function";
       return d;
     }
@@ -400,7 +439,11 @@ void check(int status, const char* what) {
   if (status != 0) fail(ErrorKind::internal, what, " failed with CUDA error ", status);
 }
 
+/// Element strides of a dense tensor of `shape` read at every index of
+/// `domain` (0 along broadcast dimensions); `shape` broadcasts to `domain`.
 std::vector<int64_t> strides_in(const Shape& shape, const Shape& domain) {
+  GRAFT_CHECK(shape.size() <= domain.size(), "CUDA kernel: operand of rank ", shape.size(), " in a rank-",
+              domain.size(), " iteration space");
   std::vector<int64_t> strides(domain.size(), 0);
   int64_t stride = 1;
   for (size_t k = 0; k < shape.size(); ++k) {
@@ -432,9 +475,104 @@ CudaKernel::~CudaKernel() {
   if (module_) driver().module_unload(module_);
 }
 
-std::vector<Tensor> CudaKernel::run(std::span<const Tensor> inputs) const {
+CudaBuffer::CudaBuffer(size_t bytes) : size_(bytes) {
   const Driver& d = usable_driver();
   check(d.set_current(d.context), "cuCtxSetCurrent");
+  check(d.mem_alloc(&address_, std::max<size_t>(bytes, 1)), "cuMemAlloc");
+}
+
+CudaBuffer::~CudaBuffer() {
+  if (address_) driver().mem_free(address_);
+}
+
+CudaBuffer::CudaBuffer(CudaBuffer&& other) noexcept
+    : address_(std::exchange(other.address_, 0)), size_(std::exchange(other.size_, 0)) {}
+
+CudaBuffer& CudaBuffer::operator=(CudaBuffer&& other) noexcept {
+  if (this != &other) {
+    if (address_) driver().mem_free(address_);
+    address_ = std::exchange(other.address_, 0);
+    size_ = std::exchange(other.size_, 0);
+  }
+  return *this;
+}
+
+void CudaBuffer::upload(const void* host, size_t bytes) {
+  if (bytes > size_)
+    fail(ErrorKind::invalid_argument, "CudaBuffer::upload: ", bytes, " bytes into a buffer of ", size_);
+  if (bytes > 0) check(usable_driver().to_device(address_, host, bytes), "cuMemcpyHtoD");
+}
+
+void CudaBuffer::download(void* host, size_t bytes) const {
+  if (bytes > size_)
+    fail(ErrorKind::invalid_argument, "CudaBuffer::download: ", bytes, " bytes from a buffer of ", size_);
+  if (bytes > 0) check(usable_driver().to_host(host, address_, bytes), "cuMemcpyDtoH");
+}
+
+void CudaBuffer::copy_from(const CudaBuffer& source, size_t bytes) {
+  if (bytes > size_ || bytes > source.size_)
+    fail(ErrorKind::invalid_argument, "CudaBuffer::copy_from: ", bytes, " bytes between buffers of ", source.size_,
+         " and ", size_);
+  if (bytes > 0) check(usable_driver().on_device(address_, source.address_, bytes), "cuMemcpyDtoD");
+}
+
+void cuda_synchronize() {
+  const Driver& d = usable_driver();
+  check(d.set_current(d.context), "cuCtxSetCurrent");
+  check(d.synchronize(), "cuCtxSynchronize");
+}
+
+void CudaKernel::launch(std::span<const CudaOperand> inputs, std::span<const CudaOperand> outputs) const {
+  const Driver& d = usable_driver();
+  if (inputs.size() != ir_.input_dtypes.size() || outputs.size() != ir_.outputs.size())
+    fail(ErrorKind::invalid_argument, "CUDA kernel: ", inputs.size(), " inputs and ", outputs.size(),
+         " outputs given, the kernel takes ", ir_.input_dtypes.size(), " and ", ir_.outputs.size());
+  std::vector<Shape> input_shapes;
+  for (const CudaOperand& in : inputs) input_shapes.push_back(in.shape);
+  std::vector<Shape> output_shapes = kernel_output_shapes(ir_, input_shapes);
+  Shape domain;
+  for (size_t o = 0; o < outputs.size(); ++o) {
+    if (outputs[o].shape != output_shapes[o])
+      fail(ErrorKind::invalid_argument, "CUDA kernel: output ", o, " has shape ", shape_to_string(outputs[o].shape),
+           ", the inputs give ", shape_to_string(output_shapes[o]));
+    domain = broadcast_shapes(domain, output_shapes[o], "CUDA kernel");
+  }
+  if (domain.size() > static_cast<size_t>(kMaxKernelRank))
+    fail(ErrorKind::invalid_argument, "CUDA kernel: rank ", domain.size(), " is above ", kMaxKernelRank);
+  int64_t total = shape_numel(domain);
+  if (total == 0) return;
+  size_t n_ops = inputs.size() + outputs.size();
+  ArgumentLayout layout{n_ops};
+  std::vector<char> block(layout.size(), 0);
+  bool contiguous = true;
+  int32_t rank = static_cast<int32_t>(domain.size());
+  std::memcpy(block.data(), &total, 8);
+  std::memcpy(block.data() + 8, &rank, 4);
+  for (size_t d_i = 0; d_i < domain.size(); ++d_i)
+    std::memcpy(block.data() + layout.extents_offset() + 8 * d_i, &domain[d_i], 8);
+  // An input that no output depends on may have any shape (the iteration
+  // space is the outputs'): it is never read, and gets no strides.
+  std::vector<bool> read(inputs.size(), false);
+  for (const Expr& e : ir_.exprs)
+    if (e.op == ExprOp::input) read[static_cast<size_t>(e.index)] = true;
+  for (size_t k = 0; k < n_ops; ++k) {
+    const CudaOperand& operand = k < inputs.size() ? inputs[k] : outputs[k - inputs.size()];
+    if (k < inputs.size() && !read[k]) continue;
+    if (operand.shape != domain) contiguous = false;
+    std::vector<int64_t> strides = strides_in(operand.shape, domain);
+    std::memcpy(block.data() + layout.strides_offset() + k * 8 * kMaxKernelRank, strides.data(), 8 * strides.size());
+    std::memcpy(block.data() + layout.pointers_offset() + 8 * k, &operand.address, 8);
+  }
+  int contiguous_flag = contiguous ? 1 : 0;
+  std::memcpy(block.data() + 12, &contiguous_flag, 4);
+  void* params[] = {block.data()};
+  unsigned threads = 256;
+  unsigned blocks = static_cast<unsigned>(std::min<int64_t>((total + threads - 1) / threads, 65535));
+  check(d.set_current(d.context), "cuCtxSetCurrent");
+  check(d.launch(function_, blocks, 1, 1, threads, 1, 1, 0, nullptr, params, nullptr), "cuLaunchKernel");
+}
+
+std::vector<Tensor> CudaKernel::run(std::span<const Tensor> inputs) const {
   std::vector<Shape> input_shapes;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (i >= ir_.input_dtypes.size() || inputs[i].dtype() != ir_.input_dtypes[i])
@@ -444,53 +582,22 @@ std::vector<Tensor> CudaKernel::run(std::span<const Tensor> inputs) const {
   std::vector<Shape> output_shapes = kernel_output_shapes(ir_, input_shapes);
   std::vector<DType> output_dtypes = ir_.output_dtypes();
   std::vector<Tensor> outputs;
-  Shape domain;
-  for (size_t o = 0; o < output_shapes.size(); ++o) {
-    outputs.emplace_back(output_dtypes[o], output_shapes[o]);
-    domain = broadcast_shapes(domain, output_shapes[o], "CUDA kernel");
+  for (size_t o = 0; o < output_shapes.size(); ++o) outputs.emplace_back(output_dtypes[o], output_shapes[o]);
+  std::vector<CudaBuffer> buffers;
+  std::vector<CudaOperand> in_operands, out_operands;
+  for (const Tensor& t : inputs) {
+    buffers.emplace_back(t.nbytes());
+    buffers.back().upload(t.raw_data(), t.nbytes());
+    in_operands.push_back({buffers.back().address(), t.shape()});
   }
-  int64_t total = shape_numel(domain);
-  if (total == 0) return outputs;
-  size_t n_ops = inputs.size() + outputs.size();
-  ArgumentLayout layout{n_ops};
-  std::vector<char> block(layout.size(), 0);
-  std::vector<uint64_t> device(n_ops, 0);
-  auto release = [&] {
-    for (uint64_t p : device)
-      if (p) d.mem_free(p);
-  };
-  try {
-    bool contiguous = true;
-    int32_t rank = static_cast<int32_t>(domain.size());
-    std::memcpy(block.data(), &total, 8);
-    std::memcpy(block.data() + 8, &rank, 4);
-    for (size_t d_i = 0; d_i < domain.size(); ++d_i)
-      std::memcpy(block.data() + layout.extents_offset() + 8 * d_i, &domain[d_i], 8);
-    for (size_t k = 0; k < n_ops; ++k) {
-      const Tensor& t = k < inputs.size() ? inputs[k] : outputs[k - inputs.size()];
-      if (t.shape() != domain) contiguous = false;
-      std::vector<int64_t> strides = strides_in(t.shape(), domain);
-      std::memcpy(block.data() + layout.strides_offset() + k * 8 * kMaxKernelRank, strides.data(), 8 * strides.size());
-      size_t bytes = std::max<size_t>(t.nbytes(), 1);
-      check(d.mem_alloc(&device[k], bytes), "cuMemAlloc");
-      if (k < inputs.size() && t.nbytes() > 0) check(d.to_device(device[k], t.raw_data(), t.nbytes()), "cuMemcpyHtoD");
-      std::memcpy(block.data() + layout.pointers_offset() + 8 * k, &device[k], 8);
-    }
-    int contiguous_flag = contiguous ? 1 : 0;
-    std::memcpy(block.data() + 12, &contiguous_flag, 4);
-    void* params[] = {block.data()};
-    unsigned threads = 256;
-    unsigned blocks = static_cast<unsigned>(std::min<int64_t>((total + threads - 1) / threads, 65535));
-    check(d.launch(function_, blocks, 1, 1, threads, 1, 1, 0, nullptr, params, nullptr), "cuLaunchKernel");
-    check(d.synchronize(), "cuCtxSynchronize");
-    for (size_t o = 0; o < outputs.size(); ++o)
-      if (outputs[o].nbytes() > 0)
-        check(d.to_host(outputs[o].raw_data(), device[inputs.size() + o], outputs[o].nbytes()), "cuMemcpyDtoH");
-  } catch (...) {
-    release();
-    throw;
+  for (const Tensor& t : outputs) {
+    buffers.emplace_back(t.nbytes());
+    out_operands.push_back({buffers.back().address(), t.shape()});
   }
-  release();
+  launch(in_operands, out_operands);
+  cuda_synchronize();
+  for (size_t o = 0; o < outputs.size(); ++o)
+    buffers[inputs.size() + o].download(outputs[o].raw_data(), outputs[o].nbytes());
   return outputs;
 }
 

@@ -3,17 +3,29 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <cstring>
+#include <functional>
 #include <map>
 
 #include "graft/codegen/cuda_emitter.h"
 #include "graft/codegen/interpreter.h"
 #include "graft/runtime/buffer_pool.h"
 #include "op_cases.h"
+#include "random_dag.h"
 
 namespace graft::codegen {
 namespace {
 
 using graft::testing::close_enough;
+using graft::testing::make_random_dag;
+using graft::testing::RandomDag;
+
+/// Interpreter results of `ir` on `inputs` (the CPU side of every comparison).
+std::vector<Tensor> cpu_results(const KernelIR& ir, const std::vector<Tensor>& inputs) {
+  static runtime::BufferPool pool;
+  Interpreter interpreter(ir);
+  return run_kernel(ir, interpreter, inputs, pool);
+}
 
 TEST(CudaEmitter, EveryOpKernelCompilesToPtx) {
   std::string why = nvrtc_unavailable_reason();
@@ -67,6 +79,103 @@ TEST(CudaEmitter, KernelsRunOnTheGpuAndMatchTheCpu) {
     std::vector<Tensor> want = run_kernel(ir, interpreter, c.inputs, pool);
     for (size_t k = 0; k < got.size(); ++k) EXPECT_TRUE(close_enough(got[k], want[k], 1e-5, 1e-6)) << c.label;
   }
+}
+
+TEST(CudaEmitter, RandomDagKernelsCompileToPtx) {
+  if (!nvrtc_unavailable_reason().empty()) GTEST_SKIP() << nvrtc_unavailable_reason();
+  // 300 random DAGs (every op of their generator, broadcasting, several
+  // outputs) in one NVRTC program, each kernel in its own namespace.
+  std::string program;
+  for (uint64_t seed = 0; seed < 300; ++seed) {
+    RandomDag dag = make_random_dag(seed, false);
+    std::string id = std::to_string(seed);
+    program += "namespace k" + id + " {\n" + emit_cuda_source(lower_body(*dag.graph).ir, "dag_" + id) + "}\n";
+  }
+  std::string ptx = compile_cuda_to_ptx(program, "random_dags.cu");
+  for (uint64_t seed = 0; seed < 300; ++seed)
+    EXPECT_NE(ptx.find(".entry dag_" + std::to_string(seed) + "("), std::string::npos) << "seed " << seed;
+}
+
+TEST(CudaEmitter, RandomDagsRunOnTheGpuAndMatchTheReference) {
+  std::string why = cuda_device_unavailable_reason();
+  if (!why.empty()) GTEST_SKIP() << "no GPU: " << why;
+  for (uint64_t seed = 20000; seed < 20300; ++seed) {
+    RandomDag dag = make_random_dag(seed, false);
+    KernelIR ir = lower_body(*dag.graph).ir;
+    std::vector<Tensor> got = CudaKernel(ir).run(dag.inputs);
+    std::vector<Tensor> want = graft::testing::run_reference(*dag.graph, dag.inputs);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < got.size(); ++k)
+      ASSERT_TRUE(close_enough(got[k], want[k], 1e-5, 1e-6)) << "seed " << seed << "\n" << to_string(ir);
+  }
+}
+
+/// x * sigmoid(x) + b (b broadcast along the rows), then tanh: a kernel with
+/// two inputs of different shapes.
+std::unique_ptr<ir::Graph> swish_bias_tanh() {
+  auto g = std::make_unique<ir::Graph>();
+  g->opset_imports[""] = 17;
+  ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {2, 3}))->output(0);
+  ir::Value b = g->add_input("b", ir::ValueType::of(DType::float32, {3}))->output(0);
+  ir::Value s = g->add_node("Mul", {x, g->add_node("Sigmoid", {x})->output(0)})->output(0);
+  g->add_output(g->add_node("Tanh", {g->add_node("Add", {s, b})->output(0)})->output(0), "y");
+  ir::infer_types(*g);
+  return g;
+}
+
+TEST(CudaEmitter, OneKernelRunsOnDeviceBuffersAtEveryShape) {
+  std::string why = cuda_device_unavailable_reason();
+  if (!why.empty()) GTEST_SKIP() << "no GPU: " << why;
+  KernelIR ir = lower_body(*swish_bias_tanh()).ir;
+  CudaKernel kernel(ir);  // compiled once; shapes are launch arguments
+  // The last shape has more elements than one grid of 65535 blocks of 256
+  // threads covers, so threads take several elements each.
+  for (Shape x_shape : {Shape{2, 3}, Shape{1, 1}, Shape{7, 1, 5}, Shape{4097, 4099}}) {
+    Shape b_shape{x_shape.back()};
+    Tensor x = graft::testing::random_of(DType::float32, x_shape, 1),
+           b = graft::testing::random_of(DType::float32, b_shape, 2);
+    CudaBuffer dx(x.nbytes()), db(b.nbytes()), dy(x.nbytes());
+    dx.upload(x.raw_data(), x.nbytes());
+    db.upload(b.raw_data(), b.nbytes());
+    CudaOperand in[] = {{dx.address(), x_shape}, {db.address(), b_shape}};
+    CudaOperand out[] = {{dy.address(), x_shape}};
+    kernel.launch(in, out);
+    Tensor y(DType::float32, x_shape);
+    dy.download(y.raw_data(), y.nbytes());  // waits for the launch
+    std::vector<Tensor> want = cpu_results(ir, {x, b});
+    EXPECT_TRUE(close_enough(y, want[0], 1e-5, 1e-6)) << shape_to_string(x_shape);
+  }
+  // A device-to-device copy of the last input gives it back.
+  Tensor x = graft::testing::random_of(DType::float32, {1000}, 3), back(DType::float32, {1000});
+  CudaBuffer a(x.nbytes()), c(x.nbytes());
+  a.upload(x.raw_data(), x.nbytes());
+  c.copy_from(a, x.nbytes());
+  cuda_synchronize();
+  c.download(back.raw_data(), back.nbytes());
+  EXPECT_EQ(std::memcmp(back.raw_data(), x.raw_data(), x.nbytes()), 0);
+}
+
+TEST(CudaEmitter, LaunchRefusesOperandsThatDoNotFit) {
+  std::string why = cuda_device_unavailable_reason();
+  if (!why.empty()) GTEST_SKIP() << "no GPU: " << why;
+  CudaKernel kernel(lower_body(*swish_bias_tanh()).ir);
+  CudaBuffer buffer(4 * 12);
+  CudaOperand x{buffer.address(), {2, 3}}, b{buffer.address(), {3}}, wrong_b{buffer.address(), {4}};
+  CudaOperand y{buffer.address(), {2, 3}}, wrong_y{buffer.address(), {3, 2}};
+  auto expect_error = [](const std::function<void()>& fn, const std::string& needle) {
+    try {
+      fn();
+      ADD_FAILURE() << "no error (expected one naming " << needle << ")";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::invalid_argument) << e.what();
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  expect_error([&] { kernel.launch(std::vector<CudaOperand>{x}, std::vector<CudaOperand>{y}); }, "1 inputs");
+  expect_error([&] { kernel.launch(std::vector<CudaOperand>{x, wrong_b}, std::vector<CudaOperand>{y}); }, "broadcast");
+  expect_error([&] { kernel.launch(std::vector<CudaOperand>{x, b}, std::vector<CudaOperand>{wrong_y}); }, "output 0");
+  Tensor host(DType::float32, {100});
+  expect_error([&] { buffer.upload(host.raw_data(), host.nbytes()); }, "400 bytes");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 /// every kernel can be compiled to PTX anywhere the toolkit is installed.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -38,8 +39,47 @@ std::string cuda_device_unavailable_reason();
 /// The device's virtual architecture ("compute_90"); throws without a device.
 std::string cuda_device_architecture();
 
-/// A kernel loaded on device 0. Runs on host tensors: copies inputs to the
-/// device, launches, copies outputs back (synchronously).
+/// Memory on CUDA device 0, freed with the object (move-only).
+class CudaBuffer {
+ public:
+  /// Allocates `bytes` (at least 1) on the device. Throws unsupported without
+  /// a device, internal when the device is out of memory.
+  explicit CudaBuffer(size_t bytes);
+  ~CudaBuffer();
+  CudaBuffer(CudaBuffer&& other) noexcept;
+  CudaBuffer& operator=(CudaBuffer&& other) noexcept;
+  CudaBuffer(const CudaBuffer&) = delete;
+  CudaBuffer& operator=(const CudaBuffer&) = delete;
+
+  size_t size() const { return size_; }
+  /// The device address (a CUdeviceptr).
+  uint64_t address() const { return address_; }
+  /// Copies `bytes` (at most size()) from the host; waits for work queued before.
+  void upload(const void* host, size_t bytes);
+  /// Copies `bytes` (at most size()) to the host; waits for work queued before.
+  void download(void* host, size_t bytes) const;
+  /// Copies `bytes` (at most either size) from `source`, on the device, queued
+  /// after the launches before it (the baseline of device bandwidth figures).
+  void copy_from(const CudaBuffer& source, size_t bytes);
+
+ private:
+  uint64_t address_ = 0;
+  size_t size_ = 0;
+};
+
+/// Waits until everything queued on device 0 has finished.
+void cuda_synchronize();
+
+/// One operand of a launch: a dense row-major tensor of `shape` at `address`
+/// on the device, of the dtype the kernel expects at that position.
+struct CudaOperand {
+  uint64_t address = 0;
+  Shape shape;
+};
+
+/// A kernel loaded on device 0. `launch` runs it on device memory (queued,
+/// asynchronous); `run` on host tensors (copies inputs to the device,
+/// launches, copies outputs back, synchronously).
 class CudaKernel {
  public:
   /// Compiles `ir` for the device and loads it. Throws unsupported without a device.
@@ -49,6 +89,12 @@ class CudaKernel {
   CudaKernel& operator=(const CudaKernel&) = delete;
   /// Outputs for `inputs` (host tensors, the kernel's dtypes), as host tensors.
   std::vector<Tensor> run(std::span<const Tensor> inputs) const;
+  /// Queues the kernel on `inputs` and `outputs` (one per kernel input and
+  /// output, in order); input shapes broadcast to the iteration space, and
+  /// each output's shape must be the one kernel_output_shapes gives. Returns
+  /// without waiting (cuda_synchronize waits). Throws invalid_argument on a
+  /// wrong operand count, a shape that does not broadcast, or a rank above 8.
+  void launch(std::span<const CudaOperand> inputs, std::span<const CudaOperand> outputs) const;
 
  private:
   KernelIR ir_;

@@ -1,0 +1,147 @@
+// Fused pointwise kernels on an NVIDIA GPU (CUDA C through NVRTC, launched
+// through the driver API): bandwidth of fused chains of k = 2, 4, 8, 16 ops
+// against a device-to-device copy measured in the same run, the speedup over
+// running the k ops as k kernels, and the NVRTC compile time of one kernel.
+// Prints the reason and exits 0 where no GPU or no NVRTC is found.
+//
+//   ./build/bench/cuda_fusion_bench [elements=16777216] [repeats=50]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "graft/codegen/cuda_emitter.h"
+#include "graft/codegen/interpreter.h"
+#include "graft/codegen/kernel_runner.h"
+#include "graft/codegen/op_expressions.h"
+#include "graft/ir/type_inference.h"
+#include "graft/runtime/buffer_pool.h"
+
+using namespace graft;
+using namespace graft::codegen;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+/// Ops `first` .. `first + count - 1` of the chain Mul, Add, Max, Min (with
+/// scalar constants, in turn) on one float32 input of n elements.
+KernelIR chain_kernel(int first, int count, int64_t n) {
+  ir::Graph g;
+  g.opset_imports[""] = 17;
+  ir::Value v = g.add_input("x", ir::ValueType::of(DType::float32, {n}))->output(0);
+  static const char* ops[] = {"Mul", "Add", "Max", "Min"};
+  static const float constants[] = {0.999f, 0.001f, -1.0f, 1.0f};
+  for (int i = first; i < first + count; ++i) {
+    ir::Value c = g.add_constant("c" + std::to_string(i), Tensor::scalar<float>(constants[i % 4]))->output(0);
+    v = g.add_node(ops[i % 4], {v, c})->output(0);
+  }
+  g.add_output(v, "y");
+  ir::infer_types(g);
+  return lower_body(g).ir;
+}
+
+/// Median seconds of one call of `body` (which queues work) over `repeats`
+/// timed rounds of `per_round` calls each, after a warm-up round.
+double median_seconds(int repeats, int per_round, const std::function<void()>& body) {
+  for (int i = 0; i < per_round; ++i) body();
+  cuda_synchronize();
+  std::vector<double> times;
+  for (int r = 0; r < repeats; ++r) {
+    auto start = Clock::now();
+    for (int i = 0; i < per_round; ++i) body();
+    cuda_synchronize();
+    times.push_back(std::chrono::duration<double>(Clock::now() - start).count() / per_round);
+  }
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
+  const int64_t n = argc > 1 ? std::atoll(argv[1]) : 16777216;
+  const int repeats = argc > 2 ? std::max(1, std::atoi(argv[2])) : 50;
+  if (n <= 0) {
+    std::fprintf(stderr, "usage: cuda_fusion_bench [elements > 0] [repeats]\n");
+    return 2;
+  }
+  if (std::string why = nvrtc_unavailable_reason(); !why.empty()) {
+    std::printf("cuda_fusion_bench: skipped, %s\n", why.c_str());
+    return 0;
+  }
+  if (std::string why = cuda_device_unavailable_reason(); !why.empty()) {
+    std::printf("cuda_fusion_bench: skipped, no GPU: %s\n", why.c_str());
+    return 0;
+  }
+  std::printf("CUDA fused pointwise kernels, %s, NVRTC %s, %lld float32 elements, median of %d rounds\n",
+              cuda_device_architecture().c_str(), nvrtc_version().c_str(), static_cast<long long>(n), repeats);
+
+  // NVRTC compile latency of one fused kernel (16 ops), cold each time: the
+  // constants differ per compile, so nothing below graft can cache it.
+  std::vector<double> compile_ms;
+  for (int i = 0; i < 7; ++i) {
+    KernelIR ir = chain_kernel(i, 16, n);
+    auto start = Clock::now();
+    compile_cuda_to_ptx(emit_cuda_source(ir, "graft_kernel"), "bench.cu", cuda_device_architecture());
+    compile_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
+  }
+  std::sort(compile_ms.begin(), compile_ms.end());
+  std::printf("NVRTC compile of a 16-op kernel to PTX: median %.1f ms (min %.1f, max %.1f)\n", compile_ms[3],
+              compile_ms.front(), compile_ms.back());
+
+  const size_t bytes = static_cast<size_t>(n) * sizeof(float);
+  std::vector<float> host(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; ++i) host[static_cast<size_t>(i)] = static_cast<float>((i % 1000) - 500) * 1e-3f;
+  CudaBuffer x(bytes), y(bytes), z(bytes);
+  x.upload(host.data(), bytes);
+  const Shape shape{n};
+  // Bytes moved per element pass: one read and one write.
+  const double pass_bytes = 2.0 * static_cast<double>(bytes);
+  const double copy_s = median_seconds(repeats, 10, [&] { y.copy_from(x, bytes); });
+  std::printf("device-to-device copy: %.3f ms, %.0f GB/s (read + write)\n", copy_s * 1e3, pass_bytes / copy_s * 1e-9);
+  std::printf("%4s %12s %12s %12s %14s %16s\n", "k", "fused ms", "fused GB/s", "vs copy", "unfused ms",
+              "fused speedup");
+  for (int k : {2, 4, 8, 16}) {
+    CudaKernel fused(chain_kernel(0, k, n));
+    std::vector<std::unique_ptr<CudaKernel>> single;
+    for (int i = 0; i < k; ++i) single.push_back(std::make_unique<CudaKernel>(chain_kernel(i, 1, n)));
+    CudaOperand in{x.address(), shape}, out{y.address(), shape}, other{z.address(), shape};
+    double fused_s = median_seconds(repeats, 10, [&] { fused.launch({&in, 1}, {&out, 1}); });
+    double unfused_s = median_seconds(repeats, 2, [&] {
+      // x -> y -> z -> y -> ...: each op reads and writes the whole tensor.
+      for (int i = 0; i < k; ++i) {
+        const CudaOperand& from = i == 0 ? in : (i % 2 ? out : other);
+        const CudaOperand& to = i % 2 ? other : out;
+        single[static_cast<size_t>(i)]->launch({&from, 1}, {&to, 1});
+      }
+    });
+    std::printf("%4d %12.3f %12.0f %12.2f %14.3f %16.2f\n", k, fused_s * 1e3, pass_bytes / fused_s * 1e-9,
+                copy_s / fused_s, unfused_s * 1e3, unfused_s / fused_s);
+  }
+  // A 16-op chain checked against the CPU interpreter on a prefix, so that the
+  // figures are of kernels that compute the right thing.
+  const int64_t m = std::min<int64_t>(n, 1 << 16);
+  KernelIR ir = chain_kernel(0, 16, m);
+  Tensor input(DType::float32, {m});
+  std::copy(host.begin(), host.begin() + m, input.data<float>());
+  std::vector<Tensor> got = CudaKernel(ir).run(std::vector<Tensor>{input});
+  runtime::BufferPool pool;
+  Interpreter interpreter(ir);
+  std::vector<Tensor> want = run_kernel(ir, interpreter, std::vector<Tensor>{input}, pool);
+  float max_error = 0;
+  for (int64_t i = 0; i < m; ++i)
+    max_error = std::max(max_error, std::abs(got[0].data<float>()[i] - want[0].data<float>()[i]));
+  std::printf("16-op chain on %lld elements: max |GPU - CPU interpreter| = %g\n", static_cast<long long>(m), max_error);
+  if (max_error > 1e-6f) {
+    std::printf("cuda_fusion_bench: the GPU results differ from the CPU's\n");
+    return 1;
+  }
+  return 0;
+}
