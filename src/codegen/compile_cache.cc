@@ -1,11 +1,12 @@
 // The compile cache (see graft/codegen/compile_cache.h for the contract).
 //
-// Disk entry layout (<GRAFT_CACHE_DIR>/<key>.gko):
+// Disk entry layout (<GRAFT_CACHE_DIR>/<key>.gko for CPU object code,
+// <key>.ptx for CUDA PTX):
 //   8 bytes  magic "GRAFTKO1"
 //   8 bytes  payload size (little endian)
 //   8 bytes  FNV-1a of the payload
 //   4 bytes  key length, then the key
-//   payload  the object file
+//   payload  the object file, or the PTX
 // Anything else (short file, wrong magic, size or checksum, another key) is
 // a miss: the kernel is compiled again and the entry rewritten.
 #include "graft/codegen/compile_cache.h"
@@ -21,6 +22,7 @@
 #include <sstream>
 #include <thread>
 
+#include "graft/codegen/cuda_emitter.h"
 #include "graft/codegen/interpreter.h"
 #include "graft/core/error.h"
 #include "llvm_jit.h"
@@ -214,9 +216,46 @@ std::shared_ptr<const KernelRunner> CompileCache::compile_or_load(const KernelIR
   return runner;
 }
 
+std::string CompileCache::cuda_key(const KernelIR& ir, const std::string& architecture) const {
+  std::string material = serialize(ir) + "|cuda|" + architecture + "|nvrtc " + nvrtc_version() + "|" +
+                         emit_cuda_source(ir, "graft_kernel");
+  return hex(fnv1a(material)) + hex(fnv1a(material, 0x84222325cbf29ce4ull));
+}
+
+std::shared_ptr<const std::string> CompileCache::cuda_ptx(const KernelIR& ir, const std::string& architecture) {
+  std::optional<std::string> dir = cache_directory_from_environment();  // invalid values throw here
+  std::string key = cuda_key(ir, architecture);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto it = ptx_memory_.find(key); it != ptx_memory_.end()) {
+    counters_.cuda_memory_hits++;
+    return it->second;
+  }
+  std::filesystem::path path;
+  if (dir) {
+    path = std::filesystem::path(*dir) / (key + ".ptx");
+    if (std::optional<std::string> bytes = read_file(path)) {
+      if (std::optional<std::string> ptx = decode_entry(*bytes, key)) {
+        counters_.cuda_disk_hits++;
+        return ptx_memory_.emplace(key, std::make_shared<const std::string>(std::move(*ptx))).first->second;
+      }
+      counters_.disk_rejects++;
+    }
+  }
+  auto ptx = std::make_shared<const std::string>(
+      compile_cuda_to_ptx(emit_cuda_source(ir, "graft_kernel"), "graft_kernel.cu", architecture));
+  counters_.cuda_compiles++;
+  if (dir) {
+    std::string problem = write_atomically(path, encode_entry(key, *ptx));
+    if (!problem.empty()) std::cerr << "graft: warning: compile cache: " << problem << "\n";
+  }
+  ptx_memory_.emplace(key, ptx);
+  return ptx;
+}
+
 void CompileCache::clear_memory() {
   std::lock_guard<std::mutex> lock(mutex_);
   memory_.clear();
+  ptx_memory_.clear();
 }
 
 }  // namespace graft::codegen

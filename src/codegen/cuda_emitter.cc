@@ -18,10 +18,12 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <mutex>
 #include <sstream>
 #include <utility>
 
+#include "graft/codegen/compile_cache.h"
 #include "graft/codegen/kernel_runner.h"
 #include "graft/core/error.h"
 
@@ -188,6 +190,9 @@ std::string render(const KernelIR& ir, const Expr& e) {
   fail(ErrorKind::internal, "CUDA emitter: op ", to_string(e.op));
 }
 
+/// Elements a thread takes per step of the grid-stride loop over dense operands.
+constexpr int kElementsPerThread = 4;
+
 /// Byte layout of the argument block, shared by the source and the launcher.
 struct ArgumentLayout {
   size_t operands;
@@ -207,35 +212,72 @@ std::string emit_cuda_source(const KernelIR& ir, const std::string& kernel_name)
   s << kPrelude;
   s << "struct GraftArgs {\n  long long n;\n  int rank;\n  int contiguous;\n  long long extents[" << kMaxKernelRank
     << "];\n  long long strides[" << n_ops << "][" << kMaxKernelRank << "];\n  void* ptrs[" << n_ops << "];\n};\n";
+  // The expressions and stores of one element; `load` renders input k's
+  // value, `at` the element offset of operand k.
+  auto body = [&](const std::string& indent, const std::function<std::string(const Expr&)>& load,
+                  const std::function<std::string(size_t)>& at) {
+    for (size_t i = 0; i < ir.exprs.size(); ++i) {
+      const Expr& e = ir.exprs[i];
+      s << indent << "const " << c_type(e.dtype) << " v" << i << " = ";
+      if (e.op == ExprOp::input) {
+        s << load(e);
+      } else if (e.op == ExprOp::constant) {
+        s << constant_literal(e);
+      } else {
+        s << render(ir, e);
+      }
+      s << ";\n";
+    }
+    for (size_t o = 0; o < ir.outputs.size(); ++o) {
+      size_t k = n_inputs + o;
+      DType t = ir.exprs[static_cast<size_t>(ir.outputs[o])].dtype;
+      s << indent << "((" << storage_c_type(t) << "*)a.ptrs[" << k << "])[" << at(k) << "] = (" << storage_c_type(t)
+        << ")v" << ir.outputs[o] << ";\n";
+    }
+  };
+  auto load_at = [&](const Expr& e, const std::string& index) {
+    return "(" + std::string(c_type(e.dtype)) + ")((const " + storage_c_type(e.dtype) + "*)a.ptrs[" +
+           std::to_string(e.index) + "])[" + index + "]";
+  };
   s << "extern \"C\" __global__ void " << kernel_name << "(const GraftArgs a) {\n";
   s << "  const long long step = (long long)gridDim.x * blockDim.x;\n";
-  s << "  for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < a.n; i += step) {\n";
-  s << "    long long off[" << n_ops << "];\n";
-  s << "    if (a.contiguous) {\n      for (int k = 0; k < " << n_ops << "; ++k) off[k] = i;\n";
-  s << "    } else {\n      for (int k = 0; k < " << n_ops << "; ++k) off[k] = 0;\n";
-  s << "      long long rest = i;\n      for (int d = a.rank - 1; d >= 0; --d) {\n";
-  s << "        long long c = rest % a.extents[d];\n        rest /= a.extents[d];\n";
-  s << "        for (int k = 0; k < " << n_ops << "; ++k) off[k] += c * a.strides[k][d];\n      }\n    }\n";
+  s << "  const long long first = (long long)blockIdx.x * blockDim.x + threadIdx.x;\n";
+  // Dense operands: each thread takes 4 elements a step, `step` apart (each
+  // load instruction of a warp reads 32 neighbours), and loads all 4 inputs
+  // before it computes and stores anything (an output may share memory with
+  // an input), so that 4 loads per input are in flight at once.
+  s << "  if (a.contiguous) {\n";
+  s << "    for (long long base = first; base < a.n; base += " << kElementsPerThread << " * step) {\n";
   for (size_t i = 0; i < ir.exprs.size(); ++i) {
     const Expr& e = ir.exprs[i];
-    s << "    const " << c_type(e.dtype) << " v" << i << " = ";
-    if (e.op == ExprOp::input) {
-      s << "(" << c_type(e.dtype) << ")((const " << storage_c_type(e.dtype) << "*)a.ptrs[" << e.index << "])[off["
-        << e.index << "]]";
-    } else if (e.op == ExprOp::constant) {
-      s << constant_literal(e);
-    } else {
-      s << render(ir, e);
-    }
-    s << ";\n";
+    if (e.op != ExprOp::input) continue;
+    s << "      " << c_type(e.dtype) << " in" << i << "[" << kElementsPerThread << "];\n";
   }
-  for (size_t o = 0; o < ir.outputs.size(); ++o) {
-    size_t k = n_inputs + o;
-    DType t = ir.exprs[static_cast<size_t>(ir.outputs[o])].dtype;
-    s << "    ((" << storage_c_type(t) << "*)a.ptrs[" << k << "])[off[" << k << "]] = (" << storage_c_type(t) << ")v"
-      << ir.outputs[o] << ";\n";
+  s << "#pragma unroll\n      for (int u = 0; u < " << kElementsPerThread << "; ++u) {\n";
+  s << "        const long long i = base + u * step;\n";
+  for (size_t i = 0; i < ir.exprs.size(); ++i) {
+    const Expr& e = ir.exprs[i];
+    if (e.op != ExprOp::input) continue;
+    s << "        in" << i << "[u] = i < a.n ? " << load_at(e, "i") << " : (" << c_type(e.dtype) << ")0;\n";
   }
-  s << "  }\n}\n";
+  s << "      }\n";
+  s << "#pragma unroll\n      for (int u = 0; u < " << kElementsPerThread << "; ++u) {\n";
+  s << "        const long long i = base + u * step;\n        if (i >= a.n) break;\n";
+  body(
+      "        ", [&](const Expr& e) { return "in" + std::to_string(&e - ir.exprs.data()) + "[u]"; },
+      [](size_t) { return std::string("i"); });
+  s << "      }\n    }\n";
+  s << "  } else {\n";
+  s << "    for (long long i = first; i < a.n; i += step) {\n";
+  s << "      long long off[" << n_ops << "];\n";
+  s << "      for (int k = 0; k < " << n_ops << "; ++k) off[k] = 0;\n";
+  s << "      long long rest = i;\n      for (int d = a.rank - 1; d >= 0; --d) {\n";
+  s << "        long long c = rest % a.extents[d];\n        rest /= a.extents[d];\n";
+  s << "        for (int k = 0; k < " << n_ops << "; ++k) off[k] += c * a.strides[k][d];\n      }\n";
+  body(
+      "      ", [&](const Expr& e) { return load_at(e, "off[" + std::to_string(e.index) + "]"); },
+      [](size_t k) { return "off[" + std::to_string(k) + "]"; });
+  s << "    }\n  }\n}\n";
   return s.str();
 }
 
@@ -465,9 +507,9 @@ std::string cuda_device_architecture() {
 
 CudaKernel::CudaKernel(const KernelIR& ir) : ir_(ir) {
   const Driver& d = usable_driver();
-  std::string ptx = compile_cuda_to_ptx(emit_cuda_source(ir_, "graft_kernel"), "graft_kernel.cu", cuda_device_architecture());
+  std::shared_ptr<const std::string> ptx = CompileCache::global().cuda_ptx(ir_, cuda_device_architecture());
   check(d.set_current(d.context), "cuCtxSetCurrent");
-  check(d.module_load(&module_, ptx.c_str()), "cuModuleLoadData");
+  check(d.module_load(&module_, ptx->c_str()), "cuModuleLoadData");
   check(d.get_function(&function_, module_, "graft_kernel"), "cuModuleGetFunction");
 }
 
@@ -567,7 +609,9 @@ void CudaKernel::launch(std::span<const CudaOperand> inputs, std::span<const Cud
   std::memcpy(block.data() + 12, &contiguous_flag, 4);
   void* params[] = {block.data()};
   unsigned threads = 256;
-  unsigned blocks = static_cast<unsigned>(std::min<int64_t>((total + threads - 1) / threads, 65535));
+  const int64_t per_thread = contiguous ? kElementsPerThread : 1;
+  unsigned blocks =
+      static_cast<unsigned>(std::min<int64_t>((total + threads * per_thread - 1) / (threads * per_thread), 65535));
   check(d.set_current(d.context), "cuCtxSetCurrent");
   check(d.launch(function_, blocks, 1, 1, threads, 1, 1, 0, nullptr, params, nullptr), "cuLaunchKernel");
 }

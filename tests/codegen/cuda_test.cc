@@ -145,6 +145,26 @@ TEST(CudaEmitter, OneKernelRunsOnDeviceBuffersAtEveryShape) {
     std::vector<Tensor> want = cpu_results(ir, {x, b});
     EXPECT_TRUE(close_enough(y, want[0], 1e-5, 1e-6)) << shape_to_string(x_shape);
   }
+  // Dense operands take the path of 4 elements per thread: sizes around its
+  // edges, and one of several steps of the whole grid.
+  std::unique_ptr<ir::Graph> unary = swish_bias_tanh();
+  KernelIR dense_ir = lower_body(*unary).ir;
+  CudaKernel dense(dense_ir);
+  for (int64_t n : {1, 3, 4, 5, 1023, 1025, 70000001}) {
+    Shape shape{n}, b_shape{1};
+    Tensor x = graft::testing::random_of(DType::float32, shape, 4),
+           b = graft::testing::random_of(DType::float32, b_shape, 5);
+    CudaBuffer dx(x.nbytes()), db(b.nbytes());
+    dx.upload(x.raw_data(), x.nbytes());
+    db.upload(b.raw_data(), b.nbytes());
+    CudaOperand in[] = {{dx.address(), shape}, {db.address(), b_shape}};
+    CudaOperand out[] = {{dx.address(), shape}};  // in place, as the memory planner may run it
+    dense.launch(in, out);
+    Tensor y(DType::float32, shape);
+    dx.download(y.raw_data(), y.nbytes());
+    std::vector<Tensor> want = cpu_results(dense_ir, {x, b});
+    EXPECT_TRUE(close_enough(y, want[0], 1e-5, 1e-6)) << n;
+  }
   // A device-to-device copy of the last input gives it back.
   Tensor x = graft::testing::random_of(DType::float32, {1000}, 3), back(DType::float32, {1000});
   CudaBuffer a(x.nbytes()), c(x.nbytes());

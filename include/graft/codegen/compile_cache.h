@@ -1,10 +1,12 @@
 /// \file
-/// The JIT compile cache of fused pointwise kernels.
+/// The JIT compile cache of fused pointwise kernels, for both targets: CPU
+/// object code (LLVM) and CUDA PTX (NVRTC).
 ///
 /// Key: hash of the canonical kernel IR (which holds the input dtypes), the
-/// target ("cpu"), the LLVM version, target triple, host CPU name and
-/// features, and the emitter version. Never shapes: a kernel compiled once
-/// runs at every shape.
+/// target, and for "cpu" the LLVM version, target triple, host CPU name and
+/// features and the emitter version; for "cuda" the virtual architecture,
+/// the NVRTC version and the generated source (so an emitter change is a new
+/// key). Never shapes: a kernel compiled once runs at every shape.
 ///
 /// Levels: in memory, always; on disk when GRAFT_CACHE_DIR names a directory
 /// (created when missing). A disk entry is the object code with a header and a
@@ -37,6 +39,9 @@ struct CompileCounters {
   std::atomic<uint64_t> disk_hits{0};      ///< loaded from GRAFT_CACHE_DIR
   std::atomic<uint64_t> disk_rejects{0};   ///< corrupt or truncated disk entries replaced
   std::atomic<uint64_t> interpreted{0};    ///< kernels handed to the interpreter
+  std::atomic<uint64_t> cuda_compiles{0};  ///< CUDA kernels compiled to PTX by NVRTC
+  std::atomic<uint64_t> cuda_memory_hits{0};  ///< PTX served from memory
+  std::atomic<uint64_t> cuda_disk_hits{0};    ///< PTX loaded from GRAFT_CACHE_DIR
 };
 
 /// Whether GRAFT_JIT allows the JIT: unset or "1" -> true, "0" -> false;
@@ -76,8 +81,19 @@ class CompileCache {
   /// The cache key of `ir` on the CPU target (hex), or "" without a JIT.
   std::string cpu_key(const KernelIR& ir) const;
 
+  /// PTX of `ir` for the CUDA virtual architecture `architecture`
+  /// ("compute_90"), from memory, GRAFT_CACHE_DIR or a fresh NVRTC compile
+  /// (then kept in both). What CudaKernel loads. Throws unsupported without
+  /// NVRTC and internal with NVRTC's log when the kernel does not compile
+  /// (there is no interpreter to fall back to on a GPU).
+  std::shared_ptr<const std::string> cuda_ptx(const KernelIR& ir, const std::string& architecture);
+  /// The cache key of `ir` on the CUDA target (hex); throws unsupported
+  /// without NVRTC (its version is part of the key).
+  std::string cuda_key(const KernelIR& ir, const std::string& architecture) const;
+
   CompileCounters& counters() { return counters_; }
-  /// Drops the in-memory entries (tests: forces disk or compile next time).
+  /// Drops the in-memory entries, CPU and CUDA (tests: forces disk or compile
+  /// next time).
   void clear_memory();
   /// Test hook: make every compile throw, as a broken code generator would.
   void set_fail_compiles_for_testing(bool fail) { fail_compiles_ = fail; }
@@ -90,6 +106,7 @@ class CompileCache {
 
   std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<const KernelRunner>> memory_;
+  std::unordered_map<std::string, std::shared_ptr<const std::string>> ptx_memory_;
   CompileCounters counters_;
   std::atomic<bool> fail_compiles_{false};
   std::atomic<bool> warned_{false};

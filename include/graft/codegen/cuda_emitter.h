@@ -82,7 +82,9 @@ struct CudaOperand {
 /// launches, copies outputs back, synchronously).
 class CudaKernel {
  public:
-  /// Compiles `ir` for the device and loads it. Throws unsupported without a device.
+  /// Compiles `ir` for the device (through the compile cache: memory, then
+  /// GRAFT_CACHE_DIR, then NVRTC) and loads it. Throws unsupported without a
+  /// device.
   explicit CudaKernel(const KernelIR& ir);
   ~CudaKernel();
   CudaKernel(const CudaKernel&) = delete;
