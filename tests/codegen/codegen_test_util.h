@@ -4,8 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <random>
+#include <string>
 
+#include "graft/codegen/compile_cache.h"
 #include "graft/codegen/op_expressions.h"
 #include "graft/ir/graph.h"
 #include "graft/ir/type_inference.h"
@@ -40,6 +43,35 @@ inline std::vector<Tensor> run_reference(const ir::Graph& graph, const std::vect
   options.backends = {"ref"};
   runtime::Session session(graph.clone(), options);
   return session.run(inputs);
+}
+
+/// Runs a clone of `graph` as run_reference does, but twice, waiting for the
+/// compile cache's background compiles in between, and returns the second
+/// run's outputs: a Session's fused modules interpret their kernels during
+/// the first run while the JIT compiles them, so only a later run executes
+/// the compiled code. Fails the test when a kernel fell back to the
+/// interpreter while the JIT is on.
+inline std::vector<Tensor> run_compiled(const ir::Graph& graph, const std::vector<Tensor>& inputs,
+                                        std::vector<std::string> passes = {"verify", "infer"}) {
+  runtime::SessionOptions options;
+  options.passes = std::move(passes);
+  options.num_threads = 2;
+  options.verify_after_each_pass = true;
+  options.fusion = false;
+  options.backends = {"ref"};
+  codegen::CompileCache& cache = codegen::CompileCache::global();
+  uint64_t interpreted = cache.counters().interpreted;
+  runtime::Session session(graph.clone(), options);
+  session.run(inputs);
+  cache.wait_for_background_compiles();
+  std::vector<Tensor> outputs = session.run(inputs);
+  codegen::KernelIR probe;  // cpu_key is "" without an LLVM JIT
+  probe.input_dtypes = {DType::float32};
+  probe.outputs = {probe.add_input(0, DType::float32)};
+  const char* jit = std::getenv("GRAFT_JIT");
+  if (!cache.cpu_key(probe).empty() && !(jit && std::string(jit) == "0"))
+    EXPECT_EQ(cache.counters().interpreted, interpreted) << "a fused kernel fell back to the interpreter";
+  return outputs;
 }
 
 /// Random values of a kernel dtype: floats uniform in [lo, hi), integers in

@@ -20,13 +20,14 @@ using namespace graft::testing;
 double rtol_for(DType t) { return t == f32 ? 2e-5 : t == f64 ? 1e-12 : 0; }
 double atol_for(DType t) { return t == f32 ? 1e-6 : t == f64 ? 1e-14 : 0; }
 
-/// Runs `g` unfused (reference), fused with GRAFT_JIT=0 and fused with the JIT.
+/// Runs `g` unfused (reference), fused with GRAFT_JIT=0 and fused with the
+/// JIT (a second run, which executes the compiled kernel).
 void check_fused(const ir::Graph& g, const std::vector<Tensor>& inputs, const std::string& what) {
   std::vector<Tensor> want = graft::testing::run_reference(g, inputs);
   auto fused = wrap_fused(g);
   for (const char* jit : {"0", "1"}) {
     setenv("GRAFT_JIT", jit, 1);
-    std::vector<Tensor> got = graft::testing::run_reference(*fused, inputs, {"verify"});
+    std::vector<Tensor> got = graft::testing::run_compiled(*fused, inputs, {"verify"});
     unsetenv("GRAFT_JIT");
     ASSERT_EQ(got.size(), want.size());
     for (size_t k = 0; k < got.size(); ++k) {
