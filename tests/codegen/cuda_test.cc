@@ -12,6 +12,7 @@
 #include "graft/runtime/buffer_pool.h"
 #include "op_cases.h"
 #include "random_dag.h"
+#include "typed_random_dag.h"
 
 namespace graft::codegen {
 namespace {
@@ -107,6 +108,37 @@ TEST(CudaEmitter, RandomDagsRunOnTheGpuAndMatchTheReference) {
     ASSERT_EQ(got.size(), want.size());
     for (size_t k = 0; k < got.size(); ++k)
       ASSERT_TRUE(close_enough(got[k], want[k], 1e-5, 1e-6)) << "seed " << seed << "\n" << to_string(ir);
+  }
+}
+
+TEST(CudaEmitter, TypedRandomDagKernelsCompileToPtx) {
+  if (!nvrtc_unavailable_reason().empty()) GTEST_SKIP() << nvrtc_unavailable_reason();
+  // 200 DAGs over every kernel dtype in one NVRTC program.
+  std::string program;
+  for (uint64_t seed = 0; seed < 200; ++seed) {
+    graft::testing::TypedDag dag = graft::testing::make_typed_dag(seed);
+    std::string id = std::to_string(seed);
+    program += "namespace k" + id + " {\n" + emit_cuda_source(lower_body(*dag.graph).ir, "typed_" + id) + "}\n";
+  }
+  std::string ptx = compile_cuda_to_ptx(program, "typed_random_dags.cu");
+  for (uint64_t seed = 0; seed < 200; ++seed)
+    EXPECT_NE(ptx.find(".entry typed_" + std::to_string(seed) + "("), std::string::npos) << "seed " << seed;
+}
+
+TEST(CudaEmitter, TypedRandomDagsRunOnTheGpuAndMatchTheReference) {
+  std::string why = cuda_device_unavailable_reason();
+  if (!why.empty()) GTEST_SKIP() << "no GPU: " << why;
+  for (uint64_t seed = 30000; seed < 30300; ++seed) {
+    graft::testing::TypedDag dag = graft::testing::make_typed_dag(seed);
+    KernelIR ir = lower_body(*dag.graph).ir;
+    std::vector<Tensor> got = CudaKernel(ir).run(dag.inputs);
+    std::vector<Tensor> want = graft::testing::run_reference(*dag.graph, dag.inputs);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < got.size(); ++k)
+      ASSERT_TRUE(close_enough(got[k], want[k], graft::testing::typed_dag_rtol(want[k].dtype(), ir),
+                               graft::testing::typed_dag_atol(want[k].dtype(), ir)))
+          << "seed " << seed << " output " << k << "\n"
+          << to_string(ir);
   }
 }
 
