@@ -91,7 +91,10 @@ inline Tensor typed_input(DType dtype, const Shape& shape, std::mt19937_64& rng)
   return t;
 }
 
-inline TypedDag make_typed_dag(uint64_t seed) {
+/// A random DAG of fusible ops; with `opaque`, also Softmax nodes (not
+/// fusible) on float values, so that the fusion pass cuts the DAG into
+/// several fused nodes around them.
+inline TypedDag make_typed_dag(uint64_t seed, bool opaque = false) {
   std::mt19937_64 rng(seed);
   auto pick = [&](size_t n) { return static_cast<size_t>(rng() % n); };
   TypedDag dag;
@@ -140,6 +143,18 @@ inline TypedDag make_typed_dag(uint64_t seed) {
   const std::vector<OpCase> cases = op_cases();
   size_t n_nodes = 1 + pick(12), made = 0;
   for (size_t attempt = 0; made < n_nodes && attempt < 100; ++attempt) {
+    if (opaque && pick(6) == 0) {  // Softmax on the last axis of a float value of rank >= 1
+      std::vector<size_t> floats;
+      for (size_t i = 0; i < values.size(); ++i)
+        if (dtype_is_float(values[i].dtype) && g.type_of(values[i].value).dims.size() >= 1) floats.push_back(i);
+      if (floats.empty()) continue;
+      const Available& from = values[floats[pick(floats.size())]];
+      ir::Node* node = g.add_node("Softmax", {from.value});
+      node->opset_version = 20;
+      ++made;
+      values.push_back({node->output(0), from.dtype, false});
+      continue;
+    }
     if (pick(8) == 0) {  // Where on a bool condition
       DType t = all[pick(4)];
       Available c = operand(boolean, true), a = operand(t, false), b = operand(t, false);
@@ -184,14 +199,22 @@ inline TypedDag make_typed_dag(uint64_t seed) {
 }
 
 /// Tolerances: exact for integers and bools; for floats, float32's when any
-/// value of the kernel is float32 (a float64 output may come from a float32
-/// one), else float64's.
-inline double typed_dag_rtol(DType t, const codegen::KernelIR& ir) {
-  if (!dtype_is_float(t)) return 0;
+/// value is float32 (a float64 output may come from a float32 one), else
+/// float64's.
+inline double typed_dag_rtol(DType t, bool any_float32) { return !dtype_is_float(t) ? 0 : any_float32 ? 1e-4 : 1e-10; }
+inline double typed_dag_atol(DType t, bool any_float32) { return typed_dag_rtol(t, any_float32) * 0.1; }
+inline bool any_float32(const codegen::KernelIR& ir) {
   for (const codegen::Expr& e : ir.exprs)
-    if (e.dtype == f32) return 1e-4;
-  return 1e-10;
+    if (e.dtype == DType::float32) return true;
+  return false;
 }
-inline double typed_dag_atol(DType t, const codegen::KernelIR& ir) { return typed_dag_rtol(t, ir) * 0.1; }
+inline bool any_float32(const ir::Graph& g) {
+  for (const auto& node : g.nodes())
+    for (const ir::ValueType& t : node->output_types)
+      if (t.dtype == DType::float32) return true;
+  return false;
+}
+inline double typed_dag_rtol(DType t, const codegen::KernelIR& ir) { return typed_dag_rtol(t, any_float32(ir)); }
+inline double typed_dag_atol(DType t, const codegen::KernelIR& ir) { return typed_dag_atol(t, any_float32(ir)); }
 
 }  // namespace graft::testing
