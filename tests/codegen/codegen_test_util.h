@@ -69,8 +69,9 @@ inline std::vector<Tensor> run_compiled(const ir::Graph& graph, const std::vecto
   probe.input_dtypes = {DType::float32};
   probe.outputs = {probe.add_input(0, DType::float32)};
   const char* jit = std::getenv("GRAFT_JIT");
-  if (!cache.cpu_key(probe).empty() && !(jit && std::string(jit) == "0"))
+  if (!cache.cpu_key(probe).empty() && !(jit && std::string(jit) == "0")) {
     EXPECT_EQ(cache.counters().interpreted, interpreted) << "a fused kernel fell back to the interpreter";
+  }
   return outputs;
 }
 

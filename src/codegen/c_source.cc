@@ -1,0 +1,185 @@
+// The C-family rendering of kernel IR shared by the CUDA and OpenCL emitters
+// (see c_source.h).
+#include "c_source.h"
+
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+
+#include "graft/core/error.h"
+
+namespace graft::codegen {
+
+const CDialect kCudaDialect{
+    "CUDA", "long long", "unsigned long long", "ULL", "0ULL", "__longlong_as_double", "LL", true, true, true};
+const CDialect kOpenClDialect{"OpenCL", "long", "ulong", "UL", "(ulong)0", "as_double", "L", false, false, false};
+
+std::string c_type(DType t, const CDialect& dialect) {
+  switch (t) {
+    case DType::float32:
+      return "float";
+    case DType::float64:
+      return "double";
+    case DType::int32:
+      return "int";
+    case DType::int64:
+      return std::string(dialect.int64);
+    case DType::boolean:
+      return "bool";
+    default:
+      fail(ErrorKind::internal, dialect.name, " emitter: dtype ", dtype_name(t));
+  }
+}
+
+std::string storage_c_type(DType t, const CDialect& dialect) {
+  return t == DType::boolean ? "unsigned char" : c_type(t, dialect);
+}
+
+std::string constant_literal(const Expr& e, const CDialect& dialect) {
+  char hex[24];
+  if (dtype_is_float(e.dtype)) {
+    uint64_t bits;
+    std::memcpy(&bits, &e.float_value, sizeof bits);
+    std::snprintf(hex, sizeof hex, "0x%016" PRIx64, bits);
+    return "((" + c_type(e.dtype, dialect) + ")" + std::string(dialect.bits_to_double) + "(" + hex +
+           std::string(dialect.bits_literal) + "))";
+  }
+  if (e.dtype == DType::boolean) return e.int_value ? "true" : "false";
+  std::snprintf(hex, sizeof hex, "0x%016" PRIx64, static_cast<uint64_t>(e.int_value));
+  return "((" + c_type(e.dtype, dialect) + ")(" + std::string(dialect.int64) + ")" + hex +
+         std::string(dialect.u64_literal) + ")";
+}
+
+std::string render_expression(const KernelIR& ir, const Expr& e, const CDialect& dialect) {
+  auto a = [&](int k) { return "v" + std::to_string(e.args[k]); };
+  auto arg_dtype = [&](int k) { return ir.exprs[static_cast<size_t>(e.args[k])].dtype; };
+  DType t = e.dtype;
+  std::string T = c_type(t, dialect);
+  bool is_float = dtype_is_float(t);
+  // "expf" for float32 in CUDA, "exp" otherwise.
+  auto math = [&](const char* name, DType type) {
+    return std::string(name) + (dialect.suffixed_math && type == DType::float32 ? "f" : "");
+  };
+  const std::string u64 = "(" + std::string(dialect.uint64) + ")", zero = std::string(dialect.u64_zero);
+  auto wrap = [&](const char* op) { return "(" + T + ")(" + u64 + a(0) + " " + op + " " + u64 + a(1) + ")"; };
+  // graft_idiv<int> in CUDA, graft_idiv_i32 in OpenCL.
+  auto helper = [&](const char* name) {
+    if (dialect.template_helpers) return std::string(name) + "<" + T + ">";
+    return std::string(name) + (t == DType::int32 ? "_i32" : "_i64");
+  };
+  switch (e.op) {
+    case ExprOp::input:
+    case ExprOp::constant:
+      return {};
+    case ExprOp::neg:
+      return is_float ? "-" + a(0) : "(" + T + ")(" + zero + " - " + u64 + a(0) + ")";
+    case ExprOp::abs:
+      return is_float ? math("fabs", t) + "(" + a(0) + ")"
+                      : "(" + a(0) + " < 0 ? (" + T + ")(" + zero + " - " + u64 + a(0) + ") : " + a(0) + ")";
+    case ExprOp::exp:
+      return math("exp", t) + "(" + a(0) + ")";
+    case ExprOp::expm1:
+      return math("expm1", t) + "(" + a(0) + ")";
+    case ExprOp::log:
+      return math("log", t) + "(" + a(0) + ")";
+    case ExprOp::log1p:
+      return math("log1p", t) + "(" + a(0) + ")";
+    case ExprOp::sqrt:
+      return math("sqrt", t) + "(" + a(0) + ")";
+    case ExprOp::tanh:
+      return math("tanh", t) + "(" + a(0) + ")";
+    case ExprOp::erf:
+      return math("erf", t) + "(" + a(0) + ")";
+    case ExprOp::sin:
+      return math("sin", t) + "(" + a(0) + ")";
+    case ExprOp::cos:
+      return math("cos", t) + "(" + a(0) + ")";
+    case ExprOp::floor:
+      return math("floor", t) + "(" + a(0) + ")";
+    case ExprOp::ceil:
+      return math("ceil", t) + "(" + a(0) + ")";
+    case ExprOp::round:
+      return math("rint", t) + "(" + a(0) + ")";
+    case ExprOp::sigmoid: {
+      std::string x = a(0), ex = math("exp", t);
+      return "(" + x + " >= (" + T + ")0 ? (" + T + ")1 / ((" + T + ")1 + " + ex + "(-" + x + ")) : " + ex + "(" + x +
+             ") / ((" + T + ")1 + " + ex + "(" + x + ")))";
+    }
+    case ExprOp::sign:
+      if (is_float)
+        return "(" + a(0) + " != " + a(0) + " ? " + a(0) + " : (" + a(0) + " > 0 ? (" + T + ")1 : (" + a(0) +
+               " < 0 ? (" + T + ")-1 : (" + T + ")0)))";
+      return "(" + T + ")((" + a(0) + " > 0) - (" + a(0) + " < 0))";
+    case ExprOp::logical_not:
+      return "!" + a(0);
+    case ExprOp::cast: {
+      DType from = arg_dtype(0);
+      if (t == DType::boolean) return "(" + a(0) + " != 0)";
+      if (dtype_is_float(from) && !is_float) return "(" + T + ")graft_f2i((double)" + a(0) + ")";
+      return "(" + T + ")" + a(0);
+    }
+    case ExprOp::add:
+      return is_float ? a(0) + " + " + a(1) : wrap("+");
+    case ExprOp::sub:
+      return is_float ? a(0) + " - " + a(1) : wrap("-");
+    case ExprOp::mul:
+      return is_float ? a(0) + " * " + a(1) : wrap("*");
+    case ExprOp::div:
+      return is_float ? a(0) + " / " + a(1) : helper("graft_idiv") + "(" + a(0) + ", " + a(1) + ")";
+    case ExprOp::pow:
+      return is_float ? math("pow", t) + "(" + a(0) + ", " + a(1) + ")"
+                      : helper("graft_ipow") + "(" + a(0) + ", " + a(1) + ")";
+    case ExprOp::max:
+    case ExprOp::min: {
+      const char* cmp = e.op == ExprOp::max ? " > " : " < ";
+      if (is_float)
+        return "((" + a(0) + " != " + a(0) + " || " + a(0) + cmp + a(1) + ") ? " + a(0) + " : " + a(1) + ")";
+      return "(" + a(0) + cmp + a(1) + " ? " + a(0) + " : " + a(1) + ")";
+    }
+    case ExprOp::equal:
+      return "(" + a(0) + " == " + a(1) + ")";
+    case ExprOp::less:
+      return "(" + a(0) + " < " + a(1) + ")";
+    case ExprOp::less_equal:
+      return "(" + a(0) + " <= " + a(1) + ")";
+    case ExprOp::greater:
+      return "(" + a(0) + " > " + a(1) + ")";
+    case ExprOp::greater_equal:
+      return "(" + a(0) + " >= " + a(1) + ")";
+    case ExprOp::logical_and:
+      return "(" + a(0) + " && " + a(1) + ")";
+    case ExprOp::logical_or:
+      return "(" + a(0) + " || " + a(1) + ")";
+    case ExprOp::logical_xor:
+      return "(" + a(0) + " != " + a(1) + ")";
+    case ExprOp::select: {
+      std::string plain = "(" + a(0) + " ? " + a(1) + " : " + a(2) + ")";
+      // CUDA: a select on an ordered comparison of floats is a min or max, and
+      // ptxas folds a clamp to [0, 1] built of two (HardSigmoid, Clip) into a
+      // saturating FFMA/FADD, which turns NaN into 0 where the comparison
+      // (false on NaN) picks the second branch: HardSigmoid(NaN) gave 0 on an
+      // H100 where the reference gives 1. The guard says what the select
+      // gives on NaN; its NaN test is inline PTX, which NVVM cannot fold
+      // away (it did fold a plain `x != x`, the guard being redundant by the
+      // select's own semantics).
+      const Expr& cond = ir.exprs[static_cast<size_t>(e.args[0])];
+      bool ordered = cond.op == ExprOp::less || cond.op == ExprOp::less_equal || cond.op == ExprOp::greater ||
+                     cond.op == ExprOp::greater_equal || cond.op == ExprOp::equal;
+      if (!dialect.guard_selects || !is_float || !ordered ||
+          !dtype_is_float(ir.exprs[static_cast<size_t>(cond.args[0])].dtype))
+        return plain;
+      std::string tests;
+      for (int k = 0; k < 2; ++k) {
+        const Expr& operand = ir.exprs[static_cast<size_t>(cond.args[k])];
+        if (operand.op == ExprOp::constant && !std::isnan(operand.float_value)) continue;
+        tests += (tests.empty() ? "graft_isnan(v" : " || graft_isnan(v") + std::to_string(cond.args[k]) + ")";
+      }
+      if (tests.empty()) return plain;
+      return "((" + tests + ") ? " + a(2) + " : " + plain + ")";
+    }
+  }
+  fail(ErrorKind::internal, dialect.name, " emitter: op ", to_string(e.op));
+}
+
+}  // namespace graft::codegen

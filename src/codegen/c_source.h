@@ -1,0 +1,45 @@
+// The C-family rendering of kernel IR that the CUDA and OpenCL emitters
+// share: types, constants and one C expression per IR node, with the few
+// differences of the two languages in a CDialect. Internal to src/codegen.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "graft/codegen/kernel_ir.h"
+
+namespace graft::codegen {
+
+/// What differs between CUDA C++ and OpenCL C in the generated source.
+struct CDialect {
+  std::string_view name;            ///< "CUDA", "OpenCL": names the emitter in errors
+  std::string_view int64;           ///< the 64-bit integer type: "long long", "long"
+  std::string_view uint64;          ///< its unsigned type: "unsigned long long", "ulong"
+  std::string_view u64_literal;     ///< suffix of unsigned 64-bit literals: "ULL", "UL"
+  std::string_view u64_zero;        ///< an unsigned 64-bit zero: "0ULL", "(ulong)0"
+  std::string_view bits_to_double;  ///< reinterprets 64 bits as a double: "__longlong_as_double", "as_double"
+  std::string_view bits_literal;    ///< suffix of the literal it takes: "LL", "L"
+  bool suffixed_math = false;       ///< float32 math is expf, tanhf, ... (else overloaded exp, tanh)
+  bool template_helpers = false;    ///< integer helpers are graft_idiv<T> (else graft_idiv_i32, _i64)
+  /// Selects on float comparisons get an explicit NaN guard through
+  /// graft_isnan (ptxas folds clamps into saturating arithmetic, which maps
+  /// NaN to 0; see render_expression).
+  bool guard_selects = false;
+};
+
+extern const CDialect kCudaDialect;
+extern const CDialect kOpenClDialect;
+
+/// The C type of a value of dtype `t`.
+std::string c_type(DType t, const CDialect& dialect);
+/// The C type a tensor of dtype `t` is stored as (bool as unsigned char).
+std::string storage_c_type(DType t, const CDialect& dialect);
+/// The literal of a constant node, exact to the bit.
+std::string constant_literal(const Expr& e, const CDialect& dialect);
+/// The C expression of node `e` of `ir` (not an input or constant), its
+/// operands named v<index>. Semantics are the reference kernels': integer
+/// arithmetic wraps, x / 0 = 0, exact integer powers, float-to-integer casts
+/// through graft_f2i; the prelude of each emitter defines the helpers.
+std::string render_expression(const KernelIR& ir, const Expr& e, const CDialect& dialect);
+
+}  // namespace graft::codegen
