@@ -139,6 +139,16 @@ std::optional<std::string> cache_directory_from_environment() {
   return dir.string();
 }
 
+std::string cpu_jit_unavailable_reason() {
+  return llvm_jit_available() ? std::string() : llvm_jit_unavailable_reason();
+}
+
+std::string cpu_jit_target() {
+  if (!llvm_jit_available())
+    fail(ErrorKind::unsupported, "the LLVM JIT is unavailable: ", llvm_jit_unavailable_reason());
+  return llvm_target_id();
+}
+
 CompileCache& CompileCache::global() {
   static CompileCache* cache = new CompileCache;  // never destroyed: JIT code may run at exit
   return *cache;

@@ -315,6 +315,22 @@ TEST_F(CliTest, RunFusionFlagAndVariable) {
                         "GRAFT_FUSION=banana");
 }
 
+TEST_F(CliTest, DevicesDescribesWhatGraftCanUseHere) {
+  CommandResult r = graft("devices");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* line :
+       {"cpu ", "backend ref ", "backend fuse ", "fused kernels ", "compile cache ", "cuda ", "opencl "})
+    EXPECT_NE(("\n" + r.out).find(std::string("\n") + line), std::string::npos) << line << " in:\n" << r.out;
+  EXPECT_NE(graft("devices", "GRAFT_JIT=0").out.find("interpreter (GRAFT_JIT=0)"), std::string::npos);
+  CommandResult cached = graft("devices", "GRAFT_CACHE_DIR=" + quote(path("devices_cache")));
+  EXPECT_NE(cached.out.find(path("devices_cache") + " (GRAFT_CACHE_DIR)"), std::string::npos) << cached.out;
+  expect_one_line_error(graft("devices", "GRAFT_JIT=2"), "GRAFT_JIT", "GRAFT_JIT=2");
+  expect_one_line_error(graft("devices", "GRAFT_NUM_THREADS=abc"), "GRAFT_NUM_THREADS", "GRAFT_NUM_THREADS=abc");
+  CommandResult bad_cache = graft("devices", "GRAFT_CACHE_DIR=" + quote(mlp_));  // a file, not a directory
+  expect_one_line_error(bad_cache, "GRAFT_CACHE_DIR", "GRAFT_CACHE_DIR=<a file>");
+  EXPECT_TRUE(bad_cache.out.empty()) << "an error prints nothing else: " << bad_cache.out;
+}
+
 /// Writes an ONNX backend test case for the mlp: input_0.pb and output_0.pb
 /// (graft's own output, optionally perturbed at element 3).
 void write_mlp_case(const fs::path& dir, const std::string& model_bytes, int64_t batch, float perturbation) {

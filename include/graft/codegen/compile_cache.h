@@ -52,6 +52,13 @@ bool jit_enabled_by_environment();
 /// GRAFT_CACHE_DIR when it is not a directory or cannot be created.
 std::optional<std::string> cache_directory_from_environment();
 
+/// Empty when the LLVM JIT compiles fused kernels on this machine (it loads
+/// the plugin); otherwise why not (built without LLVM, the plugin missing).
+std::string cpu_jit_unavailable_reason();
+/// What CPU object code is compiled for: LLVM version, target triple, host
+/// CPU name and features (throws unsupported without the JIT).
+std::string cpu_jit_target();
+
 /// The process-wide cache of compiled CPU kernels.
 class CompileCache {
  public:
