@@ -360,21 +360,6 @@ void check(int status, const char* what) {
   if (status != 0) fail(ErrorKind::internal, what, " failed with CUDA error ", status);
 }
 
-/// Element strides of a dense tensor of `shape` read at every index of
-/// `domain` (0 along broadcast dimensions); `shape` broadcasts to `domain`.
-std::vector<int64_t> strides_in(const Shape& shape, const Shape& domain) {
-  GRAFT_CHECK(shape.size() <= domain.size(), "CUDA kernel: operand of rank ", shape.size(), " in a rank-",
-              domain.size(), " iteration space");
-  std::vector<int64_t> strides(domain.size(), 0);
-  int64_t stride = 1;
-  for (size_t k = 0; k < shape.size(); ++k) {
-    size_t d = domain.size() - 1 - k, s = shape.size() - 1 - k;
-    strides[d] = shape[s] == 1 ? 0 : stride;
-    stride *= shape[s];
-  }
-  return strides;
-}
-
 }  // namespace
 
 std::string cuda_device_unavailable_reason() { return driver().error; }
@@ -451,37 +436,29 @@ void CudaKernel::launch(std::span<const CudaOperand> inputs, std::span<const Cud
   std::vector<Shape> input_shapes;
   for (const CudaOperand& in : inputs) input_shapes.push_back(in.shape);
   std::vector<Shape> output_shapes = kernel_output_shapes(ir_, input_shapes);
-  Shape domain;
-  for (size_t o = 0; o < outputs.size(); ++o) {
+  for (size_t o = 0; o < outputs.size(); ++o)
     if (outputs[o].shape != output_shapes[o])
       fail(ErrorKind::invalid_argument, "CUDA kernel: output ", o, " has shape ", shape_to_string(outputs[o].shape),
            ", the inputs give ", shape_to_string(output_shapes[o]));
-    domain = broadcast_shapes(domain, output_shapes[o], "CUDA kernel");
-  }
-  if (domain.size() > static_cast<size_t>(kMaxKernelRank))
-    fail(ErrorKind::invalid_argument, "CUDA kernel: rank ", domain.size(), " is above ", kMaxKernelRank);
-  int64_t total = shape_numel(domain);
+  // Collapsed: a broadcast kernel divides by fewer extents per element, and
+  // equal shapes (also [1, n] against [n]) take the dense path. An input that
+  // no output depends on may have any shape: it is never read.
+  LaunchGeometry geometry = launch_geometry(ir_, input_shapes, output_shapes);
+  const int64_t total = geometry.num_elements();
   if (total == 0) return;
+  const bool contiguous = geometry.dense();
   size_t n_ops = inputs.size() + outputs.size();
   ArgumentLayout layout{n_ops};
   std::vector<char> block(layout.size(), 0);
-  bool contiguous = true;
-  int32_t rank = static_cast<int32_t>(domain.size());
+  int32_t rank = static_cast<int32_t>(geometry.extents.size());
   std::memcpy(block.data(), &total, 8);
   std::memcpy(block.data() + 8, &rank, 4);
-  for (size_t d_i = 0; d_i < domain.size(); ++d_i)
-    std::memcpy(block.data() + layout.extents_offset() + 8 * d_i, &domain[d_i], 8);
-  // An input that no output depends on may have any shape (the iteration
-  // space is the outputs'): it is never read, and gets no strides.
-  std::vector<bool> read(inputs.size(), false);
-  for (const Expr& e : ir_.exprs)
-    if (e.op == ExprOp::input) read[static_cast<size_t>(e.index)] = true;
+  std::memcpy(block.data() + layout.extents_offset(), geometry.extents.data(), 8 * geometry.extents.size());
   for (size_t k = 0; k < n_ops; ++k) {
     const CudaOperand& operand = k < inputs.size() ? inputs[k] : outputs[k - inputs.size()];
-    if (k < inputs.size() && !read[k]) continue;
-    if (operand.shape != domain) contiguous = false;
-    std::vector<int64_t> strides = strides_in(operand.shape, domain);
-    std::memcpy(block.data() + layout.strides_offset() + k * 8 * kMaxKernelRank, strides.data(), 8 * strides.size());
+    if (k < inputs.size() && !geometry.read[k]) continue;
+    std::memcpy(block.data() + layout.strides_offset() + k * 8 * kMaxKernelRank, geometry.strides[k].data(),
+                8 * geometry.strides[k].size());
     std::memcpy(block.data() + layout.pointers_offset() + 8 * k, &operand.address, 8);
   }
   int contiguous_flag = contiguous ? 1 : 0;

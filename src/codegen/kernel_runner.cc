@@ -85,6 +85,54 @@ std::vector<Shape> kernel_output_shapes(const KernelIR& ir, std::span<const Shap
   return result;
 }
 
+int64_t LaunchGeometry::num_elements() const {
+  int64_t n = 1;
+  for (int64_t e : extents) n *= e;
+  return n;
+}
+
+bool LaunchGeometry::dense() const {
+  if (extents.size() != 1) return false;
+  for (size_t k = 0; k < strides.size(); ++k)
+    if ((k >= read.size() || read[k]) && strides[k][0] != 1) return false;
+  return true;
+}
+
+LaunchGeometry launch_geometry(const KernelIR& ir, std::span<const Shape> input_shapes,
+                               std::span<const Shape> output_shapes) {
+  Shape domain;
+  for (const Shape& s : output_shapes) domain = broadcast_pair(domain, s);
+  LaunchGeometry g;
+  g.read.assign(input_shapes.size(), false);
+  for (const Expr& e : ir.exprs)
+    if (e.op == ExprOp::input) g.read[static_cast<size_t>(e.index)] = true;
+  const size_t n_ops = input_shapes.size() + output_shapes.size();
+  std::vector<std::vector<int64_t>> strides(n_ops, std::vector<int64_t>(domain.size(), 0));
+  for (size_t k = 0; k < n_ops; ++k) {
+    if (k < input_shapes.size() && !g.read[k]) continue;  // any shape: never read
+    strides[k] = strides_in(k < input_shapes.size() ? input_shapes[k] : output_shapes[k - input_shapes.size()], domain);
+  }
+  // Drop extent-1 dimensions, merge mergeable neighbours.
+  g.strides.resize(n_ops);
+  for (size_t d = 0; d < domain.size(); ++d) {
+    if (domain[d] == 1) continue;
+    bool merge = !g.extents.empty();
+    for (size_t k = 0; k < n_ops && merge; ++k) merge = g.strides[k].back() == strides[k][d] * domain[d];
+    if (merge) {
+      g.extents.back() *= domain[d];
+      for (size_t k = 0; k < n_ops; ++k) g.strides[k].back() = strides[k][d];
+    } else {
+      g.extents.push_back(domain[d]);
+      for (size_t k = 0; k < n_ops; ++k) g.strides[k].push_back(strides[k][d]);
+    }
+  }
+  if (g.extents.empty()) {
+    g.extents.push_back(1);
+    for (size_t k = 0; k < n_ops; ++k) g.strides[k].push_back(1);
+  }
+  return g;
+}
+
 std::vector<Tensor> run_kernel(const KernelIR& ir, const KernelRunner& runner, std::span<const Tensor> inputs,
                                ops::OutputAllocator& allocator) {
   if (inputs.size() != ir.input_dtypes.size())
@@ -101,51 +149,26 @@ std::vector<Tensor> run_kernel(const KernelIR& ir, const KernelRunner& runner, s
   std::vector<Tensor> outputs;
   for (size_t o = 0; o < output_shapes.size(); ++o) outputs.push_back(allocator.allocate(output_dtypes[o], output_shapes[o]));
 
-  Shape domain;
-  for (const Shape& s : output_shapes) domain = broadcast_pair(domain, s);
-  int64_t total = shape_numel(domain);
+  LaunchGeometry geometry = launch_geometry(ir, input_shapes, output_shapes);
+  const int64_t total = geometry.num_elements();
   if (total == 0) return outputs;
 
   // Operands: inputs that some output reads, then outputs.
-  std::vector<bool> used(inputs.size(), false);
-  for (const Expr& e : ir.exprs)
-    if (e.op == ExprOp::input) used[static_cast<size_t>(e.index)] = true;
   size_t n_ops = inputs.size() + outputs.size();
   std::vector<char*> base(n_ops, nullptr);
   std::vector<size_t> element_size(n_ops, 0);
-  std::vector<std::vector<int64_t>> strides(n_ops, std::vector<int64_t>(domain.size(), 0));
   for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!used[i]) continue;
+    if (!geometry.read[i]) continue;
     base[i] = static_cast<char*>(const_cast<void*>(inputs[i].raw_data()));
     element_size[i] = dtype_size(inputs[i].dtype());
-    strides[i] = strides_in(inputs[i].shape(), domain);
   }
   for (size_t o = 0; o < outputs.size(); ++o) {
     size_t k = inputs.size() + o;
     base[k] = static_cast<char*>(outputs[o].raw_data());
     element_size[k] = dtype_size(outputs[o].dtype());
-    strides[k] = strides_in(outputs[o].shape(), domain);
   }
-
-  // Collapse: drop extent-1 dimensions, merge mergeable neighbours.
-  std::vector<int64_t> extents;
-  std::vector<std::vector<int64_t>> collapsed(n_ops);
-  for (size_t d = 0; d < domain.size(); ++d) {
-    if (domain[d] == 1) continue;
-    bool merge = !extents.empty();
-    for (size_t k = 0; k < n_ops && merge; ++k) merge = collapsed[k].back() == strides[k][d] * domain[d];
-    if (merge) {
-      extents.back() *= domain[d];
-      for (size_t k = 0; k < n_ops; ++k) collapsed[k].back() = strides[k][d];
-    } else {
-      extents.push_back(domain[d]);
-      for (size_t k = 0; k < n_ops; ++k) collapsed[k].push_back(strides[k][d]);
-    }
-  }
-  if (extents.empty()) {
-    extents.push_back(1);
-    for (size_t k = 0; k < n_ops; ++k) collapsed[k].push_back(1);
-  }
+  const std::vector<int64_t>& extents = geometry.extents;
+  const std::vector<std::vector<int64_t>>& collapsed = geometry.strides;
   size_t rank = extents.size();
   int64_t inner = extents.back();
   std::vector<int64_t> inner_strides(n_ops);

@@ -334,33 +334,18 @@ std::vector<Tensor> OpenClKernel::run(std::span<const Tensor> inputs) const {
   std::vector<Shape> output_shapes = kernel_output_shapes(ir_, input_shapes);
   std::vector<DType> output_dtypes = ir_.output_dtypes();
   std::vector<Tensor> outputs;
-  Shape domain;
-  for (size_t o = 0; o < output_shapes.size(); ++o) {
-    outputs.emplace_back(output_dtypes[o], output_shapes[o]);
-    domain = broadcast_shapes(domain, output_shapes[o], "OpenCL kernel");
-  }
-  const int64_t total = shape_numel(domain);
+  for (size_t o = 0; o < output_shapes.size(); ++o) outputs.emplace_back(output_dtypes[o], output_shapes[o]);
+  // Extents, then each operand's strides over them (collapsed as run_kernel
+  // does: fewer divisions per element, and the dense path for equal shapes).
+  LaunchGeometry layout = launch_geometry(ir_, input_shapes, output_shapes);
+  const int64_t total = layout.num_elements();
   if (total == 0) return outputs;
-  // Extents, then each operand's strides over them (0 where it broadcasts;
-  // an input that no output reads gets none: it may have any shape).
   const size_t n_ops = inputs.size() + outputs.size();
   std::vector<cl_long> geometry(kMaxKernelRank * (1 + n_ops), 0);
-  std::copy(domain.begin(), domain.end(), geometry.begin());
-  std::vector<bool> read(inputs.size(), false);
-  for (const Expr& e : ir_.exprs)
-    if (e.op == ExprOp::input) read[static_cast<size_t>(e.index)] = true;
-  bool dense = true;
-  for (size_t k = 0; k < n_ops; ++k) {
-    const Shape& shape = k < inputs.size() ? inputs[k].shape() : outputs[k - inputs.size()].shape();
-    if (k < inputs.size() && !read[k]) continue;
-    if (shape != domain) dense = false;
-    int64_t stride = 1;
-    for (size_t j = 0; j < shape.size(); ++j) {
-      size_t d = domain.size() - 1 - j, s = shape.size() - 1 - j;
-      geometry[kMaxKernelRank * (1 + k) + d] = shape[s] == 1 ? 0 : stride;
-      stride *= shape[s];
-    }
-  }
+  std::copy(layout.extents.begin(), layout.extents.end(), geometry.begin());
+  for (size_t k = 0; k < n_ops; ++k)
+    std::copy(layout.strides[k].begin(), layout.strides[k].end(), geometry.begin() + kMaxKernelRank * (1 + k));
+  const bool dense = layout.dense();
   Buffers buffers(cl);
   cl_mem geometry_buffer =
       buffers.add(geometry.size() * sizeof(cl_long), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, geometry.data());
@@ -370,7 +355,7 @@ std::vector<Tensor> OpenClKernel::run(std::span<const Tensor> inputs) const {
                                    t.nbytes() ? t.raw_data() : nullptr));
   for (const Tensor& t : outputs) operands.push_back(buffers.add(t.nbytes(), CL_MEM_WRITE_ONLY, nullptr));
   const cl_long n = total;
-  const cl_int rank = static_cast<cl_int>(domain.size()), dense_flag = dense ? 1 : 0;
+  const cl_int rank = static_cast<cl_int>(layout.extents.size()), dense_flag = dense ? 1 : 0;
   std::lock_guard<std::mutex> lock(launch_mutex());
   cl_kernel kernel = static_cast<cl_kernel>(kernel_);
   check(cl.set_arg(kernel, 0, sizeof geometry_buffer, &geometry_buffer), "clSetKernelArg");

@@ -42,6 +42,27 @@ class KernelRunner {
 /// not broadcast, or when the iteration space has rank above kMaxKernelRank.
 std::vector<Shape> kernel_output_shapes(const KernelIR& ir, std::span<const Shape> input_shapes);
 
+/// Where each operand's elements lie in a kernel's iteration space (what
+/// run_kernel splits over threads, and what the CUDA and OpenCL launches
+/// pass their kernels): the iteration space with extent-1 dimensions dropped
+/// and neighbouring dimensions merged wherever every operand's strides allow
+/// (equal shapes become one dense dimension), and each operand's element
+/// strides over it, 0 along the dimensions it is broadcast in.
+struct LaunchGeometry {
+  std::vector<int64_t> extents;               ///< at least one dimension
+  std::vector<std::vector<int64_t>> strides;  ///< per operand (inputs, then outputs), one per extent
+  std::vector<bool> read;                     ///< per input: some output depends on it (else its strides are 0)
+  int64_t num_elements() const;
+  /// One dimension over which every read input and every output is dense:
+  /// the flat index is every operand's element offset.
+  bool dense() const;
+};
+
+/// The geometry of `ir` on inputs of `input_shapes` giving outputs of
+/// `output_shapes` (kernel_output_shapes of them).
+LaunchGeometry launch_geometry(const KernelIR& ir, std::span<const Shape> input_shapes,
+                               std::span<const Shape> output_shapes);
+
 /// Runs the kernel over `inputs` (one tensor per kernel input, dtypes as the
 /// IR says; throws invalid_argument otherwise) and returns its outputs,
 /// allocated from `allocator`. Splits the work over current_num_threads().

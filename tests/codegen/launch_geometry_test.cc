@@ -1,0 +1,92 @@
+// launch_geometry: the collapsed iteration space gives every operand, at
+// every flat index, the element offset that numpy broadcasting gives.
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "graft/codegen/kernel_runner.h"
+#include "graft/codegen/op_expressions.h"
+#include "graft/ir/type_inference.h"
+
+namespace graft::codegen {
+namespace {
+
+/// Offset of the element of a dense tensor of `shape` read at multi-index
+/// `at` of `domain` (right-aligned, broadcast along extent-1 dimensions).
+int64_t broadcast_offset(const Shape& shape, const Shape& domain, const std::vector<int64_t>& at) {
+  int64_t offset = 0, stride = 1;
+  for (size_t j = 0; j < shape.size(); ++j) {
+    size_t s = shape.size() - 1 - j, d = domain.size() - 1 - j;
+    if (shape[s] != 1) offset += at[d] * stride;
+    stride *= shape[s];
+  }
+  return offset;
+}
+
+TEST(LaunchGeometry, CollapsedOffsetsAreBroadcastOffsets) {
+  std::mt19937_64 rng(11);
+  int dense = 0, merged = 0;
+  for (int trial = 0; trial < 400; ++trial) {
+    // a + b, with random broadcasting: the kernel of one Add.
+    size_t rank = rng() % 6;
+    Shape base(rank);
+    for (int64_t& d : base) d = 1 + static_cast<int64_t>(rng() % 4);
+    auto operand_shape = [&] {
+      Shape s;
+      for (size_t d = rng() % (rank + 1); d < rank; ++d) s.push_back(rng() % 3 == 0 ? 1 : base[d]);
+      return s;
+    };
+    Shape a = operand_shape(), b = operand_shape();
+    ir::Graph g;
+    g.opset_imports[""] = 17;
+    ir::Value x = g.add_input("a", ir::ValueType::of(DType::float32, a))->output(0);
+    ir::Value y = g.add_input("b", ir::ValueType::of(DType::float32, b))->output(0);
+    g.add_output(g.add_node("Add", {x, y})->output(0), "c");
+    ir::infer_types(g);
+    KernelIR ir = lower_body(g).ir;
+    std::vector<Shape> in = {a, b};
+    std::vector<Shape> out = kernel_output_shapes(ir, in);
+    LaunchGeometry geometry = launch_geometry(ir, in, out);
+    const Shape& domain = out[0];
+    ASSERT_EQ(geometry.num_elements(), shape_numel(domain));
+    ASSERT_LE(geometry.extents.size(), std::max<size_t>(domain.size(), 1));
+    dense += geometry.dense();
+    merged += geometry.extents.size() < domain.size();
+    std::vector<Shape> shapes = {a, b, domain};
+    for (int64_t flat = 0; flat < shape_numel(domain); ++flat) {
+      std::vector<int64_t> at(domain.size());
+      for (int64_t rest = flat, d = static_cast<int64_t>(domain.size()) - 1; d >= 0; --d) {
+        at[static_cast<size_t>(d)] = rest % domain[static_cast<size_t>(d)];
+        rest /= domain[static_cast<size_t>(d)];
+      }
+      for (size_t k = 0; k < shapes.size(); ++k) {
+        int64_t offset = 0;  // as the kernels compute it from the collapsed geometry
+        for (int64_t rest = flat, d = static_cast<int64_t>(geometry.extents.size()) - 1; d >= 0; --d) {
+          offset += rest % geometry.extents[static_cast<size_t>(d)] * geometry.strides[k][static_cast<size_t>(d)];
+          rest /= geometry.extents[static_cast<size_t>(d)];
+        }
+        if (geometry.dense()) EXPECT_EQ(offset, flat);
+        ASSERT_EQ(offset, broadcast_offset(shapes[k], domain, at))
+            << "operand " << k << " of " << shape_to_string(a) << " + " << shape_to_string(b) << " at " << flat;
+      }
+    }
+  }
+  EXPECT_GT(dense, 20);   // equal shapes (and [1, n] against [n]) are one dense dimension
+  EXPECT_GT(merged, 50);  // and dimensions merge
+}
+
+TEST(LaunchGeometry, UnreadInputsGetNoStrides) {
+  // y = tanh(x0): input 1 is not read and may have any shape, even a larger rank.
+  KernelIR ir;
+  ir.input_dtypes = {DType::float32, DType::float32};
+  ir.outputs = {ir.add_op(ExprOp::tanh, DType::float32, ir.add_input(0, DType::float32))};
+  std::vector<Shape> in = {{4, 5}, {2, 3, 7, 9}};
+  LaunchGeometry geometry = launch_geometry(ir, in, kernel_output_shapes(ir, in));
+  EXPECT_FALSE(geometry.read[1]);
+  EXPECT_EQ(geometry.extents, std::vector<int64_t>{20});
+  EXPECT_EQ(geometry.strides[1], std::vector<int64_t>{0});
+  EXPECT_TRUE(geometry.dense());
+}
+
+}  // namespace
+}  // namespace graft::codegen
