@@ -28,8 +28,10 @@
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <unordered_map>
 
 #include "c_source.h"
+#include "graft/codegen/compile_cache.h"
 #include "graft/codegen/kernel_runner.h"
 #include "graft/core/error.h"
 
@@ -297,8 +299,26 @@ std::shared_ptr<void> build_program(const OpenCl& cl, const std::string& source)
 
 }  // namespace
 
+/// The program of one kernel's source, built once per process: a second
+/// kernel of the same IR (another fused node, another Session) reuses it.
+/// The source holds the canonical IR and no shape, so shapes never rebuild.
+std::shared_ptr<void> program_for(const OpenCl& cl, const std::string& source) {
+  static std::mutex mutex;
+  static std::unordered_map<std::string, std::shared_ptr<void>> programs;
+  CompileCounters& counters = CompileCache::global().counters();
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto it = programs.find(source); it != programs.end()) {
+    counters.opencl_memory_hits++;
+    return it->second;
+  }
+  std::shared_ptr<void> program = build_program(cl, source);
+  counters.opencl_builds++;
+  programs.emplace(source, program);
+  return program;
+}
+
 OpenClKernel::OpenClKernel(const KernelIR& ir)
-    : OpenClKernel(ir, build_program(usable_opencl(), emit_opencl_source(ir, "graft_kernel")), "graft_kernel") {}
+    : OpenClKernel(ir, program_for(usable_opencl(), emit_opencl_source(ir, "graft_kernel")), "graft_kernel") {}
 
 OpenClKernel::OpenClKernel(const KernelIR& ir, std::shared_ptr<void> program, const std::string& name)
     : ir_(ir), program_(std::move(program)) {
@@ -312,6 +332,7 @@ std::vector<std::unique_ptr<OpenClKernel>> OpenClKernel::build_all(std::span<con
   std::string source = kPrelude;
   for (size_t i = 0; i < irs.size(); ++i) source += emit_opencl_kernel(irs[i], "graft_kernel_" + std::to_string(i));
   std::shared_ptr<void> program = build_program(cl, source);
+  CompileCache::global().counters().opencl_builds++;
   std::vector<std::unique_ptr<OpenClKernel>> kernels;
   for (size_t i = 0; i < irs.size(); ++i)
     kernels.push_back(

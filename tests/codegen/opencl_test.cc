@@ -4,6 +4,7 @@
 // with the reason, where no OpenCL device with double precision is found.
 #include <gtest/gtest.h>
 
+#include "graft/codegen/compile_cache.h"
 #include "graft/codegen/interpreter.h"
 #include "graft/codegen/opencl_emitter.h"
 #include "graft/runtime/buffer_pool.h"
@@ -92,6 +93,15 @@ TEST(OpenClEmitter, OneKernelServesEveryShapeAndRefusesWrongInputs) {
     std::vector<Tensor> want = run_kernel(ir, interpreter, inputs, pool);
     EXPECT_TRUE(close_enough(got[0], want[0], 1e-5, 1e-6)) << shape_to_string(shape);
   }
+  // A second kernel of the same IR (say, another Session's) builds nothing.
+  CompileCounters& counters = CompileCache::global().counters();
+  uint64_t builds = counters.opencl_builds, hits = counters.opencl_memory_hits;
+  OpenClKernel again(ir);
+  EXPECT_EQ(counters.opencl_builds, builds);
+  EXPECT_EQ(counters.opencl_memory_hits, hits + 1);
+  std::vector<Tensor> inputs = {graft::testing::random_of(DType::float32, {6}, 3),
+                                graft::testing::random_of(DType::float32, {1}, 4)};
+  EXPECT_TRUE(close_enough(again.run(inputs)[0], run_kernel(ir, interpreter, inputs, pool)[0], 1e-5, 1e-6));
   Tensor ints(DType::int32, {3}), one(DType::float32, {1}), three(DType::float32, {3}), four(DType::float32, {4});
   EXPECT_THROW(kernel.run(std::vector<Tensor>{ints, one}), Error);    // a wrong dtype
   EXPECT_THROW(kernel.run(std::vector<Tensor>{three, four}), Error);  // shapes that do not broadcast

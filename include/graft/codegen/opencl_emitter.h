@@ -35,8 +35,10 @@ std::string opencl_device_description();
 /// Thread-safe.
 class OpenClKernel {
  public:
-  /// Builds `ir` for the device. Throws unsupported without a device, and
-  /// internal with the build log when the program does not build.
+  /// Builds `ir` for the device, once per process for each kernel IR (a
+  /// second kernel of the same IR reuses the program: CompileCounters::
+  /// opencl_builds and opencl_memory_hits). Throws unsupported without a
+  /// device, and internal with the build log when the program does not build.
   explicit OpenClKernel(const KernelIR& ir);
   /// Builds every kernel of `irs` as one OpenCL program: one compiler
   /// invocation instead of one each (a model's fused kernels, or a test's).
