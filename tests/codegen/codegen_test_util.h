@@ -30,18 +30,24 @@ inline std::unique_ptr<ir::Graph> wrap_fused(const ir::Graph& g) {
   return outer;
 }
 
-/// Runs a clone of `graph` on the reference kernels only: backend `ref`, no
-/// fusion pass, the given passes (default: verify and infer). Graphs holding
-/// FusedPointwise nodes assigned to `fuse` still run them through that backend.
-inline std::vector<Tensor> run_reference(const ir::Graph& graph, const std::vector<Tensor>& inputs,
-                                         std::vector<std::string> passes = {"verify", "infer"}) {
+/// Session options of the reference runs: backend `ref`, no fusion pass, the
+/// given passes, verified after each, 2 threads.
+inline runtime::SessionOptions reference_options(std::vector<std::string> passes) {
   runtime::SessionOptions options;
   options.passes = std::move(passes);
   options.num_threads = 2;
   options.verify_after_each_pass = true;
   options.fusion = false;
   options.backends = {"ref"};
-  runtime::Session session(graph.clone(), options);
+  return options;
+}
+
+/// Runs a clone of `graph` on the reference kernels only: backend `ref`, no
+/// fusion pass, the given passes (default: verify and infer). Graphs holding
+/// FusedPointwise nodes assigned to `fuse` still run them through that backend.
+inline std::vector<Tensor> run_reference(const ir::Graph& graph, const std::vector<Tensor>& inputs,
+                                         std::vector<std::string> passes = {"verify", "infer"}) {
+  runtime::Session session(graph.clone(), reference_options(std::move(passes)));
   return session.run(inputs);
 }
 
@@ -53,12 +59,7 @@ inline std::vector<Tensor> run_reference(const ir::Graph& graph, const std::vect
 /// interpreter while the JIT is on.
 inline std::vector<Tensor> run_compiled(const ir::Graph& graph, const std::vector<Tensor>& inputs,
                                         std::vector<std::string> passes = {"verify", "infer"}) {
-  runtime::SessionOptions options;
-  options.passes = std::move(passes);
-  options.num_threads = 2;
-  options.verify_after_each_pass = true;
-  options.fusion = false;
-  options.backends = {"ref"};
+  runtime::SessionOptions options = reference_options(std::move(passes));
   codegen::CompileCache& cache = codegen::CompileCache::global();
   uint64_t interpreted = cache.counters().interpreted;
   runtime::Session session(graph.clone(), options);
