@@ -182,4 +182,20 @@ std::string render_expression(const KernelIR& ir, const Expr& e, const CDialect&
   fail(ErrorKind::internal, dialect.name, " emitter: op ", to_string(e.op));
 }
 
+void emit_values(std::ostream& out, const KernelIR& ir, const CDialect& dialect, const std::string& indent,
+                 const std::function<std::string(const Expr&)>& load) {
+  for (size_t i = 0; i < ir.exprs.size(); ++i) {
+    const Expr& e = ir.exprs[i];
+    out << indent << "const " << c_type(e.dtype, dialect) << " v" << i << " = ";
+    if (e.op == ExprOp::input) {
+      out << load(e);
+    } else if (e.op == ExprOp::constant) {
+      out << constant_literal(e, dialect);
+    } else {
+      out << render_expression(ir, e, dialect);
+    }
+    out << ";\n";
+  }
+}
+
 }  // namespace graft::codegen

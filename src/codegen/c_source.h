@@ -3,6 +3,8 @@
 // differences of the two languages in a CDialect. Internal to src/codegen.
 #pragma once
 
+#include <functional>
+#include <ostream>
 #include <string>
 #include <string_view>
 
@@ -41,5 +43,10 @@ std::string constant_literal(const Expr& e, const CDialect& dialect);
 /// arithmetic wraps, x / 0 = 0, exact integer powers, float-to-integer casts
 /// through graft_f2i; the prelude of each emitter defines the helpers.
 std::string render_expression(const KernelIR& ir, const Expr& e, const CDialect& dialect);
+/// Writes one line per node of `ir`, `<indent>const T v<i> = ...;`: inputs as
+/// `load` renders them (from the node), constants and the other nodes as
+/// above. Both emitters' per-element code is this, then their stores.
+void emit_values(std::ostream& out, const KernelIR& ir, const CDialect& dialect, const std::string& indent,
+                 const std::function<std::string(const Expr&)>& load);
 
 }  // namespace graft::codegen

@@ -226,15 +226,24 @@ std::shared_ptr<const KernelRunner> CompileCache::compile_or_load(const KernelIR
   return runner;
 }
 
-std::string CompileCache::cuda_key(const KernelIR& ir, const std::string& architecture) const {
-  std::string material = serialize(ir) + "|cuda|" + architecture + "|nvrtc " + nvrtc_version() + "|" +
-                         emit_cuda_source(ir, "graft_kernel");
+namespace {
+
+/// The CUDA cache key of `ir`, given its generated source.
+std::string cuda_key_of(const KernelIR& ir, const std::string& architecture, const std::string& source) {
+  std::string material = serialize(ir) + "|cuda|" + architecture + "|nvrtc " + nvrtc_version() + "|" + source;
   return hex(fnv1a(material)) + hex(fnv1a(material, 0x84222325cbf29ce4ull));
+}
+
+}  // namespace
+
+std::string CompileCache::cuda_key(const KernelIR& ir, const std::string& architecture) const {
+  return cuda_key_of(ir, architecture, emit_cuda_source(ir, "graft_kernel"));
 }
 
 std::shared_ptr<const std::string> CompileCache::cuda_ptx(const KernelIR& ir, const std::string& architecture) {
   std::optional<std::string> dir = cache_directory_from_environment();  // invalid values throw here
-  std::string key = cuda_key(ir, architecture);
+  const std::string source = emit_cuda_source(ir, "graft_kernel");  // part of the key, and what a miss compiles
+  std::string key = cuda_key_of(ir, architecture, source);
   std::lock_guard<std::mutex> lock(mutex_);
   if (auto it = ptx_memory_.find(key); it != ptx_memory_.end()) {
     counters_.cuda_memory_hits++;
@@ -251,8 +260,7 @@ std::shared_ptr<const std::string> CompileCache::cuda_ptx(const KernelIR& ir, co
       counters_.disk_rejects++;
     }
   }
-  auto ptx = std::make_shared<const std::string>(
-      compile_cuda_to_ptx(emit_cuda_source(ir, "graft_kernel"), "graft_kernel.cu", architecture));
+  auto ptx = std::make_shared<const std::string>(compile_cuda_to_ptx(source, "graft_kernel.cu", architecture));
   counters_.cuda_compiles++;
   if (dir) {
     std::string problem = write_atomically(path, encode_entry(key, *ptx));

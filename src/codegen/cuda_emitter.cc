@@ -15,7 +15,6 @@
 #include <dlfcn.h>
 
 #include <cinttypes>
-#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <functional>
@@ -90,22 +89,11 @@ std::string emit_cuda_source(const KernelIR& ir, const std::string& kernel_name)
   s << kPrelude;
   s << "struct GraftArgs {\n  long long n;\n  int rank;\n  int contiguous;\n  long long extents[" << kMaxKernelRank
     << "];\n  long long strides[" << n_ops << "][" << kMaxKernelRank << "];\n  void* ptrs[" << n_ops << "];\n};\n";
-  // The expressions and stores of one element; `load` renders input k's
-  // value, `at` the element offset of operand k.
+  // The values and stores of one element; `load` renders an input's value,
+  // `at` the element offset of operand k.
   auto body = [&](const std::string& indent, const std::function<std::string(const Expr&)>& load,
                   const std::function<std::string(size_t)>& at) {
-    for (size_t i = 0; i < ir.exprs.size(); ++i) {
-      const Expr& e = ir.exprs[i];
-      s << indent << "const " << c_type(e.dtype, kCudaDialect) << " v" << i << " = ";
-      if (e.op == ExprOp::input) {
-        s << load(e);
-      } else if (e.op == ExprOp::constant) {
-        s << constant_literal(e, kCudaDialect);
-      } else {
-        s << render_expression(ir, e, kCudaDialect);
-      }
-      s << ";\n";
-    }
+    emit_values(s, ir, kCudaDialect, indent, load);
     for (size_t o = 0; o < ir.outputs.size(); ++o) {
       size_t k = n_inputs + o;
       DType t = ir.exprs[static_cast<size_t>(ir.outputs[o])].dtype;
@@ -473,12 +461,7 @@ void CudaKernel::launch(std::span<const CudaOperand> inputs, std::span<const Cud
 }
 
 std::vector<Tensor> CudaKernel::run(std::span<const Tensor> inputs) const {
-  std::vector<Shape> input_shapes;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (i >= ir_.input_dtypes.size() || inputs[i].dtype() != ir_.input_dtypes[i])
-      fail(ErrorKind::invalid_argument, "CUDA kernel: input ", i, " has the wrong dtype");
-    input_shapes.push_back(inputs[i].shape());
-  }
+  std::vector<Shape> input_shapes = kernel_input_shapes(ir_, inputs);
   std::vector<Shape> output_shapes = kernel_output_shapes(ir_, input_shapes);
   std::vector<DType> output_dtypes = ir_.output_dtypes();
   std::vector<Tensor> outputs;

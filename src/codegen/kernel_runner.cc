@@ -133,8 +133,7 @@ LaunchGeometry launch_geometry(const KernelIR& ir, std::span<const Shape> input_
   return g;
 }
 
-std::vector<Tensor> run_kernel(const KernelIR& ir, const KernelRunner& runner, std::span<const Tensor> inputs,
-                               ops::OutputAllocator& allocator) {
+std::vector<Shape> kernel_input_shapes(const KernelIR& ir, std::span<const Tensor> inputs) {
   if (inputs.size() != ir.input_dtypes.size())
     fail(ErrorKind::invalid_argument, "fused kernel: expected ", ir.input_dtypes.size(), " inputs, got ", inputs.size());
   std::vector<Shape> input_shapes;
@@ -144,6 +143,12 @@ std::vector<Tensor> run_kernel(const KernelIR& ir, const KernelRunner& runner, s
            dtype_name(ir.input_dtypes[i]), ", got ", inputs[i].is_defined() ? inputs[i].type_string() : "nothing");
     input_shapes.push_back(inputs[i].shape());
   }
+  return input_shapes;
+}
+
+std::vector<Tensor> run_kernel(const KernelIR& ir, const KernelRunner& runner, std::span<const Tensor> inputs,
+                               ops::OutputAllocator& allocator) {
+  std::vector<Shape> input_shapes = kernel_input_shapes(ir, inputs);
   std::vector<Shape> output_shapes = kernel_output_shapes(ir, input_shapes);
   std::vector<DType> output_dtypes = ir.output_dtypes();
   std::vector<Tensor> outputs;

@@ -100,18 +100,9 @@ std::string emit_opencl_kernel(const KernelIR& ir, const std::string& kernel_nam
   s << "        const long c = rest % geometry[d];\n        rest /= geometry[d];\n";
   s << "        for (int k = 0; k < " << n_ops << "; ++k) off[k] += c * geometry[" << kMaxKernelRank << " + k * "
     << kMaxKernelRank << " + d];\n      }\n    }\n";
-  for (size_t i = 0; i < ir.exprs.size(); ++i) {
-    const Expr& e = ir.exprs[i];
-    s << "    const " << c_type(e.dtype, dialect) << " v" << i << " = ";
-    if (e.op == ExprOp::input) {
-      s << "(" << c_type(e.dtype, dialect) << ")p" << e.index << "[off[" << e.index << "]]";
-    } else if (e.op == ExprOp::constant) {
-      s << constant_literal(e, dialect);
-    } else {
-      s << render_expression(ir, e, dialect);
-    }
-    s << ";\n";
-  }
+  emit_values(s, ir, dialect, "    ", [&](const Expr& e) {
+    return "(" + c_type(e.dtype, dialect) + ")p" + std::to_string(e.index) + "[off[" + std::to_string(e.index) + "]]";
+  });
   for (size_t o = 0; o < ir.outputs.size(); ++o) {
     size_t k = n_inputs + o;
     DType t = ir.exprs[static_cast<size_t>(ir.outputs[o])].dtype;
@@ -346,12 +337,7 @@ OpenClKernel::~OpenClKernel() {
 
 std::vector<Tensor> OpenClKernel::run(std::span<const Tensor> inputs) const {
   const OpenCl& cl = usable_opencl();
-  std::vector<Shape> input_shapes;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (i >= ir_.input_dtypes.size() || inputs[i].dtype() != ir_.input_dtypes[i])
-      fail(ErrorKind::invalid_argument, "OpenCL kernel: input ", i, " has the wrong dtype");
-    input_shapes.push_back(inputs[i].shape());
-  }
+  std::vector<Shape> input_shapes = kernel_input_shapes(ir_, inputs);
   std::vector<Shape> output_shapes = kernel_output_shapes(ir_, input_shapes);
   std::vector<DType> output_dtypes = ir_.output_dtypes();
   std::vector<Tensor> outputs;

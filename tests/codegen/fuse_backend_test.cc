@@ -132,7 +132,9 @@ TEST(FuseBackend, BackgroundCompiledRunnerSwitchesToTheKernel) {
     EXPECT_TRUE(close_enough(got[1], want[1], 0, 0));
   }
   bool jit = !cache.cpu_key(kernel.ir).empty() && !std::getenv("GRAFT_JIT");
-  if (jit) EXPECT_STREQ(runner->kind(), "llvm") << "before: " << before_kind;
+  if (jit) {
+    EXPECT_STREQ(runner->kind(), "llvm") << "before: " << before_kind;
+  }
   for (int i = 0; i < 20; ++i) {
     cache.clear_memory();
     auto discarded = cache.cpu_runner_in_background(kernel.ir);

@@ -65,7 +65,9 @@ TEST(LaunchGeometry, CollapsedOffsetsAreBroadcastOffsets) {
           offset += rest % geometry.extents[static_cast<size_t>(d)] * geometry.strides[k][static_cast<size_t>(d)];
           rest /= geometry.extents[static_cast<size_t>(d)];
         }
-        if (geometry.dense()) EXPECT_EQ(offset, flat);
+        if (geometry.dense()) {
+          EXPECT_EQ(offset, flat);
+        }
         ASSERT_EQ(offset, broadcast_offset(shapes[k], domain, at))
             << "operand " << k << " of " << shape_to_string(a) << " + " << shape_to_string(b) << " at " << flat;
       }

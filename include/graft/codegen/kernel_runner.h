@@ -42,6 +42,12 @@ class KernelRunner {
 /// not broadcast, or when the iteration space has rank above kMaxKernelRank.
 std::vector<Shape> kernel_output_shapes(const KernelIR& ir, std::span<const Shape> input_shapes);
 
+/// The shapes of `inputs` after checking them against the kernel: one
+/// defined tensor per kernel input, of the dtype the IR says. Throws
+/// invalid_argument naming the input otherwise. Every host-tensor entry point
+/// (run_kernel, CudaKernel::run, OpenClKernel::run) starts here.
+std::vector<Shape> kernel_input_shapes(const KernelIR& ir, std::span<const Tensor> inputs);
+
 /// Where each operand's elements lie in a kernel's iteration space (what
 /// run_kernel splits over threads, and what the CUDA and OpenCL launches
 /// pass their kernels): the iteration space with extent-1 dimensions dropped
