@@ -1,7 +1,9 @@
 // Fused pointwise kernels on an NVIDIA GPU (CUDA C through NVRTC, launched
 // through the driver API): bandwidth of fused chains of k = 2, 4, 8, 16 ops
 // against a device-to-device copy measured in the same run, the speedup over
-// running the k ops as k kernels; and the time to get one kernel's PTX, cold
+// running the k ops as k kernels; broadcasting kernels (scale and bias along
+// rows, channels, and a rank-4 pattern) with 32-bit and 64-bit index
+// arithmetic; and the time to get one kernel's PTX, cold
 // (NVRTC) and from the disk cache. Without a GPU only the compile times are
 // measured; without NVRTC nothing (each says why and exits 0).
 //
@@ -11,6 +13,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -47,6 +50,19 @@ KernelIR chain_kernel(int first, int count, int64_t n, int salt = 0) {
     v = g.add_node(ops[i % 4], {v, c})->output(0);
   }
   g.add_output(v, "y");
+  ir::infer_types(g);
+  return lower_body(g).ir;
+}
+
+/// y = x * s + b, with s and b broadcast to x's shape: the bias and scale
+/// kernels of normalization layers.
+KernelIR scale_bias_kernel(const Shape& x_shape, const Shape& vector_shape) {
+  ir::Graph g;
+  g.opset_imports[""] = 17;
+  ir::Value x = g.add_input("x", ir::ValueType::of(DType::float32, x_shape))->output(0);
+  ir::Value s = g.add_input("s", ir::ValueType::of(DType::float32, vector_shape))->output(0);
+  ir::Value b = g.add_input("b", ir::ValueType::of(DType::float32, vector_shape))->output(0);
+  g.add_output(g.add_node("Add", {g.add_node("Mul", {x, s})->output(0), b})->output(0), "y");
   ir::infer_types(g);
   return lower_body(g).ir;
 }
@@ -148,6 +164,44 @@ int main(int argc, char** argv) {
     });
     std::printf("%4d %12.3f %12.0f %12.2f %14.3f %16.2f\n", k, fused_s * 1e3, pass_bytes / fused_s * 1e-9,
                 copy_s / fused_s, unfused_s * 1e3, unfused_s / fused_s);
+  }
+  // Broadcasting kernels: element offsets from coordinates, computed with
+  // 32-bit multiply-high divisions (the default below 2^31 elements) and
+  // with 64-bit divisions (the path of larger tensors), same kernel, same run.
+  std::printf("broadcast y = x * s + b (bytes: x read, y written)\n");
+  std::printf("%-30s %12s %12s %12s %12s %12s\n", "x shape, s and b shape", "32-bit ms", "64-bit ms", "32-bit GB/s",
+              "vs copy", "64/32-bit");
+  struct Case {
+    Shape x, vector;
+  };
+  const int64_t rows = std::max<int64_t>(1, n / 1024), images = std::max<int64_t>(1, n / 65536);
+  for (const Case& c : {Case{{rows, 1024}, {1024}}, Case{{images, 64, 32, 32}, {64, 1, 1}},
+                        Case{{images, 64, 31, 33}, {1, 64, 1, 33}}}) {
+    KernelIR ir = scale_bias_kernel(c.x, c.vector);
+    CudaKernel kernel(ir);
+    int64_t x_elements = 1, v_elements = 1;
+    for (int64_t e : c.x) x_elements *= e;
+    for (int64_t e : c.vector) v_elements *= e;
+    if (static_cast<size_t>(x_elements) * sizeof(float) > bytes) continue;
+    CudaBuffer s_buffer(static_cast<size_t>(v_elements) * sizeof(float)), b_buffer(s_buffer.size());
+    s_buffer.upload(host.data(), s_buffer.size());
+    b_buffer.upload(host.data() + 1, b_buffer.size());
+    CudaOperand in[] = {{x.address(), c.x}, {s_buffer.address(), c.vector}, {b_buffer.address(), c.vector}};
+    CudaOperand out_narrow{y.address(), c.x}, out_wide{z.address(), c.x};
+    double narrow_s = median_seconds(repeats, 10, [&] { kernel.launch(in, {&out_narrow, 1}); });
+    double wide_s = median_seconds(repeats, 10, [&] { kernel.launch(in, {&out_wide, 1}, {.wide_indices = true}); });
+    const double case_bytes = 2.0 * static_cast<double>(x_elements) * sizeof(float);
+    std::string label = shape_to_string(c.x) + ", " + shape_to_string(c.vector);
+    std::printf("%-30s %12.3f %12.3f %12.0f %12.2f %12.2f\n", label.c_str(), narrow_s * 1e3, wide_s * 1e3,
+                case_bytes / narrow_s * 1e-9, (case_bytes / pass_bytes) * copy_s / narrow_s, wide_s / narrow_s);
+    // The two index paths compute the same offsets: the outputs are equal.
+    std::vector<float> a(static_cast<size_t>(x_elements)), b(a.size());
+    y.download(a.data(), a.size() * sizeof(float));
+    z.download(b.data(), b.size() * sizeof(float));
+    if (std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) != 0) {
+      std::printf("cuda_fusion_bench: the 32-bit and 64-bit index paths disagree on %s\n", label.c_str());
+      return 1;
+    }
   }
   // A 16-op chain checked against the CPU interpreter on a prefix, so that the
   // figures are of kernels that compute the right thing.

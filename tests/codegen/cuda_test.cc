@@ -103,11 +103,18 @@ TEST(CudaEmitter, RandomDagsRunOnTheGpuAndMatchTheReference) {
   for (uint64_t seed = 20000; seed < 20300; ++seed) {
     RandomDag dag = make_random_dag(seed, false);
     KernelIR ir = lower_body(*dag.graph).ir;
-    std::vector<Tensor> got = CudaKernel(ir).run(dag.inputs);
+    CudaKernel kernel(ir);
     std::vector<Tensor> want = graft::testing::run_reference(*dag.graph, dag.inputs);
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t k = 0; k < got.size(); ++k)
-      ASSERT_TRUE(close_enough(got[k], want[k], 1e-5, 1e-6)) << "seed " << seed << "\n" << to_string(ir);
+    // Every third DAG also through the 64-bit index path of large tensors.
+    for (bool wide : {false, true}) {
+      if (wide && seed % 3 != 0) continue;
+      std::vector<Tensor> got = kernel.run(dag.inputs, CudaLaunchOptions{.wide_indices = wide});
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t k = 0; k < got.size(); ++k)
+        ASSERT_TRUE(close_enough(got[k], want[k], 1e-5, 1e-6))
+            << "seed " << seed << (wide ? ", 64-bit indices" : "") << "\n"
+            << to_string(ir);
+    }
   }
 }
 
@@ -131,14 +138,18 @@ TEST(CudaEmitter, TypedRandomDagsRunOnTheGpuAndMatchTheReference) {
   for (uint64_t seed = 30000; seed < 30300; ++seed) {
     graft::testing::TypedDag dag = graft::testing::make_typed_dag(seed);
     KernelIR ir = lower_body(*dag.graph).ir;
-    std::vector<Tensor> got = CudaKernel(ir).run(dag.inputs);
+    CudaKernel kernel(ir);
     std::vector<Tensor> want = graft::testing::run_reference(*dag.graph, dag.inputs);
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t k = 0; k < got.size(); ++k)
-      ASSERT_TRUE(close_enough(got[k], want[k], graft::testing::typed_dag_rtol(want[k].dtype(), ir),
-                               graft::testing::typed_dag_atol(want[k].dtype(), ir)))
-          << "seed " << seed << " output " << k << "\n"
-          << to_string(ir);
+    for (bool wide : {false, true}) {
+      if (wide && seed % 3 != 0) continue;
+      std::vector<Tensor> got = kernel.run(dag.inputs, CudaLaunchOptions{.wide_indices = wide});
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t k = 0; k < got.size(); ++k)
+        ASSERT_TRUE(close_enough(got[k], want[k], graft::testing::typed_dag_rtol(want[k].dtype(), ir),
+                                 graft::testing::typed_dag_atol(want[k].dtype(), ir)))
+            << "seed " << seed << " output " << k << (wide ? ", 64-bit indices" : "") << "\n"
+            << to_string(ir);
+    }
   }
 }
 
@@ -171,11 +182,13 @@ TEST(CudaEmitter, OneKernelRunsOnDeviceBuffersAtEveryShape) {
     db.upload(b.raw_data(), b.nbytes());
     CudaOperand in[] = {{dx.address(), x_shape}, {db.address(), b_shape}};
     CudaOperand out[] = {{dy.address(), x_shape}};
-    kernel.launch(in, out);
-    Tensor y(DType::float32, x_shape);
-    dy.download(y.raw_data(), y.nbytes());  // waits for the launch
     std::vector<Tensor> want = cpu_results(ir, {x, b});
-    EXPECT_TRUE(close_enough(y, want[0], 1e-5, 1e-6)) << shape_to_string(x_shape);
+    for (bool wide : {false, true}) {
+      kernel.launch(in, out, CudaLaunchOptions{.wide_indices = wide});
+      Tensor y(DType::float32, x_shape);
+      dy.download(y.raw_data(), y.nbytes());  // waits for the launch
+      EXPECT_TRUE(close_enough(y, want[0], 1e-5, 1e-6)) << shape_to_string(x_shape) << (wide ? ", 64-bit indices" : "");
+    }
   }
   // Dense operands take the path of 4 elements per thread: sizes around its
   // edges, and one of several steps of the whole grid.

@@ -77,6 +77,14 @@ struct CudaOperand {
   Shape shape;
 };
 
+/// How CudaKernel::launch runs a kernel.
+struct CudaLaunchOptions {
+  /// Index arithmetic in 64 bits even where 32 do (below 2^31 elements, a
+  /// broadcasting launch divides by multiplying in 32 bits): the path of
+  /// larger tensors, for tests and benchmarks.
+  bool wide_indices = false;
+};
+
 /// A kernel loaded on device 0. `launch` runs it on device memory (queued,
 /// asynchronous); `run` on host tensors (copies inputs to the device,
 /// launches, copies outputs back, synchronously).
@@ -90,13 +98,14 @@ class CudaKernel {
   CudaKernel(const CudaKernel&) = delete;
   CudaKernel& operator=(const CudaKernel&) = delete;
   /// Outputs for `inputs` (host tensors, the kernel's dtypes), as host tensors.
-  std::vector<Tensor> run(std::span<const Tensor> inputs) const;
+  std::vector<Tensor> run(std::span<const Tensor> inputs, const CudaLaunchOptions& options = {}) const;
   /// Queues the kernel on `inputs` and `outputs` (one per kernel input and
   /// output, in order); input shapes broadcast to the iteration space, and
   /// each output's shape must be the one kernel_output_shapes gives. Returns
   /// without waiting (cuda_synchronize waits). Throws invalid_argument on a
   /// wrong operand count, a shape that does not broadcast, or a rank above 8.
-  void launch(std::span<const CudaOperand> inputs, std::span<const CudaOperand> outputs) const;
+  void launch(std::span<const CudaOperand> inputs, std::span<const CudaOperand> outputs,
+              const CudaLaunchOptions& options = {}) const;
 
  private:
   KernelIR ir_;
