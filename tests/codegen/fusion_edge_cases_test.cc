@@ -1,0 +1,140 @@
+// Graphs at the edges of what fusion handles, each run through the fusion
+// pass and the JIT (the fuse backend) and compared with the same graph
+// unfused on the reference kernels: fused nodes whose outputs have different
+// shapes, empty tensors, rank 0, rank 8, iteration spaces larger than every
+// input, three-way Where broadcasting, integer wrap-around and division by
+// zero, a value that is two graph outputs, a graph input that is an output.
+#include <gtest/gtest.h>
+
+#include "codegen_test_util.h"
+#include "graft/codegen/compile_cache.h"
+
+namespace graft::codegen {
+namespace {
+
+using ir::Value;
+
+/// A graph under construction (opset 17).
+struct Builder {
+  std::unique_ptr<ir::Graph> graph = std::make_unique<ir::Graph>();
+  Builder() { graph->opset_imports[""] = 17; }
+  Value input(const char* name, const Shape& shape, DType dtype = DType::float32) {
+    return graph->add_input(name, ir::ValueType::of(dtype, shape))->output(0);
+  }
+  Value op(const char* op_type, const std::vector<Value>& inputs) {
+    return graph->add_node(op_type, inputs)->output(0);
+  }
+};
+
+/// Runs the graph with fusion on (twice: the second run executes the compiled
+/// kernels) and off, on random inputs of the graph's input shapes, and
+/// expects fused nodes and equal outputs.
+void expect_fused_run_matches(Builder& b) {
+  ir::infer_types(*b.graph);
+  std::vector<Tensor> inputs;
+  uint64_t seed = 1;
+  for (const ir::Node* in : b.graph->inputs())
+    inputs.push_back(
+        graft::testing::random_of(in->output_types[0].dtype, *in->output_types[0].concrete_shape(), seed++));
+  runtime::SessionOptions on = graft::testing::reference_options({"verify", "infer"}), off = on;
+  on.fusion = true;
+  runtime::Session fused(b.graph->clone(), on), plain(b.graph->clone(), off);
+  size_t fused_nodes = 0;
+  for (const auto& node : fused.graph().nodes()) fused_nodes += node->op_type() == "graft.FusedPointwise";
+  EXPECT_GT(fused_nodes, 0u);
+  std::vector<Tensor> want = plain.run(inputs);
+  CompileCache& cache = CompileCache::global();
+  fused.run(inputs);
+  cache.wait_for_background_compiles();
+  const uint64_t interpreted = cache.counters().interpreted;
+  std::vector<Tensor> got = fused.run(inputs);
+  if (cpu_jit_unavailable_reason().empty()) EXPECT_EQ(cache.counters().interpreted, interpreted) << "not compiled";
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t k = 0; k < got.size(); ++k) {
+    EXPECT_EQ(got[k].shape(), want[k].shape()) << "output " << k;
+    EXPECT_TRUE(graft::testing::close_enough(got[k], want[k], 1e-5, 1e-6)) << "output " << k;
+  }
+}
+
+TEST(FusionEdgeCases, OutputsOfDifferentShapes) {
+  // relu(x) is read outside ([5]) and broadcast inside against y ([4, 5]).
+  Builder b;
+  Value x = b.input("x", {5}), y = b.input("y", {4, 5});
+  Value a = b.op("Relu", {x});
+  b.graph->add_output(a, "a");
+  b.graph->add_output(b.op("Tanh", {b.op("Add", {a, y})}), "t");
+  expect_fused_run_matches(b);
+}
+
+TEST(FusionEdgeCases, AnOutputSmallerThanTheIterationSpaceInBothDimensions) {
+  Builder b;
+  Value x = b.input("x", {1, 5}), y = b.input("y", {4, 1});
+  Value e = b.op("Exp", {b.op("Neg", {x})});
+  b.graph->add_output(e, "e");
+  b.graph->add_output(b.op("Sigmoid", {b.op("Mul", {e, y})}), "s");
+  expect_fused_run_matches(b);
+}
+
+TEST(FusionEdgeCases, EmptyTensors) {
+  Builder b;
+  Value x = b.input("x", {0, 5}), y = b.input("y", {5});
+  b.graph->add_output(b.op("Tanh", {b.op("Add", {b.op("Neg", {x}), y})}), "t");
+  expect_fused_run_matches(b);
+}
+
+TEST(FusionEdgeCases, RankZero) {
+  Builder b;
+  Value x = b.input("x", {}), y = b.input("y", {});
+  b.graph->add_output(b.op("Tanh", {b.op("Add", {b.op("Neg", {x}), y})}), "t");
+  expect_fused_run_matches(b);
+}
+
+TEST(FusionEdgeCases, RankEightBroadcasting) {
+  Builder b;
+  Value x = b.input("x", {2, 1, 2, 1, 2, 1, 2, 3}), y = b.input("y", {1, 2, 1, 2, 1, 2, 1, 3});
+  b.graph->add_output(b.op("Tanh", {b.op("Add", {b.op("Neg", {x}), y})}), "t");
+  expect_fused_run_matches(b);
+}
+
+TEST(FusionEdgeCases, IterationSpaceLargerThanEveryInput) {
+  Builder b;
+  Value x = b.input("x", {37, 1}), y = b.input("y", {1, 1031});
+  b.graph->add_output(b.op("Tanh", {b.op("Mul", {b.op("Neg", {x}), y})}), "t");
+  expect_fused_run_matches(b);
+}
+
+TEST(FusionEdgeCases, ScalarAgainstALargeTensor) {
+  Builder b;
+  Value x = b.input("x", {}), y = b.input("y", {3, 70001});
+  b.graph->add_output(b.op("Sqrt", {b.op("Abs", {b.op("Sub", {x, y})})}), "t");
+  expect_fused_run_matches(b);
+}
+
+TEST(FusionEdgeCases, WhereBroadcastsAllThreeInputs) {
+  Builder b;
+  Value c = b.input("c", {4, 1, 1}, DType::boolean), x = b.input("x", {1, 3, 1}), y = b.input("y", {1, 1, 5});
+  b.graph->add_output(b.op("Abs", {b.op("Where", {c, b.op("Neg", {x}), b.op("Exp", {y})})}), "t");
+  expect_fused_run_matches(b);
+}
+
+TEST(FusionEdgeCases, IntegerWrapAroundAndDivisionByZero) {
+  Builder b;
+  Value x = b.input("x", {64}, DType::int32), y = b.input("y", {64}, DType::int32);
+  Value m = b.op("Mul", {x, y});
+  b.graph->add_output(b.op("Add", {b.op("Div", {m, b.op("Sub", {y, y})}), m}), "t");
+  expect_fused_run_matches(b);
+}
+
+TEST(FusionEdgeCases, OneValueIsTwoGraphOutputsAndAnInputIsAnOutput) {
+  Builder b;
+  Value x = b.input("x", {3, 4});
+  Value p = b.op("Mul", {x, x});
+  b.graph->add_output(b.op("Relu", {b.op("Add", {p, x})}), "r");
+  b.graph->add_output(p, "p");
+  b.graph->add_output(p, "p_again");
+  b.graph->add_output(x, "x_again");
+  expect_fused_run_matches(b);
+}
+
+}  // namespace
+}  // namespace graft::codegen
