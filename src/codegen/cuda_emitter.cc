@@ -72,13 +72,7 @@ __device__ __forceinline__ long long graft_f2i(double v) {
 /// Elements a thread takes per step of the grid-stride loop over dense operands.
 constexpr int kElementsPerThread = 4;
 
-/// How a launch turns flat indices into element offsets (the argument
-/// block's `mode`).
-enum class IndexMode : int32_t {
-  dense = 0,   ///< every operand's offset is the flat index
-  narrow = 1,  ///< coordinates in 32-bit arithmetic, divisions by FastDivider
-  wide = 2,    ///< coordinates in 64-bit arithmetic (2^31 elements and more)
-};
+using IndexMode = DeviceIndexMode;
 
 /// Byte layout of the argument block, shared by the source and the launcher.
 /// Per-dimension arrays are innermost first.
@@ -458,26 +452,18 @@ void cuda_synchronize() {
 void CudaKernel::launch(std::span<const CudaOperand> inputs, std::span<const CudaOperand> outputs,
                         const CudaLaunchOptions& options) const {
   const Driver& d = usable_driver();
-  if (inputs.size() != ir_.input_dtypes.size() || outputs.size() != ir_.outputs.size())
-    fail(ErrorKind::invalid_argument, "CUDA kernel: ", inputs.size(), " inputs and ", outputs.size(),
-         " outputs given, the kernel takes ", ir_.input_dtypes.size(), " and ", ir_.outputs.size());
-  std::vector<Shape> input_shapes;
+  std::vector<Shape> input_shapes, output_shapes;
   for (const CudaOperand& in : inputs) input_shapes.push_back(in.shape);
-  std::vector<Shape> output_shapes = kernel_output_shapes(ir_, input_shapes);
-  for (size_t o = 0; o < outputs.size(); ++o)
-    if (outputs[o].shape != output_shapes[o])
-      fail(ErrorKind::invalid_argument, "CUDA kernel: output ", o, " has shape ", shape_to_string(outputs[o].shape),
-           ", the inputs give ", shape_to_string(output_shapes[o]));
+  for (const CudaOperand& out : outputs) output_shapes.push_back(out.shape);
   // Collapsed: a broadcast kernel divides by fewer extents per element, and
   // equal shapes (also [1, n] against [n]) take the dense path. An input that
   // no output depends on may have any shape: it is never read.
-  LaunchGeometry geometry = launch_geometry(ir_, input_shapes, output_shapes);
+  DeviceLaunchPlan plan = plan_device_launch(ir_, input_shapes, output_shapes, options.wide_indices, "CUDA kernel");
+  const LaunchGeometry& geometry = plan.geometry;
+  const IndexMode mode = plan.mode;
   const int64_t total = geometry.num_elements();
   if (total == 0) return;
   const size_t rank = geometry.extents.size();
-  IndexMode mode = IndexMode::dense;
-  if (!geometry.dense())
-    mode = options.wide_indices || total > int64_t{FastDivider::kMaxDividend} ? IndexMode::wide : IndexMode::narrow;
   size_t n_ops = inputs.size() + outputs.size();
   ArgumentLayout layout{n_ops};
   std::vector<char> block(layout.size(), 0);

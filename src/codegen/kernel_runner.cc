@@ -17,6 +17,7 @@
 
 #include <algorithm>
 
+#include "graft/codegen/fast_divider.h"
 #include "graft/core/error.h"
 #include "graft/core/parallel.h"
 
@@ -133,9 +134,29 @@ LaunchGeometry launch_geometry(const KernelIR& ir, std::span<const Shape> input_
   return g;
 }
 
+DeviceLaunchPlan plan_device_launch(const KernelIR& ir, std::span<const Shape> input_shapes,
+                                    std::span<const Shape> output_shapes, bool wide_indices, std::string_view device) {
+  if (input_shapes.size() != ir.input_dtypes.size() || output_shapes.size() != ir.outputs.size())
+    fail(ErrorKind::invalid_argument, device, ": ", input_shapes.size(), " inputs and ", output_shapes.size(),
+         " outputs given, the kernel takes ", ir.input_dtypes.size(), " and ", ir.outputs.size());
+  std::vector<Shape> expected = kernel_output_shapes(ir, input_shapes);
+  for (size_t o = 0; o < output_shapes.size(); ++o)
+    if (output_shapes[o] != expected[o])
+      fail(ErrorKind::invalid_argument, device, ": output ", o, " has shape ", shape_to_string(output_shapes[o]),
+           ", the inputs give ", shape_to_string(expected[o]));
+  DeviceLaunchPlan plan;
+  plan.geometry = launch_geometry(ir, input_shapes, output_shapes);
+  if (!plan.geometry.dense())
+    plan.mode = wide_indices || plan.geometry.num_elements() > int64_t{FastDivider::kMaxDividend}
+                    ? DeviceIndexMode::wide
+                    : DeviceIndexMode::narrow;
+  return plan;
+}
+
 std::vector<Shape> kernel_input_shapes(const KernelIR& ir, std::span<const Tensor> inputs) {
   if (inputs.size() != ir.input_dtypes.size())
-    fail(ErrorKind::invalid_argument, "fused kernel: expected ", ir.input_dtypes.size(), " inputs, got ", inputs.size());
+    fail(ErrorKind::invalid_argument, "fused kernel: expected ", ir.input_dtypes.size(), " inputs, got ",
+         inputs.size());
   std::vector<Shape> input_shapes;
   for (size_t i = 0; i < inputs.size(); ++i) {
     if (!inputs[i].is_defined() || inputs[i].dtype() != ir.input_dtypes[i])
@@ -152,7 +173,8 @@ std::vector<Tensor> run_kernel(const KernelIR& ir, const KernelRunner& runner, s
   std::vector<Shape> output_shapes = kernel_output_shapes(ir, input_shapes);
   std::vector<DType> output_dtypes = ir.output_dtypes();
   std::vector<Tensor> outputs;
-  for (size_t o = 0; o < output_shapes.size(); ++o) outputs.push_back(allocator.allocate(output_dtypes[o], output_shapes[o]));
+  for (size_t o = 0; o < output_shapes.size(); ++o)
+    outputs.push_back(allocator.allocate(output_dtypes[o], output_shapes[o]));
 
   LaunchGeometry geometry = launch_geometry(ir, input_shapes, output_shapes);
   const int64_t total = geometry.num_elements();

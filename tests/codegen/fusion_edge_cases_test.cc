@@ -48,7 +48,9 @@ void expect_fused_run_matches(Builder& b) {
   cache.wait_for_background_compiles();
   const uint64_t interpreted = cache.counters().interpreted;
   std::vector<Tensor> got = fused.run(inputs);
-  if (cpu_jit_unavailable_reason().empty()) EXPECT_EQ(cache.counters().interpreted, interpreted) << "not compiled";
+  if (cpu_jit_unavailable_reason().empty()) {
+    EXPECT_EQ(cache.counters().interpreted, interpreted) << "not compiled";
+  }
   ASSERT_EQ(got.size(), want.size());
   for (size_t k = 0; k < got.size(); ++k) {
     EXPECT_EQ(got[k].shape(), want[k].shape()) << "output " << k;

@@ -1,5 +1,6 @@
 // launch_geometry: the collapsed iteration space gives every operand, at
-// every flat index, the element offset that numpy broadcasting gives.
+// every flat index, the element offset that numpy broadcasting gives; and
+// plan_device_launch, the GPU launches' checks and choice of index mode.
 #include <gtest/gtest.h>
 
 #include <random>
@@ -88,6 +89,39 @@ TEST(LaunchGeometry, UnreadInputsGetNoStrides) {
   EXPECT_EQ(geometry.extents, std::vector<int64_t>{20});
   EXPECT_EQ(geometry.strides[1], std::vector<int64_t>{0});
   EXPECT_TRUE(geometry.dense());
+}
+
+TEST(LaunchGeometry, DeviceLaunchPlansPickTheIndexModeAndRefuseWhatDoesNotFit) {
+  // y = x0 + x1. Plans need shapes only: no tensor of 2^32 elements is made.
+  KernelIR ir;
+  ir.input_dtypes = {DType::float32, DType::float32};
+  ir.outputs = {
+      ir.add_op(ExprOp::add, DType::float32, ir.add_input(0, DType::float32), ir.add_input(1, DType::float32))};
+  auto plan = [&](std::vector<Shape> in, bool wide = false) {
+    return plan_device_launch(ir, in, kernel_output_shapes(ir, in), wide, "test kernel");
+  };
+  EXPECT_EQ(plan({{4, 5}, {4, 5}}).mode, DeviceIndexMode::dense);
+  EXPECT_EQ(plan({{4, 5}, {4, 5}}, true).mode, DeviceIndexMode::dense);  // no coordinates to compute
+  EXPECT_EQ(plan({{4, 5}, {5}}).mode, DeviceIndexMode::narrow);
+  EXPECT_EQ(plan({{4, 5}, {5}}, true).mode, DeviceIndexMode::wide);
+  // 2^31 - 1 elements still take 32 bits; 2^31 do not.
+  EXPECT_EQ(plan({{int64_t{0x7fffffff}}, {1}}).mode, DeviceIndexMode::narrow);
+  EXPECT_EQ(plan({{31, 69273666}, {69273666}}).mode, DeviceIndexMode::narrow);  // 2^31 - 2
+  EXPECT_EQ(plan({{int64_t{1} << 31}, {1}}).mode, DeviceIndexMode::wide);
+  EXPECT_EQ(plan({{int64_t{1} << 20, 2048}, {2048}}).mode, DeviceIndexMode::wide);
+  EXPECT_EQ(plan({{int64_t{1} << 20, 2048}, {int64_t{1} << 20, 2048}}).mode, DeviceIndexMode::dense);
+  auto error_of = [&](std::vector<Shape> in, std::vector<Shape> out) -> std::string {
+    try {
+      plan_device_launch(ir, in, out, false, "test kernel");
+    } catch (const Error& e) {
+      return e.what();
+    }
+    return "no error";
+  };
+  EXPECT_NE(error_of({{4, 5}}, {{4, 5}}).find("test kernel: 1 inputs and 1 outputs given"), std::string::npos);
+  EXPECT_NE(error_of({{4, 5}, {5}}, {{5}}).find("test kernel: output 0 has shape [5], the inputs give [4,5]"),
+            std::string::npos);
+  EXPECT_NE(error_of({{4, 5}, {4}}, {{4, 5}}).find("broadcast"), std::string::npos);
 }
 
 }  // namespace

@@ -1,8 +1,13 @@
 // The OpenCL emitter: every op case, float32 random DAGs and random DAGs over
-// every kernel dtype, built by the OpenCL device (PoCL on the CPU where no
-// GPU driver is installed) and run against the reference kernels. Skips,
-// with the reason, where no OpenCL device with double precision is found.
+// every kernel dtype (every third also with 64-bit indices), built by the
+// OpenCL device (PoCL on the CPU where no GPU driver is installed) and run
+// against the reference kernels; one kernel on device buffers at several
+// shapes, in place, and launches whose operands do not fit. Skips, with the
+// reason, where no OpenCL device with double precision is found.
 #include <gtest/gtest.h>
+
+#include <cstring>
+#include <functional>
 
 #include "graft/codegen/compile_cache.h"
 #include "graft/codegen/interpreter.h"
@@ -53,24 +58,34 @@ TEST(OpenClEmitter, RandomDagsMatchTheReference) {
     typed.push_back(graft::testing::make_typed_dag(seed));
     typed_irs.push_back(lower_body(*typed.back().graph).ir);
   }
+  // Every third DAG also through the 64-bit index path of large tensors.
+  auto options_for = [](size_t i, bool wide) { return OpenClLaunchOptions{.wide_indices = wide && i % 3 == 0}; };
   std::vector<std::unique_ptr<OpenClKernel>> kernels = OpenClKernel::build_all(irs);
   for (size_t i = 0; i < dags.size(); ++i) {
-    std::vector<Tensor> got = kernels[i]->run(dags[i].inputs);
     std::vector<Tensor> want = graft::testing::run_reference(*dags[i].graph, dags[i].inputs);
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t k = 0; k < got.size(); ++k)
-      ASSERT_TRUE(close_enough(got[k], want[k], 1e-5, 1e-6)) << "dag " << i << "\n" << to_string(irs[i]);
+    for (bool wide : {false, true}) {
+      if (wide && i % 3 != 0) continue;
+      std::vector<Tensor> got = kernels[i]->run(dags[i].inputs, options_for(i, wide));
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t k = 0; k < got.size(); ++k)
+        ASSERT_TRUE(close_enough(got[k], want[k], 1e-5, 1e-6))
+            << "dag " << i << (wide ? ", 64-bit indices" : "") << "\n"
+            << to_string(irs[i]);
+    }
   }
   std::vector<std::unique_ptr<OpenClKernel>> typed_kernels = OpenClKernel::build_all(typed_irs);
   for (size_t i = 0; i < typed.size(); ++i) {
-    std::vector<Tensor> got = typed_kernels[i]->run(typed[i].inputs);
     std::vector<Tensor> want = graft::testing::run_reference(*typed[i].graph, typed[i].inputs);
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t k = 0; k < got.size(); ++k)
-      ASSERT_TRUE(close_enough(got[k], want[k], graft::testing::typed_dag_rtol(want[k].dtype(), typed_irs[i]),
-                               graft::testing::typed_dag_atol(want[k].dtype(), typed_irs[i])))
-          << "typed dag " << i << " output " << k << "\n"
-          << to_string(typed_irs[i]);
+    for (bool wide : {false, true}) {
+      if (wide && i % 3 != 0) continue;
+      std::vector<Tensor> got = typed_kernels[i]->run(typed[i].inputs, options_for(i, wide));
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t k = 0; k < got.size(); ++k)
+        ASSERT_TRUE(close_enough(got[k], want[k], graft::testing::typed_dag_rtol(want[k].dtype(), typed_irs[i]),
+                                 graft::testing::typed_dag_atol(want[k].dtype(), typed_irs[i])))
+            << "typed dag " << i << " output " << k << (wide ? ", 64-bit indices" : "") << "\n"
+            << to_string(typed_irs[i]);
+    }
   }
 }
 
@@ -105,6 +120,95 @@ TEST(OpenClEmitter, OneKernelServesEveryShapeAndRefusesWrongInputs) {
   Tensor ints(DType::int32, {3}), one(DType::float32, {1}), three(DType::float32, {3}), four(DType::float32, {4});
   EXPECT_THROW(kernel.run(std::vector<Tensor>{ints, one}), Error);    // a wrong dtype
   EXPECT_THROW(kernel.run(std::vector<Tensor>{three, four}), Error);  // shapes that do not broadcast
+}
+
+TEST(OpenClEmitter, OneKernelRunsOnDeviceBuffersAtEveryShape) {
+  SKIP_WITHOUT_OPENCL();
+  // x * sigmoid(x) + b, then tanh: b broadcasts along x's last dimension.
+  ir::Graph g;
+  g.opset_imports[""] = 17;
+  ir::Value x = g.add_input("x", ir::ValueType::of(DType::float32, {2, 3}))->output(0);
+  ir::Value b = g.add_input("b", ir::ValueType::of(DType::float32, {3}))->output(0);
+  ir::Value s = g.add_node("Mul", {x, g.add_node("Sigmoid", {x})->output(0)})->output(0);
+  g.add_output(g.add_node("Tanh", {g.add_node("Add", {s, b})->output(0)})->output(0), "y");
+  ir::infer_types(g);
+  KernelIR ir = lower_body(g).ir;
+  OpenClKernel kernel(ir);
+  runtime::BufferPool pool;
+  Interpreter interpreter(ir);
+  // Broadcasting shapes (both index paths), then dense ones run in place, as
+  // the memory planner may run them.
+  for (Shape x_shape : {Shape{2, 3}, Shape{1, 1}, Shape{7, 1, 5}, Shape{4, 1, 3, 2}, Shape{513, 257}}) {
+    Shape b_shape{x_shape.back()};
+    Tensor xt = graft::testing::random_of(DType::float32, x_shape, 1),
+           bt = graft::testing::random_of(DType::float32, b_shape, 2);
+    std::vector<Tensor> want = run_kernel(ir, interpreter, std::vector<Tensor>{xt, bt}, pool);
+    OpenClBuffer dx(xt.nbytes()), db(bt.nbytes()), dy(xt.nbytes());
+    dx.upload(xt.raw_data(), xt.nbytes());
+    db.upload(bt.raw_data(), bt.nbytes());
+    OpenClOperand in[] = {{&dx, x_shape}, {&db, b_shape}};
+    OpenClOperand out[] = {{&dy, x_shape}};
+    for (bool wide : {false, true}) {
+      kernel.launch(in, out, OpenClLaunchOptions{.wide_indices = wide});
+      Tensor y(DType::float32, x_shape);
+      dy.download(y.raw_data(), y.nbytes());  // waits for the launch
+      EXPECT_TRUE(close_enough(y, want[0], 1e-5, 1e-6)) << shape_to_string(x_shape) << (wide ? ", 64-bit" : "");
+    }
+  }
+  for (int64_t n : {1, 3, 1023, 100003}) {
+    Shape shape{n}, b_shape{n};
+    Tensor xt = graft::testing::random_of(DType::float32, shape, 4),
+           bt = graft::testing::random_of(DType::float32, b_shape, 5);
+    std::vector<Tensor> want = run_kernel(ir, interpreter, std::vector<Tensor>{xt, bt}, pool);
+    OpenClBuffer dx(xt.nbytes()), db(bt.nbytes());
+    dx.upload(xt.raw_data(), xt.nbytes());
+    db.upload(bt.raw_data(), bt.nbytes());
+    OpenClOperand in[] = {{&dx, shape}, {&db, b_shape}};
+    OpenClOperand out[] = {{&dx, shape}};
+    kernel.launch(in, out);
+    Tensor y(DType::float32, shape);
+    dx.download(y.raw_data(), y.nbytes());
+    EXPECT_TRUE(close_enough(y, want[0], 1e-5, 1e-6)) << n;
+  }
+  // A device-to-device copy gives the data back; opencl_finish waits for it.
+  Tensor data = graft::testing::random_of(DType::float32, {1000}, 3), back(DType::float32, {1000});
+  OpenClBuffer a(data.nbytes()), c(data.nbytes());
+  a.upload(data.raw_data(), data.nbytes());
+  c.copy_from(a, data.nbytes());
+  opencl_finish();
+  c.download(back.raw_data(), back.nbytes());
+  EXPECT_EQ(std::memcmp(back.raw_data(), data.raw_data(), data.nbytes()), 0);
+}
+
+TEST(OpenClEmitter, LaunchRefusesOperandsThatDoNotFit) {
+  SKIP_WITHOUT_OPENCL();
+  ir::Graph g;
+  g.opset_imports[""] = 17;
+  ir::Value x = g.add_input("x", ir::ValueType::of(DType::float32, {4, 3}))->output(0);
+  ir::Value b = g.add_input("b", ir::ValueType::of(DType::float32, {3}))->output(0);
+  g.add_output(g.add_node("Add", {x, b})->output(0), "y");
+  ir::infer_types(g);
+  OpenClKernel kernel(lower_body(g).ir);
+  OpenClBuffer dx(12 * 4), db(3 * 4), dy(12 * 4), small(11 * 4);
+  OpenClOperand x_op{&dx, {4, 3}}, b_op{&db, {3}}, y_op{&dy, {4, 3}};
+  auto expect_error = [](const std::function<void()>& f, const std::string& needle) {
+    try {
+      f();
+      ADD_FAILURE() << "no error; expected one naming '" << needle << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  auto launch = [&](std::vector<OpenClOperand> in, std::vector<OpenClOperand> out) { kernel.launch(in, out); };
+  expect_error([&] { launch({x_op}, {y_op}); }, "1 inputs");
+  expect_error([&] { launch({x_op, {&db, {4}}}, {y_op}); }, "broadcast");
+  expect_error([&] { launch({x_op, b_op}, {{&dy, {12}}}); }, "output 0");
+  expect_error([&] { launch({{&small, {4, 3}}, b_op}, {y_op}); }, "input 0 of shape [4,3] needs 48 bytes");
+  expect_error([&] { launch({x_op, b_op}, {{&small, {4, 3}}}); }, "output 0 of shape [4,3] needs 48 bytes");
+  expect_error([&] { launch({x_op, {nullptr, {3}}}, {y_op}); }, "input 1");
+  Tensor big(DType::float32, {13});
+  expect_error([&] { dx.upload(big.raw_data(), big.nbytes()); }, "upload of 52 bytes into 48");
+  expect_error([&] { dx.download(big.raw_data(), big.nbytes()); }, "download of 52 bytes into 48");
 }
 
 TEST(OpenClEmitter, EveryKernelSourceIsOpenClC) {

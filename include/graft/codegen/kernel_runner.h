@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string_view>
 #include <vector>
 
 #include "graft/codegen/kernel_ir.h"
@@ -68,6 +69,28 @@ struct LaunchGeometry {
 /// `output_shapes` (kernel_output_shapes of them).
 LaunchGeometry launch_geometry(const KernelIR& ir, std::span<const Shape> input_shapes,
                                std::span<const Shape> output_shapes);
+
+/// How a GPU launch (CUDA, OpenCL) turns flat indices into element offsets.
+enum class DeviceIndexMode : int32_t {
+  dense = 0,   ///< every operand's offset is the flat index
+  narrow = 1,  ///< coordinates in 32-bit arithmetic, divisions by FastDivider (below 2^31 elements)
+  wide = 2,    ///< coordinates in 64-bit arithmetic
+};
+
+/// What a GPU launch needs of its operands' shapes: the geometry and the
+/// index mode.
+struct DeviceLaunchPlan {
+  LaunchGeometry geometry;
+  DeviceIndexMode mode = DeviceIndexMode::dense;
+};
+
+/// Checks a GPU launch's operand shapes against the kernel (one per input and
+/// output; outputs of the shapes kernel_output_shapes gives) and plans it:
+/// the collapsed geometry, and the index mode (`wide_indices` forces 64 bits
+/// on a broadcasting launch). Throws invalid_argument, its message starting
+/// with `device` ("CUDA kernel"), naming what does not fit.
+DeviceLaunchPlan plan_device_launch(const KernelIR& ir, std::span<const Shape> input_shapes,
+                                    std::span<const Shape> output_shapes, bool wide_indices, std::string_view device);
 
 /// Runs the kernel over `inputs` (one tensor per kernel input, dtypes as the
 /// IR says; throws invalid_argument otherwise) and returns its outputs,

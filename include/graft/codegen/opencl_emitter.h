@@ -6,6 +6,7 @@
 /// kernels' (the device's math library for exp, tanh, erf, ...).
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <span>
 #include <string>
@@ -17,9 +18,10 @@
 namespace graft::codegen {
 
 /// OpenCL C source of a kernel: one `__kernel` function named `kernel_name`
-/// taking the geometry buffer (iteration extents, then per-operand strides),
-/// the element count, rank and a dense flag, then one buffer per operand
-/// (inputs, then outputs), with a grid-stride loop. Needs cl_khr_fp64.
+/// taking the geometry buffer (iteration extents, their dividers, then
+/// per-operand strides, innermost first), the element count, rank and index
+/// mode, then one buffer per operand (inputs, then outputs), with a
+/// grid-stride loop. Needs cl_khr_fp64.
 std::string emit_opencl_source(const KernelIR& ir, const std::string& kernel_name);
 
 /// Empty when an OpenCL device with double precision was found (the first
@@ -30,9 +32,56 @@ std::string opencl_unavailable_reason();
 /// without one).
 std::string opencl_device_description();
 
-/// A kernel built for the OpenCL device. run() copies host tensors to
-/// device buffers, runs the kernel and copies the outputs back (blocking).
-/// Thread-safe.
+/// Memory on the OpenCL device, freed with the object (move-only). Copies
+/// are queued on the device's one in-order queue, after the work before them.
+class OpenClBuffer {
+ public:
+  /// Allocates `bytes` (at least 1). Throws unsupported without a device,
+  /// internal when the device cannot allocate it.
+  explicit OpenClBuffer(size_t bytes);
+  ~OpenClBuffer();
+  OpenClBuffer(OpenClBuffer&& other) noexcept;
+  OpenClBuffer& operator=(OpenClBuffer&& other) noexcept;
+  OpenClBuffer(const OpenClBuffer&) = delete;
+  OpenClBuffer& operator=(const OpenClBuffer&) = delete;
+
+  size_t size() const { return size_; }
+  /// The cl_mem.
+  void* handle() const { return handle_; }
+  /// Copies `bytes` (at most size(), else invalid_argument) from the host;
+  /// returns when they are on the device.
+  void upload(const void* host, size_t bytes);
+  /// Copies `bytes` (at most size()) to the host; waits for the work queued before.
+  void download(void* host, size_t bytes) const;
+  /// Copies `bytes` (at most either size) from `source` on the device, queued.
+  void copy_from(const OpenClBuffer& source, size_t bytes);
+
+ private:
+  void* handle_ = nullptr;
+  size_t size_ = 0;
+};
+
+/// Waits until everything queued on the OpenCL device has finished.
+void opencl_finish();
+
+/// One operand of a launch: a dense row-major tensor of `shape` in `buffer`,
+/// of the dtype the kernel expects at that position.
+struct OpenClOperand {
+  const OpenClBuffer* buffer = nullptr;
+  Shape shape;
+};
+
+/// How OpenClKernel::launch runs a kernel.
+struct OpenClLaunchOptions {
+  /// Index arithmetic in 64 bits even where 32 do (below 2^31 elements, a
+  /// broadcasting launch divides by multiplying in 32 bits): the path of
+  /// larger tensors, for tests.
+  bool wide_indices = false;
+};
+
+/// A kernel built for the OpenCL device. launch() queues it on device
+/// buffers; run() copies host tensors to the device, runs it and copies the
+/// outputs back (blocking). Thread-safe.
 class OpenClKernel {
  public:
   /// Builds `ir` for the device, once per process for each kernel IR (a
@@ -48,7 +97,16 @@ class OpenClKernel {
   OpenClKernel& operator=(const OpenClKernel&) = delete;
   /// Outputs for `inputs` (host tensors of the kernel's dtypes, shapes that
   /// broadcast), as host tensors.
-  std::vector<Tensor> run(std::span<const Tensor> inputs) const;
+  std::vector<Tensor> run(std::span<const Tensor> inputs, const OpenClLaunchOptions& options = {}) const;
+  /// Queues the kernel on `inputs` and `outputs` (one per kernel input and
+  /// output, in order; an output may be an input's buffer when the shapes
+  /// are equal); input shapes broadcast to the iteration space, and each
+  /// output's shape must be the one kernel_output_shapes gives. Returns
+  /// without waiting (opencl_finish or a download waits). Throws
+  /// invalid_argument on a wrong operand count, shapes that do not
+  /// broadcast, a rank above 8, or a buffer smaller than its operand.
+  void launch(std::span<const OpenClOperand> inputs, std::span<const OpenClOperand> outputs,
+              const OpenClLaunchOptions& options = {}) const;
 
  private:
   OpenClKernel(const KernelIR& ir, std::shared_ptr<void> program, const std::string& name);
