@@ -758,13 +758,37 @@ void copy_elements(const char* from, int64_t from_stride, char* to, int64_t to_s
   }
 }
 
+/// Fills `count` elements of `size` bytes at `to` with the element at `from`.
+void fill_elements(const char* from, char* to, int64_t count, size_t size) {
+  auto fill = [&]<typename T>(T) {
+    T value;
+    std::memcpy(&value, from, sizeof(T));
+    std::fill_n(reinterpret_cast<T*>(to), count, value);
+  };
+  switch (size) {
+    case 1:
+      fill(uint8_t{});
+      break;
+    case 4:
+      fill(uint32_t{});
+      break;
+    case 8:
+      fill(uint64_t{});
+      break;
+    default:
+      GRAFT_CHECK(false, "fused kernel: element size ", size);
+  }
+}
+
 /// Calls a compiled kernel function. The function itself only processes
 /// dense runs whose length is a multiple of the vector width (so its IR has
 /// one loop without masks or gathers, which keeps compile time low); this
 /// class handles the rest in C++: the last partial vector of a dense run is
 /// copied into zero-padded scratch buffers of one vector, and strided runs go
 /// in blocks of kBlock elements, with every operand whose stride is not 1
-/// copied into (inputs) or out of (outputs) a dense scratch buffer.
+/// copied into (inputs) or out of (outputs) a dense scratch buffer. An input
+/// broadcast along the whole run (stride 0: a LayerNorm's mean and variance
+/// along a row) holds one value: its scratch block is filled once per run.
 class JitRunner final : public KernelRunner {
  public:
   using Kernel = void (*)(int64_t, void* const*, int32_t);
@@ -787,6 +811,10 @@ class JitRunner final : public KernelRunner {
     size_t n_ops = sizes_.size();
     std::vector<void*> block(n_ops);
     char* scratch = scratch_buffer();
+    if (n >= lanes_)
+      for (size_t k = 0; k < inputs_; ++k)
+        if (ptrs[k] && strides[k] == 0)
+          fill_elements(static_cast<const char*>(ptrs[k]), scratch + k * kBlock * 8, std::min(kBlock, n), sizes_[k]);
     for (int64_t begin = 0; begin < n; begin += kBlock) {
       int64_t full = std::min(kBlock, n - begin) / lanes_ * lanes_;
       for (size_t k = 0; k < n_ops && full > 0; ++k) {
@@ -796,7 +824,7 @@ class JitRunner final : public KernelRunner {
         }
         char* at = static_cast<char*>(ptrs[k]) + begin * strides[k] * static_cast<int64_t>(sizes_[k]);
         block[k] = strides[k] == 1 ? at : scratch + k * kBlock * 8;
-        if (strides[k] != 1 && k < inputs_)
+        if (strides[k] != 1 && strides[k] != 0 && k < inputs_)
           copy_elements(at, strides[k], static_cast<char*>(block[k]), 1, full, sizes_[k]);
       }
       if (full > 0) {

@@ -2,8 +2,10 @@
 // pass and the JIT (the fuse backend) and compared with the same graph
 // unfused on the reference kernels: fused nodes whose outputs have different
 // shapes, empty tensors, rank 0, rank 8, iteration spaces larger than every
-// input, three-way Where broadcasting, integer wrap-around and division by
-// zero, a value that is two graph outputs, a graph input that is an output.
+// input, rows longer than the JIT's blocks with operands broadcast along
+// them (1, 4 and 8 bytes), three-way Where broadcasting, integer wrap-around
+// and division by zero, a value that is two graph outputs, a graph input
+// that is an output.
 #include <gtest/gtest.h>
 
 #include "codegen_test_util.h"
@@ -116,6 +118,26 @@ TEST(FusionEdgeCases, WhereBroadcastsAllThreeInputs) {
   Builder b;
   Value c = b.input("c", {4, 1, 1}, DType::boolean), x = b.input("x", {1, 3, 1}), y = b.input("y", {1, 1, 5});
   b.graph->add_output(b.op("Abs", {b.op("Where", {c, b.op("Neg", {x}), b.op("Exp", {y})})}), "t");
+  expect_fused_run_matches(b);
+}
+
+TEST(FusionEdgeCases, LayerNormTailWithRowsLongerThanABlock) {
+  // Mean and variance are broadcast along each row (the JIT fills their
+  // block once per row): rows of 1030 are four blocks of 256 and a tail.
+  Builder b;
+  Value x = b.input("x", {5, 1030}), m = b.input("m", {5, 1}), v = b.input("v", {5, 1});
+  Value g = b.input("g", {1030}), beta = b.input("beta", {1030});
+  Value deviation = b.op("Sqrt", {b.op("Abs", {v})});
+  Value normalized = b.op("Div", {b.op("Sub", {x, m}), deviation});
+  b.graph->add_output(b.op("Add", {b.op("Mul", {normalized, g}), beta}), "y");
+  expect_fused_run_matches(b);
+}
+
+TEST(FusionEdgeCases, OneByteAndEightByteOperandsBroadcastAlongLongRows) {
+  Builder b;
+  Value c = b.input("c", {3, 1}, DType::boolean), x = b.input("x", {3, 700}, DType::int64);
+  Value y = b.input("y", {3, 1}, DType::int64);
+  b.graph->add_output(b.op("Mul", {b.op("Where", {c, b.op("Neg", {x}), y}), x}), "t");
   expect_fused_run_matches(b);
 }
 
