@@ -77,6 +77,19 @@ size_t PartitionReport::record_fusion(const ir::Graph& fused_graph) {
   return moved;
 }
 
+bool PartitionReport::record_decline(const std::string& name, const std::string& op_type, Decline decline) {
+  for (NodePlacement& placement : nodes) {
+    if (placement.is_source || placement.backend != "ref" || placement.name != name || placement.op_type != op_type)
+      continue;
+    bool already = std::any_of(placement.declined.begin(), placement.declined.end(),
+                               [&](const Decline& d) { return d.backend == decline.backend; });
+    if (already) continue;
+    placement.declined.push_back(std::move(decline));
+    return true;
+  }
+  return false;
+}
+
 std::string PartitionReport::summary_line() const {
   std::ostringstream os;
   os << "partition:";

@@ -10,6 +10,7 @@
 #include "graft/codegen/compile_cache.h"
 #include "graft/core/parallel.h"
 #include "graft/frontend/onnx_import.h"
+#include "graft/fusion/explain_unfused.h"
 #include "graft/fusion/fuse_pointwise.h"
 #include "graft/fusion/fusion_options.h"
 #include "graft/ir/type_inference.h"
@@ -24,9 +25,11 @@ namespace {
 
 /// Pointwise fusion (DESIGN section 6): what no backend claimed and is
 /// pointwise becomes graft.FusedPointwise nodes run by backend `fuse`.
-void apply_pointwise_fusion(std::unique_ptr<ir::Graph>& graph, const SessionOptions& options) {
-  if (!fusion::fusion_enabled(options.fusion)) return;
+/// Returns whether fusion is on (whether or not anything was fused).
+bool apply_pointwise_fusion(std::unique_ptr<ir::Graph>& graph, const SessionOptions& options) {
+  if (!fusion::fusion_enabled(options.fusion)) return false;
   if (fusion::fuse_pointwise(graph) && options.verify_after_each_pass) ir::verify(*graph);
+  return true;
 }
 
 }  // namespace
@@ -128,8 +131,7 @@ partition::PartitionReport Session::partition_and_fuse(std::unique_ptr<ir::Graph
   partition_options.annotations = options_.annotations;
   partition::PartitionReport report = partition::partition_graph(graph, partition_options);
   // Backends claimed their subgraphs above; fusion takes what is left.
-  apply_pointwise_fusion(graph, options_);
-  report.record_fusion(*graph);
+  if (apply_pointwise_fusion(graph, options_)) fusion::record_fusion_in_report(*graph, report);
   return report;
 }
 

@@ -16,6 +16,7 @@
 #include "command.h"
 #include "graft/core/error.h"
 #include "graft/frontend/onnx_import.h"
+#include "graft/fusion/explain_unfused.h"
 #include "graft/fusion/fuse_pointwise.h"
 #include "graft/fusion/fusion_options.h"
 #include "graft/partition/partitioner.h"
@@ -69,7 +70,7 @@ int partition_model(const PartitionCommandOptions& options) {
     report = partition::partition_graph(graph, partition_options);
     if (fusion::fusion_enabled(fusion)) {
       fusion::fuse_pointwise(graph);
-      report.record_fusion(*graph);
+      fusion::record_fusion_in_report(*graph, report);
     }
   }
   if (options.format == "json")

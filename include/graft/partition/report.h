@@ -97,6 +97,11 @@ struct PartitionReport {
   /// report shows fused nodes like any other backend's. Returns how many
   /// nodes moved.
   size_t record_fusion(const ir::Graph& fused_graph);
+  /// Adds `decline` to the node named `name` with op `op_type` that is still
+  /// on `ref` and has no decline of that backend yet (the first in
+  /// topological order, when a name repeats). Returns false when there is
+  /// none. For backends that decide after partitioning (fusion).
+  bool record_decline(const std::string& name, const std::string& op_type, Decline decline);
   /// Edges of the original graph as indices into `nodes` (filled by the partitioner).
   std::vector<std::pair<size_t, size_t>> edges;
   /// to_dot(edges).
