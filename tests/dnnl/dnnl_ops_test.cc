@@ -441,7 +441,9 @@ TEST(DnnlConv, LargeStrideOne3x3ConvolutionsUseWinograd) {
   Value conv2 = c.op("Conv", {c.op("Relu", {conv}), c.constant({32, 32, 3, 3})}, ints("pads", {1, 1, 1, 1}));
   Value out = c.op("Relu", {c.op("Add", {conv2, conv})});
   auto stats = c.check({out});
-  if (onednn_runs_avx512_core()) EXPECT_EQ(stats.winograd_convolutions, 2);  // oneDNN has Winograd there only
+  if (onednn_runs_avx512_core()) {
+    EXPECT_EQ(stats.winograd_convolutions, 2);  // oneDNN has Winograd there only
+  }
   EXPECT_EQ(stats.fused_nodes, 2);  // Add, Relu on the second (the first one's value is read twice)
 
   Case small;

@@ -288,7 +288,9 @@ TEST(DnnlSession, SubgraphWithRunTimeShapesAndNoProductFallsBackToRef) {
   runtime::Session::PlannedGraph plan = session.plan_for_types(
       {ir::ValueType::of(DType::float32, {2, 6}), ir::ValueType::of(DType::int64, {4})});
   for (const auto& node : plan.graph->nodes())
-    if (node->subgraph) EXPECT_EQ(node->backend, "ref") << node->describe();
+    if (node->subgraph) {
+      EXPECT_EQ(node->backend, "ref") << node->describe();
+    }
   ASSERT_EQ(session.compile_fallbacks().size(), 1u);
   EXPECT_FALSE(session.compile_fallbacks()[0].compiled_when_run);
 }
@@ -327,7 +329,9 @@ TEST(DnnlSession, ShapeComputationsOfADynamicBatchFoldWhenPlanning) {
   runtime::Session::PlannedGraph plan = session.plan_for_types({ir::ValueType::of(DType::float32, {3, 4, 3})});
   size_t on_dnnl = 0;
   for (const auto& node : plan.graph->nodes()) {
-    if (node->subgraph) EXPECT_EQ(node->backend, "dnnl") << node->describe();
+    if (node->subgraph) {
+      EXPECT_EQ(node->backend, "dnnl") << node->describe();
+    }
     on_dnnl += node->backend == "dnnl";
     EXPECT_NE(node->op_type(), "Shape");
   }

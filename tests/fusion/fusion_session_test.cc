@@ -118,7 +118,9 @@ TEST_P(FusionZoo, FusedMatchesUnfused) {
   if (GetParam() == "bert") {  // GELU and the attention scaling are pointwise chains
     EXPECT_GT(count_fused(fused.graph()), 0u) << "nothing fused in " << GetParam();
   }
-  if (GetParam() == "gru_cell") EXPECT_EQ(count_fused(fused.graph()), 2u) << "one kernel per step's gate arithmetic";
+  if (GetParam() == "gru_cell") {
+    EXPECT_EQ(count_fused(fused.graph()), 2u) << "one kernel per step's gate arithmetic";
+  }
   std::vector<Tensor> inputs;
   for (const auto& info : plain.inputs()) {
     Shape shape;

@@ -149,7 +149,9 @@ TEST(NonMaxSuppression, ThousandsOfBoxesMatchTheDefinition) {
           quadratic_nms(boxes, scores, batches, classes, count, max_per_class, iou, score_threshold);
       ASSERT_EQ(y.numel(), static_cast<int64_t>(want.size())) << "iou " << iou << ", max " << max_per_class;
       EXPECT_TRUE(std::equal(want.begin(), want.end(), y.data<int64_t>())) << "iou " << iou << ", max " << max_per_class;
-      if (max_per_class > count) EXPECT_GT(want.size(), 1000u) << "most candidates should be selected";
+      if (max_per_class > count) {
+        EXPECT_GT(want.size(), 1000u) << "most candidates should be selected";
+      }
     }
 }
 
