@@ -182,6 +182,8 @@ struct OpenCl {
   decltype(&clEnqueueCopyBuffer) copy_buffer = nullptr;
   decltype(&clEnqueueNDRangeKernel) enqueue_kernel = nullptr;
   decltype(&clFinish) finish = nullptr;
+  decltype(&clCreateCommandQueue) create_queue = nullptr;
+  decltype(&clReleaseCommandQueue) release_queue = nullptr;
   decltype(&clReleaseMemObject) release_buffer = nullptr;
   decltype(&clReleaseKernel) release_kernel = nullptr;
   decltype(&clReleaseProgram) release_program = nullptr;
@@ -207,7 +209,8 @@ const OpenCl& opencl() {
     auto devices_of = symbol<decltype(&clGetDeviceIDs)>(handle, "clGetDeviceIDs");
     auto device_info = symbol<decltype(&clGetDeviceInfo)>(handle, "clGetDeviceInfo");
     auto create_context = symbol<decltype(&clCreateContext)>(handle, "clCreateContext");
-    auto create_queue = symbol<decltype(&clCreateCommandQueue)>(handle, "clCreateCommandQueue");
+    cl.create_queue = symbol<decltype(&clCreateCommandQueue)>(handle, "clCreateCommandQueue");
+    cl.release_queue = symbol<decltype(&clReleaseCommandQueue)>(handle, "clReleaseCommandQueue");
     cl.build_info = symbol<decltype(&clGetProgramBuildInfo)>(handle, "clGetProgramBuildInfo");
     cl.create_program = symbol<decltype(&clCreateProgramWithSource)>(handle, "clCreateProgramWithSource");
     cl.build_program = symbol<decltype(&clBuildProgram)>(handle, "clBuildProgram");
@@ -222,10 +225,10 @@ const OpenCl& opencl() {
     cl.release_buffer = symbol<decltype(&clReleaseMemObject)>(handle, "clReleaseMemObject");
     cl.release_kernel = symbol<decltype(&clReleaseKernel)>(handle, "clReleaseKernel");
     cl.release_program = symbol<decltype(&clReleaseProgram)>(handle, "clReleaseProgram");
-    if (!platforms_of || !platform_info || !devices_of || !device_info || !create_context || !create_queue ||
-        !cl.build_info || !cl.create_program || !cl.build_program || !cl.create_kernel || !cl.set_arg ||
-        !cl.create_buffer || !cl.read_buffer || !cl.write_buffer || !cl.copy_buffer || !cl.enqueue_kernel ||
-        !cl.finish || !cl.release_buffer || !cl.release_kernel || !cl.release_program) {
+    if (!platforms_of || !platform_info || !devices_of || !device_info || !create_context || !cl.create_queue ||
+        !cl.release_queue || !cl.build_info || !cl.create_program || !cl.build_program || !cl.create_kernel ||
+        !cl.set_arg || !cl.create_buffer || !cl.read_buffer || !cl.write_buffer || !cl.copy_buffer ||
+        !cl.enqueue_kernel || !cl.finish || !cl.release_buffer || !cl.release_kernel || !cl.release_program) {
       cl.error = "libOpenCL.so.1 lacks an expected function";
       return cl;
     }
@@ -248,7 +251,7 @@ const OpenCl& opencl() {
         cl_int status = CL_SUCCESS;
         cl_context context = create_context(nullptr, 1, &device, nullptr, nullptr, &status);
         if (status != CL_SUCCESS) continue;
-        cl_command_queue queue = create_queue(context, device, 0, &status);
+        cl_command_queue queue = cl.create_queue(context, device, 0, &status);
         if (status != CL_SUCCESS) continue;
         char name[256] = {};
         device_info(device, CL_DEVICE_NAME, sizeof name - 1, name, nullptr);
@@ -273,6 +276,11 @@ const OpenCl& usable_opencl() {
 
 void check(cl_int status, const char* what) {
   if (status != CL_SUCCESS) fail(ErrorKind::internal, what, " failed with OpenCL error ", status);
+}
+
+/// The cl_command_queue of `queue`, or the device's default queue.
+cl_command_queue queue_of(const OpenCl& cl, const OpenClQueue* queue) {
+  return queue ? static_cast<cl_command_queue>(queue->handle()) : cl.queue;
 }
 
 std::mutex& launch_mutex() {
@@ -386,28 +394,29 @@ void check_fits(size_t bytes, size_t size, const char* what) {
 
 }  // namespace
 
-void OpenClBuffer::upload(const void* host, size_t bytes) {
+void OpenClBuffer::upload(const void* host, size_t bytes, const OpenClQueue* queue) {
   check_fits(bytes, size_, "upload");
   if (bytes == 0) return;
   const OpenCl& cl = usable_opencl();
-  check(cl.write_buffer(cl.queue, static_cast<cl_mem>(handle_), CL_TRUE, 0, bytes, host, 0, nullptr, nullptr),
-        "clEnqueueWriteBuffer");
+  check(
+      cl.write_buffer(queue_of(cl, queue), static_cast<cl_mem>(handle_), CL_TRUE, 0, bytes, host, 0, nullptr, nullptr),
+      "clEnqueueWriteBuffer");
 }
 
-void OpenClBuffer::download(void* host, size_t bytes) const {
+void OpenClBuffer::download(void* host, size_t bytes, const OpenClQueue* queue) const {
   check_fits(bytes, size_, "download");
   if (bytes == 0) return;
   const OpenCl& cl = usable_opencl();
-  check(cl.read_buffer(cl.queue, static_cast<cl_mem>(handle_), CL_TRUE, 0, bytes, host, 0, nullptr, nullptr),
+  check(cl.read_buffer(queue_of(cl, queue), static_cast<cl_mem>(handle_), CL_TRUE, 0, bytes, host, 0, nullptr, nullptr),
         "clEnqueueReadBuffer");
 }
 
-void OpenClBuffer::copy_from(const OpenClBuffer& source, size_t bytes) {
+void OpenClBuffer::copy_from(const OpenClBuffer& source, size_t bytes, const OpenClQueue* queue) {
   check_fits(bytes, std::min(size_, source.size_), "copy");
   if (bytes == 0) return;
   const OpenCl& cl = usable_opencl();
-  check(cl.copy_buffer(cl.queue, static_cast<cl_mem>(source.handle_), static_cast<cl_mem>(handle_), 0, 0, bytes, 0,
-                       nullptr, nullptr),
+  check(cl.copy_buffer(queue_of(cl, queue), static_cast<cl_mem>(source.handle_), static_cast<cl_mem>(handle_), 0, 0,
+                       bytes, 0, nullptr, nullptr),
         "clEnqueueCopyBuffer");
 }
 
@@ -415,6 +424,22 @@ void opencl_finish() {
   const OpenCl& cl = usable_opencl();
   check(cl.finish(cl.queue), "clFinish");
 }
+
+OpenClQueue::OpenClQueue() {
+  const OpenCl& cl = usable_opencl();
+  cl_int status = CL_SUCCESS;
+  handle_ = cl.create_queue(cl.context, cl.device, 0, &status);
+  check(status, "clCreateCommandQueue");
+}
+
+OpenClQueue::~OpenClQueue() {
+  if (!handle_) return;
+  const OpenCl& cl = opencl();
+  cl.finish(static_cast<cl_command_queue>(handle_));  // work queued on it may still read its buffers
+  cl.release_queue(static_cast<cl_command_queue>(handle_));
+}
+
+void OpenClQueue::finish() const { check(usable_opencl().finish(static_cast<cl_command_queue>(handle_)), "clFinish"); }
 
 void OpenClKernel::launch(std::span<const OpenClOperand> inputs, std::span<const OpenClOperand> outputs,
                           const OpenClLaunchOptions& options) const {
@@ -478,7 +503,7 @@ void OpenClKernel::launch(std::span<const OpenClOperand> inputs, std::span<const
     check(cl.set_arg(kernel, static_cast<cl_uint>(4 + k), sizeof(cl_mem), &memory), "clSetKernelArg");
   }
   const size_t global = static_cast<size_t>(std::min<int64_t>(total, int64_t{1} << 20));
-  check(cl.enqueue_kernel(cl.queue, kernel, 1, nullptr, &global, nullptr, 0, nullptr, nullptr),
+  check(cl.enqueue_kernel(queue_of(cl, options.queue), kernel, 1, nullptr, &global, nullptr, 0, nullptr, nullptr),
         "clEnqueueNDRangeKernel");
 }
 
@@ -493,7 +518,7 @@ std::vector<Tensor> OpenClKernel::run(std::span<const Tensor> inputs, const Open
   std::vector<OpenClOperand> in_operands, out_operands;
   for (const Tensor& t : inputs) {
     buffers.emplace_back(t.nbytes());
-    buffers.back().upload(t.raw_data(), t.nbytes());
+    buffers.back().upload(t.raw_data(), t.nbytes(), options.queue);
     in_operands.push_back({&buffers.back(), t.shape()});
   }
   for (const Tensor& t : outputs) {
@@ -502,7 +527,8 @@ std::vector<Tensor> OpenClKernel::run(std::span<const Tensor> inputs, const Open
   }
   launch(in_operands, out_operands, options);
   for (size_t o = 0; o < outputs.size(); ++o)
-    buffers[inputs.size() + o].download(outputs[o].raw_data(), outputs[o].nbytes());  // waits for the launch
+    buffers[inputs.size() + o].download(outputs[o].raw_data(), outputs[o].nbytes(),
+                                        options.queue);  // waits for the launch
   return outputs;
 }
 
@@ -531,10 +557,13 @@ OpenClBuffer::OpenClBuffer(size_t) { opencl_device_description(); }
 OpenClBuffer::~OpenClBuffer() = default;
 OpenClBuffer::OpenClBuffer(OpenClBuffer&&) noexcept = default;
 OpenClBuffer& OpenClBuffer::operator=(OpenClBuffer&&) noexcept = default;
-void OpenClBuffer::upload(const void*, size_t) { opencl_device_description(); }
-void OpenClBuffer::download(void*, size_t) const { opencl_device_description(); }
-void OpenClBuffer::copy_from(const OpenClBuffer&, size_t) { opencl_device_description(); }
+void OpenClBuffer::upload(const void*, size_t, const OpenClQueue*) { opencl_device_description(); }
+void OpenClBuffer::download(void*, size_t, const OpenClQueue*) const { opencl_device_description(); }
+void OpenClBuffer::copy_from(const OpenClBuffer&, size_t, const OpenClQueue*) { opencl_device_description(); }
 void opencl_finish() { opencl_device_description(); }
+OpenClQueue::OpenClQueue() { opencl_device_description(); }
+OpenClQueue::~OpenClQueue() = default;
+void OpenClQueue::finish() const { opencl_device_description(); }
 
 #endif
 

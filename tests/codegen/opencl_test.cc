@@ -2,7 +2,8 @@
 // every kernel dtype (every third also with 64-bit indices), built by the
 // OpenCL device (PoCL on the CPU where no GPU driver is installed) and run
 // against the reference kernels; one kernel on device buffers at several
-// shapes, in place, and launches whose operands do not fit. Skips, with the
+// shapes, in place; two queues, each running its launches in order; and
+// launches whose operands do not fit. Skips, with the
 // reason, where no OpenCL device with double precision is found.
 #include <gtest/gtest.h>
 
@@ -178,6 +179,60 @@ TEST(OpenClEmitter, OneKernelRunsOnDeviceBuffersAtEveryShape) {
   opencl_finish();
   c.download(back.raw_data(), back.nbytes());
   EXPECT_EQ(std::memcmp(back.raw_data(), data.raw_data(), data.nbytes()), 0);
+}
+
+TEST(OpenClEmitter, EachQueueRunsItsWorkInOrder) {
+  SKIP_WITHOUT_OPENCL();
+  // y = tanh(x) + 1, applied three times in place on each of two queues
+  // without waiting in between: each queue's launches run in order.
+  ir::Graph g;
+  g.opset_imports[""] = 17;
+  ir::Value x = g.add_input("x", ir::ValueType::of(DType::float32, {4096}))->output(0);
+  ir::Value one = g.add_constant("one", Tensor::scalar<float>(1.0f))->output(0);
+  g.add_output(g.add_node("Add", {g.add_node("Tanh", {x})->output(0), one})->output(0), "y");
+  ir::infer_types(g);
+  KernelIR ir = lower_body(g).ir;
+  OpenClKernel kernel(ir);
+  runtime::BufferPool pool;
+  Interpreter interpreter(ir);
+  OpenClQueue first, second;
+  std::vector<Tensor> data = {graft::testing::random_of(DType::float32, {4096}, 7),
+                              graft::testing::random_of(DType::float32, {4096}, 8)};
+  std::vector<OpenClBuffer> buffers;
+  buffers.reserve(2);
+  const OpenClQueue* queues[] = {&first, &second};
+  for (size_t q = 0; q < 2; ++q) {
+    buffers.emplace_back(data[q].nbytes());
+    buffers[q].upload(data[q].raw_data(), data[q].nbytes(), queues[q]);
+  }
+  for (int round = 0; round < 3; ++round)
+    for (size_t q = 0; q < 2; ++q) {
+      OpenClOperand operand{&buffers[q], {4096}};
+      kernel.launch({&operand, 1}, {&operand, 1}, OpenClLaunchOptions{.queue = queues[q]});
+    }
+  for (size_t q = 0; q < 2; ++q) {
+    std::vector<Tensor> want{data[q]};
+    for (int round = 0; round < 3; ++round) want = run_kernel(ir, interpreter, want, pool);
+    Tensor got(DType::float32, {4096});
+    buffers[q].download(got.raw_data(), got.nbytes(), queues[q]);  // waits for that queue's launches
+    EXPECT_TRUE(close_enough(got, want[0], 1e-5, 1e-6)) << "queue " << q;
+  }
+  // run() on a queue of its own gives what it gives on the default queue.
+  std::vector<Tensor> on_default = kernel.run(std::vector<Tensor>{data[0]});
+  std::vector<Tensor> on_second = kernel.run(std::vector<Tensor>{data[0]}, OpenClLaunchOptions{.queue = &second});
+  EXPECT_EQ(std::memcmp(on_default[0].raw_data(), on_second[0].raw_data(), on_default[0].nbytes()), 0);
+  // Work that reads what another queue wrote waits for it first.
+  OpenClBuffer shared(data[1].nbytes());
+  shared.upload(data[1].raw_data(), data[1].nbytes(), &first);
+  OpenClOperand operand{&shared, {4096}};
+  kernel.launch({&operand, 1}, {&operand, 1}, OpenClLaunchOptions{.queue = &first});
+  first.finish();
+  kernel.launch({&operand, 1}, {&operand, 1}, OpenClLaunchOptions{.queue = &second});
+  Tensor twice(DType::float32, {4096});
+  shared.download(twice.raw_data(), twice.nbytes(), &second);
+  std::vector<Tensor> once = run_kernel(ir, interpreter, std::vector<Tensor>{data[1]}, pool);
+  std::vector<Tensor> want = run_kernel(ir, interpreter, once, pool);
+  EXPECT_TRUE(close_enough(twice, want[0], 1e-5, 1e-6));
 }
 
 TEST(OpenClEmitter, LaunchRefusesOperandsThatDoNotFit) {

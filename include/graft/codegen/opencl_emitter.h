@@ -32,8 +32,29 @@ std::string opencl_unavailable_reason();
 /// without one).
 std::string opencl_device_description();
 
-/// Memory on the OpenCL device, freed with the object (move-only). Copies
-/// are queued on the device's one in-order queue, after the work before them.
+/// An in-order command queue on the OpenCL device: the work queued on one
+/// queue runs in the order it was queued; queues run independently, so work
+/// on one queue that reads what another wrote waits for it first
+/// (OpenClQueue::finish). Operations given no queue use the device's default
+/// queue. Destroying a queue waits for its work.
+class OpenClQueue {
+ public:
+  /// A new queue on the device (throws unsupported without one).
+  OpenClQueue();
+  ~OpenClQueue();
+  OpenClQueue(const OpenClQueue&) = delete;
+  OpenClQueue& operator=(const OpenClQueue&) = delete;
+  /// Waits until everything queued on this queue has finished.
+  void finish() const;
+  /// The cl_command_queue.
+  void* handle() const { return handle_; }
+
+ private:
+  void* handle_ = nullptr;
+};
+
+/// Memory on the OpenCL device, freed with the object (move-only). Copies are
+/// queued on `queue` (the default queue when null), after the work before them.
 class OpenClBuffer {
  public:
   /// Allocates `bytes` (at least 1). Throws unsupported without a device,
@@ -50,18 +71,19 @@ class OpenClBuffer {
   void* handle() const { return handle_; }
   /// Copies `bytes` (at most size(), else invalid_argument) from the host;
   /// returns when they are on the device.
-  void upload(const void* host, size_t bytes);
-  /// Copies `bytes` (at most size()) to the host; waits for the work queued before.
-  void download(void* host, size_t bytes) const;
+  void upload(const void* host, size_t bytes, const OpenClQueue* queue = nullptr);
+  /// Copies `bytes` (at most size()) to the host; waits for the work queued
+  /// before on the same queue.
+  void download(void* host, size_t bytes, const OpenClQueue* queue = nullptr) const;
   /// Copies `bytes` (at most either size) from `source` on the device, queued.
-  void copy_from(const OpenClBuffer& source, size_t bytes);
+  void copy_from(const OpenClBuffer& source, size_t bytes, const OpenClQueue* queue = nullptr);
 
  private:
   void* handle_ = nullptr;
   size_t size_ = 0;
 };
 
-/// Waits until everything queued on the OpenCL device has finished.
+/// Waits until everything queued on the device's default queue has finished.
 void opencl_finish();
 
 /// One operand of a launch: a dense row-major tensor of `shape` in `buffer`,
@@ -77,6 +99,8 @@ struct OpenClLaunchOptions {
   /// broadcasting launch divides by multiplying in 32 bits): the path of
   /// larger tensors, for tests.
   bool wide_indices = false;
+  /// The queue to run on; null: the device's default queue.
+  const OpenClQueue* queue = nullptr;
 };
 
 /// A kernel built for the OpenCL device. launch() queues it on device
