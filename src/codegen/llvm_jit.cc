@@ -734,50 +734,43 @@ std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& context, const Ker
   return module;
 }
 
-/// Copies `count` elements of `size` bytes between strided runs (strides in elements).
-void copy_elements(const char* from, int64_t from_stride, char* to, int64_t to_stride, int64_t count, size_t size) {
-  auto copy = [&]<typename T>(T) {
-    for (int64_t j = 0; j < count; ++j) {
-      T value;
-      std::memcpy(&value, from + j * from_stride * static_cast<int64_t>(sizeof(T)), sizeof(T));
-      std::memcpy(to + j * to_stride * static_cast<int64_t>(sizeof(T)), &value, sizeof(T));
-    }
-  };
+/// Calls `fn` with a value of the unsigned type of `size` bytes (1, 4 or 8:
+/// the element sizes of the kernel dtypes), which only moves bits.
+template <typename F>
+void with_element_type(size_t size, F&& fn) {
   switch (size) {
     case 1:
-      copy(uint8_t{});
+      fn(uint8_t{});
       break;
     case 4:
-      copy(uint32_t{});
+      fn(uint32_t{});
       break;
     case 8:
-      copy(uint64_t{});
+      fn(uint64_t{});
       break;
     default:
       GRAFT_CHECK(false, "fused kernel: element size ", size);
   }
 }
 
+/// Copies `count` elements of `size` bytes between strided runs (strides in elements).
+void copy_elements(const char* from, int64_t from_stride, char* to, int64_t to_stride, int64_t count, size_t size) {
+  with_element_type(size, [&]<typename T>(T) {
+    for (int64_t j = 0; j < count; ++j) {
+      T value;
+      std::memcpy(&value, from + j * from_stride * static_cast<int64_t>(sizeof(T)), sizeof(T));
+      std::memcpy(to + j * to_stride * static_cast<int64_t>(sizeof(T)), &value, sizeof(T));
+    }
+  });
+}
+
 /// Fills `count` elements of `size` bytes at `to` with the element at `from`.
 void fill_elements(const char* from, char* to, int64_t count, size_t size) {
-  auto fill = [&]<typename T>(T) {
+  with_element_type(size, [&]<typename T>(T) {
     T value;
     std::memcpy(&value, from, sizeof(T));
     std::fill_n(reinterpret_cast<T*>(to), count, value);
-  };
-  switch (size) {
-    case 1:
-      fill(uint8_t{});
-      break;
-    case 4:
-      fill(uint32_t{});
-      break;
-    case 8:
-      fill(uint64_t{});
-      break;
-    default:
-      GRAFT_CHECK(false, "fused kernel: element size ", size);
-  }
+  });
 }
 
 /// Calls a compiled kernel function. The function itself only processes

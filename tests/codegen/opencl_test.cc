@@ -60,13 +60,12 @@ TEST(OpenClEmitter, RandomDagsMatchTheReference) {
     typed_irs.push_back(lower_body(*typed.back().graph).ir);
   }
   // Every third DAG also through the 64-bit index path of large tensors.
-  auto options_for = [](size_t i, bool wide) { return OpenClLaunchOptions{.wide_indices = wide && i % 3 == 0}; };
   std::vector<std::unique_ptr<OpenClKernel>> kernels = OpenClKernel::build_all(irs);
   for (size_t i = 0; i < dags.size(); ++i) {
     std::vector<Tensor> want = graft::testing::run_reference(*dags[i].graph, dags[i].inputs);
     for (bool wide : {false, true}) {
       if (wide && i % 3 != 0) continue;
-      std::vector<Tensor> got = kernels[i]->run(dags[i].inputs, options_for(i, wide));
+      std::vector<Tensor> got = kernels[i]->run(dags[i].inputs, OpenClLaunchOptions{.wide_indices = wide});
       ASSERT_EQ(got.size(), want.size());
       for (size_t k = 0; k < got.size(); ++k)
         ASSERT_TRUE(close_enough(got[k], want[k], 1e-5, 1e-6))
@@ -79,7 +78,7 @@ TEST(OpenClEmitter, RandomDagsMatchTheReference) {
     std::vector<Tensor> want = graft::testing::run_reference(*typed[i].graph, typed[i].inputs);
     for (bool wide : {false, true}) {
       if (wide && i % 3 != 0) continue;
-      std::vector<Tensor> got = typed_kernels[i]->run(typed[i].inputs, options_for(i, wide));
+      std::vector<Tensor> got = typed_kernels[i]->run(typed[i].inputs, OpenClLaunchOptions{.wide_indices = wide});
       ASSERT_EQ(got.size(), want.size());
       for (size_t k = 0; k < got.size(); ++k)
         ASSERT_TRUE(close_enough(got[k], want[k], graft::testing::typed_dag_rtol(want[k].dtype(), typed_irs[i]),
