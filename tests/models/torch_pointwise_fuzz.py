@@ -1,0 +1,363 @@
+#!/usr/bin/env python3
+"""Random pointwise programs written in PyTorch, exported to ONNX, run by
+graft (fusion on) and compared with PyTorch's own results.
+
+The fusion tests compare fused kernels with graft's reference kernels; this
+check compares both with an outside judge, on graphs as PyTorch's exporter
+writes them (its Casts, its decompositions of floor division, remainder, gelu).
+Each program is a random DAG of elementwise and broadcasting torch ops over
+float32, float64, int32, int64 and bool tensors of random broadcasting shapes
+(rank 0 to 4); several programs share one model as independent components.
+
+Values are kept finite and away from undefined behaviour (integer division
+by zero, casts of NaN or of out-of-range floats). Ops that turn small float
+differences into different discrete results (floor, ceil, round, sign,
+comparisons, casts to integers) only take values that no approximated
+function (exp, tanh, erf, ...) produced: graft's approximations have a stated
+error, and a value one ulp below an integer legitimately floors differently.
+
+Usage: torch_pointwise_fuzz.py --graft build/bin/graft --workdir DIR [--models N] [--seed S]
+       [--programs-per-model K] [--max-steps M] [--backends ref] [--keep]
+Exit code 0 only when every output of every model matches.
+"""
+import argparse
+import os
+import random
+import shutil
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+FLOATS = (torch.float32, torch.float64)
+INTS = (torch.int32, torch.int64)
+DTYPES = FLOATS + INTS + (torch.bool,)
+# PyTorch's exporter treats rank-0 tensors as scalars in type promotion and
+# writes float64 and int32 ones, and what is computed from them, as float32 and
+# int64 (sometimes inconsistently: a Where of float32 and float64). Programs
+# keep rank-0 values of these dtypes out.
+SCALAR_PROMOTED = {torch.float64: torch.float32, torch.int32: torch.int64}
+NP_NAMES = {torch.float32: "float32", torch.float64: "float64", torch.int32: "int32", torch.int64: "int64",
+            torch.bool: "bool"}
+
+
+class Op:
+    """One program step: `fn` over `arity` operands whose dtypes `accepts`.
+
+    approx: the result may differ from PyTorch's in its last bits: an
+      approximated function, a formula ONNX writes differently (HardSwish's
+      x * clip(x / 6 + 0.5) against PyTorch's x * relu6(x + 3) / 6), or a
+      multiply-add the JIT may fuse into one rounding.
+    discrete: the result jumps on small input changes (takes exact values only).
+    same: every operand has one dtype (binary arithmetic, Where's branches).
+    """
+
+    def __init__(self, name, arity, accepts, fn, approx=False, discrete=False, same=True):
+        self.name, self.arity, self.accepts, self.fn = name, arity, accepts, fn
+        self.approx, self.discrete, self.same = approx, discrete, same
+
+
+def _ops():
+    f, i, num, b = FLOATS, INTS, FLOATS + INTS, (torch.bool,)
+    ops = [
+        # Float unary.
+        Op("relu", 1, num, torch.relu),
+        Op("sigmoid", 1, f, torch.sigmoid, approx=True),
+        Op("tanh", 1, f, torch.tanh, approx=True),
+        Op("exp", 1, f, lambda x: torch.exp(torch.clamp(x, -20, 20)), approx=True),
+        Op("log", 1, f, lambda x: torch.log(torch.abs(x) + 0.5), approx=True),
+        Op("sqrt", 1, f, lambda x: torch.sqrt(torch.abs(x) + 0.01), approx=True),
+        Op("erf", 1, f, torch.erf, approx=True),
+        Op("sin", 1, f, torch.sin, approx=True),
+        Op("cos", 1, f, torch.cos, approx=True),
+        Op("reciprocal", 1, f, lambda x: torch.reciprocal(torch.abs(x) + 0.5)),
+        Op("leaky_relu", 1, f, lambda x: F.leaky_relu(x, 0.1)),
+        Op("hardsigmoid", 1, f, F.hardsigmoid, approx=True),
+        Op("hardswish", 1, f, F.hardswish, approx=True),
+        Op("gelu", 1, f, F.gelu, approx=True),
+        Op("gelu_tanh", 1, f, lambda x: F.gelu(x, approximate="tanh"), approx=True),
+        Op("softplus", 1, f, F.softplus, approx=True),
+        Op("elu", 1, f, F.elu, approx=True),
+        Op("selu", 1, f, F.selu, approx=True),
+        Op("silu", 1, f, F.silu, approx=True),
+        Op("clamp", 1, f, lambda x: torch.clamp(x, -1.5, 2.0)),
+        Op("abs", 1, num, torch.abs),
+        Op("neg", 1, num, torch.neg),
+        Op("floor", 1, f, torch.floor, discrete=True),
+        Op("ceil", 1, f, torch.ceil, discrete=True),
+        Op("round", 1, f, torch.round, discrete=True),
+        Op("sign", 1, num, torch.sign, discrete=True),
+        Op("square", 1, num, lambda x: x * x),
+        Op("scale_shift", 1, f, lambda x: x * 0.75 - 0.25, approx=True),
+        # Binary arithmetic (broadcasting).
+        Op("add", 2, num, torch.add),
+        Op("sub", 2, num, torch.sub),
+        Op("mul", 2, num, torch.mul),
+        Op("div", 2, f, lambda a, b: a / (torch.abs(b) + 0.5)),
+        Op("maximum", 2, num, torch.maximum),
+        Op("minimum", 2, num, torch.minimum),
+        Op("pow", 2, f, lambda a, b: torch.pow(torch.abs(a) + 0.5, torch.clamp(b, -2, 2)), approx=True),
+        Op("div_trunc", 2, i, lambda a, b: torch.div(a, torch.abs(b) + 1, rounding_mode="trunc")),
+        Op("div_floor", 2, i, lambda a, b: torch.div(a, torch.abs(b) + 1, rounding_mode="floor")),
+        Op("fmod", 2, i, lambda a, b: torch.fmod(a, torch.abs(b) + 1)),
+        Op("remainder", 2, i, lambda a, b: torch.remainder(a, torch.abs(b) + 1)),
+        # Comparisons and selection.
+        Op("lt", 2, num, torch.lt, discrete=True),
+        Op("gt", 2, num, torch.gt, discrete=True),
+        Op("le", 2, num, torch.le, discrete=True),
+        Op("ge", 2, num, torch.ge, discrete=True),
+        Op("eq", 2, num, torch.eq, discrete=True),
+        Op("where", 3, None, torch.where, same=False),
+        # Logic.
+        Op("not", 1, b, torch.bitwise_not),
+        Op("and", 2, b, torch.logical_and),
+        Op("or", 2, b, torch.logical_or),
+        Op("xor", 2, b, torch.logical_xor),
+    ]
+    # Casts (integers only from exact, bounded values).
+    for to in DTYPES:
+        name = "to_" + NP_NAMES[to]
+        if to in INTS:
+            ops.append(Op(name, 1, DTYPES, lambda x, to=to: torch.clamp(x, -1000, 1000).to(to)
+                          if x.dtype.is_floating_point else x.to(to), discrete=True))
+        else:
+            ops.append(Op(name, 1, DTYPES, lambda x, to=to: x.to(to)))
+    return ops
+
+
+OPS = _ops()
+
+
+class Value:
+    def __init__(self, tensor, approx):
+        self.tensor, self.approx = tensor, approx
+
+
+def random_shapes(rng, count):
+    """`count` shapes that broadcast together: suffixes of one base shape with
+    some extents set to 1."""
+    rank = rng.choice([0, 1, 2, 2, 3, 3, 4])
+    base = [rng.choice([1, 2, 3, 5, 7, 16, 33]) for _ in range(rank)]
+    shapes = []
+    for _ in range(count):
+        r = rng.randint(max(0, rank - 2), rank) if rank else 0
+        shape = [d if rng.random() < 0.7 else 1 for d in base[rank - r:]]
+        shapes.append(shape)
+    shapes[0] = list(base)  # one input spans the whole iteration space
+    rng.shuffle(shapes)
+    return shapes
+
+
+def random_input(rng, gen, shape, dtype):
+    if dtype.is_floating_point:
+        return torch.randn(shape, generator=gen, dtype=dtype) * 2
+    if dtype == torch.bool:
+        return torch.rand(shape, generator=gen) < 0.5
+    return torch.randint(-20, 21, shape, generator=gen, dtype=dtype)
+
+
+class Program:
+    """A random DAG of OPS over fresh inputs, executed eagerly as it is drawn
+    (so every choice sees real dtypes and values), replayable for tracing."""
+
+    def __init__(self, rng, gen, index, max_steps):
+        n_inputs = rng.randint(1, 4)
+        shapes = random_shapes(rng, n_inputs)
+        main = rng.choice([torch.float32] * 4 + [torch.float64, torch.int32, torch.int64])
+        self.inputs = []
+        for k, shape in enumerate(shapes):
+            dtype = main if rng.random() < 0.7 else rng.choice(DTYPES)
+            if not shape and dtype in SCALAR_PROMOTED:
+                dtype = SCALAR_PROMOTED[dtype]
+            self.inputs.append(("p%d_in%d" % (index, k), random_input(rng, gen, shape, dtype)))
+        self.steps = []  # (op, operand indices)
+        values = [Value(t, False) for _, t in self.inputs]
+        n_steps = rng.randint(2, max_steps)
+        attempts = 0
+        while len(self.steps) < n_steps and attempts < 40 * max_steps:
+            attempts += 1
+            op = rng.choice(OPS)
+            args = self._pick(rng, op, values)
+            if args is None:
+                continue
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                out = op.fn(*[values[a].tensor for a in args])
+            if out.dim() == 0 and out.dtype in SCALAR_PROMOTED:
+                continue  # see SCALAR_PROMOTED
+            if out.dtype.is_floating_point and not bool(torch.isfinite(out).all()):
+                continue  # keep values finite: inf - inf, casts of inf
+            if out.dtype.is_floating_point and out.numel() and float(out.abs().max()) > 1e6:
+                continue
+            values.append(Value(out, op.approx or any(values[a].approx for a in args)))
+            self.steps.append((op, args))
+        # Outputs: the last value and up to two others computed on the way.
+        computed = list(range(len(self.inputs), len(values)))
+        self.outputs = computed[-1:] + rng.sample(computed[:-1], min(len(computed) - 1, rng.randint(0, 2)))
+        self.expected = [values[o].tensor for o in self.outputs]
+        # The exporter drops inputs no output reads.
+        needed = set(self.outputs)
+        for k in range(len(self.steps) - 1, -1, -1):
+            if len(self.inputs) + k in needed:
+                needed.update(self.steps[k][1])
+        self.used = [k for k in range(len(self.inputs)) if k in needed]
+        self.needed = needed
+
+    @staticmethod
+    def _pick(rng, op, values):
+        candidates = [k for k, v in enumerate(values) if not (op.discrete and v.approx)]
+        if op.name == "where":
+            conds = [k for k in candidates if values[k].tensor.dtype == torch.bool]
+            if not conds:
+                return None
+            a = rng.choice(range(len(values)))
+            same = [k for k, v in enumerate(values) if v.tensor.dtype == values[a].tensor.dtype]
+            return [rng.choice(conds), a, rng.choice(same)]
+        candidates = [k for k in candidates if values[k].tensor.dtype in op.accepts]
+        if not candidates:
+            return None
+        first = rng.choice(candidates)
+        if op.arity == 1:
+            return [first]
+        same = [k for k in candidates if values[k].tensor.dtype == values[first].tensor.dtype]
+        return [first] + [rng.choice(same) for _ in range(op.arity - 1)]
+
+    def replay(self, used_inputs):
+        values = [None] * len(self.inputs)
+        for k, tensor in zip(self.used, used_inputs):
+            values[k] = tensor
+        for k, (op, args) in enumerate(self.steps):
+            needed = len(self.inputs) + k in self.needed
+            values.append(op.fn(*[values[a] for a in args]) if needed else None)
+        return [values[o] for o in self.outputs]
+
+
+class Model(torch.nn.Module):
+    def __init__(self, programs):
+        super().__init__()
+        self.programs = programs
+
+    def forward(self, *inputs):
+        outputs, at = [], 0
+        for p in self.programs:
+            n = len(p.used)
+            outputs.extend(p.replay(inputs[at:at + n]))
+            at += n
+        return tuple(outputs)
+
+
+def compare(got, want, rtol, atol):
+    """None when they match, else what differs."""
+    if got.shape != want.shape:
+        return "shape %s, expected %s" % (got.shape, want.shape)
+    if got.dtype != want.dtype:
+        return "dtype %s, expected %s" % (got.dtype, want.dtype)
+    if want.dtype == np.bool_ or np.issubdtype(want.dtype, np.integer):
+        bad = np.argwhere(got != want)
+        if len(bad):
+            at = tuple(bad[0])
+            return "%d of %d elements differ; first at %s: got %s, expected %s" % (
+                len(bad), want.size, at, got[at], want[at])
+        return None
+    g, w = got.astype(np.float64), want.astype(np.float64)
+    scale = max(1.0, float(np.max(np.abs(w)))) if w.size else 1.0
+    err = np.abs(g - w)
+    bad = np.argwhere(~(err <= atol * scale + rtol * np.abs(w)))
+    if len(bad):
+        at = tuple(bad[0])
+        return "%d of %d elements differ; first at %s: got %r, expected %r" % (len(bad), want.size, at, g[at], w[at])
+    return None
+
+
+def describe(program):
+    lines = ["inputs: " + ", ".join("%s %s%s" % (n, NP_NAMES[t.dtype], list(t.shape)) for n, t in program.inputs)]
+    n = len(program.inputs)
+    for k, (op, args) in enumerate(program.steps):
+        if n + k in program.needed:
+            lines.append("  v%d = %s(%s)" % (n + k, op.name, ", ".join("v%d" % a for a in args)))
+    lines.append("outputs: " + ", ".join("v%d" % o for o in program.outputs))
+    return "\n".join(lines)
+
+
+def run_model(index, args, rng):
+    gen = torch.Generator().manual_seed(args.seed * 100003 + index)
+    programs = [Program(rng, gen, k, args.max_steps) for k in range(args.programs_per_model)]
+    folder = os.path.join(args.workdir, "model%d" % index)
+    os.makedirs(folder, exist_ok=True)
+    onnx_path = os.path.join(folder, "model.onnx")
+    model = Model(programs)
+    inputs = [p.inputs[k][1] for p in programs for k in p.used]
+    input_names = [p.inputs[k][0] for p in programs for k in p.used]
+    output_names = ["p%d_out%d" % (k, j) for k, p in enumerate(programs) for j in range(len(p.outputs))]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        torch.onnx.export(model, tuple(inputs), onnx_path, opset_version=args.opset, input_names=input_names,
+                          output_names=output_names, do_constant_folding=True)
+    command = [args.graft, "run", onnx_path, "--output-dir", os.path.join(folder, "out"), "--threads", "2",
+               "--fusion", "on", "--report"]
+    if args.backends:
+        command += ["--backends", args.backends]
+    for name, tensor in zip(input_names, inputs):
+        path = os.path.join(folder, name + ".npy")
+        np.save(path, tensor.numpy())
+        command += ["--input", "%s=%s" % (name, path)]
+    proc = subprocess.run(command, capture_output=True, text=True)
+    if proc.returncode != 0:
+        return ["graft failed: " + (proc.stderr.strip() or proc.stdout.strip())[-600:] + "\n" +
+                "\n".join(describe(p) for p in programs)], 0
+    fused = 0
+    for line in proc.stdout.splitlines():
+        if line.startswith("partition:") and " fuse " in line:
+            fused = int(line.split(" fuse ")[1].split()[0])
+    failures = []
+    at = 0
+    for k, p in enumerate(programs):
+        for j, want in enumerate(p.expected):
+            name = output_names[at]
+            at += 1
+            got = np.load(os.path.join(folder, "out", name + ".npy"))
+            problem = compare(got, want.numpy(), args.rtol, args.atol)
+            if problem:
+                failures.append("output %s: %s\n%s" % (name, problem, describe(p)))
+    if not failures and not args.keep:
+        shutil.rmtree(folder)
+    return failures, fused
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--graft", required=True)
+    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--models", type=int, default=30)
+    parser.add_argument("--programs-per-model", type=int, default=6)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--max-steps", type=int, default=12, help="ops per program: 2 to this many")
+    parser.add_argument("--opset", type=int, default=17)
+    parser.add_argument("--backends", default="")
+    parser.add_argument("--rtol", type=float, default=1e-4)
+    parser.add_argument("--atol", type=float, default=1e-4)
+    parser.add_argument("--keep", action="store_true", help="keep every model's folder, not only failing ones")
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    os.makedirs(args.workdir, exist_ok=True)
+    rng = random.Random(args.seed)
+    failed = fused_total = 0
+    for index in range(args.models):
+        failures, fused = run_model(index, args, rng)
+        fused_total += fused
+        for f in failures:
+            print("FAIL model%d %s" % (index, f), flush=True)
+        failed += bool(failures)
+    print("%d of %d models matched PyTorch (%d programs each); %d nodes ran fused" % (
+        args.models - failed, args.models, args.programs_per_model, fused_total))
+    if fused_total == 0:
+        print("FAIL: nothing was fused")
+        return 1
+    return 0 if failed == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
