@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Random pointwise programs written in PyTorch, exported to ONNX, run by
-graft (fusion on) and compared with PyTorch's own results.
+"""Random programs written in PyTorch, exported to ONNX, run by graft and
+compared with PyTorch's own results.
 
 The fusion tests compare fused kernels with graft's reference kernels; this
 check compares both with an outside judge, on graphs as PyTorch's exporter
@@ -8,16 +8,20 @@ writes them (its Casts, its decompositions of floor division, remainder, gelu).
 Each program is a random DAG of elementwise and broadcasting torch ops over
 float32, float64, int32, int64 and bool tensors of random broadcasting shapes
 (rank 0 to 4); several programs share one model as independent components.
+With --layers, layer ops (linear, matmul, convolution, pools, batch and layer
+norm, softmax, reductions, transposes, reshapes, concat, slices) on float32
+come between them, so that the partition into dnnl subgraphs, fused kernels
+and reference kernels is exercised at its boundaries.
 
 Values are kept finite and away from undefined behaviour (integer division
 by zero, casts of NaN or of out-of-range floats). Ops that turn small float
 differences into different discrete results (floor, ceil, round, sign,
-comparisons, casts to integers) only take values that no approximated
-function (exp, tanh, erf, ...) produced: graft's approximations have a stated
-error, and a value one ulp below an integer legitimately floors differently.
+comparisons, casts to integers or bool) only take values that nothing
+approximate produced: graft's approximations have a stated error, and a
+value one ulp below an integer legitimately floors differently.
 
-Usage: torch_pointwise_fuzz.py --graft build/bin/graft --workdir DIR [--models N] [--seed S]
-       [--programs-per-model K] [--max-steps M] [--backends ref] [--keep]
+Usage: torch_random_programs.py --graft build/bin/graft --workdir DIR [--models N] [--seed S]
+       [--programs-per-model K] [--max-steps M] [--layers] [--backends ref] [--keep]
 Exit code 0 only when every output of every model matches.
 """
 import argparse
@@ -55,9 +59,19 @@ class Op:
     same: every operand has one dtype (binary arithmetic, Where's branches).
     """
 
-    def __init__(self, name, arity, accepts, fn, approx=False, discrete=False, same=True):
+    def __init__(self, name, arity, accepts, fn, approx=False, discrete=False, same=True, make=None, max_input=None):
         self.name, self.arity, self.accepts, self.fn = name, arity, accepts, fn
         self.approx, self.discrete, self.same = approx, discrete, same
+        # Periodic functions lose absolute accuracy with the argument's size
+        # (an error of 1e-6 relative in x is 1e-4 absolute in sin(x) at 100):
+        # they take operands up to this magnitude.
+        self.max_input = max_input
+        # Layer ops: make(rng, gen, *operands) returns the step's function (with
+        # its weights drawn), or None where the operands do not suit it.
+        self.make = make
+
+    def instantiate(self, rng, gen, operands):
+        return self.make(rng, gen, *operands) if self.make else self.fn
 
 
 def _ops():
@@ -71,8 +85,8 @@ def _ops():
         Op("log", 1, f, lambda x: torch.log(torch.abs(x) + 0.5), approx=True),
         Op("sqrt", 1, f, lambda x: torch.sqrt(torch.abs(x) + 0.01), approx=True),
         Op("erf", 1, f, torch.erf, approx=True),
-        Op("sin", 1, f, torch.sin, approx=True),
-        Op("cos", 1, f, torch.cos, approx=True),
+        Op("sin", 1, f, torch.sin, approx=True, max_input=50),
+        Op("cos", 1, f, torch.cos, approx=True, max_input=50),
         Op("reciprocal", 1, f, lambda x: torch.reciprocal(torch.abs(x) + 0.5)),
         Op("leaky_relu", 1, f, lambda x: F.leaky_relu(x, 0.1)),
         Op("hardsigmoid", 1, f, F.hardsigmoid, approx=True),
@@ -123,10 +137,144 @@ def _ops():
         if to in INTS:
             ops.append(Op(name, 1, DTYPES, lambda x, to=to: torch.clamp(x, -1000, 1000).to(to)
                           if x.dtype.is_floating_point else x.to(to), discrete=True))
-        else:
-            ops.append(Op(name, 1, DTYPES, lambda x, to=to: x.to(to)))
+        else:  # to bool is x != 0: an approximation's tiny value against an exact 0 flips it
+            ops.append(Op(name, 1, DTYPES, lambda x, to=to: x.to(to), discrete=to == torch.bool))
     return ops
 
+
+def _weight(gen, *shape):
+    return torch.randn(shape, generator=gen) / max(1.0, float(np.prod(shape[1:])) ** 0.5)
+
+
+def _dim(rng, x, at_least=1):
+    dims = [d for d in range(x.dim()) if x.shape[d] >= at_least]
+    return rng.choice(dims) if dims else None
+
+
+def _linear(rng, gen, x):
+    if x.dim() == 0:
+        return None
+    w = _weight(gen, rng.choice([1, 4, 16, 40]), x.shape[-1])
+    b = _weight(gen, w.shape[0]) if rng.random() < 0.7 else None
+    return lambda x: F.linear(x, w, b)
+
+
+def _self_matmul(rng, gen, x):
+    if x.dim() < 2:
+        return None
+    if rng.random() < 0.5:
+        return lambda x: torch.matmul(x, x.transpose(-1, -2))
+    return lambda x: torch.matmul(x.transpose(-1, -2), x)
+
+
+def _matmul(rng, gen, a, b):
+    if a.dim() < 1 or b.dim() < 2 or a.shape[-1] != b.shape[-2]:
+        return None
+    return torch.matmul
+
+
+def _softmax(rng, gen, x):
+    d = _dim(rng, x)
+    if d is None:
+        return None
+    fn = rng.choice([torch.softmax, torch.log_softmax])
+    return lambda x: fn(x, d)
+
+
+def _layer_norm(rng, gen, x):
+    # PyTorch normalizes as x * (w / std) + (b - mean * w / std), which loses
+    # digits on rows of low variance (over one element it gives b plus noise):
+    # rows of at least 8 random values keep it an accurate judge.
+    if x.dim() == 0 or x.shape[-1] < 8:
+        return None
+    n = x.shape[-1]
+    w, b = 1 + _weight(gen, n), _weight(gen, n)
+    return lambda x: F.layer_norm(x, (n,), w, b, 1e-5)
+
+
+def _reduce(rng, gen, x):
+    d = _dim(rng, x)
+    if d is None:
+        return None
+    keep = rng.random() < 0.5
+    kind = rng.choice(["sum", "mean", "amax", "amin"])
+    return lambda x: getattr(torch, kind)(x, d, keepdim=keep)
+
+
+def _transpose(rng, gen, x):
+    if x.dim() < 2:
+        return None
+    perm = list(range(x.dim()))
+    rng.shuffle(perm)
+    return lambda x: x.permute(*perm)
+
+
+def _reshape(rng, gen, x):
+    if x.dim() < 2:
+        return None
+    if rng.random() < 0.5:
+        return lambda x: torch.flatten(x, x.dim() - 2)
+    return lambda x: x.unsqueeze(1)
+
+
+def _concat(rng, gen, a, b):
+    if a.dim() == 0 or a.dim() != b.dim():
+        return None
+    dims = [d for d in range(a.dim()) if all(a.shape[k] == b.shape[k] for k in range(a.dim()) if k != d)]
+    if not dims:
+        return None
+    d = rng.choice(dims)
+    return lambda a, b: torch.cat([a, b], d)
+
+
+def _slice(rng, gen, x):
+    d = _dim(rng, x, at_least=2)
+    if d is None:
+        return None
+    start = rng.randint(0, x.shape[d] - 1)
+    step = rng.choice([1, 1, 2])
+    return lambda x: x.narrow(d, start, x.shape[d] - start)[(slice(None),) * d + (slice(None, None, step),)]
+
+
+def _conv(rng, gen, x):
+    if x.dim() != 4 or x.shape[2] < 3 or x.shape[3] < 3:
+        return None
+    c = x.shape[1]
+    groups = rng.choice([g for g in (1, c) if c % g == 0])
+    out = c if groups == c else rng.choice([1, 4, 8])
+    k, stride, pad = rng.choice([(1, 1, 0), (3, 1, 1), (3, 2, 1), (3, 1, 0)])
+    w, b = _weight(gen, out, c // groups, k, k), _weight(gen, out)
+    return lambda x: F.conv2d(x, w, b, stride, pad, 1, groups)
+
+
+def _pool(rng, gen, x):
+    if x.dim() != 4 or x.shape[2] < 2 or x.shape[3] < 2:
+        return None
+    kind = rng.choice(["max", "avg", "global"])
+    if kind == "max":
+        return lambda x: F.max_pool2d(x, 2, 2)
+    if kind == "avg":
+        return lambda x: F.avg_pool2d(x, 2, 2)
+    return lambda x: F.adaptive_avg_pool2d(x, 1)
+
+
+def _batch_norm(rng, gen, x):
+    if x.dim() != 4:
+        return None
+    c = x.shape[1]
+    mean, var = _weight(gen, c), 0.5 + torch.rand(c, generator=gen)
+    w, b = 1 + _weight(gen, c), _weight(gen, c)
+    return lambda x: F.batch_norm(x, mean, var, w, b, False, 0.0, 1e-5)
+
+
+# Layer ops: float32 only (what the dnnl backend and the exporter's layer
+# patterns take); their sums round in another order than PyTorch's, so their
+# results count as approximate.
+LAYER_OPS = [Op(name, arity, (torch.float32,), None, approx=True, make=make) for name, arity, make in [
+    ("linear", 1, _linear), ("self_matmul", 1, _self_matmul), ("matmul", 2, _matmul), ("softmax", 1, _softmax),
+    ("layer_norm", 1, _layer_norm), ("reduce", 1, _reduce), ("transpose", 1, _transpose),
+    ("reshape", 1, _reshape), ("concat", 2, _concat), ("slice", 1, _slice), ("conv", 1, _conv),
+    ("pool", 1, _pool), ("batch_norm", 1, _batch_norm)]]
 
 OPS = _ops()
 
@@ -163,29 +311,45 @@ class Program:
     """A random DAG of OPS over fresh inputs, executed eagerly as it is drawn
     (so every choice sees real dtypes and values), replayable for tracing."""
 
-    def __init__(self, rng, gen, index, max_steps):
+    def __init__(self, rng, gen, index, max_steps, layers):
         n_inputs = rng.randint(1, 4)
         shapes = random_shapes(rng, n_inputs)
+        ops = OPS + LAYER_OPS * 4 if layers else OPS
         main = rng.choice([torch.float32] * 4 + [torch.float64, torch.int32, torch.int64])
+        if layers:
+            main = torch.float32
+            if rng.random() < 0.5:  # an image batch for convolutions and pools
+                shapes[0] = [rng.choice([1, 2]), rng.choice([1, 3, 8]), rng.choice([5, 8, 15]), rng.choice([4, 9, 16])]
         self.inputs = []
         for k, shape in enumerate(shapes):
             dtype = main if rng.random() < 0.7 else rng.choice(DTYPES)
             if not shape and dtype in SCALAR_PROMOTED:
                 dtype = SCALAR_PROMOTED[dtype]
             self.inputs.append(("p%d_in%d" % (index, k), random_input(rng, gen, shape, dtype)))
-        self.steps = []  # (op, operand indices)
+        self.steps = []  # (op, operand indices, function)
         values = [Value(t, False) for _, t in self.inputs]
         n_steps = rng.randint(2, max_steps)
         attempts = 0
         while len(self.steps) < n_steps and attempts < 40 * max_steps:
             attempts += 1
-            op = rng.choice(OPS)
+            op = rng.choice(ops)
             args = self._pick(rng, op, values)
             if args is None:
                 continue
-            with warnings.catch_warnings():
-                warnings.simplefilter("ignore")
-                out = op.fn(*[values[a].tensor for a in args])
+            operands = [values[a].tensor for a in args]
+            if op.max_input and any(t.numel() and float(t.abs().max()) > op.max_input for t in operands):
+                continue
+            fn = op.instantiate(rng, gen, operands)
+            if fn is None:
+                continue
+            try:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    out = fn(*operands)
+            except RuntimeError:
+                continue  # shapes that do not broadcast
+            if out.numel() > 1 << 21:
+                continue
             if out.dim() == 0 and out.dtype in SCALAR_PROMOTED:
                 continue  # see SCALAR_PROMOTED
             if out.dtype.is_floating_point and not bool(torch.isfinite(out).all()):
@@ -193,7 +357,7 @@ class Program:
             if out.dtype.is_floating_point and out.numel() and float(out.abs().max()) > 1e6:
                 continue
             values.append(Value(out, op.approx or any(values[a].approx for a in args)))
-            self.steps.append((op, args))
+            self.steps.append((op, args, fn))
         # Outputs: the last value and up to two others computed on the way.
         computed = list(range(len(self.inputs), len(values)))
         self.outputs = computed[-1:] + rng.sample(computed[:-1], min(len(computed) - 1, rng.randint(0, 2)))
@@ -229,9 +393,9 @@ class Program:
         values = [None] * len(self.inputs)
         for k, tensor in zip(self.used, used_inputs):
             values[k] = tensor
-        for k, (op, args) in enumerate(self.steps):
+        for k, (op, args, fn) in enumerate(self.steps):
             needed = len(self.inputs) + k in self.needed
-            values.append(op.fn(*[values[a] for a in args]) if needed else None)
+            values.append(fn(*[values[a] for a in args]) if needed else None)
         return [values[o] for o in self.outputs]
 
 
@@ -275,7 +439,7 @@ def compare(got, want, rtol, atol):
 def describe(program):
     lines = ["inputs: " + ", ".join("%s %s%s" % (n, NP_NAMES[t.dtype], list(t.shape)) for n, t in program.inputs)]
     n = len(program.inputs)
-    for k, (op, args) in enumerate(program.steps):
+    for k, (op, args, _) in enumerate(program.steps):
         if n + k in program.needed:
             lines.append("  v%d = %s(%s)" % (n + k, op.name, ", ".join("v%d" % a for a in args)))
     lines.append("outputs: " + ", ".join("v%d" % o for o in program.outputs))
@@ -284,7 +448,7 @@ def describe(program):
 
 def run_model(index, args, rng):
     gen = torch.Generator().manual_seed(args.seed * 100003 + index)
-    programs = [Program(rng, gen, k, args.max_steps) for k in range(args.programs_per_model)]
+    programs = [Program(rng, gen, k, args.max_steps, args.layers) for k in range(args.programs_per_model)]
     folder = os.path.join(args.workdir, "model%d" % index)
     os.makedirs(folder, exist_ok=True)
     onnx_path = os.path.join(folder, "model.onnx")
@@ -337,6 +501,9 @@ def main():
     parser.add_argument("--max-steps", type=int, default=12, help="ops per program: 2 to this many")
     parser.add_argument("--opset", type=int, default=17)
     parser.add_argument("--backends", default="")
+    parser.add_argument("--layers", action="store_true",
+                        help="mix in layer ops (linear, matmul, conv, pools, norms, softmax, reductions, "
+                             "transposes, concat, slices) between the pointwise ones, float32")
     parser.add_argument("--rtol", type=float, default=1e-4)
     parser.add_argument("--atol", type=float, default=1e-4)
     parser.add_argument("--keep", action="store_true", help="keep every model's folder, not only failing ones")
