@@ -21,7 +21,7 @@ approximate produced: graft's approximations have a stated error, and a
 value one ulp below an integer legitimately floors differently.
 
 Usage: torch_random_programs.py --graft build/bin/graft --workdir DIR [--models N] [--seed S]
-       [--programs-per-model K] [--max-steps M] [--layers] [--backends ref] [--keep]
+       [--programs-per-model K] [--max-steps M] [--layers | --dynamic] [--backends ref] [--keep]
 Exit code 0 only when every output of every model matches.
 """
 import argparse
@@ -288,7 +288,7 @@ def random_shapes(rng, count):
     """`count` shapes that broadcast together: suffixes of one base shape with
     some extents set to 1."""
     rank = rng.choice([0, 1, 2, 2, 3, 3, 4])
-    base = [rng.choice([1, 2, 3, 5, 7, 16, 33]) for _ in range(rank)]
+    base = [rng.choice(EXTENTS) for _ in range(rank)]
     shapes = []
     for _ in range(count):
         r = rng.randint(max(0, rank - 2), rank) if rank else 0
@@ -297,6 +297,9 @@ def random_shapes(rng, count):
     shapes[0] = list(base)  # one input spans the whole iteration space
     rng.shuffle(shapes)
     return shapes
+
+
+EXTENTS = [1, 2, 3, 5, 7, 16, 33]
 
 
 def random_input(rng, gen, shape, dtype):
@@ -389,14 +392,44 @@ class Program:
         same = [k for k in candidates if values[k].tensor.dtype == values[first].tensor.dtype]
         return [first] + [rng.choice(same) for _ in range(op.arity - 1)]
 
-    def replay(self, used_inputs):
+    def resized(self, rng, gen, index):
+        """For --dynamic: the names of the inputs' dimensions that may vary
+        (every extent above 1, one name per position of the iteration space,
+        shared by the inputs that span it), new inputs whose extents at those
+        dimensions are drawn anew, and the outputs PyTorch computes from them;
+        None when no draw keeps every value finite."""
+        rank = max(len(t.shape) for _, t in self.inputs)
+        axes = {}
+        for k in self.used:
+            name, tensor = self.inputs[k]
+            offset = rank - tensor.dim()
+            axes[name] = {d: "p%d_d%d" % (index, offset + d) for d in range(tensor.dim()) if tensor.shape[d] > 1}
+        for _ in range(10):
+            extents = {}
+            for dims in axes.values():
+                for label in dims.values():
+                    extents.setdefault(label, rng.choice(EXTENTS[1:]))
+            inputs = []
+            for k in self.used:
+                name, tensor = self.inputs[k]
+                shape = [extents[axes[name][d]] if d in axes[name] else 1 for d in range(tensor.dim())]
+                inputs.append(random_input(rng, gen, shape, tensor.dtype))
+            values = self.replay(inputs, every_value=True)
+            if all(not v.dtype.is_floating_point or not v.numel() or
+                   (bool(torch.isfinite(v).all()) and float(v.abs().max()) <= 1e6) for v in values if v is not None):
+                return axes, inputs, [values[o] for o in self.outputs]
+        return None
+
+    def replay(self, used_inputs, every_value=False):
         values = [None] * len(self.inputs)
         for k, tensor in zip(self.used, used_inputs):
             values[k] = tensor
         for k, (op, args, fn) in enumerate(self.steps):
             needed = len(self.inputs) + k in self.needed
-            values.append(fn(*[values[a] for a in args]) if needed else None)
-        return [values[o] for o in self.outputs]
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                values.append(fn(*[values[a] for a in args]) if needed else None)
+        return values if every_value else [values[o] for o in self.outputs]
 
 
 class Model(torch.nn.Module):
@@ -456,10 +489,23 @@ def run_model(index, args, rng):
     inputs = [p.inputs[k][1] for p in programs for k in p.used]
     input_names = [p.inputs[k][0] for p in programs for k in p.used]
     output_names = ["p%d_out%d" % (k, j) for k, p in enumerate(programs) for j in range(len(p.outputs))]
+    dynamic_axes = None
+    if args.dynamic:
+        # Exported with every extent above 1 symbolic, run at other extents.
+        dynamic_axes, inputs = {}, []
+        for k, p in enumerate(programs):
+            resized = p.resized(rng, gen, k)
+            if resized is None:  # keeps its shapes (no draw stayed finite)
+                inputs.extend(p.inputs[j][1] for j in p.used)
+                continue
+            axes, new_inputs, p.expected = resized
+            dynamic_axes.update(axes)
+            inputs.extend(new_inputs)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        torch.onnx.export(model, tuple(inputs), onnx_path, opset_version=args.opset, input_names=input_names,
-                          output_names=output_names, do_constant_folding=True)
+        traced = tuple(p.inputs[k][1] for p in programs for k in p.used)
+        torch.onnx.export(model, traced, onnx_path, opset_version=args.opset, input_names=input_names,
+                          output_names=output_names, do_constant_folding=True, dynamic_axes=dynamic_axes)
     command = [args.graft, "run", onnx_path, "--output-dir", os.path.join(folder, "out"), "--threads", "2",
                "--fusion", "on", "--report"]
     if args.backends:
@@ -506,8 +552,12 @@ def main():
                              "transposes, concat, slices) between the pointwise ones, float32")
     parser.add_argument("--rtol", type=float, default=1e-4)
     parser.add_argument("--atol", type=float, default=1e-4)
+    parser.add_argument("--dynamic", action="store_true",
+                        help="export every extent above 1 as a symbolic dimension and run at other extents")
     parser.add_argument("--keep", action="store_true", help="keep every model's folder, not only failing ones")
     args = parser.parse_args()
+    if args.dynamic and args.layers:
+        parser.error("--dynamic takes pointwise programs only (layer weights fix their operands' extents)")
     torch.set_num_threads(1)
     os.makedirs(args.workdir, exist_ok=True)
     rng = random.Random(args.seed)
