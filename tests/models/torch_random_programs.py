@@ -9,7 +9,8 @@ Each program is a random DAG of elementwise and broadcasting torch ops over
 float32, float64, int32, int64 and bool tensors of random broadcasting shapes
 (rank 0 to 4); several programs share one model as independent components.
 With --layers, layer ops (linear, matmul, convolution, pools, batch and layer
-norm, softmax, reductions, transposes, reshapes, concat, slices) on float32
+norm, softmax, reductions, transposes, reshapes, concat, slices, splits, pads,
+resizing, index_select, expand, cumsum) on float32
 come between them, so that the partition into dnnl subgraphs, fused kernels
 and reference kernels is exercised at its boundaries.
 
@@ -267,6 +268,61 @@ def _batch_norm(rng, gen, x):
     return lambda x: F.batch_norm(x, mean, var, w, b, False, 0.0, 1e-5)
 
 
+def _split(rng, gen, x):
+    d = _dim(rng, x, at_least=2)
+    if d is None:
+        return None
+    size = rng.randint(1, x.shape[d] - 1)
+    pick = rng.randint(0, 1)
+    # Both parts are computed (a Split with two outputs); one is combined
+    # back so that the node's outputs feed different consumers.
+    return lambda x: torch.split(x, [size, x.shape[d] - size], d)[pick] * 2 + torch.split(
+        x, [size, x.shape[d] - size], d)[pick].abs()
+
+
+def _pad(rng, gen, x):
+    if x.dim() == 0:
+        return None
+    pads = [rng.randint(0, 2) for _ in range(2 * min(x.dim(), 2))]
+    mode = rng.choice(["constant", "reflect", "replicate"]) if x.dim() >= 3 and min(x.shape[-2:]) > 2 else "constant"
+    if mode != "constant":
+        pads = [min(p, 1) for p in pads]
+        return lambda x: F.pad(x, pads[:4] if len(pads) == 4 else pads, mode=mode)
+    return lambda x: F.pad(x, pads, value=0.5)
+
+
+def _interpolate(rng, gen, x):
+    if x.dim() != 4:
+        return None
+    mode = rng.choice(["nearest", "bilinear"])
+    scale = rng.choice([2, 3])
+    if mode == "nearest":
+        return lambda x: F.interpolate(x, scale_factor=scale, mode="nearest")
+    return lambda x: F.interpolate(x, scale_factor=scale, mode="bilinear", align_corners=False)
+
+
+def _index_select(rng, gen, x):
+    d = _dim(rng, x)
+    if d is None:
+        return None
+    index = torch.tensor([rng.randint(0, x.shape[d] - 1) for _ in range(rng.randint(1, 6))])
+    return lambda x: torch.index_select(x, d, index)
+
+
+def _expand(rng, gen, x):
+    if x.dim() == 0 or 1 not in x.shape:
+        return None
+    shape = [rng.choice([2, 3]) if e == 1 else e for e in x.shape]
+    return lambda x: x.expand(*shape)
+
+
+def _cumsum(rng, gen, x):
+    d = _dim(rng, x)
+    if d is None:
+        return None
+    return lambda x: torch.cumsum(x, d)
+
+
 # Layer ops: float32 only (what the dnnl backend and the exporter's layer
 # patterns take); their sums round in another order than PyTorch's, so their
 # results count as approximate.
@@ -274,7 +330,9 @@ LAYER_OPS = [Op(name, arity, (torch.float32,), None, approx=True, make=make) for
     ("linear", 1, _linear), ("self_matmul", 1, _self_matmul), ("matmul", 2, _matmul), ("softmax", 1, _softmax),
     ("layer_norm", 1, _layer_norm), ("reduce", 1, _reduce), ("transpose", 1, _transpose),
     ("reshape", 1, _reshape), ("concat", 2, _concat), ("slice", 1, _slice), ("conv", 1, _conv),
-    ("pool", 1, _pool), ("batch_norm", 1, _batch_norm)]]
+    ("pool", 1, _pool), ("batch_norm", 1, _batch_norm), ("split", 1, _split), ("pad", 1, _pad),
+    ("interpolate", 1, _interpolate), ("index_select", 1, _index_select), ("expand", 1, _expand),
+    ("cumsum", 1, _cumsum)]]
 
 OPS = _ops()
 
