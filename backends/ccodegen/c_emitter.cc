@@ -19,6 +19,7 @@
 // the reductions are row loops. The outermost loop of each nest carries an
 // OpenMP pragma (honoured when the module is compiled with -fopenmp) that only
 // forks above a work threshold.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <functional>
@@ -425,13 +426,18 @@ class CEmitter {
     auto inputs = indexed_.inputs(id);
     PointwiseChain chain{out_shape, {}, {}, {}};
     std::vector<std::string> operands;
+    std::vector<uint32_t> merged;  // deferred entries already in the chain (Mul(x, x) reads one twice)
     for (int k = 0; k < n; ++k) {
       if (static_cast<size_t>(k) < inputs.size() && inputs[static_cast<size_t>(k)].present()) {
-        auto deferred = deferred_.find(indexed_.entry_id(inputs[static_cast<size_t>(k)]));
+        const uint32_t entry = indexed_.entry_id(inputs[static_cast<size_t>(k)]);
+        auto deferred = deferred_.find(entry);
         if (deferred != deferred_.end() && deferred->second.shape == out_shape) {
           PointwiseChain& inner = deferred->second;
-          chain.leaves.insert(chain.leaves.end(), inner.leaves.begin(), inner.leaves.end());
-          chain.statements.insert(chain.statements.end(), inner.statements.begin(), inner.statements.end());
+          if (std::find(merged.begin(), merged.end(), entry) == merged.end()) {
+            merged.push_back(entry);
+            chain.leaves.insert(chain.leaves.end(), inner.leaves.begin(), inner.leaves.end());
+            chain.statements.insert(chain.statements.end(), inner.statements.begin(), inner.statements.end());
+          }
           operands.push_back(inner.result);
           continue;
         }

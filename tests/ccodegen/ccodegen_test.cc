@@ -238,6 +238,20 @@ TEST(Ccodegen, EncoderLikeSubgraph) {
   check_case(c, {c.node("Softmax", {scores}), norm}, 1e-4, 1e-5);
 }
 
+TEST(Ccodegen, ChainReadTwiceByItsReader) {
+  // Mul(s, s) reads one chained result twice: the chain is computed once in
+  // the reader's loop (it used to be emitted twice, redefining its locals,
+  // and the C compiler refused the module). Nested: t = s * s, u = t * t.
+  CaseGraph c(5);
+  Value x = c.input({3, 17});
+  Value s = c.node("Relu", {c.node("Add", {x, c.constant(random_tensor({17}, 2))})});
+  Value t = c.node("Mul", {s, s});
+  Value u = c.node("Mul", {t, t});
+  check_case(c, {c.node("Add", {u, c.node("Abs", {x})})}, 1e-5, 1e-6);
+  backends::GeneratedC code = backends::generate_c(*c.graph);
+  EXPECT_NE(code.source.find("computed inside its reader's loop"), std::string::npos) << code.source;
+}
+
 TEST(Ccodegen, EmitsReadableC) {
   CaseGraph c;
   Value x = c.input({8, 16});

@@ -22,7 +22,8 @@ approximate produced: graft's approximations have a stated error, and a
 value one ulp below an integer legitimately floors differently.
 
 Usage: torch_random_programs.py --graft build/bin/graft --workdir DIR [--models N] [--seed S]
-       [--programs-per-model K] [--max-steps M] [--layers | --dynamic] [--backends ref] [--keep]
+       [--programs-per-model K] [--max-steps M] [--layers | --dynamic] [--via onnx|artifact|opt]
+       [--backends ref] [--keep]
 Exit code 0 only when every output of every model matches.
 """
 import argparse
@@ -564,10 +565,23 @@ def run_model(index, args, rng):
         traced = tuple(p.inputs[k][1] for p in programs for k in p.used)
         torch.onnx.export(model, traced, onnx_path, opset_version=args.opset, input_names=input_names,
                           output_names=output_names, do_constant_folding=True, dynamic_axes=dynamic_axes)
-    command = [args.graft, "run", onnx_path, "--output-dir", os.path.join(folder, "out"), "--threads", "2",
-               "--fusion", "on", "--report"]
-    if args.backends:
-        command += ["--backends", args.backends]
+    backends = ["--backends", args.backends] if args.backends else []
+    model_path = onnx_path
+    if args.via != "onnx":
+        # Through an artifact (graft compile), or through graft's own ONNX
+        # writer after its passes (graft opt).
+        model_path = os.path.join(folder, "model.graft" if args.via == "artifact" else "model.opt.onnx")
+        if args.via == "artifact":
+            prepare = [args.graft, "compile", onnx_path, "-o", model_path, "--fusion", "on"] + backends
+        else:
+            prepare = [args.graft, "opt", onnx_path, "-o", model_path]
+        proc = subprocess.run(prepare, capture_output=True, text=True)
+        if proc.returncode != 0:
+            return ["graft %s failed: " % prepare[1] + (proc.stderr.strip() or proc.stdout.strip())[-600:] + "\n" +
+                    "\n".join(describe(p) for p in programs)], 0
+    command = [args.graft, "run", model_path, "--output-dir", os.path.join(folder, "out"), "--threads", "2"]
+    if args.via != "artifact":  # an artifact was partitioned and fused when compiled
+        command += ["--fusion", "on", "--report"] + backends
     for name, tensor in zip(input_names, inputs):
         path = os.path.join(folder, name + ".npy")
         np.save(path, tensor.numpy())
@@ -612,6 +626,9 @@ def main():
     parser.add_argument("--atol", type=float, default=1e-4)
     parser.add_argument("--dynamic", action="store_true",
                         help="export every extent above 1 as a symbolic dimension and run at other extents")
+    parser.add_argument("--via", choices=["onnx", "artifact", "opt"], default="onnx",
+                        help="run the exported model (onnx), the artifact graft compile makes of it, "
+                             "or the ONNX graft opt writes after its passes")
     parser.add_argument("--keep", action="store_true", help="keep every model's folder, not only failing ones")
     args = parser.parse_args()
     if args.dynamic and args.layers:
@@ -628,7 +645,7 @@ def main():
         failed += bool(failures)
     print("%d of %d models matched PyTorch (%d programs each); %d nodes ran fused" % (
         args.models - failed, args.models, args.programs_per_model, fused_total))
-    if fused_total == 0:
+    if fused_total == 0 and args.via != "artifact":
         print("FAIL: nothing was fused")
         return 1
     return 0 if failed == 0 else 1
