@@ -573,6 +573,9 @@ def run_model(index, args, rng):
         model_path = os.path.join(folder, "model.graft" if args.via == "artifact" else "model.opt.onnx")
         if args.via == "artifact":
             prepare = [args.graft, "compile", onnx_path, "-o", model_path, "--fusion", "on"] + backends
+            for name, tensor in zip(input_names, inputs):  # compiled for the extents it will run at
+                if dynamic_axes and dynamic_axes.get(name):
+                    prepare += ["--shape", "%s=%s" % (name, ",".join(str(d) for d in tensor.shape))]
         else:
             prepare = [args.graft, "opt", onnx_path, "-o", model_path]
         proc = subprocess.run(prepare, capture_output=True, text=True)
