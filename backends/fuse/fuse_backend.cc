@@ -10,10 +10,14 @@
 // (memory, and GRAFT_CACHE_DIR on disk) makes rebuilding it on load cheap.
 // Loading never reruns the fusion pass or the op table.
 #include <istream>
+#include <map>
+#include <mutex>
 #include <ostream>
 
 #include "graft/codegen/compile_cache.h"
+#include "graft/codegen/kernel_runner.h"
 #include "graft/codegen/op_expressions.h"
+#include "graft/codegen/output_groups.h"
 #include "graft/core/parallel.h"
 #include "graft/ir/graph.h"
 #include "graft/runtime/backend.h"
@@ -32,10 +36,27 @@ class FuseModule final : public CompiledModule {
 
   std::vector<Tensor> run(std::span<const Tensor> inputs, ModuleRunContext& context) const override {
     ScopedNumThreads threads(std::max(1, context.num_threads));
-    if (kernel_.captured.empty()) return codegen::run_kernel(kernel_.ir, *runner_, inputs, context.pool);
-    std::vector<Tensor> all(inputs.begin(), inputs.end());
-    all.insert(all.end(), kernel_.captured.begin(), kernel_.captured.end());
-    return codegen::run_kernel(kernel_.ir, *runner_, all, context.pool);
+    std::vector<Tensor> all;
+    std::span<const Tensor> operands = inputs;
+    if (!kernel_.captured.empty()) {
+      all.assign(inputs.begin(), inputs.end());
+      all.insert(all.end(), kernel_.captured.begin(), kernel_.captured.end());
+      operands = all;
+    }
+    if (kernel_.ir.outputs.size() < 2) return codegen::run_kernel(kernel_.ir, *runner_, operands, context.pool);
+    // Outputs whose shapes share no iteration space (see output_groups.h)
+    // run as one kernel per group.
+    const std::vector<Shape> output_shapes =
+        codegen::kernel_output_shapes(kernel_.ir, codegen::kernel_input_shapes(kernel_.ir, operands));
+    const std::vector<std::vector<int32_t>> groups = codegen::group_outputs_by_iteration_space(output_shapes);
+    if (groups.size() == 1) return codegen::run_kernel(kernel_.ir, *runner_, operands, context.pool);
+    std::vector<Tensor> outputs(kernel_.ir.outputs.size());
+    for (const std::vector<int32_t>& group : groups) {
+      const PartialKernel& part = partial_kernel(group);
+      std::vector<Tensor> computed = codegen::run_kernel(part.ir, *part.runner, operands, context.pool);
+      for (size_t k = 0; k < group.size(); ++k) outputs[static_cast<size_t>(group[k])] = std::move(computed[k]);
+    }
+    return outputs;
   }
 
   void save(std::ostream& out) const override {
@@ -57,8 +78,29 @@ class FuseModule final : public CompiledModule {
  private:
   static void write_u32(std::ostream& out, uint32_t v) { out.write(reinterpret_cast<const char*>(&v), sizeof v); }
 
+  /// A kernel computing only some of the outputs, and its runner.
+  struct PartialKernel {
+    codegen::KernelIR ir;
+    std::shared_ptr<const codegen::KernelRunner> runner;
+  };
+
+  /// The partial kernel of `outputs`, made on first use (its runner comes
+  /// from the compile cache, which keys it by its IR like any kernel).
+  const PartialKernel& partial_kernel(const std::vector<int32_t>& outputs) const {
+    std::lock_guard<std::mutex> lock(partial_mutex_);
+    auto it = partial_.find(outputs);
+    if (it == partial_.end()) {
+      codegen::KernelIR ir = codegen::kernel_for_outputs(kernel_.ir, outputs);
+      auto runner = codegen::CompileCache::global().cpu_runner_in_background(ir);
+      it = partial_.emplace(outputs, PartialKernel{std::move(ir), std::move(runner)}).first;
+    }
+    return it->second;
+  }
+
   codegen::LoweredKernel kernel_;
   std::shared_ptr<const codegen::KernelRunner> runner_;
+  mutable std::mutex partial_mutex_;
+  mutable std::map<std::vector<int32_t>, PartialKernel> partial_;  // node-based: references stay valid
 };
 
 class FuseBackend final : public Backend {

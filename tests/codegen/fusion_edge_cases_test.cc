@@ -5,7 +5,8 @@
 // input, rows longer than the JIT's blocks with operands broadcast along
 // them (1, 4 and 8 bytes), three-way Where broadcasting, integer wrap-around
 // and division by zero, a value that is two graph outputs, a graph input
-// that is an output.
+// that is an output, outputs that share no iteration space (known from the
+// types, or only at run time).
 #include <gtest/gtest.h>
 
 #include "codegen_test_util.h"
@@ -77,6 +78,56 @@ TEST(FusionEdgeCases, AnOutputSmallerThanTheIterationSpaceInBothDimensions) {
   b.graph->add_output(e, "e");
   b.graph->add_output(b.op("Sigmoid", {b.op("Mul", {e, y})}), "s");
   expect_fused_run_matches(b);
+}
+
+TEST(FusionEdgeCases, OutputsThatShareNoIterationSpace) {
+  // y = -s feeds Max(y, x[2,3]) and Sub(z[4,5], y): one fused node whose
+  // outputs [2,3] and [4,5] do not broadcast together (it used to fail with
+  // "shapes [2,3] and [4,5] cannot be broadcast"); it runs as one kernel per
+  // output group. A third output, [4,1] * y, shares the [4,5] group.
+  Builder b;
+  Value s = b.input("s", {}), x = b.input("x", {2, 3}), z = b.input("z", {4, 5}), w = b.input("w", {4, 1});
+  Value y = b.op("Neg", {s});
+  b.graph->add_output(b.op("Max", {y, x}), "a");
+  b.graph->add_output(b.op("Sub", {z, y}), "b");
+  b.graph->add_output(b.op("Mul", {w, y}), "c");
+  expect_fused_run_matches(b);
+}
+
+TEST(FusionEdgeCases, OutputsThatShareNoIterationSpaceOnlyAtRunTime) {
+  // The same with symbolic dimensions: the fusion pass cannot tell from the
+  // types, and the shapes given at run time decide.
+  Builder b;
+  Value s = b.input("s", {});
+  ir::ValueType xt = ir::ValueType::of(DType::float32, {1, 1}), zt = xt;
+  xt.dims = {ir::Dim::symbolic("m"), ir::Dim::symbolic("n")};
+  zt.dims = {ir::Dim::symbolic("p"), ir::Dim::symbolic("q")};
+  Value x = b.graph->add_input("x", xt)->output(0), z = b.graph->add_input("z", zt)->output(0);
+  Value y = b.op("Sigmoid", {b.op("Neg", {s})});
+  b.graph->add_output(b.op("Max", {y, x}), "a");
+  b.graph->add_output(b.op("Sub", {z, y}), "b");
+  ir::infer_types(*b.graph);
+  runtime::SessionOptions on = graft::testing::reference_options({"verify", "infer"}), off = on;
+  on.fusion = true;
+  runtime::Session fused(b.graph->clone(), on), plain(b.graph->clone(), off);
+  size_t fused_nodes = 0;
+  for (const auto& node : fused.graph().nodes()) fused_nodes += node->op_type() == "graft.FusedPointwise";
+  EXPECT_EQ(fused_nodes, 1u);
+  for (const auto& [xs, zs] : std::vector<std::pair<Shape, Shape>>{{{2, 3}, {4, 5}}, {{4, 5}, {4, 5}}, {{3, 1}, {1, 7}}}) {
+    std::vector<Tensor> inputs = {graft::testing::random_of(DType::float32, {}, 1),
+                                  graft::testing::random_of(DType::float32, xs, 2),
+                                  graft::testing::random_of(DType::float32, zs, 3)};
+    std::vector<Tensor> want = plain.run(inputs);
+    for (int run = 0; run < 2; ++run) {
+      std::vector<Tensor> got = fused.run(inputs);
+      CompileCache::global().wait_for_background_compiles();
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t k = 0; k < got.size(); ++k) {
+        EXPECT_EQ(got[k].shape(), want[k].shape()) << "output " << k;
+        EXPECT_TRUE(graft::testing::close_enough(got[k], want[k], 1e-5, 1e-6)) << "output " << k;
+      }
+    }
+  }
 }
 
 TEST(FusionEdgeCases, EmptyTensors) {

@@ -233,7 +233,7 @@ def _slice(rng, gen, x):
     d = _dim(rng, x, at_least=2)
     if d is None:
         return None
-    start = rng.randint(0, x.shape[d] - 1)
+    start = rng.randint(0, min(x.shape[d] - 1, 1 if dynamic else x.shape[d]))
     step = rng.choice([1, 1, 2])
     return lambda x: x.narrow(d, start, x.shape[d] - start)[(slice(None),) * d + (slice(None, None, step),)]
 
@@ -306,7 +306,9 @@ def _index_select(rng, gen, x):
     d = _dim(rng, x)
     if d is None:
         return None
-    index = torch.tensor([rng.randint(0, x.shape[d] - 1) for _ in range(rng.randint(1, 6))])
+    # Indices below 2 stay valid at any other extent (symbolic ones are at least 2).
+    top = min(x.shape[d], 2) if dynamic else x.shape[d]
+    index = torch.tensor([rng.randint(0, top - 1) for _ in range(rng.randint(1, 6))])
     return lambda x: torch.index_select(x, d, index)
 
 
@@ -323,6 +325,13 @@ def _cumsum(rng, gen, x):
         return None
     return lambda x: torch.cumsum(x, d)
 
+
+# Layer ops that read no extent of their operands when drawn (no weights
+# shaped after them), with --dynamic: they run at other extents unchanged.
+SHAPE_GENERIC = {"self_matmul", "softmax", "reduce", "transpose", "reshape", "slice", "pool", "pad", "interpolate",
+                 "index_select", "cumsum"}
+# Set by main for --dynamic: the draws above keep to what holds at any extent.
+dynamic = False
 
 # Layer ops: float32 only (what the dnnl backend and the exporter's layer
 # patterns take); their sums round in another order than PyTorch's, so their
@@ -376,7 +385,8 @@ class Program:
     def __init__(self, rng, gen, index, max_steps, layers):
         n_inputs = rng.randint(1, 4)
         shapes = random_shapes(rng, n_inputs)
-        ops = OPS + LAYER_OPS * 4 if layers else OPS
+        layer_ops = [op for op in LAYER_OPS if op.name in SHAPE_GENERIC] if dynamic else LAYER_OPS
+        ops = OPS + layer_ops * 4 if layers else OPS
         main = rng.choice([torch.float32] * 4 + [torch.float64, torch.int32, torch.int64])
         if layers:
             main = torch.float32
@@ -473,7 +483,10 @@ class Program:
                 name, tensor = self.inputs[k]
                 shape = [extents[axes[name][d]] if d in axes[name] else 1 for d in range(tensor.dim())]
                 inputs.append(random_input(rng, gen, shape, tensor.dtype))
-            values = self.replay(inputs, every_value=True)
+            try:
+                values = self.replay(inputs, every_value=True)
+            except (RuntimeError, IndexError):
+                continue  # a layer op that does not hold at these extents
             if all(not v.dtype.is_floating_point or not v.numel() or
                    (bool(torch.isfinite(v).all()) and float(v.abs().max()) <= 1e6) for v in values if v is not None):
                 return axes, inputs, [values[o] for o in self.outputs]
@@ -628,7 +641,8 @@ def main():
     parser.add_argument("--rtol", type=float, default=1e-4)
     parser.add_argument("--atol", type=float, default=1e-4)
     parser.add_argument("--dynamic", action="store_true",
-                        help="export every extent above 1 as a symbolic dimension and run at other extents")
+                        help="export every extent above 1 as a symbolic dimension and run at other extents "
+                             "(with --layers, only the layer ops that hold at any extent)")
     parser.add_argument("--fusion", choices=["on", "off"], default="on",
                         help="off: the other backends (dnnl, ccodegen, ref) take the pointwise ops too")
     parser.add_argument("--via", choices=["onnx", "artifact", "opt"], default="onnx",
@@ -636,8 +650,8 @@ def main():
                              "or the ONNX graft opt writes after its passes")
     parser.add_argument("--keep", action="store_true", help="keep every model's folder, not only failing ones")
     args = parser.parse_args()
-    if args.dynamic and args.layers:
-        parser.error("--dynamic takes pointwise programs only (layer weights fix their operands' extents)")
+    global dynamic
+    dynamic = args.dynamic  # with --layers, only the layer ops of SHAPE_GENERIC
     torch.set_num_threads(1)
     os.makedirs(args.workdir, exist_ok=True)
     rng = random.Random(args.seed)

@@ -1,0 +1,90 @@
+// Splitting a fused kernel whose outputs share no iteration space: the
+// grouping of output shapes, and partial kernels that compute a group's
+// outputs exactly as the whole kernel would.
+#include <gtest/gtest.h>
+
+#include "codegen_test_util.h"
+#include "graft/codegen/interpreter.h"
+#include "graft/codegen/kernel_runner.h"
+#include "graft/codegen/output_groups.h"
+#include "graft/runtime/buffer_pool.h"
+
+namespace graft::codegen {
+namespace {
+
+using Groups = std::vector<std::vector<int32_t>>;
+
+TEST(OutputGroups, OneGroupWhenEveryShapeBroadcasts) {
+  std::vector<Shape> shapes = {{2, 3}, {3}, {}, {2, 1}};
+  EXPECT_EQ(group_outputs_by_iteration_space(shapes), (Groups{{0, 1, 2, 3}}));
+  EXPECT_EQ(group_outputs_by_iteration_space(std::vector<Shape>{}), Groups{});
+}
+
+TEST(OutputGroups, OutputsThatDoNotBroadcastGoToSeparateGroups) {
+  // [2,3] and [4,5] conflict; [4,1] joins [4,5]; [1,3] joins [2,3]; [7] fits none.
+  std::vector<Shape> shapes = {{2, 3}, {4, 5}, {4, 1}, {1, 3}, {7}};
+  EXPECT_EQ(group_outputs_by_iteration_space(shapes), (Groups{{0, 3}, {1, 2}, {4}}));
+  // A group's space grows as members join: [1,5] then [4,1] make [4,5], so [4,6] conflicts.
+  std::vector<Shape> growing = {{1, 5}, {4, 1}, {4, 6}};
+  EXPECT_EQ(group_outputs_by_iteration_space(growing), (Groups{{0, 1}, {2}}));
+}
+
+/// y = -s; a = max(y, x); b = z - y; c = exp(w) (reads only w).
+KernelIR three_output_ir() {
+  KernelIR ir;
+  ir.input_dtypes = {DType::float32, DType::float32, DType::float32, DType::float32};
+  int32_t s = ir.add_input(0, DType::float32), x = ir.add_input(1, DType::float32);
+  int32_t z = ir.add_input(2, DType::float32), w = ir.add_input(3, DType::float32);
+  int32_t y = ir.add_op(ExprOp::neg, DType::float32, s);
+  int32_t a = ir.add_op(ExprOp::max, DType::float32, y, x);
+  int32_t b = ir.add_op(ExprOp::sub, DType::float32, z, y);
+  int32_t c = ir.add_op(ExprOp::exp, DType::float32, w);
+  ir.outputs = {a, b, c};
+  return ir;
+}
+
+TEST(OutputGroups, PartialKernelKeepsOnlyWhatItsOutputsRead) {
+  KernelIR ir = three_output_ir();
+  KernelIR part = kernel_for_outputs(ir, std::vector<int32_t>{1});
+  part.validate();
+  EXPECT_EQ(part.input_dtypes, ir.input_dtypes);  // input slots unchanged
+  ASSERT_EQ(part.outputs.size(), 1u);
+  EXPECT_EQ(part.exprs.size(), 4u) << to_string(part);  // s, z, -s, z - y
+  for (const Expr& e : part.exprs) EXPECT_TRUE(e.op != ExprOp::input || e.index == 0 || e.index == 2);
+  // Outputs in the order asked.
+  KernelIR swapped = kernel_for_outputs(ir, std::vector<int32_t>{2, 0});
+  ASSERT_EQ(swapped.outputs.size(), 2u);
+  EXPECT_EQ(swapped.exprs[static_cast<size_t>(swapped.outputs[0])].op, ExprOp::exp);
+  EXPECT_EQ(swapped.exprs[static_cast<size_t>(swapped.outputs[1])].op, ExprOp::max);
+}
+
+TEST(OutputGroups, PartialKernelsComputeWhatTheWholeKernelDoes) {
+  // With shapes that all broadcast, the whole kernel runs; each partial
+  // kernel's outputs must equal its. Inputs a partial kernel does not read
+  // may have any shape: here they are given shapes that would not broadcast.
+  KernelIR ir = three_output_ir();
+  runtime::BufferPool pool;
+  std::vector<Tensor> inputs = {graft::testing::random_of(DType::float32, {}, 1),
+                                graft::testing::random_of(DType::float32, {4, 5}, 2),
+                                graft::testing::random_of(DType::float32, {1, 5}, 3),
+                                graft::testing::random_of(DType::float32, {4, 1}, 4)};
+  Interpreter whole(ir);
+  std::vector<Tensor> want = run_kernel(ir, whole, inputs, pool);
+  for (const std::vector<int32_t>& outputs : Groups{{0}, {1}, {2}, {0, 2}, {1, 0}}) {
+    KernelIR part = kernel_for_outputs(ir, outputs);
+    Interpreter runner(part);
+    std::vector<Tensor> odd = inputs;
+    for (int32_t slot = 0; slot < 4; ++slot) {
+      bool read = false;
+      for (const Expr& e : part.exprs) read |= e.op == ExprOp::input && e.index == slot;
+      if (!read) odd[static_cast<size_t>(slot)] = graft::testing::random_of(DType::float32, {3, 7}, 9);
+    }
+    std::vector<Tensor> got = run_kernel(part, runner, odd, pool);
+    ASSERT_EQ(got.size(), outputs.size());
+    for (size_t k = 0; k < outputs.size(); ++k)
+      EXPECT_TRUE(graft::testing::close_enough(got[k], want[static_cast<size_t>(outputs[k])], 0, 0)) << k;
+  }
+}
+
+}  // namespace
+}  // namespace graft::codegen
