@@ -100,6 +100,15 @@ def _ops():
         Op("selu", 1, f, F.selu, approx=True),
         Op("silu", 1, f, F.silu, approx=True),
         Op("clamp", 1, f, lambda x: torch.clamp(x, -1.5, 2.0)),
+        Op("softsign", 1, f, F.softsign),
+        Op("logsigmoid", 1, f, F.logsigmoid, approx=True),
+        Op("hardtanh", 1, f, F.hardtanh),
+        Op("relu6", 1, f, F.relu6),
+        Op("mish", 1, f, F.mish, approx=True),
+        Op("tan", 1, f, lambda x: torch.tan(torch.clamp(x, -1.2, 1.2)), approx=True),
+        Op("asin", 1, f, lambda x: torch.asin(torch.clamp(x, -0.9, 0.9)), approx=True),
+        Op("acos", 1, f, lambda x: torch.acos(torch.clamp(x, -0.9, 0.9)), approx=True),
+        Op("atan", 1, f, torch.atan, approx=True),
         Op("abs", 1, num, torch.abs),
         Op("neg", 1, num, torch.neg),
         Op("floor", 1, f, torch.floor, discrete=True),
@@ -326,10 +335,50 @@ def _cumsum(rng, gen, x):
     return lambda x: torch.cumsum(x, d)
 
 
+def _reduce_more(rng, gen, x):
+    d = _dim(rng, x)
+    if d is None:
+        return None
+    keep = rng.random() < 0.5
+    kind = rng.choice(["logsumexp", "norm", "prod", "var"])
+    if kind == "logsumexp":
+        return lambda x: torch.logsumexp(x, d, keepdim=keep)
+    if kind == "norm":
+        return lambda x: torch.norm(x, dim=d, keepdim=keep)
+    if kind == "prod":
+        return lambda x: torch.prod(torch.clamp(x, -1.5, 1.5), d, keepdim=keep)
+    return lambda x: torch.var(x, d, keepdim=keep, unbiased=False)
+
+
+def _group_norm(rng, gen, x):
+    if x.dim() != 4:
+        return None
+    c = x.shape[1]
+    if rng.random() < 0.5:
+        return lambda x: F.instance_norm(x, eps=1e-5)
+    groups = rng.choice([g for g in (1, 2, 4, c) if c % g == 0])
+    w, b = 1 + _weight(gen, c), _weight(gen, c)
+    return lambda x: F.group_norm(x, groups, w, b, 1e-5)
+
+
+def _embedding(rng, gen, ids):
+    vocab = rng.choice([5, 30])
+    table = torch.randn(vocab, rng.choice([1, 4, 8]), generator=gen)
+    return lambda ids: F.embedding(torch.clamp(torch.abs(ids), 0, vocab - 1), table)
+
+
+def _argmax(rng, gen, x):
+    d = _dim(rng, x)
+    if d is None:
+        return None
+    kind, keep = rng.choice([torch.argmax, torch.argmin]), rng.random() < 0.5
+    return lambda x: kind(x, d, keepdim=keep)
+
+
 # Layer ops that read no extent of their operands when drawn (no weights
 # shaped after them), with --dynamic: they run at other extents unchanged.
 SHAPE_GENERIC = {"self_matmul", "softmax", "reduce", "transpose", "reshape", "slice", "pool", "pad", "interpolate",
-                 "index_select", "cumsum"}
+                 "index_select", "cumsum", "reduce_more", "embedding", "argmax"}
 # Set by main for --dynamic: the draws above keep to what holds at any extent.
 dynamic = False
 
@@ -342,7 +391,11 @@ LAYER_OPS = [Op(name, arity, (torch.float32,), None, approx=True, make=make) for
     ("reshape", 1, _reshape), ("concat", 2, _concat), ("slice", 1, _slice), ("conv", 1, _conv),
     ("pool", 1, _pool), ("batch_norm", 1, _batch_norm), ("split", 1, _split), ("pad", 1, _pad),
     ("interpolate", 1, _interpolate), ("index_select", 1, _index_select), ("expand", 1, _expand),
-    ("cumsum", 1, _cumsum)]]
+    ("cumsum", 1, _cumsum), ("reduce_more", 1, _reduce_more), ("group_norm", 1, _group_norm)]] + [
+    # Gathers rows of a table by int64 ids (clamped into range).
+    Op("embedding", 1, (torch.int64,), None, approx=False, make=_embedding),
+    # Index of the first largest (smallest) value: ties, as after a Relu, go to the first.
+    Op("argmax", 1, (torch.float32, torch.int64, torch.int32), None, discrete=True, make=_argmax)]
 
 OPS = _ops()
 
@@ -418,8 +471,8 @@ class Program:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
                     out = fn(*operands)
-            except RuntimeError:
-                continue  # shapes that do not broadcast
+            except (RuntimeError, ValueError, IndexError):
+                continue  # shapes that do not broadcast, a norm over one value
             if out.numel() > 1 << 21:
                 continue
             if out.dim() == 0 and out.dtype in SCALAR_PROMOTED:
@@ -573,11 +626,14 @@ def run_model(index, args, rng):
             axes, new_inputs, p.expected = resized
             dynamic_axes.update(axes)
             inputs.extend(new_inputs)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        traced = tuple(p.inputs[k][1] for p in programs for k in p.used)
-        torch.onnx.export(model, traced, onnx_path, opset_version=args.opset, input_names=input_names,
-                          output_names=output_names, do_constant_folding=True, dynamic_axes=dynamic_axes)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            traced = tuple(p.inputs[k][1] for p in programs for k in p.used)
+            torch.onnx.export(model, traced, onnx_path, opset_version=args.opset, input_names=input_names,
+                              output_names=output_names, do_constant_folding=True, dynamic_axes=dynamic_axes)
+    except Exception as e:  # the exporter's limits (instance_norm of a padded value: "unknown channel size")
+        return None, "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200])
     backends = ["--backends", args.backends] if args.backends else []
     model_path = onnx_path
     if args.via != "onnx":
@@ -655,16 +711,24 @@ def main():
     torch.set_num_threads(1)
     os.makedirs(args.workdir, exist_ok=True)
     rng = random.Random(args.seed)
-    failed = fused_total = 0
+    failed = fused_total = not_exported = 0
     for index in range(args.models):
         failures, fused = run_model(index, args, rng)
+        if failures is None:
+            print("NOT EXPORTED model%d (PyTorch's exporter refused it) %s" % (index, fused), flush=True)
+            not_exported += 1
+            continue
         fused_total += fused
         for f in failures:
             print("FAIL model%d %s" % (index, f), flush=True)
         failed += bool(failures)
     fused = "" if args.via == "artifact" else "; %d nodes ran fused" % fused_total
-    print("%d of %d models matched PyTorch (%d programs each)%s" % (
-        args.models - failed, args.models, args.programs_per_model, fused))
+    print("%d of %d models matched PyTorch (%d programs each)%s%s" % (
+        args.models - failed - not_exported, args.models, args.programs_per_model, fused,
+        "; %d not exported" % not_exported if not_exported else ""))
+    if not_exported * 10 > args.models:
+        print("FAIL: more than a tenth of the models could not be exported: the generator needs fixing")
+        return 1
     if fused_total == 0 and args.via != "artifact" and args.fusion == "on":
         print("FAIL: nothing was fused")
         return 1
