@@ -90,7 +90,9 @@ def _ops():
         Op("sin", 1, f, torch.sin, approx=True, max_input=50),
         Op("cos", 1, f, torch.cos, approx=True, max_input=50),
         Op("reciprocal", 1, f, lambda x: torch.reciprocal(torch.abs(x) + 0.5)),
-        Op("leaky_relu", 1, f, lambda x: F.leaky_relu(x, 0.1)),
+        # ONNX stores the slope as a float32 attribute: on float64 values
+        # 0.1f * -10 is -1.0000000149, where PyTorch's 0.1 gives -1.0.
+        Op("leaky_relu", 1, f, lambda x: F.leaky_relu(x, 0.1), approx=True),
         Op("hardsigmoid", 1, f, F.hardsigmoid, approx=True),
         Op("hardswish", 1, f, F.hardswish, approx=True),
         Op("gelu", 1, f, F.gelu, approx=True),
