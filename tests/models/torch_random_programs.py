@@ -377,6 +377,37 @@ def _argmax(rng, gen, x):
     return lambda x: kind(x, d, keepdim=keep)
 
 
+def _seeded_module(gen, module):
+    """`module` in eval mode with weights drawn from `gen` (scaled like the
+    default initialisation, so that values stay in range)."""
+    with torch.no_grad():
+        for parameter in module.parameters():
+            fan_in = parameter.shape[-1] if parameter.dim() > 1 else parameter.shape[0]
+            parameter.copy_(torch.randn(parameter.shape, generator=gen) / fan_in ** 0.5)
+            parameter.requires_grad_(False)  # exported as constants, like the other ops' weights
+    return module.eval()
+
+
+def _recurrent(rng, gen, x):
+    # [sequence, batch, features], as nn.GRU/LSTM/RNN take it by default.
+    if x.dim() != 3:
+        return None
+    kind = rng.choice([torch.nn.GRU, torch.nn.LSTM, torch.nn.RNN])
+    module = _seeded_module(gen, kind(x.shape[-1], rng.choice([1, 4, 8]), num_layers=rng.choice([1, 2]),
+                                      bidirectional=rng.random() < 0.5))
+    return lambda x: module(x)[0]
+
+
+def _attention(rng, gen, x):
+    # [sequence, batch, embedding], self-attention as nn.MultiheadAttention
+    # exports it (projections, head reshapes, softmax of scaled scores).
+    if x.dim() != 3:
+        return None
+    heads = rng.choice([h for h in (1, 2, 4) if x.shape[-1] % h == 0])
+    module = _seeded_module(gen, torch.nn.MultiheadAttention(x.shape[-1], heads))
+    return lambda x: module(x, x, x, need_weights=False)[0]
+
+
 # Layer ops that read no extent of their operands when drawn (no weights
 # shaped after them), with --dynamic: they run at other extents unchanged.
 SHAPE_GENERIC = {"self_matmul", "softmax", "reduce", "transpose", "reshape", "slice", "pool", "pad", "interpolate",
@@ -393,7 +424,8 @@ LAYER_OPS = [Op(name, arity, (torch.float32,), None, approx=True, make=make) for
     ("reshape", 1, _reshape), ("concat", 2, _concat), ("slice", 1, _slice), ("conv", 1, _conv),
     ("pool", 1, _pool), ("batch_norm", 1, _batch_norm), ("split", 1, _split), ("pad", 1, _pad),
     ("interpolate", 1, _interpolate), ("index_select", 1, _index_select), ("expand", 1, _expand),
-    ("cumsum", 1, _cumsum), ("reduce_more", 1, _reduce_more), ("group_norm", 1, _group_norm)]] + [
+    ("cumsum", 1, _cumsum), ("reduce_more", 1, _reduce_more), ("group_norm", 1, _group_norm),
+    ("recurrent", 1, _recurrent), ("attention", 1, _attention)]] + [
     # Gathers rows of a table by int64 ids (clamped into range).
     Op("embedding", 1, (torch.int64,), None, approx=False, make=_embedding),
     # Index of the first largest (smallest) value: ties, as after a Relu, go to the first.
@@ -445,8 +477,11 @@ class Program:
         main = rng.choice([torch.float32] * 4 + [torch.float64, torch.int32, torch.int64])
         if layers:
             main = torch.float32
-            if rng.random() < 0.5:  # an image batch for convolutions and pools
+            draw = rng.random()
+            if draw < 0.4:  # an image batch for convolutions and pools
                 shapes[0] = [rng.choice([1, 2]), rng.choice([1, 3, 8]), rng.choice([5, 8, 15]), rng.choice([4, 9, 16])]
+            elif draw < 0.6:  # a sequence [steps, batch, features] for recurrent layers and attention
+                shapes[0] = [rng.choice([1, 3, 7]), rng.choice([1, 2]), rng.choice([4, 8, 16])]
         self.inputs = []
         for k, shape in enumerate(shapes):
             dtype = main if rng.random() < 0.7 else rng.choice(DTYPES)
