@@ -23,7 +23,7 @@ value one ulp below an integer legitimately floors differently.
 
 Usage: torch_random_programs.py --graft build/bin/graft --workdir DIR [--models N] [--seed S]
        [--programs-per-model K] [--max-steps M] [--layers | --dynamic] [--via onnx|artifact|opt]
-       [--fusion on|off] [--backends ref] [--keep]
+       [--more-dtypes] [--fusion on|off] [--backends ref] [--keep]
 Exit code 0 only when every output of every model matches.
 """
 import argparse
@@ -47,7 +47,12 @@ DTYPES = FLOATS + INTS + (torch.bool,)
 # keep rank-0 values of these dtypes out.
 SCALAR_PROMOTED = {torch.float64: torch.float32, torch.int32: torch.int64}
 NP_NAMES = {torch.float32: "float32", torch.float64: "float64", torch.int32: "int32", torch.int64: "int64",
-            torch.bool: "bool"}
+            torch.bool: "bool", torch.float16: "float16", torch.int8: "int8", torch.uint8: "uint8",
+            torch.int16: "int16"}
+# --more-dtypes: what the fused kernels do not compute in (float16 and the
+# narrow integers run on the other backends), drawn as well.
+MORE_FLOATS = (torch.float16,)
+MORE_INTS = (torch.int8, torch.uint8, torch.int16)
 
 
 class Op:
@@ -144,11 +149,17 @@ def _ops():
         Op("or", 2, b, torch.logical_or),
         Op("xor", 2, b, torch.logical_xor),
     ]
+    # ONNX has no unsigned Neg or Relu (PyTorch's exporter writes them all
+    # the same, and graft refuses such a model with an error naming the node).
+    for op in ops:
+        if op.name in ("neg", "relu"):
+            op.accepts = tuple(t for t in op.accepts if t != torch.uint8)
     # Casts (integers only from exact, bounded values).
     for to in DTYPES:
         name = "to_" + NP_NAMES[to]
         if to in INTS:
-            ops.append(Op(name, 1, DTYPES, lambda x, to=to: torch.clamp(x, -1000, 1000).to(to)
+            low, high = max(-1000, torch.iinfo(to).min), min(1000, torch.iinfo(to).max)
+            ops.append(Op(name, 1, DTYPES, lambda x, to=to, low=low, high=high: torch.clamp(x, low, high).to(to)
                           if x.dtype.is_floating_point else x.to(to), discrete=True))
         else:  # to bool is x != 0: an approximation's tiny value against an exact 0 flips it
             ops.append(Op(name, 1, DTYPES, lambda x, to=to: x.to(to), discrete=to == torch.bool))
@@ -462,6 +473,8 @@ def random_input(rng, gen, shape, dtype):
         return torch.randn(shape, generator=gen, dtype=dtype) * 2
     if dtype == torch.bool:
         return torch.rand(shape, generator=gen) < 0.5
+    if dtype == torch.uint8:
+        return torch.randint(0, 21, shape, generator=gen, dtype=dtype)
     return torch.randint(-20, 21, shape, generator=gen, dtype=dtype)
 
 
@@ -621,6 +634,8 @@ def compare(got, want, rtol, atol):
             return "%d of %d elements differ; first at %s: got %s, expected %s" % (
                 len(bad), want.size, at, got[at], want[at])
         return None
+    if want.dtype == np.float16:  # every op rounds to 11 bits
+        rtol, atol = max(rtol, 4e-3), max(atol, 4e-3)
     g, w = got.astype(np.float64), want.astype(np.float64)
     scale = max(1.0, float(np.max(np.abs(w)))) if w.size else 1.0
     err = np.abs(g - w)
@@ -736,6 +751,8 @@ def main():
     parser.add_argument("--dynamic", action="store_true",
                         help="export every extent above 1 as a symbolic dimension and run at other extents "
                              "(with --layers, only the layer ops that hold at any extent)")
+    parser.add_argument("--more-dtypes", action="store_true",
+                        help="also float16, int8, uint8 and int16 values (run by the other backends)")
     parser.add_argument("--fusion", choices=["on", "off"], default="on",
                         help="off: the other backends (dnnl, ccodegen, ref) take the pointwise ops too")
     parser.add_argument("--via", choices=["onnx", "artifact", "opt"], default="onnx",
@@ -743,8 +760,12 @@ def main():
                              "or the ONNX graft opt writes after its passes")
     parser.add_argument("--keep", action="store_true", help="keep every model's folder, not only failing ones")
     args = parser.parse_args()
-    global dynamic
+    global dynamic, FLOATS, INTS, DTYPES, OPS
     dynamic = args.dynamic  # with --layers, only the layer ops of SHAPE_GENERIC
+    if args.more_dtypes:
+        FLOATS, INTS = FLOATS + MORE_FLOATS, INTS + MORE_INTS
+        DTYPES = FLOATS + INTS + (torch.bool,)
+        OPS = _ops()
     torch.set_num_threads(1)
     os.makedirs(args.workdir, exist_ok=True)
     rng = random.Random(args.seed)
