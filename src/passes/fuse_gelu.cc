@@ -87,7 +87,8 @@ std::optional<Entry> match_gelu(const ir::IndexedGraph& g, uint32_t id, std::vec
 
 }  // namespace
 
-bool fuse_gelu(std::unique_ptr<ir::Graph>& graph, PassContext&) {
+bool fuse_gelu(std::unique_ptr<ir::Graph>& graph, PassContext& ctx) {
+  if (!may_add_ops_of_opset(*graph, ctx, 20)) return false;  // Gelu came with opset 20
   ir::IndexedGraph g(*graph);
   std::vector<bool> is_gelu(g.num_nodes(), false);  // per final Mul
   std::vector<bool> removed(g.num_nodes(), false);

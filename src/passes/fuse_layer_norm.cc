@@ -130,7 +130,8 @@ ir::Value parameter(ir::Graph& target, const Tensor& t, const ir::ValueType& x, 
 
 }  // namespace
 
-bool fuse_layer_norm(std::unique_ptr<ir::Graph>& graph, PassContext&) {
+bool fuse_layer_norm(std::unique_ptr<ir::Graph>& graph, PassContext& ctx) {
+  if (!may_add_ops_of_opset(*graph, ctx, 17)) return false;  // LayerNormalization came with opset 17
   ir::IndexedGraph g(*graph);
   std::vector<std::optional<LayerNormMatch>> at(g.num_nodes());
   std::vector<bool> removed(g.num_nodes(), false);

@@ -95,7 +95,9 @@ std::optional<FakeQuantize> match(const ir::IndexedGraph& g, uint32_t id) {
 
 }  // namespace
 
-bool lower_quantize_dequantize(std::unique_ptr<ir::Graph>& graph, PassContext&) {
+bool lower_quantize_dequantize(std::unique_ptr<ir::Graph>& graph, PassContext& ctx) {
+  // Round, and Clip with its bounds as inputs, came with opset 11.
+  if (!may_add_ops_of_opset(*graph, ctx, 11)) return false;
   ir::IndexedGraph g(*graph);
   std::vector<std::optional<FakeQuantize>> pairs(g.num_nodes());
   bool any = false;

@@ -21,6 +21,12 @@ const PassInfo* find_pass(std::string_view name) {
   return nullptr;
 }
 
+bool may_add_ops_of_opset(const ir::Graph& graph, const PassContext& ctx, int64_t version) {
+  if (!ctx.keep_opset) return true;
+  auto it = graph.opset_imports.find("");
+  return it != graph.opset_imports.end() && it->second >= version;
+}
+
 void run_pipeline(std::unique_ptr<ir::Graph>& graph, const std::vector<std::string>& names, PassContext& ctx) {
   std::vector<const PassInfo*> pipeline;
   for (const std::string& name : names) {

@@ -78,6 +78,36 @@ TEST(FuseGelu, KeepsPatternWhoseIntermediateIsReadElsewhere) {
   EXPECT_EQ(count_ops(*out, "Gelu"), 0u);
 }
 
+TEST(FuseGelu, KeepOpsetLeavesGeluOutOfModelsBeforeOpset20) {
+  // graft opt writes models for other runtimes: Gelu exists from opset 20 on.
+  for (int64_t opset : {17, 20}) {
+    SCOPED_TRACE(opset);
+    auto g = new_graph();
+    g->opset_imports[""] = opset;
+    Node* x = g->add_input("x", ValueType::of(DType::float32, {4, 16}));
+    Node* e = op(*g, "Erf", {op(*g, "Div", {x->output(0), scalar(*g, 1.41421354f)})->output(0)});
+    Node* u = op(*g, "Add", {e->output(0), scalar(*g, 1.0f)});
+    g->add_output(op(*g, "Mul", {op(*g, "Mul", {x->output(0), scalar(*g, 0.5f)})->output(0), u->output(0)})->output(0), "y");
+    auto kept = g->clone();
+    passes::PassContext ctx;
+    ctx.keep_opset = true;
+    passes::run_pipeline(kept, {"infer", "fuse-gelu"}, ctx);
+    EXPECT_EQ(count_ops(*kept, "Gelu"), opset >= 20 ? 1u : 0u);
+    EXPECT_EQ(count_ops(*apply(*g, {"fuse-gelu"}), "Gelu"), 1u);  // a Session runs Gelu at any opset
+  }
+}
+
+TEST(PassContext, KeepOpsetAsksForTheOpsetAnOpCameWith) {
+  passes::PassContext runtime, keep;
+  keep.keep_opset = true;
+  auto g = new_graph();  // opset 17
+  EXPECT_TRUE(passes::may_add_ops_of_opset(*g, runtime, 20));
+  EXPECT_FALSE(passes::may_add_ops_of_opset(*g, keep, 20));
+  EXPECT_TRUE(passes::may_add_ops_of_opset(*g, keep, 17));
+  g->opset_imports.erase("");  // no default-domain import: nothing may be added
+  EXPECT_FALSE(passes::may_add_ops_of_opset(*g, keep, 1));
+}
+
 TEST(FuseLayerNorm, DecomposedPatternBecomesOneNode) {
   for (bool opset18 : {false, true}) {
     SCOPED_TRACE(opset18 ? "axes as input" : "axes as attribute");

@@ -228,6 +228,33 @@ TEST_F(CliTest, OptRunsPassesAndKeepsOutputs) {
                         "unknown pass");
 }
 
+TEST_F(CliTest, OptWritesNoOpNewerThanTheModelsOpset) {
+  // A GELU written out (x * 0.5 * (1 + erf(x / sqrt 2))) in an opset-17
+  // model: graft opt used to write it as Gelu, an opset-20 op, which ONNX
+  // Runtime refuses in an opset-17 model. It stays written out; the file
+  // still runs the same.
+  auto g = std::make_unique<graft::ir::Graph>();
+  g->opset_imports[""] = 17;
+  graft::ir::Value x = g->add_input("x", graft::ir::ValueType::of(graft::DType::float32, {2, 8}))->output(0);
+  auto scalar = [&](float v, const char* name) { return g->add_constant(name, graft::Tensor::scalar(v))->output(0); };
+  auto node = [&](const char* op, std::vector<graft::ir::Value> in) { return g->add_node(op, in)->output(0); };
+  graft::ir::Value erf = node("Erf", {node("Div", {x, scalar(1.41421354f, "sqrt2")})});
+  g->add_output(node("Mul", {node("Mul", {x, scalar(0.5f, "half")}), node("Add", {erf, scalar(1.0f, "one")})}), "y");
+  std::string model = path("gelu17.onnx"), optimized = path("gelu17_opt.onnx");
+  graft::frontend::save_onnx(*g, model);
+  CommandResult r = graft("opt " + quote(model) + " -o " + quote(optimized));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  onnx::ModelProto written;
+  std::ifstream in(optimized, std::ios::binary);
+  ASSERT_TRUE(written.ParseFromIstream(&in));
+  ASSERT_EQ(written.opset_import_size(), 1);
+  EXPECT_EQ(written.opset_import(0).version(), 17);
+  for (const auto& n : written.graph().node()) EXPECT_NE(n.op_type(), "Gelu");
+  CommandResult before = graft("run " + quote(model)), after = graft("run " + quote(optimized));
+  ASSERT_EQ(after.exit_code, 0) << after.err;
+  EXPECT_EQ(checksum_line(after.out), checksum_line(before.out));
+}
+
 TEST_F(CliTest, BadModelFilesAreOneLineErrors) {
   expect_one_line_error(graft("run " + quote(path("missing.onnx"))), "missing.onnx", "missing file");
   write_bytes(path("empty.onnx"), "");

@@ -51,6 +51,7 @@ int optimize(const OptOptions& options) {
   if (options.output.empty()) fail(ErrorKind::invalid_argument, "opt: give the output file with -o OUT.onnx");
   passes::PassContext context;
   context.verify_after_each = options.verify;
+  context.keep_opset = true;  // the file is for any runtime: no op newer than the model's opset
   if (!options.threads.empty()) context.num_threads = parse_thread_count(options.threads, "--threads");
   std::vector<std::string> names =
       options.passes.empty() ? passes::default_pipeline() : split_pass_names(options.passes);

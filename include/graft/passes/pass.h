@@ -17,7 +17,16 @@ namespace graft::passes {
 struct PassContext {
   bool verify_after_each = false;  ///< run ir::verify after every pass
   int num_threads = 1;             ///< for passes that evaluate kernels
+  /// The result must stay a valid model of the graph's opset imports (what
+  /// `graft opt` writes for other runtimes to load): a rewrite that would
+  /// bring in an op newer than the imported opset (Gelu, opset 20, into an
+  /// opset-17 model) is left out. Off for Session, which runs such ops itself.
+  bool keep_opset = false;
 };
+
+/// Whether a pass may add ops of ONNX opset `version` (default domain) to
+/// `graph`: always, unless `ctx.keep_opset` and the graph imports an older one.
+bool may_add_ops_of_opset(const ir::Graph& graph, const PassContext& ctx, int64_t version);
 
 /// A pass rewrites the graph in place or replaces it with a new one; returns
 /// whether anything changed.
