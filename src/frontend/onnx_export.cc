@@ -19,6 +19,11 @@ namespace graft::frontend {
 namespace {
 
 void set_type(const ir::ValueType& type, onnx::ValueInfoProto& info) {
+  // An element type graft does not know (a control-flow body's value that
+  // inference did not reach) is left out with the whole type: elem_type 0
+  // (UNDEFINED) makes ONNX Runtime refuse the model ("Invalid tensor data
+  // type 0"), while a missing type is inferred by the reader.
+  if (type.dtype == DType::undefined) return;
   onnx::TypeProto* value_type = info.mutable_type();
   if (type.optional) value_type = value_type->mutable_optional_type()->mutable_elem_type();
   if (type.sequence) value_type = value_type->mutable_sequence_type()->mutable_elem_type();

@@ -1,12 +1,17 @@
 // ONNX export (save_onnx, `graft opt`) of control flow: an If whose branches
 // read a value of the enclosing graph by name must still find it after a
 // round trip, whatever names the export gives (an unnamed outer value gets a
-// generated one); and of sequence and optional values.
+// generated one); of sequence and optional values; and of values whose
+// element type graft does not know (left out, never written as UNDEFINED).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <onnx/onnx_pb.h>
+
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <functional>
 
 #include "graft/frontend/onnx_import.h"
 #include "graft/ir/graph.h"
@@ -55,6 +60,53 @@ TEST(OnnxExport, IfBranchesFindTheOuterValuesTheyRead) {
   }
   // The branches declare no inputs of their own (If bodies take none).
   EXPECT_EQ(loaded->inputs().size(), 2u);
+}
+
+/// Every ValueInfo of `graph` and of its bodies.
+void for_each_value_info(const onnx::GraphProto& graph, const std::function<void(const onnx::ValueInfoProto&)>& visit) {
+  for (const auto& list : {graph.input(), graph.output(), graph.value_info()})
+    for (const onnx::ValueInfoProto& info : list) visit(info);
+  for (const onnx::NodeProto& node : graph.node())
+    for (const onnx::AttributeProto& attribute : node.attribute())
+      if (attribute.has_g()) for_each_value_info(attribute.g(), visit);
+}
+
+TEST(OnnxExport, UnknownElementTypesAreLeftOutNotWrittenAsUndefined) {
+  // The branches' captured input and outputs have no inferred dtype. They
+  // used to be written with elem_type 0 (UNDEFINED), which ONNX Runtime
+  // refuses ("Invalid tensor data type 0"); the type is now left out, for
+  // the reader to infer. Known types are written as before.
+  auto g = std::make_unique<ir::Graph>();
+  g->opset_imports[""] = 17;
+  ir::Value cond = g->add_input("cond", ir::ValueType::of(DType::boolean, {}))->output(0);
+  ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {4}))->output(0);
+  ir::Node* if_node = g->add_node("If", {cond, x}, 1, "if");
+  if_node->num_captured_inputs = 1;
+  if_node->attributes.set("then_branch", branch("Add", "x"));
+  if_node->attributes.set("else_branch", branch("Neg", "x"));
+  g->add_output(if_node->output(0), "y");
+  const std::string path =
+      (std::filesystem::temp_directory_path() / ("graft_export_types_" + std::to_string(::getpid()) + ".onnx")).string();
+  frontend::save_onnx(*g, path);
+  onnx::ModelProto model;
+  {
+    std::ifstream in(path, std::ios::binary);
+    ASSERT_TRUE(model.ParseFromIstream(&in));
+  }
+  std::filesystem::remove(path);
+  size_t untyped = 0;
+  for_each_value_info(model.graph(), [&](const onnx::ValueInfoProto& info) {
+    if (!info.has_type()) {
+      ++untyped;
+      return;
+    }
+    ASSERT_TRUE(info.type().has_tensor_type()) << info.name();
+    EXPECT_NE(info.type().tensor_type().elem_type(), 0) << info.name();
+  });
+  EXPECT_GT(untyped, 0u);  // the branch outputs
+  ASSERT_EQ(model.graph().input_size(), 2);
+  EXPECT_EQ(model.graph().input(1).type().tensor_type().elem_type(), onnx::TensorProto::FLOAT);
+  EXPECT_EQ(model.graph().input(1).type().tensor_type().shape().dim(0).dim_value(), 4);
 }
 
 TEST(OnnxExport, SequenceAndOptionalValuesKeepTheirTypes) {
