@@ -293,7 +293,10 @@ const std::map<std::string_view, OpRow>& table() {
                   [](Lowering& l) {
                     int32_t x = l.arg(0);
                     DType t = l.t(x);
-                    int32_t result = l.k(0, DType::boolean);
+                    // x < x is false for every x, NaN included, and has x's
+                    // shape, where a constant false would be a scalar: the
+                    // result of detecting neither infinity is x's shape.
+                    int32_t result = l.cmp(ExprOp::less, x, x);
                     if (l.node.attributes.get_int("detect_positive", 1) != 0)
                       result = l.bin(ExprOp::logical_or, result,
                                      l.cmp(ExprOp::equal, x, l.k(std::numeric_limits<double>::infinity(), t)));

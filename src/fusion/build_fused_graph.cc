@@ -9,6 +9,7 @@
 // every source value has its new value. The result is a valid graph whose
 // node list need not be topological; the IndexedGraph of any consumer orders
 // it. Nodes of the source are moved, not copied, when the pass owns it.
+#include <algorithm>
 #include <span>
 #include <string>
 
@@ -187,6 +188,25 @@ class FusedGraphBuilder {
 
   bool in_subset(ir::Entry e, uint32_t subset) const { return e.present() && subsets_.subset_of[e.node_id] == subset; }
 
+  /// Whether the one-element constant `constant`, read by member `member`,
+  /// gives the member's result a higher rank than its other operands do
+  /// (x[3] + c[1,1] is [1,3]): a kernel's constants are scalars, so such a
+  /// constant stays an input of the fused node, where its shape counts.
+  /// Unknown ranks count as raising.
+  bool raises_rank(uint32_t member, ir::Entry constant) const {
+    const size_t rank = source_.node(constant.node_id).constant_value.shape().size();
+    if (rank == 0) return false;
+    size_t others = 0;
+    for (const ir::Entry& e : source_.inputs(member)) {
+      if (!e.present() || e == constant) continue;
+      const ir::Node& producer = source_.node(e.node_id);
+      const ir::ValueType& type = producer.output_types[e.index];
+      if (!type.has_rank) return true;
+      others = std::max(others, type.dims.size());
+    }
+    return rank > others;
+  }
+
   void create_fused_node(uint32_t subset, std::vector<ir::Value>& inputs) {
     const ir::Graph& g = source_.graph();
     const uint32_t* begin = members_.data() + member_offsets_[subset];
@@ -195,11 +215,16 @@ class FusedGraphBuilder {
     // input at all (graft.FusedPointwise takes at least one).
     bool has_non_constant_input = false;
     size_t boundary_reads = 0, num_outputs = 0;
+    rank_raising_constants_.clear();
     for (const uint32_t* m = begin; m != end; ++m) {
       for (const ir::Entry& e : source_.inputs(*m))
         if (e.present() && !in_subset(e, subset)) {
           ++boundary_reads;
-          if (!has_non_constant_input && !is_scalar_constant(source_.node(e.node_id))) has_non_constant_input = true;
+          const ir::Node& producer = source_.node(e.node_id);
+          if (!is_scalar_constant(producer))
+            has_non_constant_input = true;
+          else if (raises_rank(*m, e))
+            rank_raising_constants_.push_back(source_.entry_id(e));
         }
       const uint32_t first_entry = source_.entry_id(*m, 0), last_entry = source_.entry_id(*m + 1, 0);
       for (uint32_t entry = first_entry; entry < last_entry; ++entry) num_outputs += used_outside_[entry];
@@ -217,7 +242,9 @@ class FusedGraphBuilder {
       const ir::Node& producer = source_.node(e.node_id);
       ir::Value v;
       ir::Value outer{&source_.mutable_node(e.node_id), static_cast<int>(e.index)};
-      if (has_non_constant_input && is_scalar_constant(producer)) {
+      if (has_non_constant_input && is_scalar_constant(producer) &&
+          std::find(rank_raising_constants_.begin(), rank_raising_constants_.end(), entry) ==
+              rank_raising_constants_.end()) {
         v = body->add_constant(g.value_name(outer), producer.constant_value)->output(0);
       } else {
         v = body->add_input(g.value_name(outer), g.type_of(outer))->output(0);
@@ -274,6 +301,7 @@ class FusedGraphBuilder {
   std::vector<ir::Node*> fused_;            // the fused nodes, in creation order
   std::vector<ir::Entry> fused_inputs_;     // their inputs (source values), flat
   std::vector<uint32_t> fused_input_offsets_;
+  std::vector<uint32_t> rank_raising_constants_;  // of the subset being built: entries kept as inputs
 };
 
 }  // namespace

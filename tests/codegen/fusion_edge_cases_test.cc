@@ -6,7 +6,8 @@
 // them (1, 4 and 8 bytes), three-way Where broadcasting, integer wrap-around
 // and division by zero, a value that is two graph outputs, a graph input
 // that is an output, outputs that share no iteration space (known from the
-// types, or only at run time).
+// types, or only at run time), one-element constants of higher rank, IsInf
+// detecting neither infinity.
 #include <gtest/gtest.h>
 
 #include "codegen_test_util.h"
@@ -128,6 +129,33 @@ TEST(FusionEdgeCases, OutputsThatShareNoIterationSpaceOnlyAtRunTime) {
       }
     }
   }
+}
+
+TEST(FusionEdgeCases, OneElementConstantsOfHigherRank) {
+  // A one-element constant goes into the fused kernel as a scalar, unless
+  // its rank is what gives a member's result its rank: x[3] + c[1,1] is
+  // [1,3] (it came out [3]), s[] * k[1] is [1]. The same c beside a rank-2
+  // operand adds no rank and may stay a scalar.
+  Builder b;
+  Value x = b.input("x", {3}), s = b.input("s", {}), m = b.input("m", {2, 3});
+  Value c = b.graph->add_constant("c", Tensor::from_vector<float>({2.0f}, {1, 1}))->output(0);
+  Value k = b.graph->add_constant("k", Tensor::from_vector<float>({-1.5f}, {1}))->output(0);
+  b.graph->add_output(b.op("Relu", {b.op("Add", {x, c})}), "raised");
+  b.graph->add_output(b.op("Tanh", {b.op("Mul", {s, k})}), "scalar_raised");
+  b.graph->add_output(b.op("Sigmoid", {b.op("Sub", {m, c})}), "not_raised");
+  expect_fused_run_matches(b);
+}
+
+TEST(FusionEdgeCases, IsInfDetectingNeitherInfinityKeepsTheShape) {
+  // IsInf with both detections off is false everywhere, in x's shape (it
+  // came out as a scalar: the kernel's expression read no input).
+  Builder b;
+  Value x = b.input("x", {4, 5});
+  ir::Node* is_inf = b.graph->add_node("IsInf", {b.op("Relu", {x})});
+  is_inf->attributes.set("detect_negative", int64_t{0});
+  is_inf->attributes.set("detect_positive", int64_t{0});
+  b.graph->add_output(b.op("Not", {is_inf->output(0)}), "none");
+  expect_fused_run_matches(b);
 }
 
 TEST(FusionEdgeCases, EmptyTensors) {
