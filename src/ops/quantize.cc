@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 
 #include "graft/core/parallel.h"
 #include "graft/ops/op_context.h"
@@ -39,9 +40,35 @@ inline int64_t parameter_index(const AxisView& v, int64_t i) {
   return v.channels == 1 ? 0 : (i / v.inner) % v.channels;
 }
 
+/// Opset 21's blocked quantization (block_size > 0: one scale per block of
+/// an axis) is refused by name; 0, the default, is per tensor or per axis.
+template <typename Context>
+void refuse_blocked(const Context& ctx) {
+  const int64_t block_size = ctx.attrs().get_int("block_size", 0);
+  if (block_size < 0) ctx.fail("block_size ", block_size, " is negative");
+  if (block_size > 0) ctx.unsupported("blocked quantization (block_size ", block_size, ")");
+}
+
+/// QuantizeLinear's output dtype: the zero point's, else opset 21's
+/// output_dtype attribute, else uint8.
+template <typename Context>
+DType quantized_dtype(const Context& ctx, std::optional<DType> zero_point) {
+  const int64_t attribute = ctx.attrs().get_int("output_dtype", 0);
+  // uint8, int8, uint16, int16: what the kernel writes (float8 and 4-bit types are not supported).
+  if (attribute != 0 && (attribute < 2 || attribute > 5))
+    ctx.fail("output_dtype ", attribute, " is not uint8 (2), int8 (3), uint16 (4) or int16 (5)");
+  const DType requested = static_cast<DType>(attribute);
+  if (zero_point) {
+    if (attribute != 0 && requested != *zero_point)
+      ctx.fail("output_dtype ", dtype_name(requested), " differs from y_zero_point's ", dtype_name(*zero_point));
+    return *zero_point;
+  }
+  return attribute != 0 ? requested : DType::uint8;
+}
+
 void infer_quantize(InferContext& ctx) {
   const ir::ValueType& x = ctx.input_type(0);
-  const DType out = ctx.has_input(2) ? ctx.input_type(2).dtype : DType::uint8;
+  const DType out = quantized_dtype(ctx, ctx.has_input(2) ? std::optional(ctx.input_type(2).dtype) : std::nullopt);
   ctx.set_output(0, ir::ValueType{out, x.has_rank, x.dims});
 }
 
@@ -49,7 +76,8 @@ void quantize_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& scale = ctx.input(1);
   const Tensor* zero_point = ctx.has_input(2) ? &ctx.input(2) : nullptr;
-  const DType out_dtype = zero_point ? zero_point->dtype() : DType::uint8;
+  refuse_blocked(ctx);
+  const DType out_dtype = quantized_dtype(ctx, zero_point ? std::optional(zero_point->dtype()) : std::nullopt);
   if (!dtype_is_float(scale.dtype())) ctx.fail("y_scale must be a float tensor, got ", scale.type_string());
   const AxisView sv = parameter_view(ctx, x, scale, "y_scale");
   AxisView zv;
@@ -87,6 +115,7 @@ void dequantize_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const Tensor& scale = ctx.input(1);
   const Tensor* zero_point = ctx.has_input(2) ? &ctx.input(2) : nullptr;
+  refuse_blocked(ctx);
   if (!dtype_is_float(scale.dtype())) ctx.fail("x_scale must be a float tensor, got ", scale.type_string());
   if (!dtype_is_integer(x.dtype())) ctx.fail("x must be an integer tensor, got ", x.type_string());
   if (zero_point && zero_point->dtype() != x.dtype())

@@ -330,8 +330,21 @@ void reduce_kernel(KernelContext& ctx) {
       out_shape.push_back(1);
   }
   const ReductionLayout layout = make_reduction_layout(x.shape(), axes);
+  constexpr bool kMaxOrMin = std::is_same_v<Op<float>, MaxOp<float>> || std::is_same_v<Op<float>, MinOp<float>>;
+  if (x.dtype() == DType::boolean && !kMaxOrMin)
+    ctx.fail(ctx.node().op_type(), " is not defined for bool (ReduceMax and ReduceMin are, from opset 20)");
   Tensor& y = ctx.allocate_output(0, x.dtype(), out_shape);
   if (y.numel() == 0) return;
+  if (x.dtype() == DType::boolean) {
+    // Max is any, min is all: the bytes 0 and 1 as uint8, then each result
+    // back to 0 or 1 (a min over no elements gives 255: true, as all()).
+    if constexpr (kMaxOrMin) {
+      uint8_t* out = reinterpret_cast<uint8_t*>(y.data<bool>());
+      reduce_typed<uint8_t, Op>(reinterpret_cast<const uint8_t*>(x.data<bool>()), out, layout);
+      for (int64_t i = 0; i < y.numel(); ++i) out[i] = out[i] != 0;
+    }
+    return;
+  }
   visit_numeric_dtype(x.dtype(), ctx.node().describe(), [&]<typename T>() {
     if constexpr (!std::is_same_v<T, bool>) reduce_typed<T, Op>(x.data<T>(), y.data<T>(), layout);
   });

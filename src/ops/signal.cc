@@ -96,14 +96,33 @@ class Transform {
   std::vector<double> cos_, sin_;
 };
 
-// ---- DFT (opset 17: axis an attribute, default 1) ----
+// ---- DFT (opset 17: axis an attribute, default 1; opset 20: axis an optional
+// int64 scalar input, default -2) ----
 
-int64_t dft_axis(const InferContext& ctx, int64_t rank) {
-  int64_t axis = ctx.attrs().get_int("axis", 1);
-  if (axis < 0) axis += rank;
+/// The signal axis, normalized: counted from the back when negative, never
+/// the trailing axis of real and imaginary parts. nullopt when opset 20's
+/// axis input is not a constant (inference only).
+template <typename Context>
+std::optional<int64_t> dft_axis(const Context& ctx, int64_t rank) {
+  int64_t given = 0;
+  if (ctx.opset() >= 20) {
+    given = -2;
+    if (ctx.has_input(2)) {
+      if constexpr (std::is_same_v<Context, InferContext>) {
+        std::optional<int64_t> constant = constant_int(ctx, 2);
+        if (!constant) return std::nullopt;
+        given = *constant;
+      } else {
+        given = scalar_int(ctx, 2, "axis");
+      }
+    }
+  } else {
+    if (ctx.has_input(2)) ctx.fail("takes its axis as an input from opset 20 on (this model imports opset ", ctx.opset(), ")");
+    given = ctx.attrs().get_int("axis", 1);
+  }
+  const int64_t axis = given < 0 ? given + rank : given;
   if (axis < 0 || axis >= rank - 1)
-    ctx.fail("axis ", ctx.attrs().get_int("axis", 1), " is out of range for rank ", rank,
-             " (the last axis holds the real and imaginary parts)");
+    ctx.fail("axis ", given, " is out of range for rank ", rank, " (the last axis holds the real and imaginary parts)");
   return axis;
 }
 
@@ -113,10 +132,15 @@ void infer_dft(InferContext& ctx) {
   if (x.has_rank) {
     const int64_t rank = static_cast<int64_t>(x.dims.size());
     if (rank < 2) ctx.fail("the input needs a trailing axis of 1 (real) or 2 (complex), got ", x.to_string());
-    const int64_t axis = dft_axis(ctx, rank);
     out.has_rank = true;
     out.dims = x.dims;
     out.dims.back() = ir::Dim::known(2);
+    const std::optional<int64_t> known_axis = dft_axis(ctx, rank);
+    if (!known_axis) {  // which axis changes length is known at run time only
+      for (size_t d = 0; d + 1 < out.dims.size(); ++d) out.dims[d] = ir::Dim{};
+      return ctx.set_output(0, out);
+    }
+    const int64_t axis = *known_axis;
     std::optional<int64_t> n = ctx.has_input(1) ? constant_int(ctx, 1) : std::nullopt;
     ir::Dim length = ctx.has_input(1) ? (n ? ir::Dim::known(*n) : ir::Dim{}) : x.dims[static_cast<size_t>(axis)];
     if (ctx.attrs().get_int("onesided", 0) != 0)
@@ -133,9 +157,7 @@ void dft_kernel(KernelContext& ctx) {
   const int64_t channels = rank >= 2 ? x.dim(rank - 1) : 0;
   if (channels != 1 && channels != 2)
     ctx.fail("the input needs a trailing axis of 1 (real) or 2 (complex), got ", x.type_string());
-  int64_t axis = ctx.attrs().get_int("axis", 1);
-  if (axis < 0) axis += rank;
-  if (axis < 0 || axis >= rank - 1) ctx.fail("axis ", ctx.attrs().get_int("axis", 1), " is out of range for ", x.type_string());
+  const int64_t axis = *dft_axis(ctx, rank);
   const bool inverse = ctx.attrs().get_int("inverse", 0) != 0;
   const bool onesided = ctx.attrs().get_int("onesided", 0) != 0;
   if (onesided && channels == 2) ctx.fail("onesided output needs a real input");

@@ -127,6 +127,27 @@ TEST_F(OnnxLoaderTest, FileAndMemoryGiveTheSameWeights) {
   }
 }
 
+TEST_F(OnnxLoaderTest, OpsetsUpTo22LoadAndLaterOnesAreRefusedByNumber) {
+  // Opsets 19 to 22 changed the ops graft runs in ways it handles (see
+  // onnx_import.cc); 23 brought ops it does not know.
+  for (int64_t opset : {19, 20, 21, 22}) {
+    onnx::ModelProto model = small_model();
+    model.mutable_opset_import(0)->set_version(opset);
+    auto g = frontend::load_onnx_from_memory(model.SerializeAsString());
+    EXPECT_EQ(g->opset_imports.at(""), opset);
+  }
+  onnx::ModelProto model = small_model();
+  model.mutable_opset_import(0)->set_version(23);
+  try {
+    frontend::load_onnx_from_memory(model.SerializeAsString());
+    ADD_FAILURE() << "opset 23 loaded";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::unsupported);
+    EXPECT_NE(std::string(e.what()).find("opset 23 is not supported (graft supports 1 to 22)"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST_F(OnnxLoaderTest, RawDataOfTheWrongSizeIsAnErrorNamingTheTensor) {
   onnx::ModelProto model = small_model();
   model.mutable_graph()->mutable_initializer(0)->set_raw_data(float_bytes({1, 2, 3, 4, 5}));

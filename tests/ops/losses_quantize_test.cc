@@ -117,6 +117,34 @@ TEST(Quantize, QuantizeDequantizeRoundTripAndPerAxis) {
   EXPECT_EQ(run_op("QuantizeLinear", {x2, Tensor::scalar(0.5f)}, {}, 10)[0].dtype(), DType::uint8);
 }
 
+TEST(Quantize, Opset21OutputDtypeAndBlockedQuantization) {
+  Tensor x = Tensor::from_vector<float>({-3.0f, -0.26f, 0.0f, 0.24f, 9.0f}, {5});
+  Tensor scale = Tensor::scalar(0.5f);
+  ir::Attributes int8_out;
+  int8_out.set("output_dtype", int64_t{3});  // int8, with no zero point to say so
+  Tensor q = run_op("QuantizeLinear", {x, scale}, int8_out, 21)[0];
+  ASSERT_EQ(q.dtype(), DType::int8);
+  const int8_t want[] = {-6, -1, 0, 0, 18};  // round half to even: -0.52 -> -1, 0.48 -> 0
+  for (int i = 0; i < 5; ++i) EXPECT_EQ(q.data<int8_t>()[i], want[i]) << i;
+  // A zero point decides; an output_dtype that contradicts it is an error.
+  ir::Attributes uint8_out;
+  uint8_out.set("output_dtype", int64_t{2});
+  EXPECT_THROW(run_op("QuantizeLinear", {x, scale, Tensor::scalar<int8_t>(0)}, uint8_out, 21), Error);
+  ir::Attributes float_out;
+  float_out.set("output_dtype", int64_t{1});
+  EXPECT_THROW(run_op("QuantizeLinear", {x, scale}, float_out, 21), Error);
+  // Blocked quantization is refused by name.
+  ir::Attributes blocked;
+  blocked.set("block_size", int64_t{2});
+  try {
+    run_op("QuantizeLinear", {x, scale}, blocked, 21);
+    ADD_FAILURE() << "blocked quantization ran";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::unsupported);
+    EXPECT_NE(std::string(e.what()).find("blocked quantization"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Quantize, DynamicQuantizeLinear) {
   Tensor x = Tensor::from_vector<float>({0, 2, -3, -2.5f, 1.34f, 0.5f}, {6});
   auto outs = run_op("DynamicQuantizeLinear", {x}, {}, 11, 3);

@@ -156,6 +156,27 @@ TEST(Reduce, IntegerDtypesAndEmptySets) {
   EXPECT_THROW(run_op("ReduceSum", {xi, Tensor::from_vector<int64_t>({1, -1}, {2})}, {}, 13), Error);
 }
 
+TEST(Reduce, MaxAndMinOfBoolAreAnyAndAll) {
+  // Opset 20: ReduceMax and ReduceMin take bool. Other reductions of bool
+  // are errors (they used to leave the output unwritten).
+  std::vector<bool> values = {true, false, false, false, false, false, true, true, true};
+  Tensor x(DType::boolean, {3, 3});
+  for (size_t i = 0; i < values.size(); ++i) x.data<bool>()[i] = values[i];
+  Tensor axes = Tensor::from_vector<int64_t>({1}, {1});
+  ir::Attributes no_keepdims;
+  no_keepdims.set("keepdims", int64_t{0});
+  Tensor any = run_op("ReduceMax", {x, axes}, no_keepdims, 20)[0];
+  Tensor all = run_op("ReduceMin", {x, axes}, no_keepdims, 20)[0];
+  ASSERT_EQ(any.shape(), Shape({3}));
+  ASSERT_EQ(all.dtype(), DType::boolean);
+  const bool want_any[] = {true, false, true}, want_all[] = {false, false, true};
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(any.data<bool>()[i], want_any[i]) << i;
+    EXPECT_EQ(all.data<bool>()[i], want_all[i]) << i;
+  }
+  EXPECT_THROW(run_op("ReduceSum", {x, axes}, no_keepdims, 20), Error);
+}
+
 TEST(Reduce, LogSumExpIsStable) {
   Tensor x = Tensor::from_vector<float>({1000, 1000, -1000, -1000}, {2, 2});
   Tensor y = run_op("ReduceLogSumExp", {x}, attrs({{"axes", std::vector<int64_t>{1}}}), 13)[0];

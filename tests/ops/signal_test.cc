@@ -85,6 +85,25 @@ TEST(Dft, MatchesTheDefinitionOnEveryAxisWithPaddingAndOnesided) {
   }
 }
 
+TEST(Dft, Opset20TakesTheAxisAsAnInputDefaultingToTheLastSignalAxis) {
+  Tensor x = as_float(random_double_tensor({2, 5, 3, 1}, 21));
+  for (int64_t axis : {0, 1, 2, -2, -4}) {
+    SCOPED_TRACE(axis);
+    Tensor want = run_op("DFT", {x}, attrs({{"axis", axis}, {"onesided", int64_t{1}}}), 17)[0];
+    Tensor got = run_op("DFT", {x, Tensor(), Tensor::scalar<int64_t>(axis)}, attrs({{"onesided", int64_t{1}}}), 20)[0];
+    ASSERT_EQ(got.shape(), want.shape());
+    for (int64_t i = 0; i < got.numel(); ++i) EXPECT_EQ(got.data<float>()[i], want.data<float>()[i]) << i;
+  }
+  // No axis input: -2, the last axis before the real/imaginary one.
+  Tensor want = run_op("DFT", {x, Tensor::scalar<int64_t>(4)}, attrs({{"axis", int64_t{2}}}), 17)[0];
+  Tensor got = run_op("DFT", {x, Tensor::scalar<int64_t>(4)}, {}, 20)[0];
+  ASSERT_EQ(got.shape(), want.shape());
+  for (int64_t i = 0; i < got.numel(); ++i) EXPECT_EQ(got.data<float>()[i], want.data<float>()[i]) << i;
+  // The trailing axis is never a signal axis; before opset 20 there is no axis input.
+  expect_error(ErrorKind::invalid_model, [&] { run_op("DFT", {x, Tensor(), Tensor::scalar<int64_t>(3)}, {}, 20); });
+  expect_error(ErrorKind::invalid_model, [&] { run_op("DFT", {x, Tensor(), Tensor::scalar<int64_t>(1)}, {}, 17); });
+}
+
 TEST(Dft, InverseUndoesTheTransform) {
   Tensor x = random_double_tensor({3, 7, 2}, 11);  // float64, complex
   Tensor y = run_op("DFT", {x}, attrs({{"axis", int64_t{1}}}), 17)[0];
