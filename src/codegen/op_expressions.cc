@@ -69,6 +69,9 @@ struct Lowering {
   int32_t std_max(int32_t a, int32_t b) { return select(cmp(ExprOp::less, a, b), b, a); }
   /// std::min(a, b) = b < a ? b : a.
   int32_t std_min(int32_t a, int32_t b) { return select(cmp(ExprOp::less, b, a), b, a); }
+  /// `value`, or x where x is NaN (for formulas whose std::max/min would
+  /// turn a NaN into a bound), as the reference kernels do.
+  int32_t keep_nan(int32_t x, int32_t value) { return select(cmp(ExprOp::equal, x, x), value, x); }
   float attr_float(const std::string& name, float fallback) const { return node.attributes.get_float(name, fallback); }
   /// log(1 + exp(x)) without overflow, as the reference Softplus.
   int32_t softplus(int32_t x) {
@@ -216,7 +219,7 @@ const std::map<std::string_view, OpRow>& table() {
                    int32_t x = l.arg(0), zero = l.k(0);
                    int32_t a = l.k(l.attr_float("alpha", 1.0f));
                    int32_t negative = l.bin(ExprOp::mul, a, l.un(ExprOp::expm1, l.bin(ExprOp::div, x, a)));
-                   return l.bin(ExprOp::add, l.std_max(zero, x), l.std_min(zero, negative));
+                   return l.keep_nan(x, l.bin(ExprOp::add, l.std_max(zero, x), l.std_min(zero, negative)));
                  },
                  [](const ir::Node& n) -> std::string {
                    return n.attributes.get_float("alpha", 1.0f) == 0.0f ? "alpha is 0" : "";
@@ -246,7 +249,7 @@ const std::map<std::string_view, OpRow>& table() {
                           int32_t x = l.arg(0);
                           int32_t v = l.bin(ExprOp::add, l.bin(ExprOp::mul, l.k(l.attr_float("alpha", 0.2f)), x),
                                             l.k(l.attr_float("beta", 0.5f)));
-                          return l.std_max(l.k(0), l.std_min(l.k(1), v));
+                          return l.keep_nan(x, l.std_max(l.k(0), l.std_min(l.k(1), v)));
                         },
                         nullptr};
     r["HardSwish"] = {Accepts::floats,

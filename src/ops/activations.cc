@@ -85,6 +85,7 @@ struct CeluOp {
   template <typename C>
   C operator()(C x) const {
     C a = C(alpha);
+    if (x != x) return x;  // NaN stays NaN (std::max(0, NaN) is 0), as in ONNX's reference and PyTorch
     return std::max(C(0), x) + std::min(C(0), a * std::expm1(x / a));
   }
 };
@@ -118,6 +119,7 @@ struct HardSigmoidOp {
       : alpha(ctx.attrs().get_float("alpha", 0.2f)), beta(ctx.attrs().get_float("beta", 0.5f)) {}
   template <typename C>
   C operator()(C x) const {
+    if (x != x) return x;  // NaN stays NaN (std::min(1, NaN) is 1)
     return std::max(C(0), std::min(C(1), C(alpha) * x + C(beta)));
   }
 };

@@ -10,6 +10,9 @@
 // detecting neither infinity.
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 #include "codegen_test_util.h"
 #include "graft/codegen/compile_cache.h"
 
@@ -156,6 +159,26 @@ TEST(FusionEdgeCases, IsInfDetectingNeitherInfinityKeepsTheShape) {
   is_inf->attributes.set("detect_positive", int64_t{0});
   b.graph->add_output(b.op("Not", {is_inf->output(0)}), "none");
   expect_fused_run_matches(b);
+}
+
+TEST(FusionEdgeCases, ActivationsKeepNaNInFusedKernels) {
+  // The kernels' Celu and HardSigmoid keep a NaN, as the reference kernels
+  // now do (their clamps used to turn it into 0 and 1).
+  Builder b;
+  Value x = b.input("x", {64});
+  Value celu = b.op("Celu", {x}), hard = b.op("HardSigmoid", {x});
+  b.graph->add_output(b.op("Add", {celu, hard}), "sum");
+  ir::infer_types(*b.graph);
+  Tensor in = graft::testing::random_of(DType::float32, {64}, 3);
+  for (int64_t i : {0, 17, 40, 63}) in.data<float>()[i] = std::numeric_limits<float>::quiet_NaN();
+  runtime::SessionOptions on = graft::testing::reference_options({"verify", "infer"});
+  on.fusion = true;
+  runtime::Session fused(b.graph->clone(), on);
+  fused.run({in});
+  CompileCache::global().wait_for_background_compiles();
+  Tensor got = fused.run({in})[0];
+  for (int64_t i = 0; i < 64; ++i)
+    EXPECT_EQ(std::isnan(got.data<float>()[i]), std::isnan(in.data<float>()[i])) << i << " " << got.data<float>()[i];
 }
 
 TEST(FusionEdgeCases, EmptyTensors) {

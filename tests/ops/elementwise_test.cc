@@ -157,6 +157,20 @@ TEST(Elementwise, ActivationsStayFiniteAtExtremes) {
   EXPECT_FALSE(std::isnan(mish.data<float>()[0]));
 }
 
+TEST(Elementwise, ActivationsKeepNaN) {
+  // NaN in, NaN out, as in ONNX's reference, ONNX Runtime and PyTorch. Celu
+  // and HardSigmoid used to give 0 and 1: their std::max/std::min drop a NaN.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  Tensor x = Tensor::from_vector<float>({nan, -1.0f, 2.0f}, {3});
+  for (const char* op : {"Celu", "HardSigmoid", "HardSwish", "Elu", "Selu", "LeakyRelu", "Relu", "Softplus", "Softsign",
+                         "Sigmoid", "Tanh", "Mish"}) {
+    SCOPED_TRACE(op);
+    Tensor y = run1(op, x);
+    EXPECT_TRUE(std::isnan(y.data<float>()[0])) << y.data<float>()[0];
+    EXPECT_FALSE(std::isnan(y.data<float>()[1]));
+  }
+}
+
 TEST(Elementwise, IntegerUnaryOps) {
   constexpr int32_t kMin = std::numeric_limits<int32_t>::min();
   Tensor x = Tensor::from_vector<int32_t>({-7, 0, 5, kMin}, {4});
