@@ -10,7 +10,7 @@ export CCACHE_BASEDIR ?= $(CURDIR)
 # working directory into every debug-info object and miss in every new clone.
 export CCACHE_NOHASHDIR ?= 1
 
-.PHONY: all deps build demo test unit-test asan-test conformance compare clean
+.PHONY: all deps build demo test unit-test asan-test conformance compare ort-check clean
 
 all: build
 
@@ -51,6 +51,23 @@ compare: deps $(BUILD_DIR)/build.ninja
 	cd bench/compare && { [ -d node_modules/onnxruntime-node ] || npm install --ignore-scripts --no-audit --no-fund; }
 	/usr/bin/python3 bench/compare/compare.py --graft-runner $(BUILD_DIR)/bin/graft_runner \
 	  --workdir $(BUILD_DIR)/compare --json $(BUILD_DIR)/compare/compare.json $(COMPARE_ARGS)
+
+# graft against ONNX Runtime (npm onnxruntime-node, as `make compare`) on
+# models ONNX Runtime judges: random ONNX graphs of pointwise ops (plain, and
+# with NaN and infinities), the ops opsets 19 to 22 changed, and graft opt's
+# files of the ONNX test suite. About 8 minutes on 2 cores; not part of
+# `make test` (it needs the npm registry). tests/ort/*.py, docs/conformance.md.
+ORT_CHECK_DIR := $(BUILD_DIR)/ort-check
+ORT_TESTDATA := /usr/share/libonnx-testdata/data
+ort-check: deps $(BUILD_DIR)/build.ninja
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target graft_cli
+	@command -v node >/dev/null && command -v npm >/dev/null || { echo "make ort-check needs node and npm (Node.js >= 16)"; exit 1; }
+	cd bench/compare && { [ -d node_modules/onnxruntime-node ] || npm install --ignore-scripts --no-audit --no-fund; }
+	cd tests/ort && /usr/bin/python3 random_onnx_graphs.py --graft $(abspath $(GRAFT)) --workdir $(abspath $(ORT_CHECK_DIR))/random --models 300 --seed 1
+	cd tests/ort && /usr/bin/python3 random_onnx_graphs.py --graft $(abspath $(GRAFT)) --workdir $(abspath $(ORT_CHECK_DIR))/special --models 300 --seed 2 --special
+	cd tests/ort && /usr/bin/python3 opset_changes.py --graft $(abspath $(GRAFT)) --workdir $(abspath $(ORT_CHECK_DIR))/opsets
+	cd tests/ort && /usr/bin/python3 opt_outputs.py --graft $(abspath $(GRAFT)) --workdir $(abspath $(ORT_CHECK_DIR))/opt \
+	  $(ORT_TESTDATA)/node $(ORT_TESTDATA)/simple $(ORT_TESTDATA)/pytorch-converted $(ORT_TESTDATA)/pytorch-operator
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR)

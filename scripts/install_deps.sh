@@ -9,6 +9,8 @@ packages=(
   libdnnl-dev llvm-14-dev libssl-dev zlib1g-dev libzstd-dev libtinfo-dev
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
   python3 python3-numpy python3-torch python3-torchvision
+  # `make ort-check` builds ONNX models by hand (tests/ort/) with it.
+  python3-onnx
   # The BLAS that Debian recommends for python3-torch (libtorch1.13 Recommends
   # libopenblas0): without it, and with --no-install-recommends below, the
   # PyTorch peer of `make compare` multiplies matrices with the netlib
