@@ -55,7 +55,7 @@ compare: deps $(BUILD_DIR)/build.ninja
 # graft against ONNX Runtime (npm onnxruntime-node, as `make compare`) on
 # models ONNX Runtime judges: random ONNX graphs of pointwise ops (plain, and
 # with NaN and infinities), the ops opsets 19 to 22 changed, and graft opt's
-# files of the ONNX test suite. About 8 minutes on 2 cores; not part of
+# files of the ONNX test suite. About 5 minutes on 2 cores; not part of
 # `make test` (it needs the npm registry). tests/ort/*.py, docs/conformance.md.
 ORT_CHECK_DIR := $(BUILD_DIR)/ort-check
 ORT_TESTDATA := /usr/share/libonnx-testdata/data

@@ -61,10 +61,14 @@ def main():
             if not os.path.exists(path):
                 fed = False
                 break
-            tensor = onnx.TensorProto()
-            with open(path, "rb") as f:
-                tensor.ParseFromString(f.read())
-            array = numpy_helper.to_array(tensor)
+            try:  # a sequence or optional input is stored as another proto
+                tensor = onnx.TensorProto()
+                with open(path, "rb") as f:
+                    tensor.ParseFromString(f.read())
+                array = numpy_helper.to_array(tensor)
+            except Exception:
+                fed = False
+                break
             if str(array.dtype) not in FED:
                 fed = False
                 break
