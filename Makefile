@@ -54,7 +54,8 @@ compare: deps $(BUILD_DIR)/build.ninja
 
 # graft against ONNX Runtime (npm onnxruntime-node, as `make compare`) on
 # models ONNX Runtime judges: random ONNX graphs of pointwise ops (plain, and
-# with NaN and infinities), the ops opsets 19 to 22 changed, and graft opt's
+# with NaN and infinities), one-op models with random attributes, the ops
+# opsets 19 to 22 changed, and graft opt's
 # files of the ONNX test suite. About 5 minutes on 2 cores; not part of
 # `make test` (it needs the npm registry). tests/ort/*.py, docs/conformance.md.
 ORT_CHECK_DIR := $(BUILD_DIR)/ort-check
@@ -65,6 +66,7 @@ ort-check: deps $(BUILD_DIR)/build.ninja
 	cd bench/compare && { [ -d node_modules/onnxruntime-node ] || npm install --ignore-scripts --no-audit --no-fund; }
 	cd tests/ort && /usr/bin/python3 random_onnx_graphs.py --graft $(abspath $(GRAFT)) --workdir $(abspath $(ORT_CHECK_DIR))/random --models 300 --seed 1
 	cd tests/ort && /usr/bin/python3 random_onnx_graphs.py --graft $(abspath $(GRAFT)) --workdir $(abspath $(ORT_CHECK_DIR))/special --models 300 --seed 2 --special
+	cd tests/ort && /usr/bin/python3 random_op_cases.py --graft $(abspath $(GRAFT)) --workdir $(abspath $(ORT_CHECK_DIR))/ops --cases 600 --seed 1
 	cd tests/ort && /usr/bin/python3 opset_changes.py --graft $(abspath $(GRAFT)) --workdir $(abspath $(ORT_CHECK_DIR))/opsets
 	cd tests/ort && /usr/bin/python3 opt_outputs.py --graft $(abspath $(GRAFT)) --workdir $(abspath $(ORT_CHECK_DIR))/opt \
 	  $(ORT_TESTDATA)/node $(ORT_TESTDATA)/simple $(ORT_TESTDATA)/pytorch-converted $(ORT_TESTDATA)/pytorch-operator

@@ -82,11 +82,14 @@ ResolvedDim resolve_dim(const ir::Node& node, const WindowAttributes& attrs, siz
       r.pad_begin = attrs.pads[d];
       r.pad_end = attrs.pads[d + rank];
       int64_t span = input + r.pad_begin + r.pad_end - window;
-      if (span < 0)
+      // With ceil_mode a window may reach past the padded input by less than
+      // a stride (ONNX's ceil((span) / stride) + 1 outputs, as ONNX Runtime
+      // and PyTorch compute; the taps past the end take no part).
+      if (span < 0 && !(attrs.ceil_mode && -span < stride))
         fail_node(node, "the window (", window, ") is larger than the padded input (", input + r.pad_begin + r.pad_end,
                   ") in spatial dimension ", d);
       if (attrs.ceil_mode) {
-        r.output = (span + stride - 1) / stride + 1;
+        r.output = span < 0 ? 1 : (span + stride - 1) / stride + 1;
         if ((r.output - 1) * stride >= input + r.pad_begin) --r.output;
       } else {
         r.output = span / stride + 1;

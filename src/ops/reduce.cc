@@ -317,8 +317,12 @@ void reduce_kernel(KernelContext& ctx) {
   }
   const int64_t rank = x.rank();
   if (spec.axes->empty()) {
-    if (spec.noop_with_empty_axes) return ctx.set_output(0, x);
-    for (int64_t d = 0; d < rank; ++d) spec.axes->push_back(d);
+    // noop_with_empty_axes reduces over no axis: each element alone, which is
+    // the element itself for ReduceSum, Mean, Max, Min and Prod, but |x| for
+    // L1 and L2, x * x for SumSquare and log(x) for LogSum (ONNX's reference
+    // and ONNX Runtime; returning x unchanged was wrong for those).
+    if (!spec.noop_with_empty_axes)
+      for (int64_t d = 0; d < rank; ++d) spec.axes->push_back(d);
   }
   const std::vector<int64_t> axes = normalize_axes(*spec.axes, rank, ctx.node().describe());
   Shape out_shape;

@@ -182,6 +182,31 @@ TEST(Pool, MaxPoolInt8AndUint8) {
   }
 }
 
+TEST(Pool, CeilModeWindowReachingPastThePaddedInput) {
+  // A dilated window of 5 over 4 values with stride 2 and ceil_mode: ONNX's
+  // ceil((4 - 5) / 2) + 1 = 1 output, the max of the taps inside (as ONNX
+  // Runtime and PyTorch give; graft refused it). Past a stride it is an error.
+  for (int64_t width : {4, 2}) {
+    auto g = std::make_unique<Graph>();
+    g->opset_imports[""] = 18;
+    Node* in = g->add_input("x", ValueType::of(DType::float32, {1, 1, 1, width}));
+    Node* pool = g->add_node("MaxPool", {in->output(0)}, 1, "pool");
+    pool->attributes.set("kernel_shape", std::vector<int64_t>{1, 3});
+    pool->attributes.set("strides", std::vector<int64_t>{1, 2});
+    pool->attributes.set("dilations", std::vector<int64_t>{1, 2});
+    pool->attributes.set("ceil_mode", int64_t{1});
+    g->add_output(pool->output(0), "y");
+    Tensor x = width == 4 ? Tensor::from_vector<float>({1, 7, 3, 9}, {1, 1, 1, 4}) : Tensor::from_vector<float>({1, 7}, {1, 1, 1, 2});
+    if (width == 2) {
+      EXPECT_THROW(run_graph(*g, {x}), Error);
+      continue;
+    }
+    Tensor y = run_graph(*g, {x})[0];
+    ASSERT_EQ(y.shape(), (Shape{1, 1, 1, 1}));
+    EXPECT_EQ(y.data<float>()[0], 3.0f);  // taps at 0, 2 (and 4, past the end): max(1, 3)
+  }
+}
+
 TEST(Pool, GlobalPools) {
   Tensor x = random_tensor({2, 3, 4, 5}, 11);
   for (std::string op : {"GlobalAveragePool", "GlobalMaxPool", "GlobalLpPool"}) {

@@ -122,6 +122,27 @@ TEST(Reduce, EmptyAxesReduceAllOrNoop) {
   expect_close(y, x);
 }
 
+TEST(Reduce, NoopWithEmptyAxesReducesEachElementAlone) {
+  // Reducing over no axis is each element on its own: x for the sums, means
+  // and extremes, but |x| for L1 and L2, x * x for SumSquare, log(x) for
+  // LogSum (ONNX's reference and ONNX Runtime; graft returned x for all).
+  Tensor x = Tensor::from_vector<float>({0.5f, -2.0f, 3.0f, -0.25f}, {2, 2});
+  Tensor positive = Tensor::from_vector<float>({0.5f, 2.0f, 3.0f, 0.25f}, {2, 2});
+  ir::Attributes noop = attrs({{"noop_with_empty_axes", int64_t{1}}});
+  auto each = [](const Tensor& t, double (*f)(double)) {
+    Tensor out(DType::float32, t.shape());
+    for (int64_t i = 0; i < t.numel(); ++i) out.data<float>()[i] = static_cast<float>(f(t.data<float>()[i]));
+    return out;
+  };
+  expect_close(run_op("ReduceSumSquare", {x, Tensor()}, noop, 18)[0], each(x, [](double v) { return v * v; }));
+  expect_close(run_op("ReduceL1", {x, Tensor()}, noop, 18)[0], each(x, [](double v) { return std::abs(v); }));
+  expect_close(run_op("ReduceL2", {x, Tensor()}, noop, 18)[0], each(x, [](double v) { return std::abs(v); }));
+  expect_close(run_op("ReduceLogSum", {positive, Tensor()}, noop, 18)[0], each(positive, [](double v) { return std::log(v); }));
+  expect_close(run_op("ReduceLogSumExp", {x, Tensor()}, noop, 18)[0], x);
+  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd"})
+    expect_close(run_op(op, {x, Tensor::from_vector<int64_t>({}, {0})}, noop, 18)[0], x);
+}
+
 TEST(Reduce, IntegerDtypesAndEmptySets) {
   Tensor xi = Tensor::from_vector<int64_t>({1, -2, 3, 4, 5, -6}, {2, 3});
   Tensor axes = Tensor::from_vector<int64_t>({1}, {1});
