@@ -65,6 +65,18 @@ TEST(Resize, Linear2dHalfPixelAndAlignCorners) {
       {1, 1 + 3 / 1.4f});
 }
 
+TEST(Resize, PytorchHalfPixelWithOneOutputFollowsPyTorch) {
+  // 3 values at scale 0.5 give one output (floor(1.5)). PyTorch 1.13's
+  // interpolate(scale_factor=0.5, mode="linear") reads coordinate
+  // (0 + 0.5) / 0.5 - 0.5 = 0.5, the mean of the first two values, and so
+  // does ONNX's reference (its single-output case is scale * length == 1);
+  // ONNX Runtime reads the first value (2). graft follows PyTorch.
+  ir::Attributes linear =
+      attrs({{"mode", std::string("linear")}, {"coordinate_transformation_mode", std::string("pytorch_half_pixel")}});
+  expect_floats(resize(floats({2, 8, 4}), linear, floats({0.5f})), {5});
+  expect_floats(resize(floats({2, 8, 4, 6}), linear, floats({0.5f})), {5, 5});
+}
+
 TEST(Resize, CubicCoefficientsAndExcludeOutside) {
   Tensor spike = floats({0, 0, 1, 0, 0});
   ir::Attributes cubic =
