@@ -5,7 +5,7 @@ range slice bounds, negative pads, auto_pad, ceil_mode, groups, ...), run by
 graft (default backends) and by ONNX Runtime on the same inputs; every
 output must agree.
 
-Usage: random_op_cases.py --graft build/bin/graft --workdir DIR [--cases N] [--seed S] [--ops a,b]
+Usage: random_op_cases.py --graft build/bin/graft --workdir DIR [--cases N] [--seed S] [--ops a,b] [--backends ref]
 Needs python3-onnx and bench/compare's onnxruntime-node (`make ort-check`).
 Exit code 0 only when no case differs.
 """
@@ -350,6 +350,7 @@ def main():
     parser.add_argument("--cases", type=int, default=400)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--ops", default="", help="comma-separated op names (default: all)")
+    parser.add_argument("--backends", default="", help="graft's backends (default: all available)")
     args = parser.parse_args()
     rng, values = random.Random(args.seed), np.random.default_rng(args.seed)
     ops = args.ops.split(",") if args.ops else sorted(OPS)
@@ -377,7 +378,8 @@ def main():
         if want is None:
             refused += 1
             continue
-        got, error = run_graft(args.graft, path, folder, [n for n, _ in c.inputs])
+        extra = ["--backends", args.backends] if args.backends else []
+        got, error = run_graft(args.graft, path, folder, [n for n, _ in c.inputs], extra=extra)
         problem = error and "graft failed: " + error
         for name, w in (want.items() if got else []):
             problem = problem or (difference(got[name], w) and "%s: %s" % (name, difference(got[name], w)))
