@@ -41,6 +41,7 @@ class Case:
             array = self.values.integers(low, high, shape).astype(np.int64)
         else:
             array = self.values.random(shape) < 0.5
+        array = np.ascontiguousarray(array)
         self.inputs.append((name, array))
         self.node_inputs.append(name)
         return array
@@ -331,6 +332,120 @@ def gemm(c, op):
     c.attrs.update(transA=ta, transB=tb, alpha=c.rng.choice([1.0, 0.5]), beta=c.rng.choice([1.0, 2.0]))
 
 
+def scatter(c, op):
+    x = c.data(c.shape(c.rng.randint(1, 3), 2, 5))
+    reduction = c.rng.choice(["none", "add", "mul", "max", "min"])
+    if op == "ScatterElements":
+        axis = c.rng.randint(-x.ndim, x.ndim - 1)
+        n = x.shape[axis]
+        shape = [c.rng.randint(1, d) for d in x.shape]
+        shape[axis] = 1 if reduction == "none" else c.rng.randint(1, 3)  # duplicates only where they reduce
+        if reduction == "none":  # distinct targets: a permutation slice per position
+            idx = np.stack([c.values.permutation(n)[:shape[axis]] for _ in range(int(np.prod(shape)) // shape[axis])])
+            idx = np.moveaxis(idx.reshape([d for k, d in enumerate(shape) if k != axis % x.ndim] + [shape[axis]]), -1, axis)
+        else:
+            idx = c.values.integers(-n, n, shape)
+        c.const(idx)
+        c.data(list(idx.shape))
+        c.attrs["axis"] = axis
+    else:  # ScatterND: k leading dims indexed
+        k = c.rng.randint(1, x.ndim)
+        m = c.rng.randint(1, 3)
+        if reduction == "none":
+            flat = c.values.permutation(int(np.prod(x.shape[:k])))[:m]
+            idx = np.stack(np.unravel_index(flat, x.shape[:k]), axis=-1)
+        else:
+            idx = np.stack([c.values.integers(0, d, m) for d in x.shape[:k]], axis=-1)
+        c.const(idx)
+        c.data([m] + list(x.shape[k:]))
+    c.attrs["reduction"] = reduction
+
+
+def gather_nd(c, op):
+    batch = c.rng.randint(0, 1)
+    x = c.data(c.shape(c.rng.randint(2, 3), 2, 4))
+    k = c.rng.randint(1, x.ndim - batch)
+    idx = np.stack([c.values.integers(-d, d, [x.shape[0]] * batch + [2]) for d in x.shape[batch:batch + k]], axis=-1)
+    c.const(idx)
+    c.attrs["batch_dims"] = batch
+
+
+def misc(c, op):
+    if op == "Unique":
+        x = c.data(c.shape(c.rng.randint(1, 2), 2, 6), kind=c.rng.choice(["int", "float"]), low=-3, high=4)
+        if c.rng.random() < 0.5:
+            c.attrs["axis"] = c.rng.randint(-x.ndim, x.ndim - 1)
+        c.attrs["sorted"] = 1
+        c.num_outputs = 4
+    elif op == "Compress":
+        x = c.data(c.shape(c.rng.randint(1, 3), 1, 5))
+        if c.rng.random() < 0.6:
+            axis = c.rng.randint(-x.ndim, x.ndim - 1)
+            c.attrs["axis"] = axis
+            c.data([c.rng.randint(1, x.shape[axis])], kind="bool")
+        else:
+            c.data([c.rng.randint(1, x.size)], kind="bool")
+    elif op == "ReverseSequence":
+        x = c.data([c.rng.randint(1, 5), c.rng.randint(1, 4), 2])
+        batch_axis = c.rng.randint(0, 1)
+        c.attrs.update(batch_axis=batch_axis, time_axis=1 - batch_axis)
+        c.const(c.values.integers(1, x.shape[1 - batch_axis] + 1, x.shape[batch_axis]))
+    elif op == "Range":
+        start, delta = c.rng.randint(-5, 5), c.rng.choice([1, 2, -1, -3])
+        c.const(np.float32(start), np.float32)
+        c.const(np.float32(start + delta * c.rng.randint(0, 6) + c.rng.choice([0, 0.5])), np.float32)
+        c.const(np.float32(delta), np.float32)
+    elif op == "EyeLike":
+        c.data(c.shape(2, 1, 6))
+        c.attrs["k"] = c.rng.randint(-3, 3)
+    elif op == "Shape":
+        x = c.data(c.shape(c.rng.randint(1, 4)))
+        c.attrs.update(start=c.rng.randint(-x.ndim - 1, x.ndim), end=c.rng.randint(-x.ndim - 1, x.ndim + 1))
+    elif op == "Flatten":
+        x = c.data(c.shape(c.rng.randint(1, 4)))
+        c.attrs["axis"] = c.rng.randint(-x.ndim, x.ndim)
+    elif op == "Squeeze":
+        x = c.data([c.rng.choice([1, 3]) for _ in range(c.rng.randint(1, 4))])
+        ones = [d for d in range(x.ndim) if x.shape[d] == 1]
+        if ones and c.rng.random() < 0.7:
+            c.const([d - x.ndim if c.rng.random() < 0.5 else d for d in c.rng.sample(ones, c.rng.randint(1, len(ones)))])
+    elif op == "Unsqueeze":
+        x = c.data(c.shape(c.rng.randint(0, 3)))
+        out_rank = x.ndim + c.rng.randint(1, 2)
+        c.const([a - out_rank if c.rng.random() < 0.5 else a for a in c.rng.sample(range(out_rank), out_rank - x.ndim)])
+    elif op == "Concat":
+        shape = c.shape(c.rng.randint(1, 3))
+        axis = c.rng.randint(-len(shape), len(shape) - 1)
+        for _ in range(c.rng.randint(1, 3)):
+            s = list(shape)
+            s[axis] = c.rng.randint(0, 3)
+            c.data(s)
+        c.attrs["axis"] = axis
+    elif op == "Where":
+        shape = c.shape(c.rng.randint(1, 3))
+        for kind in ("bool", "float", "float"):
+            c.data([d if c.rng.random() < 0.7 else 1 for d in shape][c.rng.randint(0, len(shape) - 1):], kind=kind)
+    elif op == "BatchNormalization":
+        x = c.data([c.rng.randint(1, 3), c.rng.randint(1, 4)] + c.shape(c.rng.randint(0, 2)))
+        ch = x.shape[1]
+        for k in range(4):
+            v = c.values.standard_normal(ch).astype(np.float32)
+            c.const(np.abs(v) + 0.1 if k == 3 else v, np.float32)
+        c.attrs["epsilon"] = c.rng.choice([1e-5, 1e-3])
+    elif op == "InstanceNormalization":
+        x = c.data([c.rng.randint(1, 3), c.rng.randint(1, 4)] + c.shape(c.rng.randint(1, 2), 2, 5))
+        c.const(c.values.standard_normal(x.shape[1]).astype(np.float32), np.float32)
+        c.const(c.values.standard_normal(x.shape[1]).astype(np.float32), np.float32)
+    elif op == "Det":
+        n = c.rng.randint(1, 4)
+        c.data(c.shape(c.rng.randint(0, 1), 1, 3) + [n, n])
+    elif op == "NonZero":
+        c.data(c.shape(c.rng.randint(1, 3)), kind="int", low=-1, high=2)
+    elif op == "GlobalLpPool":
+        c.data([1, 2, c.rng.randint(1, 4), c.rng.randint(1, 4)])
+        c.attrs["p"] = c.rng.choice([1, 2, 3])
+
+
 OPS = {op: reduce_op for op in ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
                                 "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"]}
 OPS.update({op: softmax_op for op in ["Softmax", "LogSoftmax", "Hardmax"]})
@@ -340,7 +455,11 @@ OPS.update({"ArgMax": arg_op, "ArgMin": arg_op, "TopK": topk, "CumSum": cumsum, 
             "SpaceToDepth": depth_space, "Split": split, "MaxPool": pool, "AveragePool": pool, "LpPool": pool,
             "Conv": conv, "ConvTranspose": conv, "Resize": resize, "LayerNormalization": norm,
             "LpNormalization": norm, "MeanVarianceNormalization": norm, "LRN": norm, "MatMul": einsum_matmul,
-            "Einsum": einsum_matmul, "Gemm": gemm})
+            "Einsum": einsum_matmul, "Gemm": gemm, "ScatterElements": scatter, "ScatterND": scatter,
+            "GatherND": gather_nd})
+OPS.update({op: misc for op in ["Unique", "Compress", "ReverseSequence", "Range", "EyeLike", "Shape", "Flatten",
+                                "Squeeze", "Unsqueeze", "Concat", "Where", "BatchNormalization",
+                                "InstanceNormalization", "Det", "NonZero", "GlobalLpPool"]})
 
 
 def main():
