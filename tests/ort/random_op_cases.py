@@ -446,6 +446,47 @@ def misc(c, op):
         c.attrs["p"] = c.rng.choice([1, 2, 3])
 
 
+def recurrent(c, op):
+    seq, batch, inp, hidden = c.rng.randint(1, 4), c.rng.randint(1, 3), c.rng.randint(1, 4), c.rng.randint(1, 4)
+    direction = c.rng.choice(["forward", "reverse", "bidirectional"])
+    dirs = 2 if direction == "bidirectional" else 1
+    gates = {"RNN": 1, "GRU": 3, "LSTM": 4}[op]
+    layout = 0  # ONNX Runtime runs no batch-first (layout 1) recurrence: nothing to compare it with
+    c.data([batch, seq, inp] if layout else [seq, batch, inp])
+    scale = 0.5
+    c.const((c.values.standard_normal([dirs, gates * hidden, inp]) * scale).astype(np.float32), np.float32)
+    c.const((c.values.standard_normal([dirs, gates * hidden, hidden]) * scale).astype(np.float32), np.float32)
+    optional = []
+    if c.rng.random() < 0.7:
+        optional.append(("B", (c.values.standard_normal([dirs, 2 * gates * hidden]) * scale).astype(np.float32)))
+    else:
+        optional.append(None)
+    optional.append(("sequence_lens", c.values.integers(1, seq + 1, batch).astype(np.int32)) if c.rng.random() < 0.5 else None)
+    h_shape = [batch, dirs, hidden] if layout else [dirs, batch, hidden]
+    optional.append(("initial_h", c.values.standard_normal(h_shape).astype(np.float32)) if c.rng.random() < 0.5 else None)
+    if op == "LSTM":
+        optional.append(("initial_c", c.values.standard_normal(h_shape).astype(np.float32)) if c.rng.random() < 0.5 else None)
+        optional.append(("P", (c.values.standard_normal([dirs, 3 * hidden]) * scale).astype(np.float32))
+                        if c.rng.random() < 0.3 else None)
+    while optional and optional[-1] is None:
+        optional.pop()
+    for item in optional:
+        if item is None:
+            c.absent()
+        else:
+            c.const(item[1], item[1].dtype)
+    c.attrs.update(hidden_size=hidden, direction=direction, layout=layout)
+    if c.rng.random() < 0.3:
+        c.attrs["clip"] = c.rng.choice([0.5, 2.0])
+    if op == "GRU":
+        c.attrs["linear_before_reset"] = c.rng.randint(0, 1)
+    if c.rng.random() < 0.3:  # non-default activations
+        pool = {"RNN": [["Relu"], ["Sigmoid"], ["Tanh"]], "GRU": [["Sigmoid", "Tanh"], ["HardSigmoid", "Relu"]],
+                "LSTM": [["Sigmoid", "Tanh", "Tanh"], ["HardSigmoid", "Tanh", "Relu"]]}[op]
+        c.attrs["activations"] = c.rng.choice(pool) * dirs
+    c.num_outputs = 3 if op == "LSTM" else 2
+
+
 OPS = {op: reduce_op for op in ["ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin", "ReduceProd", "ReduceL1",
                                 "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceSumSquare"]}
 OPS.update({op: softmax_op for op in ["Softmax", "LogSoftmax", "Hardmax"]})
@@ -460,6 +501,7 @@ OPS.update({"ArgMax": arg_op, "ArgMin": arg_op, "TopK": topk, "CumSum": cumsum, 
 OPS.update({op: misc for op in ["Unique", "Compress", "ReverseSequence", "Range", "EyeLike", "Shape", "Flatten",
                                 "Squeeze", "Unsqueeze", "Concat", "Where", "BatchNormalization",
                                 "InstanceNormalization", "Det", "NonZero", "GlobalLpPool"]})
+OPS.update({op: recurrent for op in ["RNN", "GRU", "LSTM"]})
 
 
 def main():
