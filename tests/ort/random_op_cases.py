@@ -271,7 +271,11 @@ def resize(c, op):
                 np.float32)
     else:
         c.absent()
-        c.const([1, x.shape[1], c.rng.randint(1, 9), c.rng.randint(1, 9)])
+        # A single cubic output under pytorch_half_pixel: ONNX's reference
+        # (graft) reads coordinate -0.5, ONNX Runtime 0 and PyTorch 1.5
+        # (its scale stays input / output); lengths of 2 or more there.
+        low = 2 if mode == "cubic" and c.attrs["coordinate_transformation_mode"] == "pytorch_half_pixel" else 1
+        c.const([1, x.shape[1], c.rng.randint(low, 9), c.rng.randint(low, 9)])
 
 
 def norm(c, op):
