@@ -46,14 +46,18 @@ class FuseModule final : public CompiledModule {
     if (kernel_.ir.outputs.size() < 2) return codegen::run_kernel(kernel_.ir, *runner_, operands, context.pool);
     // Outputs whose shapes share no iteration space (see output_groups.h)
     // run as one kernel per group.
-    const std::vector<Shape> output_shapes =
-        codegen::kernel_output_shapes(kernel_.ir, codegen::kernel_input_shapes(kernel_.ir, operands));
+    const std::vector<Shape> input_shapes = codegen::kernel_input_shapes(kernel_.ir, operands);
+    const std::vector<Shape> output_shapes = codegen::kernel_output_shapes(kernel_.ir, input_shapes);
     const std::vector<std::vector<int32_t>> groups = codegen::group_outputs_by_iteration_space(output_shapes);
-    if (groups.size() == 1) return codegen::run_kernel(kernel_.ir, *runner_, operands, context.pool);
+    if (groups.size() == 1)
+      return codegen::run_kernel(kernel_.ir, *runner_, operands, input_shapes, output_shapes, context.pool);
     std::vector<Tensor> outputs(kernel_.ir.outputs.size());
     for (const std::vector<int32_t>& group : groups) {
       const PartialKernel& part = partial_kernel(group);
-      std::vector<Tensor> computed = codegen::run_kernel(part.ir, *part.runner, operands, context.pool);
+      std::vector<Shape> group_shapes;  // a partial kernel's outputs are the group's, in its order
+      for (int32_t o : group) group_shapes.push_back(output_shapes[static_cast<size_t>(o)]);
+      std::vector<Tensor> computed =
+          codegen::run_kernel(part.ir, *part.runner, operands, input_shapes, group_shapes, context.pool);
       for (size_t k = 0; k < group.size(); ++k) outputs[static_cast<size_t>(group[k])] = std::move(computed[k]);
     }
     return outputs;

@@ -169,8 +169,13 @@ std::vector<Shape> kernel_input_shapes(const KernelIR& ir, std::span<const Tenso
 
 std::vector<Tensor> run_kernel(const KernelIR& ir, const KernelRunner& runner, std::span<const Tensor> inputs,
                                ops::OutputAllocator& allocator) {
-  std::vector<Shape> input_shapes = kernel_input_shapes(ir, inputs);
-  std::vector<Shape> output_shapes = kernel_output_shapes(ir, input_shapes);
+  const std::vector<Shape> input_shapes = kernel_input_shapes(ir, inputs);
+  return run_kernel(ir, runner, inputs, input_shapes, kernel_output_shapes(ir, input_shapes), allocator);
+}
+
+std::vector<Tensor> run_kernel(const KernelIR& ir, const KernelRunner& runner, std::span<const Tensor> inputs,
+                               std::span<const Shape> input_shapes, std::span<const Shape> output_shapes,
+                               ops::OutputAllocator& allocator) {
   std::vector<DType> output_dtypes = ir.output_dtypes();
   std::vector<Tensor> outputs;
   for (size_t o = 0; o < output_shapes.size(); ++o)

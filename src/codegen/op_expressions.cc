@@ -296,17 +296,16 @@ const std::map<std::string_view, OpRow>& table() {
                   [](Lowering& l) {
                     int32_t x = l.arg(0);
                     DType t = l.t(x);
-                    // x < x is false for every x, NaN included, and has x's
-                    // shape, where a constant false would be a scalar: the
-                    // result of detecting neither infinity is x's shape.
-                    int32_t result = l.cmp(ExprOp::less, x, x);
-                    if (l.node.attributes.get_int("detect_positive", 1) != 0)
-                      result = l.bin(ExprOp::logical_or, result,
-                                     l.cmp(ExprOp::equal, x, l.k(std::numeric_limits<double>::infinity(), t)));
-                    if (l.node.attributes.get_int("detect_negative", 1) != 0)
-                      result = l.bin(ExprOp::logical_or, result,
-                                     l.cmp(ExprOp::equal, x, l.k(-std::numeric_limits<double>::infinity(), t)));
-                    return result;
+                    int32_t result = -1;
+                    auto detect = [&](double infinity) {
+                      int32_t is = l.cmp(ExprOp::equal, x, l.k(infinity, t));
+                      result = result < 0 ? is : l.bin(ExprOp::logical_or, result, is);
+                    };
+                    if (l.node.attributes.get_int("detect_positive", 1) != 0) detect(std::numeric_limits<double>::infinity());
+                    if (l.node.attributes.get_int("detect_negative", 1) != 0) detect(-std::numeric_limits<double>::infinity());
+                    // Detecting neither: x < x, false for every x (NaN included)
+                    // in x's shape, where a constant false would be a scalar.
+                    return result < 0 ? l.cmp(ExprOp::less, x, x) : result;
                   },
                   nullptr};
     binary("Add", Accepts::numeric, ExprOp::add);

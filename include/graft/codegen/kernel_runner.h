@@ -97,5 +97,10 @@ DeviceLaunchPlan plan_device_launch(const KernelIR& ir, std::span<const Shape> i
 /// allocated from `allocator`. Splits the work over current_num_threads().
 std::vector<Tensor> run_kernel(const KernelIR& ir, const KernelRunner& runner, std::span<const Tensor> inputs,
                                ops::OutputAllocator& allocator);
+/// run_kernel for a caller that already has the shapes kernel_input_shapes
+/// and kernel_output_shapes give for `inputs` (computed once, not again).
+std::vector<Tensor> run_kernel(const KernelIR& ir, const KernelRunner& runner, std::span<const Tensor> inputs,
+                               std::span<const Shape> input_shapes, std::span<const Shape> output_shapes,
+                               ops::OutputAllocator& allocator);
 
 }  // namespace graft::codegen
