@@ -15,7 +15,7 @@ import numpy as np
 import onnx
 from onnx import helper, TensorProto as T, numpy_helper
 
-from ort_support import difference, run_graft, run_ort, write_inputs
+from ort_support import first_difference, run_graft, run_ort, write_inputs
 
 parser = argparse.ArgumentParser(description=__doc__)
 parser.add_argument("--graft", required=True)
@@ -42,11 +42,10 @@ def check(name, opset, nodes, inputs, outputs, inits=()):
     if got is None:
         failures.append(name)
         return print("%-26s graft fails: %s" % (name, error[-200:]))
-    problems = [difference(got[o], want[o]) for o, _ in outputs]
-    problems = [p for p in problems if p]
-    if problems:
+    problem = first_difference(got, {o: want[o] for o, _ in outputs})
+    if problem:
         failures.append(name)
-    print("%-26s %s" % (name, problems[0] if problems else "agree"))
+    print("%-26s %s" % (name, problem or "agree"))
 
 
 rng = np.random.default_rng(0)

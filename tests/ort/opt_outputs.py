@@ -19,7 +19,7 @@ import numpy as np
 import onnx
 from onnx import numpy_helper
 
-from ort_support import difference, run_ort, write_inputs
+from ort_support import first_difference, run_ort, write_inputs
 
 FED = {"float32", "float64", "int64", "int32", "int8", "uint8", "bool"}  # what the ONNX Runtime runner feeds
 
@@ -82,10 +82,7 @@ def main():
             not_compared += 1  # ONNX Runtime refuses the original: nothing to hold graft's file to
             continue
         got, error = run_ort(optimized, folder, manifest, "optimized")
-        problem = error and "ONNX Runtime refuses graft opt's file: " + error
-        for output, w in (want.items() if got else []):
-            problem = problem or (difference(got.get(output, np.array([])), w) and
-                                  "%s: %s" % (output, difference(got.get(output, np.array([])), w)))
+        problem = "ONNX Runtime refuses graft opt's file: " + error if got is None else first_difference(got, want)
         if problem:
             differ += 1
             print("DIFF %s %s" % (name, problem[:300]), flush=True)

@@ -19,7 +19,7 @@ import numpy as np
 import onnx
 from onnx import helper, TensorProto, numpy_helper
 
-from ort_support import difference, run_graft, run_ort, write_inputs
+from ort_support import first_difference, run_graft, run_ort, write_inputs
 
 F32, F64, I32, I64, B = TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT32, TensorProto.INT64, TensorProto.BOOL
 NP = {F32: np.float32, F64: np.float64, I32: np.int32, I64: np.int64, B: np.bool_}
@@ -260,9 +260,7 @@ def main():
             refused += 1  # ONNX Runtime's own gaps (float64 kernels, ...): nothing to compare
             continue
         got, error = run_graft(args.graft, path, folder, list(arrays))
-        problem = error and "graft failed: " + error
-        for name, w in (want.items() if got else []):
-            problem = problem or (difference(got[name], w) and "%s: %s" % (name, difference(got[name], w)))
+        problem = "graft failed: " + error if got is None else first_difference(got, want)
         if problem:
             differ += 1
             print("DIFF model%d %s" % (i, problem), flush=True)
