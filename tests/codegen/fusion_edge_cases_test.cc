@@ -33,9 +33,36 @@ struct Builder {
   }
 };
 
-/// Runs the graph with fusion on (twice: the second run executes the compiled
-/// kernels) and off, on random inputs of the graph's input shapes, and
-/// expects fused nodes and equal outputs.
+/// graft.FusedPointwise nodes in a session's graph.
+size_t fused_node_count(const runtime::Session& session) {
+  size_t n = 0;
+  for (const auto& node : session.graph().nodes()) n += node->op_type() == "graft.FusedPointwise";
+  return n;
+}
+
+/// Runs `inputs` through `plain` and twice through `fused` (the first run
+/// interprets; the second executes the kernels compiled meanwhile, and must
+/// interpret nothing) and expects both fused runs to give the plain outputs.
+void expect_runs_match(runtime::Session& fused, runtime::Session& plain, const std::vector<Tensor>& inputs) {
+  std::vector<Tensor> want = plain.run(inputs);
+  CompileCache& cache = CompileCache::global();
+  for (int run = 0; run < 2; ++run) {
+    const uint64_t interpreted = cache.counters().interpreted;
+    std::vector<Tensor> got = fused.run(inputs);
+    if (run == 1 && cpu_jit_unavailable_reason().empty()) {
+      EXPECT_EQ(cache.counters().interpreted, interpreted) << "not compiled";
+    }
+    cache.wait_for_background_compiles();
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t k = 0; k < got.size(); ++k) {
+      EXPECT_EQ(got[k].shape(), want[k].shape()) << "run " << run << ", output " << k;
+      EXPECT_TRUE(graft::testing::close_enough(got[k], want[k], 1e-5, 1e-6)) << "run " << run << ", output " << k;
+    }
+  }
+}
+
+/// Runs the graph with fusion on and off, on random inputs of the graph's
+/// input shapes, and expects fused nodes and equal outputs.
 void expect_fused_run_matches(Builder& b) {
   ir::infer_types(*b.graph);
   std::vector<Tensor> inputs;
@@ -46,23 +73,8 @@ void expect_fused_run_matches(Builder& b) {
   runtime::SessionOptions on = graft::testing::reference_options({"verify", "infer"}), off = on;
   on.fusion = true;
   runtime::Session fused(b.graph->clone(), on), plain(b.graph->clone(), off);
-  size_t fused_nodes = 0;
-  for (const auto& node : fused.graph().nodes()) fused_nodes += node->op_type() == "graft.FusedPointwise";
-  EXPECT_GT(fused_nodes, 0u);
-  std::vector<Tensor> want = plain.run(inputs);
-  CompileCache& cache = CompileCache::global();
-  fused.run(inputs);
-  cache.wait_for_background_compiles();
-  const uint64_t interpreted = cache.counters().interpreted;
-  std::vector<Tensor> got = fused.run(inputs);
-  if (cpu_jit_unavailable_reason().empty()) {
-    EXPECT_EQ(cache.counters().interpreted, interpreted) << "not compiled";
-  }
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t k = 0; k < got.size(); ++k) {
-    EXPECT_EQ(got[k].shape(), want[k].shape()) << "output " << k;
-    EXPECT_TRUE(graft::testing::close_enough(got[k], want[k], 1e-5, 1e-6)) << "output " << k;
-  }
+  EXPECT_GT(fused_node_count(fused), 0u);
+  expect_runs_match(fused, plain, inputs);
 }
 
 TEST(FusionEdgeCases, OutputsOfDifferentShapes) {
@@ -114,23 +126,11 @@ TEST(FusionEdgeCases, OutputsThatShareNoIterationSpaceOnlyAtRunTime) {
   runtime::SessionOptions on = graft::testing::reference_options({"verify", "infer"}), off = on;
   on.fusion = true;
   runtime::Session fused(b.graph->clone(), on), plain(b.graph->clone(), off);
-  size_t fused_nodes = 0;
-  for (const auto& node : fused.graph().nodes()) fused_nodes += node->op_type() == "graft.FusedPointwise";
-  EXPECT_EQ(fused_nodes, 1u);
+  EXPECT_EQ(fused_node_count(fused), 1u);
   for (const auto& [xs, zs] : std::vector<std::pair<Shape, Shape>>{{{2, 3}, {4, 5}}, {{4, 5}, {4, 5}}, {{3, 1}, {1, 7}}}) {
-    std::vector<Tensor> inputs = {graft::testing::random_of(DType::float32, {}, 1),
-                                  graft::testing::random_of(DType::float32, xs, 2),
-                                  graft::testing::random_of(DType::float32, zs, 3)};
-    std::vector<Tensor> want = plain.run(inputs);
-    for (int run = 0; run < 2; ++run) {
-      std::vector<Tensor> got = fused.run(inputs);
-      CompileCache::global().wait_for_background_compiles();
-      ASSERT_EQ(got.size(), want.size());
-      for (size_t k = 0; k < got.size(); ++k) {
-        EXPECT_EQ(got[k].shape(), want[k].shape()) << "output " << k;
-        EXPECT_TRUE(graft::testing::close_enough(got[k], want[k], 1e-5, 1e-6)) << "output " << k;
-      }
-    }
+    expect_runs_match(fused, plain,
+                      {graft::testing::random_of(DType::float32, {}, 1), graft::testing::random_of(DType::float32, xs, 2),
+                       graft::testing::random_of(DType::float32, zs, 3)});
   }
 }
 
