@@ -33,17 +33,24 @@ std::shared_ptr<ir::Graph> branch(const std::string& op, const std::string& capt
   return body;
 }
 
-TEST(OnnxExport, IfBranchesFindTheOuterValuesTheyRead) {
+/// y = If(cond) then relu(x) + relu(x) else -relu(x), the branches reading
+/// relu(x) (unnamed: the export makes up its name) from the outer graph.
+std::unique_ptr<ir::Graph> if_graph() {
   auto g = std::make_unique<ir::Graph>();
   g->opset_imports[""] = 17;
   ir::Value cond = g->add_input("cond", ir::ValueType::of(DType::boolean, {}))->output(0);
   ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {4}))->output(0);
-  ir::Node* relu = g->add_node("Relu", {x}, 1);  // unnamed: the export makes up its name
+  ir::Node* relu = g->add_node("Relu", {x}, 1);
   ir::Node* if_node = g->add_node("If", {cond, relu->output(0)}, 1, "if");
   if_node->num_captured_inputs = 1;
   if_node->attributes.set("then_branch", branch("Add", "relu_out"));
   if_node->attributes.set("else_branch", branch("Neg", "relu_out"));
   g->add_output(if_node->output(0), "y");
+  return g;
+}
+
+TEST(OnnxExport, IfBranchesFindTheOuterValuesTheyRead) {
+  auto g = if_graph();
 
   const std::string path =
       (std::filesystem::temp_directory_path() / ("graft_export_if_" + std::to_string(::getpid()) + ".onnx")).string();
@@ -76,15 +83,7 @@ TEST(OnnxExport, UnknownElementTypesAreLeftOutNotWrittenAsUndefined) {
   // used to be written with elem_type 0 (UNDEFINED), which ONNX Runtime
   // refuses ("Invalid tensor data type 0"); the type is now left out, for
   // the reader to infer. Known types are written as before.
-  auto g = std::make_unique<ir::Graph>();
-  g->opset_imports[""] = 17;
-  ir::Value cond = g->add_input("cond", ir::ValueType::of(DType::boolean, {}))->output(0);
-  ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {4}))->output(0);
-  ir::Node* if_node = g->add_node("If", {cond, x}, 1, "if");
-  if_node->num_captured_inputs = 1;
-  if_node->attributes.set("then_branch", branch("Add", "x"));
-  if_node->attributes.set("else_branch", branch("Neg", "x"));
-  g->add_output(if_node->output(0), "y");
+  auto g = if_graph();
   const std::string path =
       (std::filesystem::temp_directory_path() / ("graft_export_types_" + std::to_string(::getpid()) + ".onnx")).string();
   frontend::save_onnx(*g, path);
