@@ -172,6 +172,38 @@ TEST_F(CliTest, RunWithShapeRepeatAndStats) {
   EXPECT_NE(r.out.find("allocations"), std::string::npos) << r.out;
 }
 
+TEST_F(CliTest, ShapeGivesAnInputOfUnknownRankAnyRankScalarsIncluded) {
+  // y = Relu(x) with x of unknown rank: graft run needs --shape for it.
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(17);
+  onnx::GraphProto* g = model.mutable_graph();
+  g->set_name("relu_any_rank");
+  onnx::NodeProto* relu = g->add_node();
+  relu->set_op_type("Relu");
+  relu->add_input("x");
+  relu->add_output("y");
+  g->add_input()->set_name("x");
+  g->mutable_input(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  g->add_output()->set_name("y");
+  g->mutable_output(0)->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+  write_bytes(path("any_rank.onnx"), model.SerializeAsString());
+  const std::string run = "run " + quote(path("any_rank.onnx"));
+
+  expect_one_line_error(graft(run), "--shape x", "no --shape for an input of unknown rank");
+  for (const char* scalar : {" --shape x=", " --shape x=[]"}) {
+    CommandResult r = graft(run + scalar);
+    ASSERT_EQ(r.exit_code, 0) << scalar << ": " << r.err;
+    EXPECT_NE(r.out.find("output 'y': float32[]"), std::string::npos) << scalar << ": " << r.out;
+  }
+  // A shape as graft prints it, brackets and all, is read back.
+  CommandResult bracketed = graft(run + " --shape x=[2,3]");
+  ASSERT_EQ(bracketed.exit_code, 0) << bracketed.err;
+  EXPECT_NE(bracketed.out.find("output 'y': float32[2,3]"), std::string::npos) << bracketed.out;
+  expect_one_line_error(graft(run + " --shape x=[2,"), "--shape x '[2,'", "an unclosed bracket");
+  expect_one_line_error(graft(run + " --shape =2"), "--shape '=2'", "no name");
+}
+
 TEST_F(CliTest, RunReadsNpyInputAndWritesNpyOutputs) {
   std::vector<float> values(2 * 784);
   for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 17) / 17.0f - 0.5f;

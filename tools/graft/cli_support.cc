@@ -11,9 +11,10 @@
 
 namespace graft::cli {
 
-std::pair<std::string, std::string> split_assignment(const std::string& text, const std::string& flag) {
+std::pair<std::string, std::string> split_assignment(const std::string& text, const std::string& flag,
+                                                     bool empty_value_allowed) {
   size_t eq = text.find('=');
-  if (eq == std::string::npos || eq == 0 || eq + 1 == text.size())
+  if (eq == std::string::npos || eq == 0 || (eq + 1 == text.size() && !empty_value_allowed))
     fail(ErrorKind::invalid_argument, flag, " '", text, "' is not of the form NAME=VALUE");
   return {text.substr(0, eq), text.substr(eq + 1)};
 }
@@ -30,27 +31,31 @@ bool parse_int64(const std::string& text, int64_t& value) {
 
 }  // namespace
 
-std::vector<int64_t> parse_dims(const std::string& text, const std::string& flag) {
+std::vector<int64_t> parse_dims(const std::string& given, const std::string& flag) {
   std::vector<int64_t> dims;
+  // The brackets of shape_to_string's "[1,3]" are accepted, so that a shape
+  // graft printed can be given back.
+  std::string text = given;
+  if (text.size() >= 2 && text.front() == '[' && text.back() == ']') text = text.substr(1, text.size() - 2);
   if (text.empty()) return dims;
   std::stringstream parts(text);
   std::string part;
   while (std::getline(parts, part, ',')) {
     int64_t d = 0;
     if (!parse_int64(part, d) || d < 0)
-      fail(ErrorKind::invalid_argument, flag, " '", text, "': '", part,
+      fail(ErrorKind::invalid_argument, flag, " '", given, "': '", part,
            "' is not a dimension (expected non-negative integers separated by commas)");
     dims.push_back(d);
   }
   if (text.back() == ',')
-    fail(ErrorKind::invalid_argument, flag, " '", text, "': trailing comma (expected e.g. 1,3,224,224)");
+    fail(ErrorKind::invalid_argument, flag, " '", given, "': trailing comma (expected e.g. 1,3,224,224)");
   return dims;
 }
 
 std::map<std::string, std::vector<int64_t>> parse_shape_flags(const std::vector<std::string>& texts) {
   std::map<std::string, std::vector<int64_t>> shapes;
   for (const std::string& text : texts) {
-    auto [name, dims] = split_assignment(text, "--shape");
+    auto [name, dims] = split_assignment(text, "--shape", true);
     if (!shapes.emplace(name, parse_dims(dims, "--shape " + name)).second)
       fail(ErrorKind::invalid_argument, "--shape given twice for '", name, "'");
   }

@@ -13,11 +13,14 @@
 
 namespace graft::cli {
 
-/// Splits "NAME=VALUE" given to `flag`; both parts must be non-empty.
-std::pair<std::string, std::string> split_assignment(const std::string& text, const std::string& flag);
+/// Splits "NAME=VALUE" given to `flag`; NAME must be non-empty, and VALUE
+/// too unless `empty_value_allowed` ("x=" is a scalar's shape).
+std::pair<std::string, std::string> split_assignment(const std::string& text, const std::string& flag,
+                                                     bool empty_value_allowed = false);
 
-/// Parses "1,3,224,224" (non-negative integers, comma-separated; "" is a
-/// scalar's empty shape) for `flag`.
+/// Parses "1,3,224,224" (non-negative integers, comma-separated, optionally
+/// in brackets: "[1,3,224,224]"; "" and "[]" are a scalar's empty shape) for
+/// `flag`.
 std::vector<int64_t> parse_dims(const std::string& text, const std::string& flag);
 
 /// Parses repeated `--shape NAME=D0,D1,...` values into shapes by input name;
