@@ -30,8 +30,18 @@ constexpr uint32_t kModuleVersion = 1;
 
 class FuseModule final : public CompiledModule {
  public:
-  explicit FuseModule(codegen::LoweredKernel kernel)
-      : kernel_(std::move(kernel)), runner_(codegen::CompileCache::global().cpu_runner_in_background(kernel_.ir)) {}
+  explicit FuseModule(codegen::LoweredKernel kernel) : kernel_(std::move(kernel)) {
+    if (kernel_.ir.outputs.size() < 2) {
+      runner_ = codegen::CompileCache::global().cpu_runner_in_background(kernel_.ir);
+    } else {
+      // The whole kernel's runner is made on the first run whose outputs
+      // share one iteration space: where they never do, only the partial
+      // kernels are compiled. A bad GRAFT_JIT or GRAFT_CACHE_DIR is still an
+      // error of compiling, as for one output.
+      (void)codegen::jit_enabled_by_environment();
+      (void)codegen::cache_directory_from_environment();
+    }
+  }
   std::string type_key() const override { return "fuse"; }
 
   std::vector<Tensor> run(std::span<const Tensor> inputs, ModuleRunContext& context) const override {
@@ -50,7 +60,7 @@ class FuseModule final : public CompiledModule {
     const std::vector<Shape> output_shapes = codegen::kernel_output_shapes(kernel_.ir, input_shapes);
     const std::vector<std::vector<int32_t>> groups = codegen::group_outputs_by_iteration_space(output_shapes);
     if (groups.size() == 1)
-      return codegen::run_kernel(kernel_.ir, *runner_, operands, input_shapes, output_shapes, context.pool);
+      return codegen::run_kernel(kernel_.ir, whole_runner(), operands, input_shapes, output_shapes, context.pool);
     std::vector<Tensor> outputs(kernel_.ir.outputs.size());
     for (const std::vector<int32_t>& group : groups) {
       const PartialKernel& part = partial_kernel(group);
@@ -76,9 +86,6 @@ class FuseModule final : public CompiledModule {
     }
   }
 
-  /// The kernel runner's kind ("llvm" or "interpreter").
-  const char* runner_kind() const { return runner_->kind(); }
-
  private:
   static void write_u32(std::ostream& out, uint32_t v) { out.write(reinterpret_cast<const char*>(&v), sizeof v); }
 
@@ -101,8 +108,17 @@ class FuseModule final : public CompiledModule {
     return it->second;
   }
 
+  /// The runner of the kernel computing every output (made on first use
+  /// when there are several outputs).
+  const codegen::KernelRunner& whole_runner() const {
+    std::call_once(whole_runner_made_,
+                   [&] { runner_ = codegen::CompileCache::global().cpu_runner_in_background(kernel_.ir); });
+    return *runner_;
+  }
+
   codegen::LoweredKernel kernel_;
-  std::shared_ptr<const codegen::KernelRunner> runner_;
+  mutable std::shared_ptr<const codegen::KernelRunner> runner_;
+  mutable std::once_flag whole_runner_made_;
   mutable std::mutex partial_mutex_;
   mutable std::map<std::vector<int32_t>, PartialKernel> partial_;  // node-based: references stay valid
 };

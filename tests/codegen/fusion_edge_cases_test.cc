@@ -110,6 +110,39 @@ TEST(FusionEdgeCases, OutputsThatShareNoIterationSpace) {
   expect_fused_run_matches(b);
 }
 
+TEST(FusionEdgeCases, OutputsThatNeverShareAnIterationSpaceCompileOnlyTheirGroupsKernels) {
+  // y = exp(s) read by Max(y, x[2,3]) and Sub(z[4,5], y): every run splits
+  // the fused node's kernel in two, so the kernel computing both outputs is
+  // never asked of the compile cache (it used to be compiled, and never run).
+  Builder b;
+  Value s = b.input("s", {}), x = b.input("x", {2, 3}), z = b.input("z", {4, 5});
+  Value y = b.op("Exp", {s});
+  b.graph->add_output(b.op("Max", {y, x}), "a");
+  b.graph->add_output(b.op("Sub", {z, y}), "b");
+  ir::infer_types(*b.graph);
+  runtime::SessionOptions on = graft::testing::reference_options({"verify", "infer"});
+  on.fusion = true;
+  CompileCache& cache = CompileCache::global();
+  cache.wait_for_background_compiles();
+  auto lookups = [&] {
+    const CompileCounters& c = cache.counters();
+    return c.compiles + c.memory_hits + c.disk_hits + c.interpreted;
+  };
+  const uint64_t before = lookups();
+  {
+    runtime::Session fused(b.graph->clone(), on);
+    ASSERT_EQ(fused_node_count(fused), 1u);
+    const std::vector<Tensor> inputs = {graft::testing::random_of(DType::float32, {}, 1),
+                                        graft::testing::random_of(DType::float32, {2, 3}, 2),
+                                        graft::testing::random_of(DType::float32, {4, 5}, 3)};
+    for (int run = 0; run < 3; ++run) {
+      fused.run(inputs);
+      cache.wait_for_background_compiles();
+    }
+  }
+  EXPECT_EQ(lookups() - before, 2u) << "one kernel per output group, none for both outputs";
+}
+
 TEST(FusionEdgeCases, OutputsThatShareNoIterationSpaceOnlyAtRunTime) {
   // The same with symbolic dimensions: the fusion pass cannot tell from the
   // types, and the shapes given at run time decide.
