@@ -12,12 +12,13 @@
 namespace graft::codegen {
 
 const CDialect kCudaDialect{
-    "CUDA", "long long", "unsigned long long", "ULL", "0ULL", "__longlong_as_double", "LL", true, true, true};
-const CDialect kOpenClDialect{"OpenCL", "long", "ulong", "UL", "(ulong)0", "as_double", "L", false, false, false};
+    "CUDA", "long long", "unsigned long long", "ULL", "0ULL", "__longlong_as_double", "LL", true, true, true, false};
+const CDialect kOpenClDialect{"OpenCL", "long", "ulong", "UL", "(ulong)0", "as_double", "L", false, false, false, true};
 
 std::string c_type(DType t, const CDialect& dialect) {
   switch (t) {
     case DType::float32:
+    case DType::float16:
       return "float";
     case DType::float64:
       return "double";
@@ -33,7 +34,22 @@ std::string c_type(DType t, const CDialect& dialect) {
 }
 
 std::string storage_c_type(DType t, const CDialect& dialect) {
+  if (t == DType::float16) return dialect.vload_half ? "half" : "unsigned short";
   return t == DType::boolean ? "unsigned char" : c_type(t, dialect);
+}
+
+std::string load_element(DType t, const std::string& pointer, const std::string& index, const CDialect& dialect) {
+  if (t == DType::float16)
+    return dialect.vload_half ? "vload_half(" + index + ", " + pointer + ")" : "graft_h2f(" + pointer + "[" + index + "])";
+  return "(" + c_type(t, dialect) + ")" + pointer + "[" + index + "]";
+}
+
+std::string store_element(DType t, const std::string& pointer, const std::string& index, const std::string& value,
+                          const CDialect& dialect) {
+  if (t == DType::float16)
+    return dialect.vload_half ? "vstore_half(" + value + ", " + index + ", " + pointer + ")"
+                              : pointer + "[" + index + "] = graft_f2h(" + value + ")";
+  return pointer + "[" + index + "] = (" + storage_c_type(t, dialect) + ")" + value;
 }
 
 std::string constant_literal(const Expr& e, const CDialect& dialect) {
@@ -115,6 +131,7 @@ std::string render_expression(const KernelIR& ir, const Expr& e, const CDialect&
       return "!" + a(0);
     case ExprOp::cast: {
       DType from = arg_dtype(0);
+      if (t == DType::float16) return "graft_round_half(" + a(0) + ")";  // from float32
       if (t == DType::boolean) return "(" + a(0) + " != 0)";
       if (dtype_is_float(from) && !is_float) return "(" + T + ")graft_f2i((double)" + a(0) + ")";
       return "(" + T + ")" + a(0);

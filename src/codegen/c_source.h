@@ -27,15 +27,26 @@ struct CDialect {
   /// graft_isnan (ptxas folds clamps into saturating arithmetic, which maps
   /// NaN to 0; see render_expression).
   bool guard_selects = false;
+  /// float16 tensors: true, `half` pointers read and written with vload_half
+  /// and vstore_half (OpenCL C without cl_khr_fp16); false, `unsigned short`
+  /// bits converted by the prelude's graft_h2f and graft_f2h (CUDA).
+  bool vload_half = false;
 };
 
 extern const CDialect kCudaDialect;
 extern const CDialect kOpenClDialect;
 
-/// The C type of a value of dtype `t`.
+/// The C type of a value of dtype `t` (float for float16: a float16 value
+/// is a float that float16 holds exactly, made by graft_round_half).
 std::string c_type(DType t, const CDialect& dialect);
-/// The C type a tensor of dtype `t` is stored as (bool as unsigned char).
+/// The C type a tensor of dtype `t` is stored as (bool as unsigned char,
+/// float16 as half or unsigned short).
 std::string storage_c_type(DType t, const CDialect& dialect);
+/// The value of element `index` of `pointer` (a pointer to storage_c_type(t)).
+std::string load_element(DType t, const std::string& pointer, const std::string& index, const CDialect& dialect);
+/// The statement (without `;`) storing `value` as element `index` of `pointer`.
+std::string store_element(DType t, const std::string& pointer, const std::string& index, const std::string& value,
+                          const CDialect& dialect);
 /// The literal of a constant node, exact to the bit.
 std::string constant_literal(const Expr& e, const CDialect& dialect);
 /// The C expression of node `e` of `ir` (not an input or constant), its

@@ -60,6 +60,18 @@ __device__ __forceinline__ bool graft_isnan(double x) {
   asm("{ .reg .pred p; testp.notanumber.f64 p, %1; selp.u32 %0, 1, 0, p; }" : "=r"(r) : "d"(x));
   return r != 0;
 }
+// float16 values are floats that float16 holds; tensors hold their bits.
+__device__ __forceinline__ float graft_h2f(unsigned short h) {
+  float f;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h));
+  return f;
+}
+__device__ __forceinline__ unsigned short graft_f2h(float f) {
+  unsigned short h;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f));
+  return h;
+}
+__device__ __forceinline__ float graft_round_half(float f) { return graft_h2f(graft_f2h(f)); }
 __device__ __forceinline__ long long graft_f2i(double v) {
   if (v != v) return 0;
   v = trunc(v);
@@ -106,13 +118,16 @@ std::string emit_cuda_source(const KernelIR& ir, const std::string& kernel_name)
     for (size_t o = 0; o < ir.outputs.size(); ++o) {
       size_t k = n_inputs + o;
       DType t = ir.exprs[static_cast<size_t>(ir.outputs[o])].dtype;
-      s << indent << "((" << storage_c_type(t, kCudaDialect) << "*)a.ptrs[" << k << "])[" << at(k) << "] = ("
-        << storage_c_type(t, kCudaDialect) << ")v" << ir.outputs[o] << ";\n";
+      s << indent
+        << store_element(t, "((" + storage_c_type(t, kCudaDialect) + "*)a.ptrs[" + std::to_string(k) + "])", at(k),
+                         "v" + std::to_string(ir.outputs[o]), kCudaDialect)
+        << ";\n";
     }
   };
   auto load_at = [&](const Expr& e, const std::string& index) {
-    return "(" + std::string(c_type(e.dtype, kCudaDialect)) + ")((const " + storage_c_type(e.dtype, kCudaDialect) +
-           "*)a.ptrs[" + std::to_string(e.index) + "])[" + index + "]";
+    return load_element(e.dtype,
+                        "((const " + storage_c_type(e.dtype, kCudaDialect) + "*)a.ptrs[" + std::to_string(e.index) + "])",
+                        index, kCudaDialect);
   };
   s << "extern \"C\" __global__ void " << kernel_name << "(const GraftArgs a) {\n";
   s << "  const long long step = (long long)gridDim.x * blockDim.x;\n";

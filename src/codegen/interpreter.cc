@@ -29,6 +29,33 @@ void visit_kernel_dtype(DType t, Fn&& fn) {
   }
 }
 
+/// visit_kernel_dtype, and float16 (stored as float16_t): for the nodes that
+/// load, store or convert values, the only ones float16 may appear in.
+template <typename Fn>
+void visit_storage_dtype(DType t, Fn&& fn) {
+  if (t == DType::float16) {
+    fn.template operator()<float16_t>();
+    return;
+  }
+  visit_kernel_dtype(t, std::forward<Fn>(fn));
+}
+
+/// A float16 conversion (float16 converts to and from float32 only).
+template <typename To, typename From>
+To convert_storage(From v) {
+  if constexpr (std::is_same_v<To, float16_t> || std::is_same_v<From, float16_t>) {
+    if constexpr (std::is_same_v<To, float16_t> && std::is_same_v<From, float>) {
+      return float16_t(v);
+    } else if constexpr (std::is_same_v<To, float> && std::is_same_v<From, float16_t>) {
+      return static_cast<float>(v);
+    } else {
+      fail(ErrorKind::internal, "interpreter: float16 converts to and from float32 only");
+    }
+  } else {
+    return scalar::convert<To, From>(v);
+  }
+}
+
 template <typename T, ExprOp Op>
 void unary_loop(const T* a, T* out, int64_t n) {
   for (int64_t j = 0; j < n; ++j) out[j] = scalar::unary<T>(Op, a[j]);
@@ -135,7 +162,7 @@ void Interpreter::run_strided(int64_t n, void* const* ptrs, const int64_t* strid
       auto arg = [&](int k) { return tile_of(static_cast<size_t>(e.args[k])); };
       switch (e.op) {
         case ExprOp::input:
-          visit_kernel_dtype(e.dtype, [&]<typename T>() {
+          visit_storage_dtype(e.dtype, [&]<typename T>() {
             const T* src = static_cast<const T*>(ptrs[e.index]);
             int64_t s = strides[e.index];
             T* dst = reinterpret_cast<T*>(out);
@@ -149,11 +176,11 @@ void Interpreter::run_strided(int64_t n, void* const* ptrs, const int64_t* strid
           });
           break;
         case ExprOp::cast:
-          visit_kernel_dtype(ir_.exprs[static_cast<size_t>(e.args[0])].dtype, [&]<typename From>() {
-            visit_kernel_dtype(e.dtype, [&]<typename To>() {
+          visit_storage_dtype(ir_.exprs[static_cast<size_t>(e.args[0])].dtype, [&]<typename From>() {
+            visit_storage_dtype(e.dtype, [&]<typename To>() {
               const From* a = reinterpret_cast<const From*>(arg(0));
               To* o = reinterpret_cast<To*>(out);
-              for (int64_t j = 0; j < len; ++j) o[j] = scalar::convert<To, From>(a[j]);
+              for (int64_t j = 0; j < len; ++j) o[j] = convert_storage<To, From>(a[j]);
             });
           });
           break;
@@ -187,7 +214,7 @@ void Interpreter::run_strided(int64_t n, void* const* ptrs, const int64_t* strid
     for (size_t o = 0; o < ir_.outputs.size(); ++o) {
       size_t node = static_cast<size_t>(ir_.outputs[o]);
       size_t k = n_inputs + o;
-      visit_kernel_dtype(ir_.exprs[node].dtype, [&]<typename T>() {
+      visit_storage_dtype(ir_.exprs[node].dtype, [&]<typename T>() {
         const T* src = reinterpret_cast<const T*>(tile_of(node));
         T* dst = static_cast<T*>(ptrs[k]);
         int64_t s = strides[k];

@@ -116,7 +116,7 @@ bool is_float_only(ExprOp op) {
 
 bool is_valid_kernel_dtype(DType t) {
   return t == DType::float32 || t == DType::float64 || t == DType::int32 || t == DType::int64 ||
-         t == DType::boolean;
+         t == DType::boolean || t == DType::float16;
 }
 
 }  // namespace
@@ -181,6 +181,13 @@ void KernelIR::validate() const {
       if (e.index < 0 || static_cast<size_t>(e.index) >= input_dtypes.size()) bad(i, "input index ", e.index, " is out of range");
       if (input_dtypes[static_cast<size_t>(e.index)] != e.dtype) bad(i, "input dtype differs from the kernel's");
     } else if (e.op == ExprOp::cast) {
+      // float16 is a storage dtype: it converts to and from float32 only.
+      if ((e.dtype == DType::float16 && arg_dtype(0) != DType::float32) ||
+          (arg_dtype(0) == DType::float16 && e.dtype != DType::float32))
+        bad(i, "float16 converts to and from float32 only");
+    } else if (e.dtype == DType::float16 || (n > 0 && arg_dtype(0) == DType::float16) ||
+               (n > 1 && arg_dtype(1) == DType::float16) || (n > 2 && arg_dtype(2) == DType::float16)) {
+      bad(i, to_string(e.op), " on float16 (a storage dtype: kernels compute float16 values in float32)");
     } else if (e.op == ExprOp::select) {
       if (arg_dtype(0) != DType::boolean) bad(i, "select condition must be bool");
       if (arg_dtype(1) != e.dtype || arg_dtype(2) != e.dtype) bad(i, "select operands must have the result dtype");

@@ -151,7 +151,7 @@ Host& host() {
     result->jit = std::move(*jit);
     result->target_id = "llvm-" LLVM_VERSION_STRING "|" + result->builder->getTargetTriple().str() + "|" +
                         result->builder->getCPU() + "|" + result->builder->getFeatures().getString() +
-                        "|emitter-3|lanes-" + std::to_string(result->lanes);
+                        "|emitter-4|lanes-" + std::to_string(result->lanes);
     return result;
   }();
   return *h;
@@ -336,6 +336,7 @@ class Emitter {
       case DType::int32: return b_.getInt32Ty();
       case DType::int64: return b_.getInt64Ty();
       case DType::boolean: return b_.getInt1Ty();
+      case DType::float16: return b_.getInt16Ty();  // its bits: see half_to_float
       default: fail(ErrorKind::internal, "LLVM emitter: dtype ", dtype_name(t));
     }
   }
@@ -554,14 +555,80 @@ class Emitter {
     return b_.CreateSelect(b_.CreateICmpSLT(exponent, ci(t, 0)), negative_result, result);
   }
 
+  // ---- float16: values are their bits in i16 lanes, converted with integer
+  // and float32 arithmetic. LLVM's `half` would do it with F16C, but its
+  // optimizer then narrows float32 operations on converted values (fabs,
+  // compares) to half ones, which x86 computes lane by lane; these
+  // conversions are opaque to it, and need no F16C.
+
+  /// The float32 value of float16 bits (exact).
+  llvm::Value* half_to_float(llvm::Value* h) {
+    llvm::Type* i32 = vec(b_.getInt32Ty());
+    llvm::Type* f32 = vec(b_.getFloatTy());
+    llvm::Value* w = b_.CreateZExt(h, i32);
+    llvm::Value* sign = b_.CreateShl(b_.CreateAnd(w, ci(i32, 0x8000)), ci(i32, 16));
+    llvm::Value* magnitude = b_.CreateAnd(w, ci(i32, 0x7fff));
+    // Normal numbers, infinities and NaNs: the exponent rebiased (by twice
+    // as much for the all-ones exponent of the last two).
+    llvm::Value* normal = b_.CreateAdd(b_.CreateShl(magnitude, ci(i32, 13)), ci(i32, (127 - 15) << 23));
+    normal = b_.CreateSelect(b_.CreateICmpUGE(magnitude, ci(i32, 0x7c00)),
+                             b_.CreateAdd(normal, ci(i32, (128 - 16) << 23)), normal);
+    // Subnormal numbers and zero: magnitude * 2^-24, exact in float32.
+    llvm::Value* subnormal =
+        b_.CreateBitCast(b_.CreateFMul(b_.CreateUIToFP(magnitude, f32), cf(f32, 0x1p-24)), i32);
+    llvm::Value* bits = b_.CreateSelect(b_.CreateICmpULT(magnitude, ci(i32, 0x400)), subnormal, normal);
+    return b_.CreateBitCast(b_.CreateOr(bits, sign), f32);
+  }
+
+  /// `x` rounded to the nearest float16 value (ties to even, beyond 65504
+  /// from 65520 on: infinity), as a float32; NaN stays as it is.
+  llvm::Value* round_to_half(llvm::Value* x) {
+    llvm::Type* i32 = vec(b_.getInt32Ty());
+    llvm::Type* f32 = x->getType();
+    llvm::Value* bits = b_.CreateBitCast(x, i32);
+    llvm::Value* magnitude = b_.CreateAnd(bits, ci(i32, 0x7fffffff));
+    llvm::Value* sign = b_.CreateAnd(bits, ci(i32, INT32_MIN));
+    // Normal range: the mantissa rounded to 10 bits, to nearest even.
+    llvm::Value* odd = b_.CreateAnd(b_.CreateLShr(magnitude, ci(i32, 13)), ci(i32, 1));
+    llvm::Value* normal =
+        b_.CreateAnd(b_.CreateAdd(magnitude, b_.CreateAdd(odd, ci(i32, 0xfff))), ci(i32, ~int64_t{0x1fff}));
+    // Below 2^-14, float16's step is 2^-24: adding 0.5 makes it float32's,
+    // whose rounding (to even) then does it.
+    llvm::Value* a = b_.CreateBitCast(magnitude, f32);
+    llvm::Value* subnormal = b_.CreateBitCast(b_.CreateFSub(b_.CreateFAdd(a, cf(f32, 0.5)), cf(f32, 0.5)), i32);
+    llvm::Value* r = b_.CreateSelect(b_.CreateICmpULT(magnitude, ci(i32, 0x38800000)), subnormal, normal);
+    r = b_.CreateSelect(b_.CreateICmpUGE(magnitude, ci(i32, 0x477ff000)), ci(i32, 0x7f800000), r);  // >= 65520
+    r = b_.CreateSelect(b_.CreateICmpUGT(magnitude, ci(i32, 0x7f800000)), magnitude, r);           // NaN
+    return b_.CreateBitCast(b_.CreateOr(r, sign), f32);
+  }
+
+  /// The float16 bits of `x` rounded (a NaN keeps the top of its payload,
+  /// as graft::float16_t does).
+  llvm::Value* float_to_half(llvm::Value* x) {
+    llvm::Type* i32 = vec(b_.getInt32Ty());
+    llvm::Value* bits = b_.CreateBitCast(round_to_half(x), i32);
+    llvm::Value* magnitude = b_.CreateAnd(bits, ci(i32, 0x7fffffff));
+    llvm::Value* sign = b_.CreateAnd(b_.CreateLShr(bits, ci(i32, 16)), ci(i32, 0x8000));
+    llvm::Value* normal = b_.CreateSub(b_.CreateLShr(magnitude, ci(i32, 13)), ci(i32, (127 - 15) << 10));
+    llvm::Value* subnormal =
+        b_.CreateFPToUI(b_.CreateFMul(b_.CreateBitCast(magnitude, x->getType()), cf(x->getType(), 0x1p24)), i32);
+    llvm::Value* h = b_.CreateSelect(b_.CreateICmpULT(magnitude, ci(i32, 0x38800000)), subnormal, normal);
+    llvm::Value* nan = b_.CreateOr(ci(i32, 0x7e00), b_.CreateAnd(b_.CreateLShr(magnitude, ci(i32, 13)), ci(i32, 0x3ff)));
+    h = b_.CreateSelect(b_.CreateICmpEQ(magnitude, ci(i32, 0x7f800000)), ci(i32, 0x7c00), h);
+    h = b_.CreateSelect(b_.CreateICmpUGT(magnitude, ci(i32, 0x7f800000)), nan, h);
+    return b_.CreateTrunc(b_.CreateOr(h, sign), vec(b_.getInt16Ty()));
+  }
+
   llvm::Value* cast(llvm::Value* x, DType from, DType to) {
     if (from == to) return x;
+    if (from == DType::float16) return half_to_float(x);  // to float32 (KernelIR::validate)
+    if (to == DType::float16) return float_to_half(x);    // from float32
     llvm::Type* target = value_type(to);
     if (to == DType::boolean)
       return dtype_is_float(from) ? b_.CreateFCmpUNE(x, cf(x->getType(), 0)) : b_.CreateICmpNE(x, ci(x->getType(), 0));
     if (from == DType::boolean) return dtype_is_float(to) ? b_.CreateUIToFP(x, target) : b_.CreateZExt(x, target);
-    if (dtype_is_float(from) && dtype_is_float(to))
-      return to == DType::float64 ? b_.CreateFPExt(x, target) : b_.CreateFPTrunc(x, target);
+    if (dtype_is_float(from) && dtype_is_float(to))  // float16 <-> float32 <-> float64
+      return dtype_size(to) > dtype_size(from) ? b_.CreateFPExt(x, target) : b_.CreateFPTrunc(x, target);
     if (dtype_is_float(to)) return b_.CreateSIToFP(x, target);
     if (dtype_is_float(from)) {
       // Saturate at the int64 range, NaN -> 0 (llvm.fptosi.sat would do it but
@@ -621,7 +688,13 @@ class Emitter {
         return b_.CreateSub(b_.CreateZExt(b_.CreateICmpSGT(x, ci(t, 0)), t), b_.CreateZExt(b_.CreateICmpSLT(x, ci(t, 0)), t));
       }
       case ExprOp::logical_not: return b_.CreateNot(arg(0));
-      case ExprOp::cast: return cast(arg(0), arg_dtype(0), e.dtype);
+      case ExprOp::cast: {
+        // float32 -> float16 -> float32 (a float16 op's rounding): one step.
+        const Expr& source = ir_.exprs[static_cast<size_t>(e.args[0])];
+        if (arg_dtype(0) == DType::float16 && source.op == ExprOp::cast)
+          return round_to_half(v[static_cast<size_t>(source.args[0])]);
+        return cast(arg(0), arg_dtype(0), e.dtype);
+      }
       case ExprOp::add: return is_float ? b_.CreateFAdd(arg(0), arg(1)) : b_.CreateAdd(arg(0), arg(1));
       case ExprOp::sub: return is_float ? b_.CreateFSub(arg(0), arg(1)) : b_.CreateSub(arg(0), arg(1));
       case ExprOp::mul: return is_float ? b_.CreateFMul(arg(0), arg(1)) : b_.CreateMul(arg(0), arg(1));
@@ -734,13 +807,16 @@ std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& context, const Ker
   return module;
 }
 
-/// Calls `fn` with a value of the unsigned type of `size` bytes (1, 4 or 8:
-/// the element sizes of the kernel dtypes), which only moves bits.
+/// Calls `fn` with a value of the unsigned type of `size` bytes (1, 2, 4 or
+/// 8: the element sizes of the kernel dtypes), which only moves bits.
 template <typename F>
 void with_element_type(size_t size, F&& fn) {
   switch (size) {
     case 1:
       fn(uint8_t{});
+      break;
+    case 2:
+      fn(uint16_t{});
       break;
     case 4:
       fn(uint32_t{});

@@ -20,7 +20,7 @@ namespace graft::codegen {
 
 bool is_kernel_dtype(DType dtype) {
   return dtype == DType::float32 || dtype == DType::float64 || dtype == DType::int32 || dtype == DType::int64 ||
-         dtype == DType::boolean;
+         dtype == DType::boolean || dtype == DType::float16;
 }
 
 namespace {
@@ -30,7 +30,7 @@ enum class Accepts { floats, numeric, signed_numeric, boolean, any };
 
 bool accepts(Accepts set, DType t) {
   switch (set) {
-    case Accepts::floats: return t == DType::float32 || t == DType::float64;
+    case Accepts::floats: return t == DType::float32 || t == DType::float64 || t == DType::float16;
     case Accepts::numeric:
     case Accepts::signed_numeric: return t != DType::boolean && is_kernel_dtype(t);
     case Accepts::boolean: return t == DType::boolean;
@@ -44,8 +44,8 @@ struct Lowering {
   KernelIR& ir;
   const ir::Node& node;
   std::vector<int32_t> args;   // -1 for an absent optional input
-  std::vector<DType> dtypes;   // per argument
-  DType out;                   // dtype of output 0
+  std::vector<DType> dtypes;   // per argument: its dtype in the graph (float16 where args holds float32)
+  DType out;                   // dtype the expression computes output 0 in (float32 for float16)
 
   DType t(int32_t e) const { return ir.exprs[static_cast<size_t>(e)].dtype; }
   int32_t arg(size_t i) const { return args.at(i); }
@@ -65,6 +65,12 @@ struct Lowering {
   int32_t cmp(ExprOp op, int32_t a, int32_t b) { return ir.add_op(op, DType::boolean, a, b); }
   int32_t select(int32_t c, int32_t a, int32_t b) { return ir.add_op(ExprOp::select, t(a), c, a, b); }
   int32_t cast(int32_t a, DType to) { return t(a) == to ? a : ir.add_op(ExprOp::cast, to, a); }
+  /// `e` rounded to the node's dtype where it is float16 and the reference
+  /// kernel stores an intermediate result (variadic ops, step by step).
+  int32_t rounded(int32_t e) {
+    if (node.output_types[0].dtype != DType::float16) return e;
+    return ir.add_op(ExprOp::cast, DType::float32, ir.add_op(ExprOp::cast, DType::float16, e));
+  }
   /// std::max(a, b) = a < b ? b : a (what the reference kernels call).
   int32_t std_max(int32_t a, int32_t b) { return select(cmp(ExprOp::less, a, b), b, a); }
   /// std::min(a, b) = b < a ? b : a.
@@ -101,17 +107,20 @@ std::string no_legacy_broadcast(const ir::Node& node) {
   return {};
 }
 
+/// The variadic ops, as the reference kernel: pairwise, the result of each
+/// step stored in the node's dtype (the last one is rounded by the caller).
 int32_t fold(Lowering& l, ExprOp op) {
   int32_t acc = l.arg(0);
-  for (size_t i = 1; i < l.args.size(); ++i) acc = l.bin(op, acc, l.arg(i));
+  for (size_t i = 1; i < l.args.size(); ++i) acc = l.bin(op, i > 1 ? l.rounded(acc) : acc, l.arg(i));
   return acc;
 }
 
-/// Pow with the reference kernel's choice of compute type.
+/// Pow with the reference kernel's choice of compute type, which follows
+/// the graph's dtypes (float16 operands are float32 values here).
 int32_t lower_pow(Lowering& l) {
   int32_t base = l.arg(0), exponent = l.arg(1);
   DType b = l.t(base), e = l.t(exponent);
-  if (b == e) return l.bin(ExprOp::pow, base, exponent);
+  if (l.dtypes.at(0) == l.dtypes.at(1)) return l.bin(ExprOp::pow, base, exponent);
   if (dtype_is_float(b) || dtype_is_float(e)) {
     int32_t r = l.bin(ExprOp::pow, l.cast(base, DType::float64), l.cast(exponent, DType::float64));
     return l.cast(r, b);
@@ -147,10 +156,30 @@ int32_t lower_clip(Lowering& l) {
   return l.std_min(l.std_max(x, low), high);
 }
 
+/// The dtype of input `i` of `node` (undefined when absent).
+DType input_dtype(const ir::Node& node, size_t i) {
+  if (i >= node.inputs.size() || !node.inputs[i]) return DType::undefined;
+  return node.inputs[i].node->output_types[static_cast<size_t>(node.inputs[i].index)].dtype;
+}
+
 std::string check_cast(const ir::Node& node) {
   if (!node.attributes.has("to")) return "attribute 'to' is missing";
   int64_t to = node.attributes.get_int("to");
   if (to < 0 || to > 16 || !is_kernel_dtype(static_cast<DType>(to))) return "Cast to this dtype is not fused";
+  // Kernels reach float16 from float32 only; float64 through float32 would
+  // round twice, where the reference kernels round once.
+  if (static_cast<DType>(to) == DType::float16 && input_dtype(node, 0) == DType::float64)
+    return "Cast from float64 to float16 is not fused";
+  return {};
+}
+
+/// Pow of operands of two dtypes computes in float64 and rounds once to the
+/// result's dtype: float16 is reached from float32 only.
+std::string check_pow(const ir::Node& node) {
+  std::string legacy = no_legacy_broadcast(node);
+  if (!legacy.empty()) return legacy;
+  DType base = input_dtype(node, 0), exponent = input_dtype(node, 1);
+  if (base != exponent && base == DType::float16) return "Pow of float16 by another dtype is not fused";
   return {};
 }
 
@@ -312,7 +341,7 @@ const std::map<std::string_view, OpRow>& table() {
     binary("Sub", Accepts::numeric, ExprOp::sub);
     binary("Mul", Accepts::numeric, ExprOp::mul);
     binary("Div", Accepts::numeric, ExprOp::div);
-    r["Pow"] = {Accepts::numeric, lower_pow, no_legacy_broadcast};
+    r["Pow"] = {Accepts::numeric, lower_pow, check_pow};
     r["PRelu"] = {Accepts::numeric,
                   [](Lowering& l) {
                     int32_t x = l.arg(0), slope = l.arg(1);
@@ -326,7 +355,7 @@ const std::map<std::string_view, OpRow>& table() {
     r["Sum"] = {Accepts::numeric, [](Lowering& l) { return fold(l, ExprOp::add); }, nullptr};
     r["Mean"] = {Accepts::floats,
                  [](Lowering& l) {
-                   return l.bin(ExprOp::div, fold(l, ExprOp::add), l.k(static_cast<double>(l.args.size())));
+                   return l.bin(ExprOp::div, l.rounded(fold(l, ExprOp::add)), l.k(static_cast<double>(l.args.size())));
                  },
                  nullptr};
     compare("Equal", Accepts::any, ExprOp::equal);
@@ -339,7 +368,12 @@ const std::map<std::string_view, OpRow>& table() {
     binary("Xor", Accepts::boolean, ExprOp::logical_xor);
     r["Where"] = {Accepts::boolean, [](Lowering& l) { return l.select(l.arg(0), l.arg(1), l.arg(2)); }, nullptr};
     r["Cast"] = {Accepts::any, [](Lowering& l) { return l.cast(l.arg(0), l.out); }, check_cast};
-    r["CastLike"] = {Accepts::any, [](Lowering& l) { return l.cast(l.arg(0), l.out); }, nullptr};
+    r["CastLike"] = {Accepts::any, [](Lowering& l) { return l.cast(l.arg(0), l.out); },
+                     [](const ir::Node& n) -> std::string {
+                       return n.output_types[0].dtype == DType::float16 && input_dtype(n, 0) == DType::float64
+                                  ? "CastLike from float64 to float16 is not fused"
+                                  : "";
+                     }};
     r["Clip"] = {Accepts::numeric, lower_clip, nullptr};
     return r;
   }();
@@ -411,7 +445,7 @@ bool check_fusible(const ir::Node& node, std::string* reason) {
     if (!is_kernel_dtype(type.dtype))
       return refuse([&] {
         return "input " + std::to_string(i) + " has dtype " + std::string(dtype_name(type.dtype)) +
-               " (kernels compute in float32, float64, int32, int64, bool)";
+               " (kernels take float32, float64, float16, int32, int64, bool)";
       });
     if (!rank_fits(type)) return refuse([] { return "input rank above 8"; });
   }
@@ -442,6 +476,14 @@ std::string why_not_fusible(const ir::Node& node) {
 
 bool is_fusible(const ir::Node& node) { return check_fusible(node, nullptr); }
 
+namespace {
+
+/// The dtype a kernel computes values of `storage` dtype in: float32 for
+/// float16 (which kernels only load, store and round to), else itself.
+DType compute_dtype(DType storage) { return storage == DType::float16 ? DType::float32 : storage; }
+
+}  // namespace
+
 LoweredKernel lower_body(const ir::Graph& body) {
   ir::IndexedGraph indexed(body);
   LoweredKernel result;
@@ -450,30 +492,41 @@ LoweredKernel lower_body(const ir::Graph& body) {
     DType t = in->output_types[0].dtype;
     if (!is_kernel_dtype(t))
       fail(ErrorKind::unsupported, "fused kernel input ", in->describe(), " has dtype ", dtype_name(t),
-           " (kernels compute in float32, float64, int32, int64, bool)");
+           " (kernels take float32, float64, float16, int32, int64, bool)");
     kernel.input_dtypes.push_back(t);
   }
   std::vector<int32_t> position_of_input(body.num_nodes(), -1);
   for (size_t i = 0; i < body.inputs().size(); ++i) position_of_input[body.inputs()[i]->index()] = static_cast<int32_t>(i);
 
-  std::vector<int32_t> expr_of(indexed.num_nodes(), -1);  // by topological id (single-output nodes)
+  // Per body node (topological id, single-output nodes): the expression of
+  // its value in its compute dtype, and the node's dtype in the graph. A
+  // float16 value is computed in float32 and rounded to float16 after every
+  // op, as the reference kernels round each op's result.
+  std::vector<int32_t> expr_of(indexed.num_nodes(), -1);
+  std::vector<DType> storage_of(indexed.num_nodes(), DType::undefined);
+  auto to_compute = [&](int32_t e) {
+    DType t = kernel.exprs[static_cast<size_t>(e)].dtype;
+    return t == DType::float16 ? kernel.add_op(ExprOp::cast, DType::float32, e) : e;
+  };
   for (uint32_t id = 0; id < indexed.num_nodes(); ++id) {
     const ir::Node& node = indexed.node(id);
     const ir::OpSchema& schema = node.schema();
+    storage_of[id] = node.output_types.empty() ? DType::undefined : node.output_types[0].dtype;
     if (schema.domain.empty() && schema.name == "Input") {
       int32_t position = position_of_input[node.index()];
       if (position < 0) fail(ErrorKind::invalid_model, node.describe(), " is not an input of the fused body");
-      expr_of[id] = kernel.add_input(position, kernel.input_dtypes[static_cast<size_t>(position)]);
+      expr_of[id] = to_compute(kernel.add_input(position, kernel.input_dtypes[static_cast<size_t>(position)]));
       continue;
     }
     std::string reason = why_not_fusible(node);
     if (!reason.empty()) fail(ErrorKind::unsupported, node.describe(), " cannot be fused: ", reason);
     if (schema.domain.empty() && schema.name == "Constant") {
       const Tensor& value = node.constant_value;
+      storage_of[id] = value.dtype();
       if (value.numel() == 1) {
         Expr e;
         e.op = ExprOp::constant;
-        e.dtype = value.dtype();
+        e.dtype = compute_dtype(value.dtype());
         if (dtype_is_float(value.dtype()))
           e.float_value = value.value_as_double(0);
         else
@@ -483,11 +536,11 @@ LoweredKernel lower_body(const ir::Graph& body) {
         int32_t position = static_cast<int32_t>(kernel.input_dtypes.size());
         kernel.input_dtypes.push_back(value.dtype());
         result.captured.push_back(value);
-        expr_of[id] = kernel.add_input(position, value.dtype());
+        expr_of[id] = to_compute(kernel.add_input(position, value.dtype()));
       }
       continue;
     }
-    Lowering l{kernel, node, {}, {}, node.output_types[0].dtype};
+    Lowering l{kernel, node, {}, {}, compute_dtype(node.output_types[0].dtype)};
     for (ir::Entry e : indexed.inputs(id)) {
       if (!e.present()) {
         l.args.push_back(-1);
@@ -495,19 +548,30 @@ LoweredKernel lower_body(const ir::Graph& body) {
         continue;
       }
       if (e.index != 0) fail(ErrorKind::unsupported, node.describe(), ": reads a second output of a body node");
-      int32_t arg = expr_of[e.node_id];
-      l.args.push_back(arg);
-      l.dtypes.push_back(kernel.exprs[static_cast<size_t>(arg)].dtype);
+      l.args.push_back(expr_of[e.node_id]);
+      l.dtypes.push_back(storage_of[e.node_id]);
     }
     int32_t e = find_row(node)->build(l);
     if (kernel.exprs[static_cast<size_t>(e)].dtype != l.out)
       fail(ErrorKind::internal, node.describe(), ": expression has dtype ",
            dtype_name(kernel.exprs[static_cast<size_t>(e)].dtype), ", the node ", dtype_name(l.out));
+    const Expr& value = kernel.exprs[static_cast<size_t>(e)];
+    bool already_rounded = value.op == ExprOp::cast && kernel.exprs[static_cast<size_t>(value.args[0])].dtype == DType::float16;
+    if (storage_of[id] == DType::float16 && !already_rounded)  // round to float16, go on in float32
+      e = kernel.add_op(ExprOp::cast, DType::float32, kernel.add_op(ExprOp::cast, DType::float16, e));
     expr_of[id] = e;
   }
   for (ir::Entry out : indexed.outputs()) {
     if (!out.present() || out.index != 0) fail(ErrorKind::invalid_model, "fused body output is not a node's first output");
-    kernel.outputs.push_back(expr_of[out.node_id]);
+    int32_t e = expr_of[out.node_id];
+    if (storage_of[out.node_id] == DType::float16) {
+      // The float16 value that the rounding above (or the load) produced.
+      const Expr& value = kernel.exprs[static_cast<size_t>(e)];
+      e = value.op == ExprOp::cast && kernel.exprs[static_cast<size_t>(value.args[0])].dtype == DType::float16
+              ? value.args[0]
+              : kernel.add_op(ExprOp::cast, DType::float16, e);
+    }
+    kernel.outputs.push_back(e);
   }
   kernel = canonicalize(kernel);
   return result;

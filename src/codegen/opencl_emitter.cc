@@ -80,6 +80,13 @@ long graft_ipow_i64(long base, long e) {
   if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
   return (long)graft_upow((ulong)base, e);
 }
+// float16 values are floats that float16 holds (tensors are read and written
+// with vload_half and vstore_half: no cl_khr_fp16 needed).
+float graft_round_half(float f) {
+  ushort bits;
+  vstore_half(f, 0, (__private half*)&bits);
+  return vload_half(0, (__private const half*)&bits);
+}
 long graft_f2i(double v) {
   if (isnan(v)) return 0;
   v = trunc(v);
@@ -127,12 +134,15 @@ std::string emit_opencl_kernel(const KernelIR& ir, const std::string& kernel_nam
         << GeometryLayout::strides_offset() << " + k * " << kMaxKernelRank << " + d];\n      }\n";
     }
     emit_values(s, ir, dialect, "      ", [&](const Expr& e) {
-      return "(" + c_type(e.dtype, dialect) + ")p" + std::to_string(e.index) + "[off[" + std::to_string(e.index) + "]]";
+      return load_element(e.dtype, "p" + std::to_string(e.index), "off[" + std::to_string(e.index) + "]", dialect);
     });
     for (size_t o = 0; o < ir.outputs.size(); ++o) {
       size_t k = n_inputs + o;
       DType t = ir.exprs[static_cast<size_t>(ir.outputs[o])].dtype;
-      s << "      p" << k << "[off[" << k << "]] = (" << storage_c_type(t, dialect) << ")v" << ir.outputs[o] << ";\n";
+      s << "      "
+        << store_element(t, "p" + std::to_string(k), "off[" + std::to_string(k) + "]", "v" + std::to_string(ir.outputs[o]),
+                         dialect)
+        << ";\n";
     }
     s << "    }\n";
   };

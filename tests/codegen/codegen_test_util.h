@@ -84,6 +84,7 @@ inline Tensor random_of(DType dtype, const Shape& shape, uint64_t seed, double l
     switch (dtype) {
       case DType::float32: t.data<float>()[i] = static_cast<float>(v); break;
       case DType::float64: t.data<double>()[i] = v; break;
+      case DType::float16: t.data<float16_t>()[i] = float16_t(static_cast<float>(v)); break;
       case DType::int32: t.data<int32_t>()[i] = static_cast<int32_t>(std::lround(v)); break;
       case DType::int64: t.data<int64_t>()[i] = std::lround(v); break;
       case DType::boolean: t.data<bool>()[i] = v > (lo + hi) / 2; break;

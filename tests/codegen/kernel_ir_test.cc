@@ -64,29 +64,65 @@ TEST(KernelIr, ValidateRejectsOutOfOrderArguments) {
   EXPECT_THROW(ir.validate(), Error);
 }
 
+TEST(KernelIr, Float16IsOnlyLoadedStoredAndConvertedToAndFromFloat32) {
+  auto with = [](const std::function<void(KernelIR&, int32_t)>& add) {
+    KernelIR ir;
+    ir.input_dtypes = {DType::float16};
+    int32_t h = ir.add_input(0, DType::float16);
+    add(ir, h);
+    ir.outputs = {static_cast<int32_t>(ir.exprs.size()) - 1};
+    return ir;
+  };
+  KernelIR fine = with([](KernelIR& ir, int32_t h) {
+    int32_t f = ir.add_op(ExprOp::cast, DType::float32, h);
+    ir.add_op(ExprOp::cast, DType::float16, ir.add_op(ExprOp::exp, DType::float32, f));
+  });
+  EXPECT_NO_THROW(fine.validate());
+  for (const auto& bad : std::vector<std::function<void(KernelIR&, int32_t)>>{
+           [](KernelIR& ir, int32_t h) { ir.add_op(ExprOp::exp, DType::float16, h); },
+           [](KernelIR& ir, int32_t h) { ir.add_op(ExprOp::cast, DType::float64, h); },
+           [](KernelIR& ir, int32_t h) { ir.add_op(ExprOp::less, DType::boolean, h, h); },
+           [](KernelIR& ir, int32_t h) {
+             ir.add_op(ExprOp::cast, DType::float16, ir.add_op(ExprOp::cast, DType::int32,
+                                                               ir.add_op(ExprOp::cast, DType::float32, h)));
+           }}) {
+    KernelIR ir = with(bad);
+    EXPECT_THROW(ir.validate(), Error) << to_string(ir);
+  }
+}
+
 TEST(OpExpressions, IsFusibleFollowsOpsAndDtypes) {
   ir::Graph g;
   g.opset_imports[""] = 17;
   ir::Node* f = g.add_input("f", ir::ValueType::of(DType::float32, {4}));
   ir::Node* i = g.add_input("i", ir::ValueType::of(DType::int32, {4}));
   ir::Node* h = g.add_input("h", ir::ValueType::of(DType::float16, {4}));
+  ir::Node* b = g.add_input("b", ir::ValueType::of(DType::bfloat16, {4}));
   ir::Node* exp_f = g.add_node("Exp", {f->output(0)});
   ir::Node* exp_h = g.add_node("Exp", {h->output(0)});
+  ir::Node* exp_b = g.add_node("Exp", {b->output(0)});
+  ir::Node* h_from_double = g.add_node("Cast", {g.add_node("Cast", {f->output(0)})->output(0)});
+  h_from_double->inputs[0].node->attributes.set("to", int64_t(11));  // float64
+  h_from_double->attributes.set("to", int64_t(10));                 // float16
   ir::Node* add_i = g.add_node("Add", {i->output(0), i->output(0)});
   ir::Node* mm = g.add_node("MatMul", {f->output(0), f->output(0)});
   ir::Node* cast = g.add_node("Cast", {f->output(0)});
   cast->attributes.set("to", int64_t(7));
-  for (ir::Node* n : {exp_f, exp_h, add_i, mm, cast}) g.add_output(n->output(0));
+  for (ir::Node* n : {exp_f, exp_h, exp_b, add_i, mm, cast, h_from_double}) g.add_output(n->output(0));
   ir::infer_types(g);
   EXPECT_TRUE(is_fusible(*exp_f));
-  EXPECT_FALSE(is_fusible(*exp_h));
+  EXPECT_TRUE(is_fusible(*exp_h));  // float16: computed in float32, rounded after every op
+  EXPECT_FALSE(is_fusible(*exp_b));
+  EXPECT_FALSE(is_fusible(*h_from_double));  // float64 -> float32 -> float16 would round twice
   EXPECT_TRUE(is_fusible(*add_i));
   EXPECT_FALSE(is_fusible(*mm));
   EXPECT_NE(why_not_fusible(*mm).find("no pointwise expression"), std::string::npos);
   EXPECT_TRUE(is_fusible(*cast));
   // is_fusible builds no message, why_not_fusible does: the two agree.
-  for (ir::Node* n : {exp_f, exp_h, add_i, mm, cast}) EXPECT_EQ(is_fusible(*n), why_not_fusible(*n).empty());
-  EXPECT_NE(why_not_fusible(*exp_h).find("has dtype float16"), std::string::npos) << why_not_fusible(*exp_h);
+  for (ir::Node* n : {exp_f, exp_h, exp_b, add_i, mm, cast, h_from_double})
+    EXPECT_EQ(is_fusible(*n), why_not_fusible(*n).empty());
+  EXPECT_NE(why_not_fusible(*exp_b).find("has dtype bfloat16"), std::string::npos) << why_not_fusible(*exp_b);
+  EXPECT_NE(why_not_fusible(*h_from_double).find("float64 to float16"), std::string::npos);
   ir::Node* legacy = g.add_node("Add", {f->output(0), f->output(0)});
   legacy->attributes.set("broadcast", int64_t(1));
   ir::infer_types(g);

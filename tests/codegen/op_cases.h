@@ -8,7 +8,7 @@
 namespace graft::testing {
 
 inline constexpr DType f32 = DType::float32, f64 = DType::float64, i32 = DType::int32, i64 = DType::int64,
-                boolean = DType::boolean;
+                boolean = DType::boolean, f16 = DType::float16;
 
 struct OpCase {
   std::string op;
@@ -20,7 +20,7 @@ struct OpCase {
 };
 
 inline std::vector<OpCase> op_cases() {
-  std::vector<DType> floats = {f32, f64}, numeric = {f32, f64, i32, i64}, logical = {boolean};
+  std::vector<DType> floats = {f32, f64, f16}, numeric = {f32, f64, f16, i32, i64}, logical = {boolean};
   auto attrs = [](std::initializer_list<std::pair<const char*, ir::AttributeValue>> list) {
     ir::Attributes a;
     for (auto& [k, v] : list) a.set(k, v);
@@ -34,7 +34,7 @@ inline std::vector<OpCase> op_cases() {
       {"Sin", 1, floats},           {"Cos", 1, floats},
       {"Floor", 1, floats},         {"Ceil", 1, floats},
       {"Round", 1, floats},         {"Sign", 1, numeric},
-      {"Erf", 1, {f32, f64, i32, i64}},
+      {"Erf", 1, {f32, f64, f16, i32, i64}},
       {"Relu", 1, numeric},         {"LeakyRelu", 1, floats, -3, 3, attrs({{"alpha", 0.2f}})},
       {"Elu", 1, floats, -3, 3, attrs({{"alpha", 0.7f}})},
       {"Selu", 1, floats},          {"Celu", 1, floats, -3, 3, attrs({{"alpha", 1.5f}})},
@@ -45,7 +45,7 @@ inline std::vector<OpCase> op_cases() {
       {"Mish", 1, floats, -10, 10}, {"ThresholdedRelu", 1, floats},
       {"Shrink", 1, floats, -3, 3, attrs({{"bias", 0.5f}, {"lambd", 1.0f}})},
       {"IsNaN", 1, floats},         {"IsInf", 1, floats},
-      {"Identity", 1, {f32, f64, i32, i64, boolean}},
+      {"Identity", 1, {f32, f64, f16, i32, i64, boolean}},
       {"Not", 1, logical},
       {"Add", 2, numeric},          {"Sub", 2, numeric},
       {"Mul", 2, numeric},          {"Div", 2, numeric},
@@ -53,7 +53,7 @@ inline std::vector<OpCase> op_cases() {
       {"PRelu", 2, numeric},        {"Max", 2, numeric},
       {"Min", 2, numeric},          {"Max", 3, numeric, -3, 3, {}, "3"},
       {"Sum", 3, numeric},          {"Mean", 3, floats},
-      {"Equal", 2, {f32, f64, i32, i64, boolean}},
+      {"Equal", 2, {f32, f64, f16, i32, i64, boolean}},
       {"Less", 2, numeric},         {"LessOrEqual", 2, numeric},
       {"Greater", 2, numeric},      {"GreaterOrEqual", 2, numeric},
       {"And", 2, logical},          {"Or", 2, logical},

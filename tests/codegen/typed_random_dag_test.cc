@@ -69,10 +69,10 @@ TEST(TypedRandomDags, FusedSessionsMatchUnfusedOnes) {
     CompileCache::global().wait_for_background_compiles();
     std::vector<Tensor> got = fused.run(dag.inputs), want = plain.run(dag.inputs);
     ASSERT_EQ(got.size(), want.size());
-    bool f32_values = any_float32(*dag.graph);
+    DType coarsest = coarsest_float(*dag.graph);
     for (size_t k = 0; k < got.size(); ++k)
-      ASSERT_TRUE(close_enough(got[k], want[k], typed_dag_rtol(want[k].dtype(), f32_values),
-                               typed_dag_atol(want[k].dtype(), f32_values)))
+      ASSERT_TRUE(close_enough(got[k], want[k], typed_dag_rtol(want[k].dtype(), coarsest),
+                               typed_dag_atol(want[k].dtype(), coarsest)))
           << "seed " << seed << " output " << k;
   }
   EXPECT_GT(fused_nodes, 100u);  // the pass did cut and fuse

@@ -49,9 +49,9 @@ UnfusedNode explanation(const std::vector<UnfusedNode>& all, const std::string& 
 TEST(ExplainUnfused, EachReasonOnAGraphMadeForIt) {
   Builder b;
   Value x = b.input("x");
-  // A float16 pair: the code generator does not compute in float16.
+  // A bfloat16 pair: kernels take no bfloat16.
   Value h = b.op("Cast", {x}, "to_half");
-  b.g.nodes().back()->attributes.set("to", int64_t{10});  // FLOAT16
+  b.g.nodes().back()->attributes.set("to", int64_t{16});  // BFLOAT16
   Value h1 = b.op("Neg", {h}, "half_neg");
   Value h2 = b.op("Abs", {h1}, "half_abs");
   // A lone Relu between two Softmax nodes: nothing to join.
@@ -73,7 +73,7 @@ TEST(ExplainUnfused, EachReasonOnAGraphMadeForIt) {
 
   UnfusedNode half = explanation(all, "half_neg");
   EXPECT_EQ(half.reason, UnfusedNode::Reason::not_fusible);
-  EXPECT_NE(half.detail.find("float16"), std::string::npos) << half.detail;
+  EXPECT_NE(half.detail.find("bfloat16"), std::string::npos) << half.detail;
   EXPECT_EQ(explanation(all, "half_abs").reason, UnfusedNode::Reason::not_fusible);
   EXPECT_EQ(explanation(all, "lone").reason, UnfusedNode::Reason::alone);
   UnfusedNode kind = explanation(all, "forward");
@@ -84,7 +84,7 @@ TEST(ExplainUnfused, EachReasonOnAGraphMadeForIt) {
   EXPECT_EQ(explanation(all, "c").reason, UnfusedNode::Reason::cycle);
   // Only pointwise nodes are explained (not the Softmax nodes), each once.
   for (const UnfusedNode& u : all) EXPECT_NE(u.node->op_type(), "Softmax");
-  // The Cast to float16 is pointwise too, and its output no kernel computes.
+  // The Cast to bfloat16 is pointwise too, and its output no kernel computes.
   EXPECT_EQ(explanation(all, "to_half").reason, UnfusedNode::Reason::not_fusible);
   EXPECT_EQ(all.size(), 8u);
 }

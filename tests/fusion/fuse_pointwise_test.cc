@@ -293,7 +293,7 @@ TEST(FusePointwise, ScalarConstantsMoveIntoTheBody) {
 TEST(FusePointwise, NonKernelDtypesAndUnknownTypesAreNotFused) {
   Graph g;
   g.opset_imports[""] = 17;
-  Node* x = g.add_input("x", ValueType::of(DType::float16, kShape));
+  Node* x = g.add_input("x", ValueType::of(DType::bfloat16, kShape));
   Node* a = g.add_node("Abs", {x->output(0)}, 1, "a");
   Node* n = g.add_node("Neg", {a->output(0)}, 1, "n");
   g.add_output(n->output(0), "y");

@@ -49,8 +49,9 @@ SCALAR_PROMOTED = {torch.float64: torch.float32, torch.int32: torch.int64}
 NP_NAMES = {torch.float32: "float32", torch.float64: "float64", torch.int32: "int32", torch.int64: "int64",
             torch.bool: "bool", torch.float16: "float16", torch.int8: "int8", torch.uint8: "uint8",
             torch.int16: "int16"}
-# --more-dtypes: what the fused kernels do not compute in (float16 and the
-# narrow integers run on the other backends), drawn as well.
+# --more-dtypes: float16 (which fused kernels load and store, computing in
+# float32 and rounding after every op, as PyTorch does) and the narrow
+# integers (which fused kernels do not take: they run on the other backends).
 MORE_FLOATS = (torch.float16,)
 MORE_INTS = (torch.int8, torch.uint8, torch.int16)
 
@@ -752,7 +753,7 @@ def main():
                         help="export every extent above 1 as a symbolic dimension and run at other extents "
                              "(with --layers, only the layer ops that hold at any extent)")
     parser.add_argument("--more-dtypes", action="store_true",
-                        help="also float16, int8, uint8 and int16 values (run by the other backends)")
+                        help="also float16 values (fused, computed in float32) and int8, uint8 and int16 ones (run by the other backends)")
     parser.add_argument("--fusion", choices=["on", "off"], default="on",
                         help="off: the other backends (dnnl, ccodegen, ref) take the pointwise ops too")
     parser.add_argument("--via", choices=["onnx", "artifact", "opt"], default="onnx",
