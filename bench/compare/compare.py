@@ -19,6 +19,13 @@ PyTorch). Each runtime then runs in its own fresh worker process
 * accuracy: max |output - PyTorch eager| / max |PyTorch eager| on the first
   output, for graft and for ONNX Runtime.
 
+A model name with the suffix _fp16 (resnet18_fp16, mobilenet_v3_small_fp16)
+is that model's export converted to float16, as onnxconverter-common's
+convert_float_to_float16 converts plain graphs (weights, constants, Casts to
+float, graph inputs and outputs), with float16 inputs; accuracy is against
+PyTorch's float32 eager outputs. PyTorch 1.13 has no float16 convolutions on
+the CPU, so it sits those out.
+
 Prints a markdown table and writes everything (all times) as JSON.
 
     compare.py [--models a,b] [--runs 20] [--quick] [--passive] [--backends dnnl,fuse]
@@ -237,6 +244,36 @@ def write_tensors(tensors, names, folder, prefix):
     return manifest
 
 
+FLOAT16_SUFFIX = "_fp16"
+
+
+def convert_to_float16(path):
+    """Rewrites the ONNX model at `path` to compute in float16 (see the top)."""
+    import numpy as np
+    import onnx
+    from onnx import numpy_helper, TensorProto
+    model = onnx.load(path)
+    graph = model.graph
+
+    def convert(tensor):
+        if tensor.data_type == TensorProto.FLOAT:
+            tensor.CopyFrom(numpy_helper.from_array(numpy_helper.to_array(tensor).astype(np.float16), tensor.name))
+
+    for tensor in graph.initializer:
+        convert(tensor)
+    for node in graph.node:
+        for attribute in node.attribute:
+            if attribute.type == onnx.AttributeProto.TENSOR:
+                convert(attribute.t)
+            if node.op_type == "Cast" and attribute.name == "to" and attribute.i == TensorProto.FLOAT:
+                attribute.i = TensorProto.FLOAT16
+    for value in list(graph.input) + list(graph.output):
+        if value.type.tensor_type.elem_type == TensorProto.FLOAT:
+            value.type.tensor_type.elem_type = TensorProto.FLOAT16
+    del graph.value_info[:]
+    onnx.save(model, path)
+
+
 def export(name, workdir, opset):
     """Exports `name` once per (opset, torch version); returns its folder's paths."""
     import torch
@@ -251,7 +288,8 @@ def export(name, workdir, opset):
             if json.load(f) == stamp and all(os.path.exists(p) for p in paths.values()):
                 return paths
     torch.manual_seed(0)
-    model, inputs = model_builders()[name]()
+    float16 = name.endswith(FLOAT16_SUFFIX)
+    model, inputs = model_builders()[name[:-len(FLOAT16_SUFFIX)] if float16 else name]()
     with torch.no_grad():
         randomize_batch_norms(model, torch)
     model.eval()
@@ -266,6 +304,9 @@ def export(name, workdir, opset):
     with torch.no_grad():
         traced = torch.jit.trace(model, inputs, check_trace=False)
     traced.save(paths["pt"])
+    if float16:
+        convert_to_float16(paths["onnx"])
+        inputs = [t.half() if t.is_floating_point() else t for t in inputs]
     with open(paths["inputs"], "w") as f:
         json.dump(write_tensors(inputs, names, folder, "input"), f)
     with open(paths["reference"], "w") as f:
@@ -416,6 +457,9 @@ def compare_model(name, args):
         out_dir = os.path.join(args.workdir, name, "out_" + runtime)
         os.makedirs(out_dir, exist_ok=True)
         entry = result["runtimes"].setdefault(runtime, {})
+        if runtime == "torch" and name.endswith(FLOAT16_SUFFIX):
+            entry["error"] = "torch: PyTorch 1.13 has no float16 convolutions on the CPU"
+            continue
         # The pause after a turn, before every start too: the workers of the
         # previous model (or runtime) have just exited, and the kernel is
         # still freeing their memory; the first to start would pay for it.
@@ -579,8 +623,9 @@ def main():
     args.runtimes = [r for r in args.runtimes.split(",") if r]
     names = MODEL_NAMES if args.models == "all" else [m for m in args.models.split(",") if m]
     for name in names:
-        if name not in MODEL_NAMES and name not in EXTRA_MODEL_NAMES and not is_torchvision_model(name):
-            print("unknown model '%s' (known: %s, or a torchvision.models function name)"
+        base = name[:-len(FLOAT16_SUFFIX)] if name.endswith(FLOAT16_SUFFIX) else name
+        if base not in MODEL_NAMES and base not in EXTRA_MODEL_NAMES and not is_torchvision_model(base):
+            print("unknown model '%s' (known: %s, or a torchvision.models function name; any with _fp16)"
                   % (name, ", ".join(MODEL_NAMES + EXTRA_MODEL_NAMES)), file=sys.stderr)
             return 2
     for r in args.runtimes:

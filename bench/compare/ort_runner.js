@@ -16,7 +16,7 @@ const readline = require('readline');
 
 const TYPED = {
   float32: Float32Array, float64: Float64Array, int64: BigInt64Array, int32: Int32Array,
-  int8: Int8Array, uint8: Uint8Array, bool: Uint8Array,
+  int8: Int8Array, uint8: Uint8Array, bool: Uint8Array, float16: Uint16Array,
 };
 
 // Peak resident set of this process in KiB (VmHWM; ru_maxrss would include

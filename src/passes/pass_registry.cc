@@ -59,6 +59,7 @@ std::vector<std::string> default_pipeline() {
           "lower-einsum",
           "simplify-reshapes",
           "fold-pad",
+          "compute-float16-in-float32",
           "eliminate-dead-code",
           "infer"};
 }

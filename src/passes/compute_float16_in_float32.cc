@@ -1,0 +1,121 @@
+// Runs the float16 nodes that compute (convolutions, matrix products,
+// normalizations, pools, reductions, recurrent layers: ops of category
+// reduce and opaque) in float32 between Casts: each float16 input is cast to
+// float32, the node computes in float32, and each float16 output is cast back.
+//
+// The reference kernels compute float16 in float32 and round each result to
+// float16 too, so the values stay theirs (up to the order in which a backend
+// accumulates); but the backends that run these ops fast (dnnl) take no
+// float16, and the reference kernels' float16 convolutions are an order of
+// magnitude slower than dnnl's float32 ones. ONNX Runtime's CPU provider does
+// the same for the float16 ops it has no kernel for.
+//
+// What stays float16: pointwise ops (fused kernels compute float16 in
+// float32 and round after every op; the Casts this pass adds join them),
+// ops that move values without computing (injective: Transpose, Reshape,
+// Concat, Gather, ...), control flow, and nodes with no float16 output
+// (Shape, ArgMax, QuantizeLinear read float16 as it is). A float16 Constant
+// input becomes a float32 Constant here, once, rather than a Cast every run;
+// a value read by several such nodes is cast once.
+#include <unordered_map>
+
+#include "graft/ir/graph_rebuilder.h"
+#include "graft/passes/pass.h"
+
+namespace graft::passes {
+namespace {
+
+bool is_float16_tensor(const ir::ValueType& t) { return t.is_tensor() && t.dtype == DType::float16; }
+
+/// Whether node `id` computes in float32 between Casts.
+bool runs_in_float32(const ir::IndexedGraph& g, uint32_t id) {
+  const ir::Node& n = g.node(id);
+  const ir::OpSchema& s = n.schema();
+  if (!s.domain.empty() || (s.category != ir::OpCategory::reduce && s.category != ir::OpCategory::opaque)) return false;
+  std::string_view name = s.name;
+  // Output dtypes chosen by an attribute, or random draws.
+  if (name == "EyeLike" || name.starts_with("Random") || name == "Bernoulli" || name == "Multinomial") return false;
+  if (touches_non_tensor(n)) return false;
+  bool float16_in = false, float16_out = false;
+  for (const ir::Entry& e : g.inputs(id))
+    if (e.present() && is_float16_tensor(g.node(e.node_id).output_types[e.index])) float16_in = true;
+  for (const ir::ValueType& t : n.output_types) float16_out = float16_out || is_float16_tensor(t);
+  return float16_in && float16_out;
+}
+
+/// `t` (float16) converted to float32, exactly.
+Tensor to_float32(const Tensor& t) {
+  Tensor out(DType::float32, t.shape());
+  const float16_t* from = t.data<float16_t>();
+  float* to = out.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) to[i] = static_cast<float>(from[i]);
+  return out;
+}
+
+}  // namespace
+
+bool compute_float16_in_float32(std::unique_ptr<ir::Graph>& graph, PassContext&) {
+  ir::IndexedGraph g(*graph);
+  std::vector<bool> upcast(g.num_nodes(), false);
+  bool any = false;
+  for (uint32_t id = 0; id < g.num_nodes(); ++id) any = (upcast[id] = runs_in_float32(g, id)) || any;
+  if (!any) return false;
+
+  ir::GraphRebuilder rebuilder(g);
+  ir::Graph& target = rebuilder.target();
+  std::unordered_map<uint32_t, ir::Value> float32_of;  // per source entry: its float32 value
+  auto as_float32 = [&](ir::Entry e) {
+    const uint32_t entry = g.entry_id(e);
+    auto it = float32_of.find(entry);
+    if (it != float32_of.end()) return it->second;
+    const ir::Node& producer = g.node(e.node_id);
+    const ir::Value source{&g.mutable_node(e.node_id), static_cast<int>(e.index)};
+    const std::string name = g.graph().value_name(source) + "/float32";
+    ir::Value v;
+    if (producer.schema().name == "Constant" && producer.schema().domain.empty()) {
+      v = target.add_constant(name, to_float32(producer.constant_value))->output(0);
+    } else {
+      ir::Node* cast = target.add_node("Cast", {rebuilder.map(e)}, 1, name);
+      cast->attributes.set("to", int64_t(static_cast<int>(DType::float32)));
+      cast->output_types[0] = producer.output_types[e.index];
+      cast->output_types[0].dtype = DType::float32;
+      cast->output_names[0] = name;
+      v = cast->output(0);
+    }
+    float32_of.emplace(entry, v);
+    return v;
+  };
+  for (uint32_t id = 0; id < g.num_nodes(); ++id) {
+    if (!upcast[id]) {
+      rebuilder.copy(id);
+      continue;
+    }
+    const ir::Node& n = g.node(id);
+    std::vector<ir::Value> inputs = rebuilder.mapped_inputs(id);
+    std::span<const ir::Entry> entries = g.inputs(id);
+    for (size_t k = 0; k < entries.size(); ++k)
+      if (entries[k].present() && is_float16_tensor(g.node(entries[k].node_id).output_types[entries[k].index]))
+        inputs[k] = as_float32(entries[k]);
+    ir::Node* computed = target.copy_node(n, inputs);
+    for (int k = 0; k < computed->num_outputs(); ++k) {
+      ir::ValueType& type = computed->output_types[static_cast<size_t>(k)];
+      if (!is_float16_tensor(type)) {
+        rebuilder.alias(id, static_cast<uint32_t>(k), computed->output(k));
+        continue;
+      }
+      // The Cast back takes the output's name, which the rest of the graph knows.
+      std::string& name = computed->output_names[static_cast<size_t>(k)];
+      ir::Node* cast = target.add_node("Cast", {computed->output(k)}, 1, n.name + "/float16");
+      cast->attributes.set("to", int64_t(static_cast<int>(DType::float16)));
+      cast->output_types[0] = type;
+      cast->output_names[0] = name;
+      if (!name.empty()) name += "/float32";
+      type.dtype = DType::float32;
+      rebuilder.alias(id, static_cast<uint32_t>(k), cast->output(0));
+    }
+  }
+  graph = rebuilder.finish();
+  return true;
+}
+
+}  // namespace graft::passes
