@@ -66,64 +66,6 @@ DType dtype_from_onnx(int32_t onnx_type) {
   return static_cast<DType>(onnx_type);
 }
 
-float16_t::float16_t(float f) {
-  uint32_t x = std::bit_cast<uint32_t>(f);
-  uint32_t sign = (x >> 16) & 0x8000u;
-  uint32_t mant = x & 0x7fffffu;
-  int32_t exp = static_cast<int32_t>((x >> 23) & 0xff);
-  if (exp == 0xff) {  // inf or nan
-    bits = static_cast<uint16_t>(sign | 0x7c00u | (mant ? 0x200u | (mant >> 13) : 0u));
-    return;
-  }
-  int32_t e = exp - 127 + 15;
-  if (e >= 0x1f) {
-    bits = static_cast<uint16_t>(sign | 0x7c00u);
-    return;
-  }
-  if (e <= 0) {
-    if (e < -10) {
-      bits = static_cast<uint16_t>(sign);
-      return;
-    }
-    mant |= 0x800000u;
-    uint32_t shift = static_cast<uint32_t>(14 - e);
-    uint32_t half = mant >> shift;
-    uint32_t rem = mant & ((1u << shift) - 1u);
-    uint32_t halfway = 1u << (shift - 1);
-    if (rem > halfway || (rem == halfway && (half & 1u))) ++half;
-    bits = static_cast<uint16_t>(sign | half);
-    return;
-  }
-  uint32_t half = sign | (static_cast<uint32_t>(e) << 10) | (mant >> 13);
-  uint32_t rem = mant & 0x1fffu;
-  if (rem > 0x1000u || (rem == 0x1000u && (half & 1u))) ++half;  // may carry into exponent: correct
-  bits = static_cast<uint16_t>(half);
-}
-
-float16_t::operator float() const {
-  uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
-  uint32_t exp = (bits >> 10) & 0x1fu;
-  uint32_t mant = bits & 0x3ffu;
-  uint32_t out;
-  if (exp == 0) {
-    if (mant == 0) {
-      out = sign;
-    } else {
-      int e = -1;
-      do {
-        ++e;
-        mant <<= 1;
-      } while ((mant & 0x400u) == 0);
-      out = sign | (static_cast<uint32_t>(127 - 15 - e) << 23) | ((mant & 0x3ffu) << 13);
-    }
-  } else if (exp == 0x1f) {
-    out = sign | 0x7f800000u | (mant << 13);
-  } else {
-    out = sign | ((exp + 127 - 15) << 23) | (mant << 13);
-  }
-  return std::bit_cast<float>(out);
-}
-
 bfloat16_t::bfloat16_t(float f) {
   uint32_t u = std::bit_cast<uint32_t>(f);
   if (std::isnan(f)) {

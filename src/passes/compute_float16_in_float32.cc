@@ -1,22 +1,25 @@
-// Runs the float16 nodes that compute (convolutions, matrix products,
-// normalizations, pools, reductions, recurrent layers: ops of category
-// reduce and opaque) in float32 between Casts: each float16 input is cast to
-// float32, the node computes in float32, and each float16 output is cast back.
+// Computes a model's float16 values in float32, as ONNX Runtime's CPU
+// provider does: every node that reads or makes float16 values computes in
+// float32 instead, reading float32 values; a Cast to float32 is added where a float16 value comes in (a
+// graph input, a node left as it is) and a Cast to float16 where a float16
+// value goes out (a graph output, a node left as it is). A float16 Constant
+// becomes a float32 Constant here, once, rather than a Cast every run.
 //
-// The reference kernels compute float16 in float32 and round each result to
-// float16 too, so the values stay theirs (up to the order in which a backend
-// accumulates); but the backends that run these ops fast (dnnl) take no
-// float16, and the reference kernels' float16 convolutions are an order of
-// magnitude slower than dnnl's float32 ones. ONNX Runtime's CPU provider does
-// the same for the float16 ops it has no kernel for.
+// Why: the backends that run convolutions and matrix products fast (dnnl)
+// take no float16, and the reference kernels' float16 convolutions are an
+// order of magnitude slower than dnnl's float32 ones; with the values in
+// float32 between them, dnnl also takes the pointwise ops around them as
+// post-ops, where Casts would cut its subgraphs. The results are at least as
+// precise: the reference kernels compute each float16 op in float32 too, but
+// round its result to float16, which this leaves out between nodes (a
+// float16 model's outputs differ from the reference kernels' by float16
+// rounding, not more: tests/passes/compute_float16_in_float32_test.cc).
 //
-// What stays float16: pointwise ops (fused kernels compute float16 in
-// float32 and round after every op; the Casts this pass adds join them),
-// ops that move values without computing (injective: Transpose, Reshape,
-// Concat, Gather, ...), control flow, and nodes with no float16 output
-// (Shape, ArgMax, QuantizeLinear read float16 as it is). A float16 Constant
-// input becomes a float32 Constant here, once, rather than a Cast every run;
-// a value read by several such nodes is cast once.
+// Left as they are, reading float16: control flow (their bodies keep
+// float16), Cast and CastLike (their dtype is what they are for: a Cast of a
+// float16 value to float32 still rounds it first), ops whose output dtype an
+// attribute chooses or that draw random values, and nodes touching
+// sequences or optionals.
 #include <unordered_map>
 
 #include "graft/ir/graph_rebuilder.h"
@@ -27,20 +30,21 @@ namespace {
 
 bool is_float16_tensor(const ir::ValueType& t) { return t.is_tensor() && t.dtype == DType::float16; }
 
-/// Whether node `id` computes in float32 between Casts.
+/// Whether node `id` computes in float32.
 bool runs_in_float32(const ir::IndexedGraph& g, uint32_t id) {
   const ir::Node& n = g.node(id);
   const ir::OpSchema& s = n.schema();
-  if (!s.domain.empty() || (s.category != ir::OpCategory::reduce && s.category != ir::OpCategory::opaque)) return false;
+  if (!s.domain.empty() || s.category == ir::OpCategory::source || s.category == ir::OpCategory::control) return false;
   std::string_view name = s.name;
-  // Output dtypes chosen by an attribute, or random draws.
-  if (name == "EyeLike" || name.starts_with("Random") || name == "Bernoulli" || name == "Multinomial") return false;
+  if (name == "Cast" || name == "CastLike" || name == "EyeLike" || name == "ConstantOfShape" ||
+      name.starts_with("Random") || name == "Bernoulli" || name == "Multinomial")
+    return false;
   if (touches_non_tensor(n)) return false;
-  bool float16_in = false, float16_out = false;
+  for (const ir::ValueType& t : n.output_types)
+    if (is_float16_tensor(t)) return true;
   for (const ir::Entry& e : g.inputs(id))
-    if (e.present() && is_float16_tensor(g.node(e.node_id).output_types[e.index])) float16_in = true;
-  for (const ir::ValueType& t : n.output_types) float16_out = float16_out || is_float16_tensor(t);
-  return float16_in && float16_out;
+    if (e.present() && is_float16_tensor(g.node(e.node_id).output_types[e.index])) return true;
+  return false;
 }
 
 /// `t` (float16) converted to float32, exactly.
@@ -63,7 +67,9 @@ bool compute_float16_in_float32(std::unique_ptr<ir::Graph>& graph, PassContext&)
 
   ir::GraphRebuilder rebuilder(g);
   ir::Graph& target = rebuilder.target();
-  std::unordered_map<uint32_t, ir::Value> float32_of;  // per source entry: its float32 value
+  // Per source entry: its float32 value (a node computing in float32 has it
+  // from the start; others get a Cast or a float32 Constant when read).
+  std::unordered_map<uint32_t, ir::Value> float32_of;
   auto as_float32 = [&](ir::Entry e) {
     const uint32_t entry = g.entry_id(e);
     auto it = float32_of.find(entry);
@@ -103,7 +109,8 @@ bool compute_float16_in_float32(std::unique_ptr<ir::Graph>& graph, PassContext&)
         rebuilder.alias(id, static_cast<uint32_t>(k), computed->output(k));
         continue;
       }
-      // The Cast back takes the output's name, which the rest of the graph knows.
+      // Readers that take float16 (and graph outputs) read a Cast back, which
+      // takes the value's name; eliminate-dead-code drops the unread ones.
       std::string& name = computed->output_names[static_cast<size_t>(k)];
       ir::Node* cast = target.add_node("Cast", {computed->output(k)}, 1, n.name + "/float16");
       cast->attributes.set("to", int64_t(static_cast<int>(DType::float16)));
@@ -112,6 +119,7 @@ bool compute_float16_in_float32(std::unique_ptr<ir::Graph>& graph, PassContext&)
       if (!name.empty()) name += "/float32";
       type.dtype = DType::float32;
       rebuilder.alias(id, static_cast<uint32_t>(k), cast->output(0));
+      float32_of.emplace(g.entry_id(id, static_cast<uint32_t>(k)), computed->output(k));
     }
   }
   graph = rebuilder.finish();

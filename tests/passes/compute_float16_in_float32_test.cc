@@ -1,8 +1,8 @@
-// compute-float16-in-float32: which float16 nodes compute in float32
-// between Casts, the rewritten graph's structure, and that it computes what
-// the float16 graph computes on the reference kernels (bit for bit: they
-// compute float16 in float32 and round each result too); in a Session the
-// convolution then goes to dnnl where it is built in.
+// compute-float16-in-float32: a float16 graph computes in float32 between
+// Casts where float16 comes in and goes out (structure), within float16's
+// rounding of what the float16 graph computes on the reference kernels, and
+// closer to the float32 graph's results than those; a Cast in the model still
+// rounds. In a Session the convolution then goes to dnnl where it is built in.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -59,41 +59,32 @@ const Node* node_named(const Graph& g, const std::string& name) {
   return nullptr;
 }
 
-TEST(ComputeFloat16InFloat32, ConvolutionsProductsAndReductionsComputeInFloat32BetweenCasts) {
+TEST(ComputeFloat16InFloat32, Float16ValuesAreComputedInFloat32BetweenCasts) {
   auto g = float16_graph();
   auto after = apply(*g, {"compute-float16-in-float32"});
   const Node* conv = node_named(*after, "conv");
   ASSERT_NE(conv, nullptr);
-  // The Conv reads x through a Cast and W as a float32 constant, and computes float32.
-  EXPECT_EQ(after->type_of(conv->inputs[0]).dtype, DType::float32);
+  // The Conv reads x through a Cast and W as a float32 constant.
   EXPECT_EQ(conv->inputs[0].node->schema().name, "Cast");
   EXPECT_EQ(conv->inputs[1].node->schema().name, "Constant");
   EXPECT_EQ(conv->inputs[1].node->constant_value.dtype(), DType::float32);
-  EXPECT_EQ(conv->output_types[0].dtype, DType::float32);
-  // Its float16 result, cast back, keeps the name the graph knew.
-  size_t casts_back = 0;
-  for (const auto& n : after->nodes())
-    if (n->schema().name == "Cast" && n->inputs[0].node == conv) {
-      ++casts_back;
-      EXPECT_EQ(n->output_types[0].dtype, DType::float16);
-      EXPECT_EQ(n->output_names[0], "conv_out");
-    }
-  EXPECT_EQ(casts_back, 1u);
-  // ReduceMean and MatMul compute in float32; Relu, Slice and Shape read
-  // float16 as they did; ArgMax has no float16 output and is left as it is.
+  // Every node but the Casts computes in float32 and reads float32 values
+  // (Relu, Slice, MatMul, ReduceMean, ArgMax and Shape read float32 from
+  // the Conv directly, with no Cast pair between).
   for (const auto& n : after->nodes()) {
     std::string_view name = n->schema().name;
-    if (name == "ReduceMean" || name == "MatMul") EXPECT_EQ(n->output_types[0].dtype, DType::float32) << name;
-    if (name == "Relu" || name == "Slice") EXPECT_EQ(n->output_types[0].dtype, DType::float16) << name;
-    if (name == "ArgMax" || name == "Shape") EXPECT_EQ(after->type_of(n->inputs[0]).dtype, DType::float16) << name;
+    if (name == "Cast" || name == "Constant" || name == "Input") continue;
+    for (const Value& in : n->inputs)
+      if (in) EXPECT_NE(after->type_of(in).dtype, DType::float16) << name;
+    for (const ir::ValueType& t : n->output_types) EXPECT_NE(t.dtype, DType::float16) << name;
   }
-  // x is cast once (Conv reads it; ArgMax reads the float16 x).
-  EXPECT_EQ(count_ops(*after, "Cast"), 1u /* x */ + 1u /* Relu's input: conv back */ + 1u /* ReduceMean in */ +
-                                           1u /* ReduceMean out */ + 1u /* MatMul in */ + 1u /* MatMul out */);
-  // Graph outputs keep their dtypes.
-  for (const Value& out : after->outputs()) {
-    const std::string& name = after->output_names()[&out - after->outputs().data()];
+  // Casts: x in; y and z out, named as before (Shape and ArgMax make int64).
+  EXPECT_EQ(count_ops(*after, "Cast"), 3u);
+  for (size_t i = 0; i < after->outputs().size(); ++i) {
+    const std::string& name = after->output_names()[i];
+    const Value out = after->outputs()[i];
     EXPECT_EQ(after->type_of(out).dtype, name == "s" || name == "a" ? DType::int64 : DType::float16) << name;
+    if (name == "y" || name == "z") EXPECT_EQ(out.node->schema().name, "Cast") << name;
   }
   // A float32 graph is left alone.
   auto plain = new_graph();
@@ -104,17 +95,54 @@ TEST(ComputeFloat16InFloat32, ConvolutionsProductsAndReductionsComputeInFloat32B
   EXPECT_FALSE(passes::find_pass("compute-float16-in-float32")->run(plain, ctx));
 }
 
-TEST(ComputeFloat16InFloat32, ComputesWhatTheFloat16GraphComputes) {
+TEST(ComputeFloat16InFloat32, ACastInTheModelStillRounds) {
+  // x -> Sqrt -> Cast(float16 -> float32) -> y: the Cast reads the float16
+  // Sqrt, rounded, as the model says; Sqrt computes in float32.
+  auto g = new_graph();
+  Value x = g->add_input("x", ir::ValueType::of(DType::float16, {64}))->output(0);
+  Node* cast = g->add_node("Cast", {op(*g, "Sqrt", {x})->output(0)}, 1, "cast");
+  cast->attributes.set("to", int64_t(static_cast<int>(DType::float32)));
+  g->add_output(cast->output(0), "y");
+  auto after = apply(*g, {"compute-float16-in-float32"});
+  std::vector<Tensor> inputs = {half_tensor({64}, 5)};
+  Tensor want = run_graph(*g, inputs)[0], got = run_graph(*after, inputs)[0];
+  EXPECT_EQ(std::memcmp(got.raw_data(), want.raw_data(), got.nbytes()), 0);
+  EXPECT_EQ(count_ops(*after, "Cast"), 3u);  // x in, Sqrt out, the model's own
+}
+
+TEST(ComputeFloat16InFloat32, ResultsAreTheFloat16GraphsWithinItsRoundingAndNearerTheFloat32Graphs) {
   auto g = float16_graph();
   auto after = apply(*g, {"compute-float16-in-float32"});
-  std::vector<Tensor> inputs = {half_tensor({1, 3, 8, 8}, 3)};
-  std::vector<Tensor> want = run_graph(*g, inputs), got = run_graph(*after, inputs);
+  // The same graph in float32, on the same (float16) values.
+  auto wide = g->clone();
+  for (const auto& n : wide->nodes()) {
+    if (n->schema().name == "Constant" && n->constant_value.dtype() == DType::float16) {
+      Tensor t(DType::float32, n->constant_value.shape());
+      for (int64_t i = 0; i < t.numel(); ++i) t.data<float>()[i] = n->constant_value.data<float16_t>()[i];
+      n->constant_value = t;
+    }
+    for (ir::ValueType& t : n->output_types)
+      if (t.dtype == DType::float16) t.dtype = DType::float32;
+  }
+  ir::infer_types(*wide);
+  Tensor x = half_tensor({1, 3, 8, 8}, 3);
+  Tensor x32(DType::float32, x.shape());
+  for (int64_t i = 0; i < x.numel(); ++i) x32.data<float>()[i] = x.data<float16_t>()[i];
+  std::vector<Tensor> want = run_graph(*g, {x}), got = run_graph(*after, {x}), exact = run_graph(*wide, {x32});
   ASSERT_EQ(got.size(), want.size());
+  double distance_got = 0, distance_want = 0;
   for (size_t k = 0; k < got.size(); ++k) {
     ASSERT_EQ(got[k].dtype(), want[k].dtype()) << k;
     ASSERT_EQ(got[k].shape(), want[k].shape()) << k;
-    EXPECT_EQ(std::memcmp(got[k].raw_data(), want[k].raw_data(), got[k].nbytes()), 0) << "output " << k;
+    expect_close(got[k], want[k], 4e-3, 4e-3);
+    if (got[k].dtype() != DType::float16) continue;
+    for (int64_t i = 0; i < got[k].numel(); ++i) {
+      const double e = exact[k].value_as_double(i);
+      distance_got += std::abs(got[k].value_as_double(i) - e);
+      distance_want += std::abs(want[k].value_as_double(i) - e);
+    }
   }
+  EXPECT_LE(distance_got, distance_want);
 }
 
 TEST(ComputeFloat16InFloat32, ASessionGivesTheFloat16ConvolutionToTheFloat32Backends) {

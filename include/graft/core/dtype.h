@@ -49,12 +49,39 @@ bool dtype_is_integer(DType t);
 /// DType from an ONNX integer, validating the range; throws invalid_model.
 DType dtype_from_onnx(int32_t onnx_type);
 
-/// IEEE half precision stored as its bits.
+/// IEEE half precision stored as its bits. Both conversions are inline and
+/// branchless, so that loops over float16 values vectorize.
 struct float16_t {
   uint16_t bits = 0;
   float16_t() = default;
-  explicit float16_t(float f);
-  operator float() const;
+  /// `f` rounded to the nearest float16, ties to even (from 65520 on:
+  /// infinity); a NaN keeps its sign and the top of its payload, made quiet.
+  explicit float16_t(float f) {
+    const uint32_t x = std::bit_cast<uint32_t>(f);
+    const uint32_t magnitude = x & 0x7fffffffu;
+    const uint32_t sign = (x >> 16) & 0x8000u;
+    // Normal range: the mantissa rounded to 10 bits (a carry may reach the
+    // exponent, correctly), the exponent rebiased.
+    const uint32_t rounded = (magnitude + 0xfffu + ((magnitude >> 13) & 1u)) & ~0x1fffu;
+    const uint32_t normal = (rounded >> 13) - ((127u - 15u) << 10);
+    // Below 2^-14 float16's step is 2^-24: adding 0.5 makes it float32's,
+    // whose own rounding (to even) then rounds.
+    const float tiny = std::bit_cast<float>(magnitude) + 0.5f;
+    const uint32_t subnormal = std::bit_cast<uint32_t>(tiny) - std::bit_cast<uint32_t>(0.5f);
+    uint32_t h = magnitude < 0x38800000u ? subnormal : normal;
+    h = magnitude >= 0x477ff000u ? 0x7c00u : h;                                       // 65520 and up
+    h = magnitude > 0x7f800000u ? 0x7e00u | ((magnitude >> 13) & 0x3ffu) : h;         // NaN
+    bits = static_cast<uint16_t>(h | sign);
+  }
+  /// The exact float32 value.
+  operator float() const {
+    const uint32_t magnitude = bits & 0x7fffu;
+    const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
+    uint32_t normal = (magnitude << 13) + ((127u - 15u) << 23);
+    normal = magnitude >= 0x7c00u ? normal + ((128u - 16u) << 23) : normal;  // infinities, NaNs
+    const uint32_t subnormal = std::bit_cast<uint32_t>(static_cast<float>(magnitude) * 0x1p-24f);
+    return std::bit_cast<float>((magnitude < 0x400u ? subnormal : normal) | sign);
+  }
 };
 
 /// bfloat16 stored as its bits (the top half of a float32).
