@@ -287,6 +287,36 @@ TEST_F(CliTest, OptWritesNoOpNewerThanTheModelsOpset) {
   EXPECT_EQ(checksum_line(after.out), checksum_line(before.out));
 }
 
+TEST_F(CliTest, OptKeepsAFloat16ModelFloat16) {
+  // compute-float16-in-float32 is how graft's CPU computes float16: graft
+  // opt's default leaves it out, so the file keeps its float16 weights.
+  auto g = std::make_unique<graft::ir::Graph>();
+  g->opset_imports[""] = 17;
+  graft::ir::Value x = g->add_input("x", graft::ir::ValueType::of(graft::DType::float16, {2, 4}))->output(0);
+  graft::Tensor w(graft::DType::float16, {4, 3});
+  for (int64_t i = 0; i < w.numel(); ++i) w.data<graft::float16_t>()[i] = graft::float16_t(0.25f * static_cast<float>(i));
+  g->add_output(g->add_node("MatMul", {x, g->add_constant("w", w)->output(0)})->output(0), "y");
+  std::string model = path("half.onnx"), optimized = path("half_opt.onnx");
+  graft::frontend::save_onnx(*g, model);
+  CommandResult r = graft("opt " + quote(model) + " -o " + quote(optimized));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("compute-float16-in-float32"), std::string::npos) << r.out;
+  onnx::ModelProto written;
+  std::ifstream in(optimized, std::ios::binary);
+  ASSERT_TRUE(written.ParseFromIstream(&in));
+  bool float16_weight = false;
+  for (const auto& t : written.graph().initializer()) float16_weight |= t.data_type() == onnx::TensorProto::FLOAT16;
+  for (const auto& n : written.graph().node())
+    for (const auto& a : n.attribute()) float16_weight |= a.has_t() && a.t().data_type() == onnx::TensorProto::FLOAT16;
+  EXPECT_TRUE(float16_weight);
+  CommandResult list = graft("opt --list");
+  EXPECT_EQ(list.out.substr(list.out.find("default pipeline:")).find("compute-float16-in-float32"), std::string::npos);
+  // Named, it runs.
+  CommandResult named = graft("opt " + quote(model) + " --passes infer,compute-float16-in-float32 -o " + quote(optimized));
+  ASSERT_EQ(named.exit_code, 0) << named.err;
+  EXPECT_NE(named.out.find("compute-float16-in-float32"), std::string::npos) << named.out;
+}
+
 TEST_F(CliTest, BadModelFilesAreOneLineErrors) {
   expect_one_line_error(graft("run " + quote(path("missing.onnx"))), "missing.onnx", "missing file");
   write_bytes(path("empty.onnx"), "");

@@ -3,6 +3,8 @@
 // graft opt --list: the registered passes.
 #include <iostream>
 #include <sstream>
+#include <string>
+#include <vector>
 
 #include "cli_support.h"
 #include "command.h"
@@ -38,13 +40,22 @@ std::string join(const std::vector<std::string>& names) {
   return text;
 }
 
+/// The Session's pipeline without compute-float16-in-float32: how graft's
+/// CPU computes float16, not a rewrite for other runtimes (it would double a
+/// float16 model's weights).
+std::vector<std::string> opt_default_pipeline() {
+  std::vector<std::string> names = passes::default_pipeline();
+  std::erase(names, "compute-float16-in-float32");
+  return names;
+}
+
 int optimize(const OptOptions& options) {
   if (options.list) {
     size_t width = 0;
     for (const auto& pass : passes::all_passes()) width = std::max(width, pass.name.size());
     for (const auto& pass : passes::all_passes())
       std::cout << pass.name << std::string(width - pass.name.size() + 2, ' ') << pass.description << "\n";
-    std::cout << "default pipeline: " << join(passes::default_pipeline()) << "\n";
+    std::cout << "default pipeline: " << join(opt_default_pipeline()) << "\n";
     return 0;
   }
   if (options.model.empty()) fail(ErrorKind::invalid_argument, "opt: give a model (or --list)");
@@ -53,8 +64,7 @@ int optimize(const OptOptions& options) {
   context.verify_after_each = options.verify;
   context.keep_opset = true;  // the file is for any runtime: no op newer than the model's opset
   if (!options.threads.empty()) context.num_threads = parse_thread_count(options.threads, "--threads");
-  std::vector<std::string> names =
-      options.passes.empty() ? passes::default_pipeline() : split_pass_names(options.passes);
+  std::vector<std::string> names = options.passes.empty() ? opt_default_pipeline() : split_pass_names(options.passes);
   if (!options.passes.empty() && names.empty())
     fail(ErrorKind::invalid_argument, "--passes '", options.passes, "' names no pass (see graft opt --list)");
   for (const auto& name : names)
