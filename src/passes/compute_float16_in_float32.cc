@@ -19,7 +19,8 @@
 // float16), Cast and CastLike (their dtype is what they are for: a Cast of a
 // float16 value to float32 still rounds it first), ops whose output dtype an
 // attribute chooses or that draw random values, and nodes touching
-// sequences or optionals.
+// sequences or optionals. Shape and Size read no values: they read the
+// float32 value where a node made one, with no Cast.
 #include <unordered_map>
 
 #include "graft/ir/graph_rebuilder.h"
@@ -30,6 +31,12 @@ namespace {
 
 bool is_float16_tensor(const ir::ValueType& t) { return t.is_tensor() && t.dtype == DType::float16; }
 
+/// Shape and Size read no values: they take a float32 value where there is
+/// one, float16 where not, and need no Cast.
+bool reads_only_shapes(const ir::Node& n) {
+  return n.schema().domain.empty() && (n.schema().name == "Shape" || n.schema().name == "Size");
+}
+
 /// Whether node `id` computes in float32.
 bool runs_in_float32(const ir::IndexedGraph& g, uint32_t id) {
   const ir::Node& n = g.node(id);
@@ -39,6 +46,7 @@ bool runs_in_float32(const ir::IndexedGraph& g, uint32_t id) {
   if (name == "Cast" || name == "CastLike" || name == "EyeLike" || name == "ConstantOfShape" ||
       name.starts_with("Random") || name == "Bernoulli" || name == "Multinomial")
     return false;
+  if (reads_only_shapes(n)) return false;
   if (touches_non_tensor(n)) return false;
   for (const ir::ValueType& t : n.output_types)
     if (is_float16_tensor(t)) return true;
@@ -92,6 +100,13 @@ bool compute_float16_in_float32(std::unique_ptr<ir::Graph>& graph, PassContext&)
     return v;
   };
   for (uint32_t id = 0; id < g.num_nodes(); ++id) {
+    if (!upcast[id] && reads_only_shapes(g.node(id)) && !g.inputs(id).empty() && g.inputs(id)[0].present()) {
+      auto it = float32_of.find(g.entry_id(g.inputs(id)[0]));
+      if (it != float32_of.end()) {
+        rebuilder.replace(id, target.copy_node(g.node(id), {it->second}));
+        continue;
+      }
+    }
     if (!upcast[id]) {
       rebuilder.copy(id);
       continue;

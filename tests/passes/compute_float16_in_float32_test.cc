@@ -86,6 +86,13 @@ TEST(ComputeFloat16InFloat32, Float16ValuesAreComputedInFloat32BetweenCasts) {
     EXPECT_EQ(after->type_of(out).dtype, name == "s" || name == "a" ? DType::int64 : DType::float16) << name;
     if (name == "y" || name == "z") EXPECT_EQ(out.node->schema().name, "Cast") << name;
   }
+  // Shape reads no values: of a float16 input it takes no Cast.
+  auto shape_only = new_graph();
+  ir::ValueType symbolic = ir::ValueType::of(DType::float16, {1, 3});
+  symbolic.dims[0] = ir::Dim::symbolic("n");  // not folded to a constant
+  Value h = shape_only->add_input("h", symbolic)->output(0);
+  shape_only->add_output(op(*shape_only, "Shape", {h})->output(0), "s");
+  EXPECT_EQ(count_ops(*apply(*shape_only, {"compute-float16-in-float32"}), "Cast"), 0u);
   // A float32 graph is left alone.
   auto plain = new_graph();
   Value x = plain->add_input("x", ir::ValueType::of(DType::float32, {2, 3}))->output(0);
