@@ -46,14 +46,6 @@ struct LayerNormMatch {
   std::vector<uint32_t> nodes;
 };
 
-// The other operand of binary node `id` than `e`, when `e` is one of them.
-std::optional<Entry> other_operand(const ir::IndexedGraph& g, uint32_t id, Entry e) {
-  auto in = g.inputs(id);
-  if (in[0] == e) return in[1];
-  if (in[1] == e) return in[0];
-  return std::nullopt;
-}
-
 // A constant that covers only dims [axis, rank) of a rank-`rank` value.
 bool is_affine_parameter(const ir::IndexedGraph& g, Entry e, const ir::ValueType& x, int64_t axis) {
   const Tensor* t = pattern::constant_of(g, e);
