@@ -289,11 +289,12 @@ def export(name, workdir, opset):
                 return paths
     torch.manual_seed(0)
     float16 = name.endswith(FLOAT16_SUFFIX)
-    model, inputs = model_builders()[name[:-len(FLOAT16_SUFFIX)] if float16 else name]()
+    base = name[:-len(FLOAT16_SUFFIX)] if float16 else name
+    model, inputs = model_builders()[base]()
     with torch.no_grad():
         randomize_batch_norms(model, torch)
     model.eval()
-    names = INPUT_NAMES.get(name, ["input"])
+    names = INPUT_NAMES.get(base, ["input"])
     with torch.no_grad():
         reference = model(*inputs)
     references = list(reference) if isinstance(reference, (tuple, list)) else [reference]
