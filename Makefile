@@ -66,6 +66,7 @@ ort-check: deps $(BUILD_DIR)/build.ninja
 	cd bench/compare && { [ -d node_modules/onnxruntime-node ] || npm install --ignore-scripts --no-audit --no-fund; }
 	cd tests/ort && /usr/bin/python3 random_onnx_graphs.py --graft $(abspath $(GRAFT)) --workdir $(abspath $(ORT_CHECK_DIR))/random --models 300 --seed 1
 	cd tests/ort && /usr/bin/python3 random_onnx_graphs.py --graft $(abspath $(GRAFT)) --workdir $(abspath $(ORT_CHECK_DIR))/special --models 300 --seed 2 --special
+	cd tests/ort && /usr/bin/python3 random_onnx_graphs.py --graft $(abspath $(GRAFT)) --workdir $(abspath $(ORT_CHECK_DIR))/float16 --models 200 --seed 3 --float16 --special
 	cd tests/ort && /usr/bin/python3 random_op_cases.py --graft $(abspath $(GRAFT)) --workdir $(abspath $(ORT_CHECK_DIR))/ops --cases 600 --seed 1
 	cd tests/ort && /usr/bin/python3 opset_changes.py --graft $(abspath $(GRAFT)) --workdir $(abspath $(ORT_CHECK_DIR))/opsets
 	cd tests/ort && /usr/bin/python3 opt_outputs.py --graft $(abspath $(GRAFT)) --workdir $(abspath $(ORT_CHECK_DIR))/opt \

@@ -15,12 +15,18 @@
 // float16 model's outputs differ from the reference kernels' by float16
 // rounding, not more: tests/passes/compute_float16_in_float32_test.cc).
 //
+// Ops whose result jumps where an input crosses a value (Floor, Mod,
+// comparisons, ArgMax, ThresholdedRelu, ...) read float16 values rounded, as
+// the model defines them: the rounding left out could move a value across.
+//
 // Left as they are, reading float16: control flow (their bodies keep
 // float16), Cast and CastLike (their dtype is what they are for: a Cast of a
 // float16 value to float32 still rounds it first), ops whose output dtype an
 // attribute chooses or that draw random values, and nodes touching
 // sequences or optionals. Shape and Size read no values: they read the
 // float32 value where a node made one, with no Cast.
+#include <algorithm>
+#include <iterator>
 #include <unordered_map>
 
 #include "graft/ir/graph_rebuilder.h"
@@ -35,6 +41,18 @@ bool is_float16_tensor(const ir::ValueType& t) { return t.is_tensor() && t.dtype
 /// one, float16 where not, and need no Cast.
 bool reads_only_shapes(const ir::Node& n) {
   return n.schema().domain.empty() && (n.schema().name == "Shape" || n.schema().name == "Size");
+}
+
+/// Ops whose result jumps where an input crosses a value (a rounding, a
+/// threshold, another input): a float16 value's rounding, which computing in
+/// float32 otherwise leaves out, could move it across. They read float16
+/// values rounded, as the model defines them.
+bool result_jumps(const ir::Node& n) {
+  static constexpr std::string_view kJumping[] = {
+      "Floor",  "Ceil",   "Round",  "Sign",         "Mod",       "Equal",           "Less",   "LessOrEqual",
+      "Greater", "GreaterOrEqual", "IsInf", "ThresholdedRelu", "Shrink", "ArgMax", "ArgMin", "TopK",
+      "NonMaxSuppression"};
+  return std::find(std::begin(kJumping), std::end(kJumping), n.schema().name) != std::end(kJumping);
 }
 
 /// Whether node `id` computes in float32.
@@ -75,16 +93,21 @@ bool compute_float16_in_float32(std::unique_ptr<ir::Graph>& graph, PassContext&)
 
   ir::GraphRebuilder rebuilder(g);
   ir::Graph& target = rebuilder.target();
-  // Per source entry: its float32 value (a node computing in float32 has it
-  // from the start; others get a Cast or a float32 Constant when read).
-  std::unordered_map<uint32_t, ir::Value> float32_of;
-  auto as_float32 = [&](ir::Entry e) {
+  // Per source entry: the float32 value a node computed (not rounded to
+  // float16), and the float32 value that holds its float16 value exactly (a
+  // Cast of the float16 value, or a float32 Constant), made when first read.
+  std::unordered_map<uint32_t, ir::Value> computed_of, exact_of;
+  auto as_float32 = [&](ir::Entry e, bool rounded) {
     const uint32_t entry = g.entry_id(e);
-    auto it = float32_of.find(entry);
-    if (it != float32_of.end()) return it->second;
+    if (!rounded) {
+      auto it = computed_of.find(entry);
+      if (it != computed_of.end()) return it->second;
+    }
+    auto it = exact_of.find(entry);
+    if (it != exact_of.end()) return it->second;
     const ir::Node& producer = g.node(e.node_id);
     const ir::Value source{&g.mutable_node(e.node_id), static_cast<int>(e.index)};
-    const std::string name = g.graph().value_name(source) + "/float32";
+    const std::string name = g.graph().value_name(source) + (computed_of.count(entry) ? "/rounded" : "/float32");
     ir::Value v;
     if (producer.schema().name == "Constant" && producer.schema().domain.empty()) {
       v = target.add_constant(name, to_float32(producer.constant_value))->output(0);
@@ -96,13 +119,13 @@ bool compute_float16_in_float32(std::unique_ptr<ir::Graph>& graph, PassContext&)
       cast->output_names[0] = name;
       v = cast->output(0);
     }
-    float32_of.emplace(entry, v);
+    exact_of.emplace(entry, v);
     return v;
   };
   for (uint32_t id = 0; id < g.num_nodes(); ++id) {
     if (!upcast[id] && reads_only_shapes(g.node(id)) && !g.inputs(id).empty() && g.inputs(id)[0].present()) {
-      auto it = float32_of.find(g.entry_id(g.inputs(id)[0]));
-      if (it != float32_of.end()) {
+      auto it = computed_of.find(g.entry_id(g.inputs(id)[0]));
+      if (it != computed_of.end()) {
         rebuilder.replace(id, target.copy_node(g.node(id), {it->second}));
         continue;
       }
@@ -114,9 +137,10 @@ bool compute_float16_in_float32(std::unique_ptr<ir::Graph>& graph, PassContext&)
     const ir::Node& n = g.node(id);
     std::vector<ir::Value> inputs = rebuilder.mapped_inputs(id);
     std::span<const ir::Entry> entries = g.inputs(id);
+    const bool rounded = result_jumps(n);
     for (size_t k = 0; k < entries.size(); ++k)
       if (entries[k].present() && is_float16_tensor(g.node(entries[k].node_id).output_types[entries[k].index]))
-        inputs[k] = as_float32(entries[k]);
+        inputs[k] = as_float32(entries[k], rounded);
     ir::Node* computed = target.copy_node(n, inputs);
     for (int k = 0; k < computed->num_outputs(); ++k) {
       ir::ValueType& type = computed->output_types[static_cast<size_t>(k)];
@@ -134,7 +158,7 @@ bool compute_float16_in_float32(std::unique_ptr<ir::Graph>& graph, PassContext&)
       if (!name.empty()) name += "/float32";
       type.dtype = DType::float32;
       rebuilder.alias(id, static_cast<uint32_t>(k), cast->output(0));
-      float32_of.emplace(g.entry_id(id, static_cast<uint32_t>(k)), computed->output(k));
+      computed_of.emplace(g.entry_id(id, static_cast<uint32_t>(k)), computed->output(k));
     }
   }
   graph = rebuilder.finish();

@@ -62,13 +62,13 @@ def run_graft(graft, model, folder, input_names, tag="graft", extra=()):
     return {f[:-4]: np.load(os.path.join(out, f)) for f in os.listdir(out) if f.endswith(".npy")}, None
 
 
-def first_difference(got, want):
+def first_difference(got, want, rtol=1e-4):
     """None when every output of `want` (by name) matches the one of `got`
     (see difference), else "NAME: what differs" for the first that does not."""
     for name, expected in want.items():
         if name not in got:
             return "%s: missing" % name
-        problem = difference(got[name], expected)
+        problem = difference(got[name], expected, rtol)
         if problem:
             return "%s: %s" % (name, problem)
     return None

@@ -117,6 +117,26 @@ TEST(ComputeFloat16InFloat32, ACastInTheModelStillRounds) {
   EXPECT_EQ(count_ops(*after, "Cast"), 3u);  // x in, Sqrt out, the model's own
 }
 
+TEST(ComputeFloat16InFloat32, OpsWhoseResultJumpsReadRoundedValues) {
+  // Floor(x + 2^-12) with x = 1 - 2^-11: the sum is halfway between two
+  // float16 values and rounds to 1, whose floor is 1; unrounded it is 0.
+  // Less(x + 2^-12, 1) alike: false rounded, true not.
+  auto g = new_graph();
+  Value x = g->add_input("x", ir::ValueType::of(DType::float16, {1}))->output(0);
+  Value c = g->add_constant("c", Tensor::from_vector(std::vector<float16_t>{float16_t(0x1p-12f)}, {}))->output(0);
+  Value one = g->add_constant("one", Tensor::from_vector(std::vector<float16_t>{float16_t(1.0f)}, {}))->output(0);
+  Value sum = op(*g, "Add", {x, c})->output(0);
+  g->add_output(op(*g, "Floor", {sum})->output(0), "floor");
+  g->add_output(op(*g, "Less", {sum, one})->output(0), "less");
+  auto after = apply(*g, {"compute-float16-in-float32"});
+  std::vector<Tensor> inputs = {Tensor::from_vector(std::vector<float16_t>{float16_t(1.0f - 0x1p-11f)}, {1})};
+  std::vector<Tensor> want = run_graph(*g, inputs), got = run_graph(*after, inputs);
+  EXPECT_EQ(static_cast<float>(want[0].data<float16_t>()[0]), 1.0f);
+  EXPECT_EQ(static_cast<float>(got[0].data<float16_t>()[0]), 1.0f);
+  EXPECT_FALSE(want[1].data<bool>()[0]);
+  EXPECT_FALSE(got[1].data<bool>()[0]);
+}
+
 TEST(ComputeFloat16InFloat32, ResultsAreTheFloat16GraphsWithinItsRoundingAndNearerTheFloat32Graphs) {
   auto g = float16_graph();
   auto after = apply(*g, {"compute-float16-in-float32"});
