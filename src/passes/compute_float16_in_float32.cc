@@ -1,9 +1,10 @@
 // Computes a model's float16 values in float32, as ONNX Runtime's CPU
 // provider does: every node that reads or makes float16 values computes in
-// float32 instead, reading float32 values; a Cast to float32 is added where a float16 value comes in (a
-// graph input, a node left as it is) and a Cast to float16 where a float16
-// value goes out (a graph output, a node left as it is). A float16 Constant
-// becomes a float32 Constant here, once, rather than a Cast every run.
+// float32 instead, reading float32 values. A Cast to float32 is added where a
+// float16 value comes in (a graph input, a node left as it is), a Cast to
+// float16 where one goes out (a graph output, a node left as it is). A
+// float16 Constant becomes a float32 Constant here, once, rather than a Cast
+// every run.
 //
 // Why: the backends that run convolutions and matrix products fast (dnnl)
 // take no float16, and the reference kernels' float16 convolutions are an
@@ -11,9 +12,11 @@
 // float32 between them, dnnl also takes the pointwise ops around them as
 // post-ops, where Casts would cut its subgraphs. The results are at least as
 // precise: the reference kernels compute each float16 op in float32 too, but
-// round its result to float16, which this leaves out between nodes (a
+// round its result to float16, which this leaves out between nodes. So a
 // float16 model's outputs differ from the reference kernels' by float16
-// rounding, not more: tests/passes/compute_float16_in_float32_test.cc).
+// rounding (tests/passes/compute_float16_in_float32_test.cc), with one
+// exception, as in ONNX Runtime: a value beyond float16's range between two
+// nodes stays finite here, where float16 would make it infinite.
 //
 // Ops whose result jumps where an input crosses a value (Floor, Mod,
 // comparisons, ArgMax, ThresholdedRelu, ...) read float16 values rounded, as
