@@ -203,8 +203,10 @@ namespace {
 /// Shape -> Gather -> Unsqueeze -> Concat -> Reshape, in most exports with a
 /// dynamic batch) fold to constants, so that the values after them get
 /// concrete types and the backends' subgraphs there compile (else they fall
-/// back to the reference kernels).
-void fold_shape_computations(std::unique_ptr<ir::Graph>& graph) {
+/// back to the reference kernels). `float16_in_float32`: the session's
+/// pipeline computes float16 in float32, so the nodes that unrolling or
+/// inlining brings out of control-flow bodies do too.
+void fold_shape_computations(std::unique_ptr<ir::Graph>& graph, bool float16_in_float32) {
   bool has_shape_query = false;
   for (const auto& node : graph->nodes())
     if (node->schema().domain.empty() && (node->schema().name == "Shape" || node->schema().name == "Size"))
@@ -213,7 +215,9 @@ void fold_shape_computations(std::unique_ptr<ir::Graph>& graph) {
   passes::PassContext ctx;
   // A Loop whose trip count, or an If whose condition, was a shape may now
   // unroll or inline.
-  passes::run_pipeline(graph, {"fold-constants", "simplify-control-flow", "eliminate-dead-code"}, ctx);
+  std::vector<std::string> pipeline = {"fold-constants", "simplify-control-flow", "eliminate-dead-code"};
+  if (float16_in_float32) pipeline.insert(pipeline.end() - 1, "compute-float16-in-float32");
+  passes::run_pipeline(graph, pipeline, ctx);
 }
 
 }  // namespace
@@ -247,7 +251,9 @@ std::shared_ptr<Session::Plan> Session::make_specialized_plan(const std::vector<
     }
   }
   ir::infer_types(*planned);
-  fold_shape_computations(planned);
+  const std::vector<std::string> session_pipeline = options_.passes.empty() ? passes::default_pipeline() : options_.passes;
+  fold_shape_computations(planned, std::find(session_pipeline.begin(), session_pipeline.end(),
+                                             "compute-float16-in-float32") != session_pipeline.end());
   if (unpartitioned_) plan->report = partition_and_fuse(planned);
   plan->graph = std::shared_ptr<ir::Graph>(std::move(planned));
   CompileOptions compile_options;

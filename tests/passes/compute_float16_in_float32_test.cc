@@ -189,5 +189,46 @@ TEST(ComputeFloat16InFloat32, ASessionGivesTheFloat16ConvolutionToTheFloat32Back
   EXPECT_TRUE(found);
 }
 
+TEST(ComputeFloat16InFloat32, NodesThatAPlanInlinesComputeInFloat32Too) {
+  // If(batch == 3) { MatMul(x, W) } else { Neg(x) } over float16 x[batch, 4]:
+  // the condition folds only once a plan knows the batch, and the branch it
+  // inlines then computes in float32 too (on dnnl), as at load.
+  auto g = new_graph();
+  ir::ValueType xt = ir::ValueType::of(DType::float16, {1, 4});
+  xt.dims[0] = ir::Dim::symbolic("batch");
+  Value x = g->add_input("x", xt)->output(0);
+  Value w = g->add_constant("W", half_tensor({4, 4}, 6))->output(0);
+  Value zero = g->add_constant("zero", Tensor::scalar<int64_t>(0))->output(0);
+  Value three = g->add_constant("three", Tensor::scalar<int64_t>(3))->output(0);
+  Value batch = op(*g, "Gather", {op(*g, "Shape", {x})->output(0), zero})->output(0);
+  Value cond = op(*g, "Equal", {batch, three})->output(0);
+  auto branch = [](bool product) {
+    auto body = std::make_shared<Graph>();
+    body->opset_imports[""] = 17;
+    Value bx = body->add_input("x", ir::ValueType{})->output(0);
+    Value bw = body->add_input("W", ir::ValueType{})->output(0);
+    Node* n = product ? body->add_node("MatMul", {bx, bw}, 1, "product") : body->add_node("Neg", {bx}, 1, "neg");
+    body->add_output(n->output(0), "out");
+    return body;
+  };
+  Node* node = g->add_node("If", {cond, x, w}, 1, "if");
+  node->num_captured_inputs = 2;
+  node->attributes.set("then_branch", branch(true));
+  node->attributes.set("else_branch", branch(false));
+  g->add_output(node->output(0), "y");
+  ir::infer_types(*g);
+  runtime::Session session(g->clone());
+  std::vector<Tensor> inputs = {half_tensor({3, 4}, 7)};
+  expect_close(session.run(inputs)[0], run_graph(*g, inputs)[0], 4e-3, 4e-3);
+  if (!runtime::find_backend("dnnl")) GTEST_SKIP() << "built without dnnl";
+  bool found = false;
+  for (const partition::NodePlacement& p : session.partition_report_for({ir::ValueType::of(DType::float16, {3, 4})}).nodes)
+    if (p.op_type == "MatMul") {
+      found = true;
+      EXPECT_EQ(p.backend, "dnnl");
+    }
+  EXPECT_TRUE(found);
+}
+
 }  // namespace
 }  // namespace graft::testing
