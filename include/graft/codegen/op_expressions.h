@@ -19,7 +19,9 @@ class Node;
 
 namespace graft::codegen {
 
-/// True for the dtypes kernels compute in: float32, float64, int32, int64, bool.
+/// True for the dtypes fused kernels take: float32, float64, int32, int64,
+/// bool, and float16 (loaded and stored as such, computed in float32 and
+/// rounded to float16 after every op, as the reference kernels do).
 bool is_kernel_dtype(DType dtype);
 
 /// True when `node` (with inferred input and output dtypes) can be part of a
