@@ -7,6 +7,7 @@ arrays by output name.
 """
 import json
 import os
+import shutil
 import subprocess
 
 import numpy as np
@@ -93,3 +94,27 @@ def difference(got, want, rtol=1e-4):
         return None
     at = tuple(np.argwhere(~same)[0])
     return "%d of %d differ; first at %s: got %r, expected %r" % (int((~same).sum()), want.size, at, got[at], want[at])
+
+
+def compare_with_ort(graft, model, folder, inputs, extra=(), rtol=1e-4):
+    """Saves `model` (an onnx ModelProto) and `inputs` (name -> array) in
+    `folder`, emptied first, and runs ONNX Runtime and graft (`extra`: more
+    `graft run` flags) on them. Returns ("refused", ONNX Runtime's error) when
+    ONNX Runtime does not run it (nothing to compare), ("agree", None) after
+    removing the folder, or ("differ", what differs or graft's error), keeping
+    the folder to look at."""
+    import onnx
+    shutil.rmtree(folder, ignore_errors=True)
+    os.makedirs(folder)
+    path = os.path.join(folder, "model.onnx")
+    onnx.save(model, path)
+    manifest = write_inputs(folder, inputs)
+    want, error = run_ort(path, folder, manifest)
+    if want is None:
+        return "refused", error
+    got, error = run_graft(graft, path, folder, list(inputs), extra=extra)
+    problem = "graft failed: " + error if got is None else first_difference(got, want, rtol)
+    if problem:
+        return "differ", problem
+    shutil.rmtree(folder)
+    return "agree", None

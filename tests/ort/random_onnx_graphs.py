@@ -16,14 +16,12 @@ Exit code 0 only when no graph differs.
 import argparse
 import os
 import random
-import shutil
 import sys
 
 import numpy as np
-import onnx
 from onnx import helper, TensorProto, numpy_helper
 
-from ort_support import first_difference, run_graft, run_ort, write_inputs
+from ort_support import compare_with_ort
 
 F32, F64, I32, I64, B = TensorProto.FLOAT, TensorProto.DOUBLE, TensorProto.INT32, TensorProto.INT64, TensorProto.BOOL
 F16 = TensorProto.FLOAT16
@@ -251,11 +249,6 @@ def main():
         if not made:
             continue
         model, inputs = made
-        folder = os.path.join(args.workdir, "model%d" % i)
-        shutil.rmtree(folder, ignore_errors=True)
-        os.makedirs(folder)
-        path = os.path.join(folder, "model.onnx")
-        onnx.save(model, path)
         arrays = {}
         for name, t, shape in inputs:
             if t in FLOATS:
@@ -270,20 +263,16 @@ def main():
             else:
                 a = values.integers(-20, 21, shape).astype(NP[t])
             arrays[name] = np.asarray(a, dtype=NP[t])
-        manifest = write_inputs(folder, arrays)
-        want, error = run_ort(path, folder, manifest)
-        if want is None:
-            refused += 1  # ONNX Runtime's own gaps (float64 kernels, ...): nothing to compare
-            continue
-        got, error = run_graft(args.graft, path, folder, list(arrays))
         # float16 graphs: every float output may carry float16 rounding.
-        problem = "graft failed: " + error if got is None else first_difference(got, want, 4e-3 if args.float16 else 1e-4)
-        if problem:
+        verdict, problem = compare_with_ort(args.graft, model, os.path.join(args.workdir, "model%d" % i), arrays,
+                                            rtol=4e-3 if args.float16 else 1e-4)
+        if verdict == "refused":
+            refused += 1  # ONNX Runtime's own gaps (float64 kernels, ...): nothing to compare
+        elif verdict == "differ":
             differ += 1
             print("DIFF model%d %s" % (i, problem), flush=True)
         else:
             same += 1
-            shutil.rmtree(folder)
     print("%d graphs: graft and ONNX Runtime agree on %d, differ on %d; ONNX Runtime refused %d" % (
         args.models, same, differ, refused))
     return 0 if differ == 0 else 1

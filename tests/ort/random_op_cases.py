@@ -12,14 +12,13 @@ Exit code 0 only when no case differs.
 import argparse
 import os
 import random
-import shutil
 import sys
 
 import numpy as np
 import onnx
 from onnx import helper, numpy_helper
 
-from ort_support import first_difference, run_graft, run_ort, write_inputs
+from ort_support import compare_with_ort
 
 OPSET = 18
 
@@ -531,25 +530,16 @@ def main():
         graph = helper.make_graph([node], op, inputs, [onnx.ValueInfoProto(name=o) for o in outputs], c.inits)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", OPSET)])
         model.ir_version = 8
-        folder = os.path.join(args.workdir, "case%d_%s" % (i, op))
-        shutil.rmtree(folder, ignore_errors=True)
-        os.makedirs(folder)
-        path = os.path.join(folder, "model.onnx")
-        onnx.save(model, path)
-        manifest = write_inputs(folder, dict(c.inputs))
-        want, error = run_ort(path, folder, manifest)
-        if want is None:
-            refused += 1
-            continue
         extra = ["--backends", args.backends] if args.backends else []
-        got, error = run_graft(args.graft, path, folder, [n for n, _ in c.inputs], extra=extra)
-        problem = "graft failed: " + error if got is None else first_difference(got, want)
-        if problem:
+        verdict, problem = compare_with_ort(args.graft, model, os.path.join(args.workdir, "case%d_%s" % (i, op)),
+                                            dict(c.inputs), extra=extra)
+        if verdict == "refused":
+            refused += 1
+        elif verdict == "differ":
             differ += 1
             print("DIFF case%d %s %s %s" % (i, op, c.attrs, problem[:300]), flush=True)
         else:
             agree += 1
-            shutil.rmtree(folder)
     print("%d one-op cases: graft and ONNX Runtime agree on %d, differ on %d; ONNX Runtime refused %d" % (
         args.cases, agree, differ, refused))
     return 0 if differ == 0 else 1
