@@ -41,30 +41,13 @@ std::vector<std::vector<int32_t>> group_outputs_by_iteration_space(std::span<con
 }
 
 KernelIR kernel_for_outputs(const KernelIR& ir, std::span<const int32_t> outputs) {
-  std::vector<bool> needed(ir.exprs.size(), false);
+  KernelIR part = ir;
+  part.outputs.clear();
   for (int32_t o : outputs) {
     GRAFT_CHECK(o >= 0 && static_cast<size_t>(o) < ir.outputs.size(), "kernel output ", o, " out of range");
-    needed[static_cast<size_t>(ir.outputs[static_cast<size_t>(o)])] = true;
+    part.outputs.push_back(ir.outputs[static_cast<size_t>(o)]);
   }
-  // Arguments precede their users: one backward sweep marks what is read.
-  for (size_t i = ir.exprs.size(); i-- > 0;) {
-    if (!needed[i]) continue;
-    const Expr& e = ir.exprs[i];
-    if (e.op == ExprOp::input || e.op == ExprOp::constant) continue;
-    for (int k = 0; k < arity(e.op); ++k) needed[static_cast<size_t>(e.args[k])] = true;
-  }
-  KernelIR out;
-  out.input_dtypes = ir.input_dtypes;
-  std::vector<int32_t> renumbered(ir.exprs.size(), -1);
-  for (size_t i = 0; i < ir.exprs.size(); ++i) {
-    if (!needed[i]) continue;
-    Expr e = ir.exprs[i];
-    if (e.op != ExprOp::input && e.op != ExprOp::constant)
-      for (int k = 0; k < arity(e.op); ++k) e.args[k] = renumbered[static_cast<size_t>(e.args[k])];
-    renumbered[i] = out.add(e);
-  }
-  for (int32_t o : outputs) out.outputs.push_back(renumbered[static_cast<size_t>(ir.outputs[static_cast<size_t>(o)])]);
-  return out;
+  return canonicalize(part);  // drops what these outputs do not read
 }
 
 }  // namespace graft::codegen

@@ -28,9 +28,9 @@ namespace graft::codegen {
 std::vector<std::vector<int32_t>> group_outputs_by_iteration_space(std::span<const Shape> output_shapes);
 
 /// The kernel that computes only outputs `outputs` (positions in
-/// `ir.outputs`, in the order given) of `ir`: the expressions they read, in
-/// the same order, and every input slot of `ir` (an input no expression
-/// reads is never touched, so it may have any shape).
+/// `ir.outputs`, in the order given) of `ir`, in canonical form (see
+/// canonicalize): the expressions they read, and every input slot of `ir`
+/// (an input no expression reads is never touched, so it may have any shape).
 KernelIR kernel_for_outputs(const KernelIR& ir, std::span<const int32_t> outputs);
 
 }  // namespace graft::codegen
