@@ -39,6 +39,22 @@ bool accepts(Accepts set, DType t) {
   return false;
 }
 
+/// The float16 expression that `e` converts to float32, when `e` is such a
+/// conversion (a float16 value, rounded), else -1.
+int32_t float16_source(const KernelIR& ir, int32_t e) {
+  const Expr& value = ir.exprs[static_cast<size_t>(e)];
+  const bool from_float16 =
+      value.op == ExprOp::cast && ir.exprs[static_cast<size_t>(value.args[0])].dtype == DType::float16;
+  return from_float16 ? value.args[0] : -1;
+}
+
+/// `e` (float32) rounded to float16 and back, as a float16 op's result is
+/// (unchanged when it is rounded already).
+int32_t round_to_float16(KernelIR& ir, int32_t e) {
+  if (float16_source(ir, e) >= 0) return e;
+  return ir.add_op(ExprOp::cast, DType::float32, ir.add_op(ExprOp::cast, DType::float16, e));
+}
+
 /// What a builder sees: the node, its lowered arguments and their dtypes.
 struct Lowering {
   KernelIR& ir;
@@ -67,10 +83,7 @@ struct Lowering {
   int32_t cast(int32_t a, DType to) { return t(a) == to ? a : ir.add_op(ExprOp::cast, to, a); }
   /// `e` rounded to the node's dtype where it is float16 and the reference
   /// kernel stores an intermediate result (variadic ops, step by step).
-  int32_t rounded(int32_t e) {
-    if (node.output_types[0].dtype != DType::float16) return e;
-    return ir.add_op(ExprOp::cast, DType::float32, ir.add_op(ExprOp::cast, DType::float16, e));
-  }
+  int32_t rounded(int32_t e) { return node.output_types[0].dtype == DType::float16 ? round_to_float16(ir, e) : e; }
   /// std::max(a, b) = a < b ? b : a (what the reference kernels call).
   int32_t std_max(int32_t a, int32_t b) { return select(cmp(ExprOp::less, a, b), b, a); }
   /// std::min(a, b) = b < a ? b : a.
@@ -555,21 +568,15 @@ LoweredKernel lower_body(const ir::Graph& body) {
     if (kernel.exprs[static_cast<size_t>(e)].dtype != l.out)
       fail(ErrorKind::internal, node.describe(), ": expression has dtype ",
            dtype_name(kernel.exprs[static_cast<size_t>(e)].dtype), ", the node ", dtype_name(l.out));
-    const Expr& value = kernel.exprs[static_cast<size_t>(e)];
-    bool already_rounded = value.op == ExprOp::cast && kernel.exprs[static_cast<size_t>(value.args[0])].dtype == DType::float16;
-    if (storage_of[id] == DType::float16 && !already_rounded)  // round to float16, go on in float32
-      e = kernel.add_op(ExprOp::cast, DType::float32, kernel.add_op(ExprOp::cast, DType::float16, e));
-    expr_of[id] = e;
+    expr_of[id] = storage_of[id] == DType::float16 ? round_to_float16(kernel, e) : e;
   }
   for (ir::Entry out : indexed.outputs()) {
     if (!out.present() || out.index != 0) fail(ErrorKind::invalid_model, "fused body output is not a node's first output");
     int32_t e = expr_of[out.node_id];
     if (storage_of[out.node_id] == DType::float16) {
       // The float16 value that the rounding above (or the load) produced.
-      const Expr& value = kernel.exprs[static_cast<size_t>(e)];
-      e = value.op == ExprOp::cast && kernel.exprs[static_cast<size_t>(value.args[0])].dtype == DType::float16
-              ? value.args[0]
-              : kernel.add_op(ExprOp::cast, DType::float16, e);
+      const int32_t rounded = float16_source(kernel, e);
+      e = rounded >= 0 ? rounded : kernel.add_op(ExprOp::cast, DType::float16, e);
     }
     kernel.outputs.push_back(e);
   }
