@@ -627,8 +627,8 @@ class Emitter {
     if (to == DType::boolean)
       return dtype_is_float(from) ? b_.CreateFCmpUNE(x, cf(x->getType(), 0)) : b_.CreateICmpNE(x, ci(x->getType(), 0));
     if (from == DType::boolean) return dtype_is_float(to) ? b_.CreateUIToFP(x, target) : b_.CreateZExt(x, target);
-    if (dtype_is_float(from) && dtype_is_float(to))  // float16 <-> float32 <-> float64
-      return dtype_size(to) > dtype_size(from) ? b_.CreateFPExt(x, target) : b_.CreateFPTrunc(x, target);
+    if (dtype_is_float(from) && dtype_is_float(to))
+      return to == DType::float64 ? b_.CreateFPExt(x, target) : b_.CreateFPTrunc(x, target);
     if (dtype_is_float(to)) return b_.CreateSIToFP(x, target);
     if (dtype_is_float(from)) {
       // Saturate at the int64 range, NaN -> 0 (llvm.fptosi.sat would do it but
