@@ -331,7 +331,7 @@ class CEmitter {
     auto it = buffers_.find(entry);
     if (it != buffers_.end()) return it->second;
     const ir::Node& producer = indexed_.node(inputs[k].node_id);
-    if (producer.schema().name != "Constant")
+    if (producer.op() != ir::OpId::Constant)
       fail(ErrorKind::internal, "ccodegen: ", node.describe(), " reads a value that has no buffer");
     const Tensor& value = producer.constant_value;
     if (value.dtype() != DType::float32)
@@ -588,7 +588,7 @@ class CEmitter {
     const int64_t outer = product(out_shape, 0, a);
     const int64_t n = opset < 13 ? product(out_shape, a) : out_shape[a];
     const int64_t inner = opset < 13 ? 1 : product(out_shape, a + 1);
-    const bool log = node.schema().name == "LogSoftmax";
+    const bool log = node.op() == ir::OpId::LogSoftmax;
     std::string at = inner == 1 ? "[j]" : "[j * " + std::to_string(inner) + "]";
     if (outer * inner * n >= kParallelThreshold) body_ << "  #pragma omp parallel for num_threads(num_threads)\n";
     body_ << "  for (int64_t r = 0; r < " << outer * inner << "; ++r) {\n"
@@ -618,7 +618,7 @@ class CEmitter {
     auto inputs = indexed_.inputs(id);
     if (inputs.size() > 1 && inputs[1].present()) {
       const ir::Node& producer = indexed_.node(inputs[1].node_id);
-      if (producer.schema().name != "Constant")
+      if (producer.op() != ir::OpId::Constant)
         fail(ErrorKind::unsupported, "ccodegen: ", node.describe(), ": axes are not a constant");
       axes = producer.constant_value.to_int64_vector();
     }
@@ -639,16 +639,16 @@ class CEmitter {
     if (axes.empty()) return emit_copy(id, node, out_shape);
     const Buffer& y = output_buffer(id, out_shape);
     std::set<int64_t> reduced(axes.begin(), axes.end());
-    const std::string_view op = node.schema().name;
-    const std::string init = op == "ReduceMax" ? "-INFINITY" : op == "ReduceMin" ? "INFINITY" : "0.0f";
+    const ir::OpId op = node.op();
+    const std::string init = op == ir::OpId::ReduceMax ? "-INFINITY" : op == ir::OpId::ReduceMin ? "INFINITY" : "0.0f";
     auto combine = [&](const std::string& acc, const std::string& v) {
-      if (op == "ReduceMax") return acc + " = fmaxf(" + acc + ", " + v + ");";
-      if (op == "ReduceMin") return acc + " = fminf(" + acc + ", " + v + ");";
+      if (op == ir::OpId::ReduceMax) return acc + " = fmaxf(" + acc + ", " + v + ");";
+      if (op == ir::OpId::ReduceMin) return acc + " = fminf(" + acc + ", " + v + ");";
       return acc + " += " + v + ";";
     };
     int64_t in_count = product(x.shape), out_count = product(out_shape);
     int64_t group = out_count == 0 ? 0 : in_count / out_count;
-    std::string finish = op == "ReduceMean" ? " * " + c_float_literal(1.0f / static_cast<float>(group)) : "";
+    std::string finish = op == ir::OpId::ReduceMean ? " * " + c_float_literal(1.0f / static_cast<float>(group)) : "";
     bool trailing = true;
     for (int64_t d = 0; d < rank; ++d)
       if (reduced.count(d) != (d >= rank - static_cast<int64_t>(reduced.size()) ? 1u : 0u)) trailing = false;
@@ -767,7 +767,7 @@ class CEmitter {
       } else {
         // An output that is a constant of the subgraph.
         const ir::Node& producer = indexed_.node(outputs[k].node_id);
-        if (producer.schema().name != "Constant" || producer.constant_value.dtype() != DType::float32)
+        if (producer.op() != ir::OpId::Constant || producer.constant_value.dtype() != DType::float32)
           fail(ErrorKind::unsupported, "ccodegen: subgraph output ", k, " is not a computed float32 value");
         std::string slot = "constants[" + std::to_string(result_.constant_ids.size()) + "]";
         result_.constant_ids.push_back(outputs[k].node_id);

@@ -46,7 +46,7 @@ std::optional<float> clip_bound(const ir::Node& node, int which, float fallback,
   if (node.opset_version > 0 && node.opset_version < 11) return node.attributes.get_float(name, fallback);
   if (static_cast<int>(node.inputs.size()) <= which || !node.inputs[static_cast<size_t>(which)]) return fallback;
   const ir::Node* producer = node.inputs[static_cast<size_t>(which)].node;
-  if (producer->schema().name != "Constant" || producer->constant_value.dtype() != DType::float32 ||
+  if (producer->op() != ir::OpId::Constant || producer->constant_value.dtype() != DType::float32 ||
       producer->constant_value.numel() != 1) {
     *reason = std::string("Clip's ") + name + " is not a float32 constant";
     return std::nullopt;

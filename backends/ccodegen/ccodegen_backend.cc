@@ -95,7 +95,7 @@ class CcodegenModule final : public runtime::CompiledModule {
     entry_ = reinterpret_cast<EntryFn>(library_->symbol(layout_.entry, what));
     ir::IndexedGraph indexed(subgraph);
     for (uint32_t id : layout_.constant_ids) {
-      if (id >= indexed.num_nodes() || indexed.node(id).schema().name != "Constant" ||
+      if (id >= indexed.num_nodes() || indexed.node(id).op() != ir::OpId::Constant ||
           indexed.node(id).constant_value.dtype() != DType::float32)
         fail(ErrorKind::invalid_model, "ccodegen: ", what, " refers to node ", id,
              " of its subgraph as a float32 constant, which it is not");
@@ -256,7 +256,7 @@ CcodegenSupport ccodegen_supports(const ir::Node& node) {
   if (op->kind == COpKind::pointwise) {
     if (node.attributes.has("broadcast") || node.attributes.has("axis"))
       return {false, "legacy broadcast attributes (opset < 7)"};
-    if (node.schema().name == "PRelu" && node.opset_version > 0 && node.opset_version < 7)
+    if (node.op() == ir::OpId::PRelu && node.opset_version > 0 && node.opset_version < 7)
       return {false, "per-channel PRelu of opset < 7"};
     std::string reason;
     std::vector<std::string> operands(static_cast<size_t>(std::max(data_inputs, 1)), "x");
@@ -265,7 +265,7 @@ CcodegenSupport ccodegen_supports(const ir::Node& node) {
   if (op->kind == COpKind::layer_norm && node.attributes.get_int("stash_type", 1) != 1)
     return {false, "LayerNormalization with a stash_type other than float"};
   if (op->kind == COpKind::reduce && node.inputs.size() > 1 && node.inputs[1] &&
-      node.inputs[1].node->schema().name != "Constant")
+      node.inputs[1].node->op() != ir::OpId::Constant)
     return {false, "reduction axes are not a constant"};
   return {true, {}};
 }

@@ -404,12 +404,7 @@ const OpRow* find_row(const ir::Node& node) {
     }
     return r;
   }();
-  auto ops = ir::all_ops();
-  const ir::OpSchema* schema = &node.schema();
-  if (schema >= ops.data() && schema < ops.data() + ops.size()) return rows[static_cast<size_t>(schema - ops.data())];
-  if (!schema->domain.empty()) return nullptr;
-  auto it = table().find(schema->name);
-  return it == table().end() ? nullptr : &it->second;
+  return rows[ir::op_index(node.op())];
 }
 
 bool rank_fits(const ir::ValueType& type) {
@@ -435,7 +430,7 @@ bool check_fusible(const ir::Node& node, std::string* reason) {
     return false;
   };
   const ir::OpSchema& schema = node.schema();
-  if (schema.domain.empty() && schema.name == "Constant") {
+  if (node.op() == ir::OpId::Constant) {
     const Tensor& value = node.constant_value;
     if (!is_kernel_dtype(value.dtype())) return refuse([] { return "constant of a dtype kernels do not compute in"; });
     if (value.rank() > kMaxKernelRank) return refuse([] { return "constant of rank above 8"; });
@@ -448,7 +443,7 @@ bool check_fusible(const ir::Node& node, std::string* reason) {
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     const ir::Value& input = node.inputs[i];
     if (!input) {
-      if (schema.name == "Clip") continue;
+      if (node.op() == ir::OpId::Clip) continue;
       return refuse([&] { return "input " + std::to_string(i) + " is absent"; });
     }
     GRAFT_CHECK(input.index >= 0 && input.index < input.node->num_outputs(), "bad value");
@@ -525,7 +520,7 @@ LoweredKernel lower_body(const ir::Graph& body) {
     const ir::Node& node = indexed.node(id);
     const ir::OpSchema& schema = node.schema();
     storage_of[id] = node.output_types.empty() ? DType::undefined : node.output_types[0].dtype;
-    if (schema.domain.empty() && schema.name == "Input") {
+    if (node.op() == ir::OpId::Input) {
       int32_t position = position_of_input[node.index()];
       if (position < 0) fail(ErrorKind::invalid_model, node.describe(), " is not an input of the fused body");
       expr_of[id] = to_compute(kernel.add_input(position, kernel.input_dtypes[static_cast<size_t>(position)]));
@@ -533,7 +528,7 @@ LoweredKernel lower_body(const ir::Graph& body) {
     }
     std::string reason = why_not_fusible(node);
     if (!reason.empty()) fail(ErrorKind::unsupported, node.describe(), " cannot be fused: ", reason);
-    if (schema.domain.empty() && schema.name == "Constant") {
+    if (node.op() == ir::OpId::Constant) {
       const Tensor& value = node.constant_value;
       storage_of[id] = value.dtype();
       if (value.numel() == 1) {

@@ -24,12 +24,7 @@ namespace {
 constexpr uint32_t kPrefetchDistance = 8;
 
 const ir::OpSchema& fused_pointwise_op() {
-  static const ir::OpSchema& schema = [] () -> const ir::OpSchema& {
-    const ir::OpSchema* op = ir::find_op("graft", "FusedPointwise");
-    GRAFT_CHECK(op, "op table has no graft.FusedPointwise");
-    return *op;
-  }();
-  return schema;
+  return ir::op_schema(ir::OpId::FusedPointwise);
 }
 
 class FusedGraphBuilder {
@@ -81,7 +76,7 @@ class FusedGraphBuilder {
         // Every producer precedes `id` and has its new value: a copied node,
         // or a fused node created at its subset's first member, earlier still.
         const ir::Node& src = source_.node(id);
-        if (map_[source_.entry_id(id, 0)].node && src.schema().name == "Input") continue;  // a graph input
+        if (map_[source_.entry_id(id, 0)].node && src.op() == ir::OpId::Input) continue;  // a graph input
         ir::Node* n = transfer(*target_, id);
         std::span<const ir::Entry> entries = source_.inputs(id);
         n->inputs.resize(entries.size());

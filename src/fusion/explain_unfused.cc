@@ -23,7 +23,7 @@ bool is_pointwise_op(const ir::Node& node) {
 }
 
 bool is_fused_node(const ir::Node& node) {
-  return node.schema().domain == "graft" && node.schema().name == "FusedPointwise";
+  return node.op() == ir::OpId::FusedPointwise;
 }
 
 bool same_kind(const ir::Node& a, const ir::Node& b) { return a.is_backward == b.is_backward && a.device == b.device; }

@@ -27,9 +27,7 @@ bool op_is_pointwise(const ir::OpSchema& schema) {
                   op.is_implemented() && op.domain.empty() && expressions.count(op.name) > 0);
     return t;
   }();
-  auto ops = ir::all_ops();
-  if (&schema < ops.data() || &schema >= ops.data() + ops.size()) return false;
-  return table[static_cast<size_t>(&schema - ops.data())];
+  return table[ir::op_index(schema.id)];
 }
 
 }  // namespace
@@ -43,8 +41,7 @@ bool is_fusible_op(const ir::Node& node) {
 bool is_fusible(const ir::Node& node) { return is_fusible_op(node) && codegen::is_fusible(node); }
 
 bool is_scalar_constant(const ir::Node& node) {
-  static const ir::OpSchema* constant = ir::find_op("", "Constant");
-  return &node.schema() == constant && node.constant_value.is_defined() && node.constant_value.numel() == 1;
+  return node.op() == ir::OpId::Constant && node.constant_value.is_defined() && node.constant_value.numel() == 1;
 }
 
 }  // namespace graft::fusion

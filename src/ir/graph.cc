@@ -76,26 +76,6 @@ std::string Node::describe() const {
   return "node '" + (name.empty() ? "#" + std::to_string(index_) : name) + "' (" + op_type() + ")";
 }
 
-namespace {
-
-const OpSchema& builtin_op(std::string_view name) {
-  const OpSchema* schema = find_op("", name);
-  GRAFT_CHECK(schema, "op table has no ", name);
-  return *schema;
-}
-
-const OpSchema& input_op() {
-  static const OpSchema& schema = builtin_op("Input");
-  return schema;
-}
-
-const OpSchema& constant_op() {
-  static const OpSchema& schema = builtin_op("Constant");
-  return schema;
-}
-
-}  // namespace
-
 Node* Graph::add_node(std::string_view op_type, const std::vector<Value>& inputs, int num_outputs,
                       std::string name, std::string_view domain) {
   const OpSchema* schema = find_op(domain, op_type);
@@ -106,6 +86,10 @@ Node* Graph::add_node(std::string_view op_type, const std::vector<Value>& inputs
 
 Node* Graph::add_node(const OpSchema& schema, const std::vector<Value>& inputs, int num_outputs, std::string name) {
   return create_node(schema, inputs, num_outputs, std::move(name), schema.domain);
+}
+
+Node* Graph::add_node(OpId op, const std::vector<Value>& inputs, int num_outputs, std::string name) {
+  return add_node(op_schema(op), inputs, num_outputs, std::move(name));
 }
 
 Node* Graph::create_node(const OpSchema& schema, const std::vector<Value>& inputs, int num_outputs, std::string name,
@@ -125,7 +109,7 @@ Node* Graph::create_node(const OpSchema& schema, const std::vector<Value>& input
 }
 
 Node* Graph::add_input(std::string name, ValueType type) {
-  Node* n = add_node(input_op(), {}, 1, name);
+  Node* n = add_node(op_schema(OpId::Input), {}, 1, name);
   n->output_types[0] = std::move(type);
   n->output_names[0] = std::move(name);
   inputs_.push_back(n);
@@ -133,7 +117,7 @@ Node* Graph::add_input(std::string name, ValueType type) {
 }
 
 Node* Graph::add_constant(const std::string& name, Tensor value) {
-  Node* n = add_node(constant_op(), {}, 1, name);
+  Node* n = add_node(op_schema(OpId::Constant), {}, 1, name);
   n->output_types[0] = ValueType::of(value.dtype(), value.shape());
   n->output_names[0] = name;
   n->constant_value = std::move(value);

@@ -29,7 +29,7 @@ std::vector<Value> GraphRebuilder::mapped_inputs(uint32_t id) const {
 
 Node* GraphRebuilder::copy(uint32_t id) {
   const Node& src = source_.node(id);
-  if (map_[source_.entry_id(id, 0)].node && src.schema().name == "Input")
+  if (map_[source_.entry_id(id, 0)].node && src.op() == ir::OpId::Input)
     return map_[source_.entry_id(id, 0)].node;
   Node* n = target_->copy_node(src, mapped_inputs(id));
   for (int k = 0; k < n->num_outputs(); ++k) map_[source_.entry_id(id, static_cast<uint32_t>(k))] = n->output(k);

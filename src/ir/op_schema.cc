@@ -10,19 +10,13 @@ namespace graft::ir {
 
 namespace {
 
-constexpr size_t kNumOps = 0
-#define GRAFT_OP(name, domain, category, min_in, max_in, min_out, max_out) +1
-#include "graft/ops/ops.def"
-#undef GRAFT_OP
-    ;
-
 using OpTable = std::array<OpSchema, kNumOps>;
 
 OpTable& table() {
   static OpTable ops = {{
 #define GRAFT_OP(name, domain, category, min_in, max_in, min_out, max_out) \
-  OpSchema{name, domain, OpCategory::category, min_in, max_in, min_out, max_out, nullptr, nullptr},
-#include "graft/ops/ops.def"
+  OpSchema{OpId::name, #name, domain, OpCategory::category, min_in, max_in, min_out, max_out},
+#include "graft/ir/ops.def"
 #undef GRAFT_OP
   }};
   return ops;
@@ -65,6 +59,10 @@ const OpSchema* find_op(std::string_view domain, std::string_view name) {
 
 std::span<const OpSchema> all_ops() { return table(); }
 
+const OpSchema& op_schema(OpId id) { return table()[op_index(id)]; }
+
+std::string_view op_name(OpId id) { return table()[op_index(id)].name; }
+
 namespace detail {
 bool register_op_semantics(std::string_view domain, std::string_view name, InferFn infer, KernelFn kernel) {
   for (OpSchema& op : table()) {
@@ -81,6 +79,17 @@ bool register_op_semantics(std::string_view domain, std::string_view name, Infer
   std::fprintf(stderr, "graft: op %.*s is registered but missing from ops.def\n", static_cast<int>(name.size()),
                name.data());
   std::abort();
+}
+
+bool register_op_pointwise(OpId id, const ops::PointwiseExpression* expression) {
+  OpSchema& op = table()[op_index(id)];
+  if (op.pointwise) {
+    std::fprintf(stderr, "graft: op %.*s has two pointwise expressions\n", static_cast<int>(op.name.size()),
+                 op.name.data());
+    std::abort();
+  }
+  op.pointwise = expression;
+  return true;
 }
 }  // namespace detail
 

@@ -11,10 +11,23 @@ namespace {
 /// optional ops, and those that pass any value on (Identity, the control-flow
 /// ops' carried and captured values).
 bool reads_non_tensors(const OpSchema& s) {
-  if (!s.domain.empty()) return false;
-  std::string_view name = s.name;
-  return name.starts_with("Sequence") || name.starts_with("Optional") || name == "ConcatFromSequence" ||
-         name == "Identity" || name == "If" || name == "Loop";
+  switch (s.id) {
+    case OpId::SequenceMap:
+    case OpId::SequenceEmpty:
+    case OpId::SequenceConstruct:
+    case OpId::SequenceInsert:
+    case OpId::SequenceAt:
+    case OpId::SequenceErase:
+    case OpId::SequenceLength:
+    case OpId::Optional:
+    case OpId::OptionalHasElement:
+    case OpId::OptionalGetElement:
+    case OpId::ConcatFromSequence:
+    case OpId::Identity:
+    case OpId::If:
+    case OpId::Loop: return true;
+    default: return false;
+  }
 }
 
 }  // namespace
@@ -34,7 +47,7 @@ void infer_types(Graph& graph) {
     std::vector<const Tensor*> constants(n.inputs.size(), nullptr);
     for (size_t i = 0; i < n.inputs.size(); ++i) {
       const Value& v = n.inputs[i];
-      if (v.node && v.node->schema().name == "Constant" && v.node->schema().domain.empty())
+      if (v.node && v.node->op() == ir::OpId::Constant)
         constants[i] = &v.node->constant_value;
     }
     ops::InferContext ctx(n, std::move(constants));

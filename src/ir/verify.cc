@@ -25,7 +25,7 @@ void verify(const Graph& graph) {
     for (const std::string& name : n.output_names)
       if (!name.empty() && !names.insert(name).second)
         fail(ErrorKind::invalid_model, n.describe(), " redefines value '", name, "'");
-    if (s.category == OpCategory::source && s.name == "Constant" && !n.constant_value.is_defined())
+    if (s.id == OpId::Constant && !n.constant_value.is_defined())
       fail(ErrorKind::invalid_model, n.describe(), " has no value");
   }
 }

@@ -266,7 +266,7 @@ void reduce_typed(const T* in, T* out, const ReductionLayout& layout) {
 }
 
 /// First opset where this op takes its axes as an input.
-int axes_input_opset(const ir::Node& node) { return node.schema().name == "ReduceSum" ? 13 : 18; }
+int axes_input_opset(const ir::Node& node) { return node.op() == ir::OpId::ReduceSum ? 13 : 18; }
 
 /// What the node says about its axes: a list, "unknown" (a non-constant
 /// input), and whether an empty list means identity.

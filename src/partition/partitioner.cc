@@ -358,7 +358,7 @@ std::unique_ptr<ir::Graph> Partitioner::rebuild() {
     const ir::Node& node = graph_.node(id);
     int32_t g = grouping_.group_of(id);
     if (g == ConvexGrouping::kNoGroup) {
-      if (node.schema().name == "Constant" && node.schema().domain.empty()) {
+      if (node.op() == ir::OpId::Constant) {
         bool needed = false;
         for (int k = 0; k < node.num_outputs(); ++k) needed = needed || used_outside[graph_.entry_id(id, k)];
         if (!needed) continue;  // read only inside subgraphs, which hold their own copy
@@ -386,7 +386,7 @@ std::unique_ptr<ir::Graph> Partitioner::rebuild() {
           GRAFT_CHECK(grouping_.group_of(e.node_id) != g, "member read before it was copied");
           const ir::Node& producer = graph_.node(e.node_id);
           ir::Value value;
-          if (producer.schema().name == "Constant" && producer.schema().domain.empty()) {
+          if (producer.op() == ir::OpId::Constant) {
             value = body->copy_node(producer, {})->output(static_cast<int>(e.index));
           } else {
             ir::Value outer{const_cast<ir::Node*>(&producer), static_cast<int>(e.index)};

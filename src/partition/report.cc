@@ -45,14 +45,14 @@ size_t PartitionReport::record_fusion(const ir::Graph& fused_graph) {
   };
   size_t moved = 0;
   for (const auto& node : fused_graph.nodes()) {
-    if (node->op_type() != "graft.FusedPointwise" || !node->subgraph) continue;
+    if (node->op() != ir::OpId::FusedPointwise || !node->subgraph) continue;
     SubgraphInfo info;
     info.backend = "fuse";
     info.id = static_cast<int>(subgraphs.size());
     info.node_name = node->name;
     for (const auto& member : node->subgraph->nodes()) {
-      const std::string& op = member->op_type();
-      if (op == "Input" || op == "Constant") continue;
+      if (member->op() == ir::OpId::Input || member->op() == ir::OpId::Constant) continue;
+      const std::string op = member->op_type();
       auto it = on_ref.find(member->name);
       if (it == on_ref.end()) continue;
       auto& candidates = it->second;

@@ -43,7 +43,7 @@ bool is_float16_tensor(const ir::ValueType& t) { return t.is_tensor() && t.dtype
 /// Shape and Size read no values: they take a float32 value where there is
 /// one, float16 where not, and need no Cast.
 bool reads_only_shapes(const ir::Node& n) {
-  return n.schema().domain.empty() && (n.schema().name == "Shape" || n.schema().name == "Size");
+  return (n.op() == ir::OpId::Shape || n.op() == ir::OpId::Size);
 }
 
 /// Ops whose result jumps where an input crosses a value (a rounding, a
@@ -51,11 +51,12 @@ bool reads_only_shapes(const ir::Node& n) {
 /// float32 otherwise leaves out, could move it across. They read float16
 /// values rounded, as the model defines them.
 bool result_jumps(const ir::Node& n) {
-  static constexpr std::string_view kJumping[] = {
-      "Floor",  "Ceil",   "Round",  "Sign",         "Mod",       "Equal",           "Less",   "LessOrEqual",
-      "Greater", "GreaterOrEqual", "IsInf", "ThresholdedRelu", "Shrink", "ArgMax", "ArgMin", "TopK",
-      "NonMaxSuppression"};
-  return std::find(std::begin(kJumping), std::end(kJumping), n.schema().name) != std::end(kJumping);
+  using ir::OpId;
+  static constexpr OpId kJumping[] = {
+      OpId::Floor,          OpId::Ceil,  OpId::Round,           OpId::Sign,   OpId::Mod,    OpId::Equal,
+      OpId::Less,           OpId::LessOrEqual, OpId::Greater,   OpId::GreaterOrEqual, OpId::IsInf,
+      OpId::ThresholdedRelu, OpId::Shrink, OpId::ArgMax,        OpId::ArgMin, OpId::TopK,   OpId::NonMaxSuppression};
+  return std::find(std::begin(kJumping), std::end(kJumping), n.op()) != std::end(kJumping);
 }
 
 /// Whether node `id` computes in float32.
@@ -63,10 +64,14 @@ bool runs_in_float32(const ir::IndexedGraph& g, uint32_t id) {
   const ir::Node& n = g.node(id);
   const ir::OpSchema& s = n.schema();
   if (!s.domain.empty() || s.category == ir::OpCategory::source || s.category == ir::OpCategory::control) return false;
-  std::string_view name = s.name;
-  if (name == "Cast" || name == "CastLike" || name == "EyeLike" || name == "ConstantOfShape" ||
-      name.starts_with("Random") || name == "Bernoulli" || name == "Multinomial")
-    return false;
+  switch (n.op()) {
+    case ir::OpId::Cast:
+    case ir::OpId::CastLike:
+    case ir::OpId::EyeLike:
+    case ir::OpId::ConstantOfShape: return false;
+    default: break;
+  }
+  if (ir::is_random_op(n.op())) return false;
   if (reads_only_shapes(n)) return false;
   if (touches_non_tensor(n)) return false;
   for (const ir::ValueType& t : n.output_types)
@@ -112,7 +117,7 @@ bool compute_float16_in_float32(std::unique_ptr<ir::Graph>& graph, PassContext&)
     const ir::Value source{&g.mutable_node(e.node_id), static_cast<int>(e.index)};
     const std::string name = g.graph().value_name(source) + (computed_of.count(entry) ? "/rounded" : "/float32");
     ir::Value v;
-    if (producer.schema().name == "Constant" && producer.schema().domain.empty()) {
+    if (producer.op() == ir::OpId::Constant) {
       v = target.add_constant(name, to_float32(producer.constant_value))->output(0);
     } else {
       ir::Node* cast = target.add_node("Cast", {rebuilder.map(e)}, 1, name);

@@ -10,8 +10,8 @@ namespace {
 bool is_forwarding(const ir::IndexedGraph& indexed, uint32_t id) {
   const ir::Node& n = indexed.node(id);
   if (!n.schema().domain.empty()) return false;
-  if (n.schema().name == "Identity") return true;
-  if (n.schema().name != "Dropout") return false;
+  if (n.op() == ir::OpId::Identity) return true;
+  if (n.op() != ir::OpId::Dropout) return false;
   if (n.attributes.get_int("training_mode", 0) != 0) return false;
   if (n.inputs.size() > 2 && n.inputs[2]) return false;  // training_mode given as an input: keep
   if (n.num_outputs() < 2) return true;

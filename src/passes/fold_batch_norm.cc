@@ -16,11 +16,11 @@ namespace {
 
 // The Conv feeding BatchNormalization `id` when the pair can be folded.
 std::optional<uint32_t> foldable_conv(const ir::IndexedGraph& g, uint32_t id) {
-  if (!pattern::is_op(g, id, "BatchNormalization")) return std::nullopt;
+  if (!pattern::is_op(g, id, ir::OpId::BatchNormalization)) return std::nullopt;
   const ir::Node& bn = g.node(id);
   if (bn.num_outputs() != 1 || bn.attributes.get_int("training_mode", 0) != 0) return std::nullopt;
   auto inputs = g.inputs(id);
-  if (inputs.size() != 5 || !pattern::produced_by(g, inputs[0], "Conv")) return std::nullopt;
+  if (inputs.size() != 5 || !pattern::produced_by(g, inputs[0], ir::OpId::Conv)) return std::nullopt;
   uint32_t conv = inputs[0].node_id;
   if (!pattern::single_use(g, conv)) return std::nullopt;
   auto conv_inputs = g.inputs(conv);
@@ -53,7 +53,7 @@ bool fold_batch_norm(std::unique_ptr<ir::Graph>& graph, PassContext&) {
   ir::GraphRebuilder rebuilder(g);
   for (uint32_t id = 0; id < g.num_nodes(); ++id) {
     if (folded_into[id] < 0) {
-      bool is_folded_bn = pattern::is_op(g, id, "BatchNormalization") && foldable_conv(g, id).has_value();
+      bool is_folded_bn = pattern::is_op(g, id, ir::OpId::BatchNormalization) && foldable_conv(g, id).has_value();
       if (!is_folded_bn) rebuilder.copy(id);
       continue;
     }

@@ -24,9 +24,9 @@ class HeapAllocator : public ops::OutputAllocator {
   Tensor allocate(DType dtype, const Shape& shape) override { return Tensor(dtype, shape); }
 };
 
-bool is_constant(ir::Value v) { return v.node && v.node->schema().name == "Constant" && v.node->schema().domain.empty(); }
+bool is_constant(ir::Value v) { return v.node && v.node->op() == ir::OpId::Constant; }
 
-bool is_fused_pointwise(const ir::Node& n) { return n.schema().domain == "graft" && n.schema().name == "FusedPointwise"; }
+bool is_fused_pointwise(const ir::Node& n) { return n.op() == ir::OpId::FusedPointwise; }
 
 bool may_fold(const ir::Node& n) {
   const ir::OpSchema& s = n.schema();
@@ -35,8 +35,7 @@ bool may_fold(const ir::Node& n) {
   for (const ir::ValueType& t : n.output_types)
     if (!t.is_tensor()) return false;  // a Constant holds a tensor
   if (!s.kernel || !s.domain.empty()) return false;
-  std::string_view name = s.name;
-  return !name.starts_with("Random") && name != "Bernoulli" && name != "Multinomial";
+  return !ir::is_random_op(s.id);
 }
 
 /// A graft.FusedPointwise whose inputs all became constants when a plan
@@ -63,7 +62,7 @@ std::vector<Tensor> evaluate_fused_body(const ir::Node& fused, std::vector<Tenso
   for (uint32_t id = 0; id < g.num_nodes(); ++id) {
     const ir::Node& n = g.node(id);
     if (n.schema().category == ir::OpCategory::source) {
-      if (n.schema().name == "Constant") values[g.entry_id(id, 0)] = n.constant_value;
+      if (n.op() == ir::OpId::Constant) values[g.entry_id(id, 0)] = n.constant_value;
       continue;
     }
     if (!n.schema().kernel || n.subgraph) return {};
@@ -91,7 +90,7 @@ std::vector<Tensor> evaluate(const ir::Node& n, std::vector<Tensor> inputs, ops:
 Tensor fold_shape_query(const ir::Node& n, const ir::ValueType& input_type) {
   auto shape = input_type.concrete_shape();
   if (!shape) return {};
-  if (n.schema().name == "Size") return Tensor::scalar<int64_t>(shape_numel(*shape));
+  if (n.op() == ir::OpId::Size) return Tensor::scalar<int64_t>(shape_numel(*shape));
   int64_t rank = static_cast<int64_t>(shape->size());
   int64_t start = n.attributes.get_int("start", 0), end = n.attributes.get_int("end", rank);
   if (start < 0) start += rank;
@@ -112,7 +111,7 @@ bool fold_once(std::unique_ptr<ir::Graph>& graph, PassContext& ctx) {
     const ir::Node& n = indexed.node(id);
     std::vector<ir::Value> inputs = rebuilder.mapped_inputs(id);
     std::vector<Tensor> outputs;
-    if (may_fold(n) && (n.schema().name == "Shape" || n.schema().name == "Size") && inputs.size() == 1 &&
+    if (may_fold(n) && (n.op() == ir::OpId::Shape || n.op() == ir::OpId::Size) && inputs.size() == 1 &&
         inputs[0]) {
       Tensor t = fold_shape_query(n, inputs[0].node->graph().type_of(inputs[0]));
       if (t.is_defined()) outputs.push_back(std::move(t));

@@ -15,7 +15,7 @@ namespace {
 
 // The pads of Pad node `id` ([begin..., end...] over all dims) when it pads with zeros; else nullopt.
 std::optional<std::vector<int64_t>> zero_pads(const ir::IndexedGraph& g, uint32_t id) {
-  if (!pattern::is_op(g, id, "Pad")) return std::nullopt;
+  if (!pattern::is_op(g, id, ir::OpId::Pad)) return std::nullopt;
   const ir::Node& n = g.node(id);
   if (n.attributes.get_string("mode", "constant") != "constant") return std::nullopt;
   auto inputs = g.inputs(id);
@@ -47,7 +47,7 @@ bool all_zero(const std::vector<int64_t>& v) {
 // The consumer's new pads when `pads` (over all dims of a rank-r input) fold into it; else nullopt.
 std::optional<std::vector<int64_t>> folded_pads(const ir::IndexedGraph& g, uint32_t consumer, const std::vector<int64_t>& pads) {
   const ir::Node& c = g.node(consumer);
-  bool pool = pattern::is_op(g, consumer, "AveragePool"), conv = pattern::is_op(g, consumer, "Conv");
+  bool pool = pattern::is_op(g, consumer, ir::OpId::AveragePool), conv = pattern::is_op(g, consumer, ir::OpId::Conv);
   if (!pool && !conv) return std::nullopt;
   if (c.attributes.get_string("auto_pad", "NOTSET") != "NOTSET") return std::nullopt;
   size_t rank = pads.size() / 2;
@@ -104,7 +104,7 @@ bool fold_pad(std::unique_ptr<ir::Graph>& graph, PassContext&) {
     for (size_t i = 1; i < g.inputs(id).size(); ++i) inputs.push_back(rebuilder.map(g.inputs(id)[i]));
     ir::Node* copy = rebuilder.target().copy_node(g.node(id), inputs);
     copy->attributes.set("pads", pads);
-    if (pattern::is_op(g, id, "AveragePool")) copy->attributes.set("count_include_pad", int64_t{1});
+    if (pattern::is_op(g, id, ir::OpId::AveragePool)) copy->attributes.set("count_include_pad", int64_t{1});
     for (int k = 0; k < copy->num_outputs(); ++k) rebuilder.alias(id, static_cast<uint32_t>(k), copy->output(k));
   }
   graph = rebuilder.finish();

@@ -19,18 +19,18 @@ using ir::Entry;
 
 // If `e` is erf(x / sqrt 2) + 1 (single-use chain), returns x.
 std::optional<Entry> one_plus_erf(const ir::IndexedGraph& g, Entry e, std::vector<uint32_t>& nodes) {
-  if (!pattern::produced_by(g, e, "Add") || !pattern::single_use(g, e.node_id)) return std::nullopt;
+  if (!pattern::produced_by(g, e, ir::OpId::Add) || !pattern::single_use(g, e.node_id)) return std::nullopt;
   auto add = g.inputs(e.node_id);
   for (int k = 0; k < 2; ++k) {
     Entry erf = add[k], one = add[1 - k];
-    if (!pattern::scalar_near(g, one, 1.0) || !pattern::produced_by(g, erf, "Erf") || !pattern::single_use(g, erf.node_id))
+    if (!pattern::scalar_near(g, one, 1.0) || !pattern::produced_by(g, erf, ir::OpId::Erf) || !pattern::single_use(g, erf.node_id))
       continue;
     Entry scaled = g.inputs(erf.node_id)[0];
     if (!scaled.present() || !pattern::single_use(g, scaled.node_id)) continue;
     auto s = g.inputs(scaled.node_id);
     std::optional<Entry> x;
-    if (pattern::is_op(g, scaled.node_id, "Div") && pattern::scalar_near(g, s[1], std::sqrt(2.0))) x = s[0];
-    if (pattern::is_op(g, scaled.node_id, "Mul")) {
+    if (pattern::is_op(g, scaled.node_id, ir::OpId::Div) && pattern::scalar_near(g, s[1], std::sqrt(2.0))) x = s[0];
+    if (pattern::is_op(g, scaled.node_id, ir::OpId::Mul)) {
       if (pattern::scalar_near(g, s[1], std::sqrt(0.5))) x = s[0];
       else if (pattern::scalar_near(g, s[0], std::sqrt(0.5))) x = s[1];
     }
@@ -43,7 +43,7 @@ std::optional<Entry> one_plus_erf(const ir::IndexedGraph& g, Entry e, std::vecto
 
 // If `e` is a single-use Mul of a scalar `c` and something else, returns the other operand.
 std::optional<Entry> times_scalar(const ir::IndexedGraph& g, Entry e, double c) {
-  if (!pattern::produced_by(g, e, "Mul") || !pattern::single_use(g, e.node_id)) return std::nullopt;
+  if (!pattern::produced_by(g, e, ir::OpId::Mul) || !pattern::single_use(g, e.node_id)) return std::nullopt;
   auto m = g.inputs(e.node_id);
   if (pattern::scalar_near(g, m[1], c)) return m[0];
   if (pattern::scalar_near(g, m[0], c)) return m[1];
@@ -52,7 +52,7 @@ std::optional<Entry> times_scalar(const ir::IndexedGraph& g, Entry e, double c) 
 
 // The x of a GELU pattern ending at Mul node `id`, with the nodes it replaces.
 std::optional<Entry> match_gelu(const ir::IndexedGraph& g, uint32_t id, std::vector<uint32_t>& nodes) {
-  if (!pattern::is_op(g, id, "Mul")) return std::nullopt;
+  if (!pattern::is_op(g, id, ir::OpId::Mul)) return std::nullopt;
   auto m = g.inputs(id);
   for (int k = 0; k < 2; ++k) {
     nodes.assign({id});
@@ -73,7 +73,7 @@ std::optional<Entry> match_gelu(const ir::IndexedGraph& g, uint32_t id, std::vec
     }
     // (x * (1 + erf)) * 0.5
     nodes.assign({id});
-    if (pattern::scalar_near(g, b, 0.5) && pattern::produced_by(g, a, "Mul") && pattern::single_use(g, a.node_id)) {
+    if (pattern::scalar_near(g, b, 0.5) && pattern::produced_by(g, a, ir::OpId::Mul) && pattern::single_use(g, a.node_id)) {
       auto inner = g.inputs(a.node_id);
       for (int j = 0; j < 2; ++j)
         if (std::optional<Entry> x = one_plus_erf(g, inner[1 - j], nodes); x && *x == inner[j]) {

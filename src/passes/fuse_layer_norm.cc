@@ -59,30 +59,30 @@ bool is_affine_parameter(const ir::IndexedGraph& g, Entry e, const ir::ValueType
 }
 
 std::optional<LayerNormMatch> match(const ir::IndexedGraph& g, uint32_t add_id) {
-  if (!pattern::is_op(g, add_id, "Add")) return std::nullopt;
+  if (!pattern::is_op(g, add_id, ir::OpId::Add)) return std::nullopt;
   for (int k = 0; k < 2; ++k) {
     LayerNormMatch m;
     Entry scaled = g.inputs(add_id)[k];
     m.beta = g.inputs(add_id)[1 - k];
-    if (!pattern::produced_by(g, scaled, "Mul") || !pattern::single_use(g, scaled.node_id)) continue;
+    if (!pattern::produced_by(g, scaled, ir::OpId::Mul) || !pattern::single_use(g, scaled.node_id)) continue;
     for (int j = 0; j < 2; ++j) {
       Entry normalized = g.inputs(scaled.node_id)[j];
       m.gamma = g.inputs(scaled.node_id)[1 - j];
-      if (!pattern::produced_by(g, normalized, "Div") || !pattern::single_use(g, normalized.node_id)) continue;
+      if (!pattern::produced_by(g, normalized, ir::OpId::Div) || !pattern::single_use(g, normalized.node_id)) continue;
       Entry d = g.inputs(normalized.node_id)[0], root = g.inputs(normalized.node_id)[1];
-      if (!pattern::produced_by(g, root, "Sqrt") || !pattern::single_use(g, root.node_id)) continue;
+      if (!pattern::produced_by(g, root, ir::OpId::Sqrt) || !pattern::single_use(g, root.node_id)) continue;
       Entry shifted = g.inputs(root.node_id)[0];
-      if (!pattern::produced_by(g, shifted, "Add") || !pattern::single_use(g, shifted.node_id)) continue;
+      if (!pattern::produced_by(g, shifted, ir::OpId::Add) || !pattern::single_use(g, shifted.node_id)) continue;
       Entry variance = g.inputs(shifted.node_id)[0], eps = g.inputs(shifted.node_id)[1];
       if (!pattern::scalar_of(g, eps)) std::swap(variance, eps);
       std::optional<double> epsilon = pattern::scalar_of(g, eps);
-      if (!epsilon || !pattern::produced_by(g, variance, "ReduceMean") || !pattern::single_use(g, variance.node_id)) continue;
+      if (!epsilon || !pattern::produced_by(g, variance, ir::OpId::ReduceMean) || !pattern::single_use(g, variance.node_id)) continue;
       Entry squared = g.inputs(variance.node_id)[0];
       if (!squared.present() || !pattern::single_use(g, squared.node_id)) continue;
       auto sq = g.inputs(squared.node_id);
-      bool is_square = (pattern::is_op(g, squared.node_id, "Pow") && sq[0] == d && pattern::scalar_near(g, sq[1], 2.0)) ||
-                       (pattern::is_op(g, squared.node_id, "Mul") && sq[0] == d && sq[1] == d);
-      if (!is_square || !pattern::produced_by(g, d, "Sub")) continue;
+      bool is_square = (pattern::is_op(g, squared.node_id, ir::OpId::Pow) && sq[0] == d && pattern::scalar_near(g, sq[1], 2.0)) ||
+                       (pattern::is_op(g, squared.node_id, ir::OpId::Mul) && sq[0] == d && sq[1] == d);
+      if (!is_square || !pattern::produced_by(g, d, ir::OpId::Sub)) continue;
       // d is read by the square and by Div only.
       auto d_consumers = g.consumers(d.node_id);
       if (d_consumers.size() != 2) continue;
@@ -90,7 +90,7 @@ std::optional<LayerNormMatch> match(const ir::IndexedGraph& g, uint32_t add_id) 
       for (Entry o : g.outputs()) is_graph_output = is_graph_output || o.node_id == d.node_id;
       if (is_graph_output) continue;
       Entry x = g.inputs(d.node_id)[0], mean = g.inputs(d.node_id)[1];
-      if (!pattern::produced_by(g, mean, "ReduceMean") || g.inputs(mean.node_id)[0] != x) continue;
+      if (!pattern::produced_by(g, mean, ir::OpId::ReduceMean) || g.inputs(mean.node_id)[0] != x) continue;
       auto mean_consumers = g.consumers(mean.node_id);
       if (mean_consumers.size() != 1) continue;
       const ir::ValueType& xt = g.graph().type_of(ir::Value{&g.mutable_node(x.node_id), static_cast<int>(x.index)});

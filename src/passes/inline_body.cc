@@ -13,7 +13,7 @@ std::vector<ir::Value> inline_body(const ir::Graph& body, const std::vector<ir::
   for (size_t i = 0; i < inputs.size(); ++i) values[indexed.entry_id(indexed.id_of(*body.inputs()[i]), 0)] = inputs[i];
   for (uint32_t id = 0; id < indexed.num_nodes(); ++id) {
     const ir::Node& node = indexed.node(id);
-    if (node.schema().domain.empty() && node.schema().name == "Input") continue;
+    if (node.op() == ir::OpId::Input) continue;
     std::vector<ir::Value> in;
     for (const ir::Entry& e : indexed.inputs(id)) in.push_back(e.present() ? values[indexed.entry_id(e)] : ir::Value{});
     ir::Node* copy = target.copy_node(node, in);

@@ -32,12 +32,12 @@ const ir::Graph* taken_branch(const ir::IndexedGraph& g, uint32_t id) {
 }  // namespace
 
 bool inline_constant_if(std::unique_ptr<ir::Graph>& graph, PassContext& ctx) {
-  if (!pattern::has_op(*graph, "If")) return false;
+  if (!pattern::has_op(*graph, ir::OpId::If)) return false;
   ir::IndexedGraph g(*graph);
   std::vector<const ir::Graph*> branches(g.num_nodes(), nullptr);
   bool any = false;
   for (uint32_t id = 0; id < g.num_nodes(); ++id)
-    if (pattern::is_op(g, id, "If")) {
+    if (pattern::is_op(g, id, ir::OpId::If)) {
       branches[id] = taken_branch(g, id);
       any = any || branches[id];
     }

@@ -82,7 +82,7 @@ bool lower_einsum(std::unique_ptr<ir::Graph>& graph, PassContext&) {
   bool any = false;
   for (uint32_t id = 0; id < g.num_nodes(); ++id) {
     const ir::Node& n = g.node(id);
-    if (!pattern::is_op(g, id, "Einsum") || n.inputs.size() != 2 || !n.inputs[0] || !n.inputs[1]) continue;
+    if (!pattern::is_op(g, id, ir::OpId::Einsum) || n.inputs.size() != 2 || !n.inputs[0] || !n.inputs[1]) continue;
     const ir::ValueType& ta = graph->type_of(n.inputs[0]);
     const ir::ValueType& tb = graph->type_of(n.inputs[1]);
     if (!dtype_is_float(ta.dtype) || ta.dtype != tb.dtype || !ta.has_rank || !tb.has_rank) continue;

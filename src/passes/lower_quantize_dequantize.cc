@@ -43,20 +43,20 @@ struct FakeQuantize {
 
 // The pair ending at DequantizeLinear node `id`, if it is one.
 std::optional<FakeQuantize> match(const ir::IndexedGraph& g, uint32_t id) {
-  if (!pattern::is_op(g, id, "DequantizeLinear")) return std::nullopt;
+  if (!pattern::is_op(g, id, ir::OpId::DequantizeLinear)) return std::nullopt;
   const ir::Node& dq = g.node(id);
   auto dq_in = g.inputs(id);
   if (dq_in.size() < 2 || dq.output_types[0].dtype != DType::float32) return std::nullopt;
   Entry q = dq_in[0];
   // PyTorch's export casts the quantized tensor to its own type first.
-  if (pattern::produced_by(g, q, "Cast")) {
+  if (pattern::produced_by(g, q, ir::OpId::Cast)) {
     const Entry from = g.inputs(q.node_id)[0];
     if (!from.present() ||
         g.node(q.node_id).output_types[0].dtype != g.node(from.node_id).output_types[from.index].dtype)
       return std::nullopt;
     q = from;
   }
-  if (!pattern::produced_by(g, q, "QuantizeLinear")) return std::nullopt;
+  if (!pattern::produced_by(g, q, ir::OpId::QuantizeLinear)) return std::nullopt;
   auto q_in = g.inputs(q.node_id);
   const DType qtype = g.node(q.node_id).output_types[0].dtype;
   FakeQuantize f;

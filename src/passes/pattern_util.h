@@ -12,26 +12,23 @@ namespace graft::passes::pattern {
 
 /// True when `graph` holds a node of the standard-domain op `op` (a pass's
 /// cheap test before it builds the indexed view).
-inline bool has_op(const ir::Graph& graph, std::string_view op) {
+inline bool has_op(const ir::Graph& graph, ir::OpId op) {
   for (const auto& node : graph.nodes())
-    if (node->schema().domain.empty() && node->schema().name == op) return true;
+    if (node->op() == op) return true;
   return false;
 }
 
-/// True when node `id` is the standard-domain op `op`.
-inline bool is_op(const ir::IndexedGraph& g, uint32_t id, std::string_view op) {
-  const ir::Node& n = g.node(id);
-  return n.schema().domain.empty() && n.schema().name == op;
-}
+/// True when node `id` is op `op`.
+inline bool is_op(const ir::IndexedGraph& g, uint32_t id, ir::OpId op) { return g.node(id).op() == op; }
 
 /// True when entry `e` is present and produced by op `op`.
-inline bool produced_by(const ir::IndexedGraph& g, ir::Entry e, std::string_view op) {
+inline bool produced_by(const ir::IndexedGraph& g, ir::Entry e, ir::OpId op) {
   return e.present() && is_op(g, e.node_id, op);
 }
 
 /// The constant tensor behind entry `e`, or nullptr.
 inline const Tensor* constant_of(const ir::IndexedGraph& g, ir::Entry e) {
-  if (!produced_by(g, e, "Constant")) return nullptr;
+  if (!produced_by(g, e, ir::OpId::Constant)) return nullptr;
   const Tensor& t = g.node(e.node_id).constant_value;
   return t.is_defined() ? &t : nullptr;
 }

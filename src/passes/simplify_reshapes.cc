@@ -39,7 +39,7 @@ bool is_identity(const std::vector<int64_t>& perm) {
 
 // Reshape whose target is a constant without 0 entries.
 bool is_absolute_reshape(const ir::IndexedGraph& g, uint32_t id) {
-  if (!pattern::is_op(g, id, "Reshape")) return false;
+  if (!pattern::is_op(g, id, ir::OpId::Reshape)) return false;
   const Tensor* shape = pattern::constant_of(g, g.inputs(id)[1]);
   if (!shape) return false;
   for (int64_t v : shape->to_int64_vector())
@@ -48,8 +48,8 @@ bool is_absolute_reshape(const ir::IndexedGraph& g, uint32_t id) {
 }
 
 bool is_reshape_like(const ir::IndexedGraph& g, uint32_t id) {
-  return pattern::is_op(g, id, "Reshape") || pattern::is_op(g, id, "Flatten") || pattern::is_op(g, id, "Squeeze") ||
-         pattern::is_op(g, id, "Unsqueeze");
+  return pattern::is_op(g, id, ir::OpId::Reshape) || pattern::is_op(g, id, ir::OpId::Flatten) || pattern::is_op(g, id, ir::OpId::Squeeze) ||
+         pattern::is_op(g, id, ir::OpId::Unsqueeze);
 }
 
 }  // namespace
@@ -60,7 +60,7 @@ bool simplify_reshapes(std::unique_ptr<ir::Graph>& graph, PassContext&) {
   ir::GraphRebuilder rebuilder(g);
   for (uint32_t id = 0; id < g.num_nodes(); ++id) {
     const ir::Node& node = g.node(id);
-    if (pattern::is_op(g, id, "Transpose")) {
+    if (pattern::is_op(g, id, ir::OpId::Transpose)) {
       std::optional<std::vector<int64_t>> q = perm_of(g, id);
       Entry in = g.inputs(id)[0];
       if (q && is_identity(*q)) {
@@ -68,7 +68,7 @@ bool simplify_reshapes(std::unique_ptr<ir::Graph>& graph, PassContext&) {
         changed = true;
         continue;
       }
-      if (q && pattern::produced_by(g, in, "Transpose") && pattern::single_use(g, in.node_id)) {
+      if (q && pattern::produced_by(g, in, ir::OpId::Transpose) && pattern::single_use(g, in.node_id)) {
         std::optional<std::vector<int64_t>> p = perm_of(g, in.node_id);
         if (p && p->size() == q->size()) {
           std::vector<int64_t> r(q->size());

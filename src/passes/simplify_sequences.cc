@@ -52,22 +52,22 @@ bool simplify_sequences(std::unique_ptr<ir::Graph>& graph, PassContext& ctx) {
     auto inputs = g.inputs(id);
     const std::optional<Items>* first = inputs.empty() || !inputs[0].present() ? nullptr : &known[inputs[0].node_id];
     const bool first_known = first && first->has_value();
-    std::string_view op = n.schema().domain.empty() ? n.schema().name : std::string_view{};
-    if (op == "SequenceAt" && first_known && inputs.size() == 2) {
+    const ir::OpId op = n.op();
+    if (op == ir::OpId::SequenceAt && first_known && inputs.size() == 2) {
       if (auto at = constant_position(g, inputs[1], (*first)->size(), false)) {
         rebuilder.alias(id, 0, (**first)[*at]);
         changed = true;
         continue;
       }
     }
-    if (op == "SequenceLength" && first_known) {
+    if (op == ir::OpId::SequenceLength && first_known) {
       ir::Node* length = rebuilder.target().add_constant(
           n.name + "/length", Tensor::scalar<int64_t>(static_cast<int64_t>((*first)->size())));
       rebuilder.replace(id, length);
       changed = true;
       continue;
     }
-    if (op == "ConcatFromSequence" && first_known && !(*first)->empty() && n.attributes.has("axis")) {
+    if (op == ir::OpId::ConcatFromSequence && first_known && !(*first)->empty() && n.attributes.has("axis")) {
       const bool new_axis = n.attributes.get_int("new_axis", 0) != 0;
       if (!new_axis || unsqueeze_takes_axes) {
         const int64_t axis = n.attributes.get_int("axis");
@@ -90,13 +90,13 @@ bool simplify_sequences(std::unique_ptr<ir::Graph>& graph, PassContext& ctx) {
     rebuilder.copy(id);
     // What is known of this node's sequence output.
     std::vector<ir::Value> mapped = rebuilder.mapped_inputs(id);
-    if (op == "SequenceEmpty") {
+    if (op == ir::OpId::SequenceEmpty) {
       known[id] = Items{};
-    } else if (op == "SequenceConstruct") {
+    } else if (op == ir::OpId::SequenceConstruct) {
       known[id] = mapped;
-    } else if (op == "Identity" && first_known) {
+    } else if (op == ir::OpId::Identity && first_known) {
       known[id] = *first;
-    } else if (op == "SequenceInsert" && first_known && mapped.size() >= 2) {
+    } else if (op == ir::OpId::SequenceInsert && first_known && mapped.size() >= 2) {
       Items items = **first;
       std::optional<size_t> at = mapped.size() > 2 && mapped[2] ? constant_position(g, inputs[2], items.size(), true)
                                                                 : std::optional<size_t>(items.size());
@@ -104,7 +104,7 @@ bool simplify_sequences(std::unique_ptr<ir::Graph>& graph, PassContext& ctx) {
         items.insert(items.begin() + static_cast<std::ptrdiff_t>(*at), mapped[1]);
         known[id] = std::move(items);
       }
-    } else if (op == "SequenceErase" && first_known && !(*first)->empty()) {
+    } else if (op == ir::OpId::SequenceErase && first_known && !(*first)->empty()) {
       Items items = **first;
       std::optional<size_t> at = mapped.size() > 1 && mapped[1] ? constant_position(g, inputs[1], items.size(), false)
                                                                 : std::optional<size_t>(items.size() - 1);

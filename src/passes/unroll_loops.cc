@@ -43,15 +43,15 @@ bool always_true(const ir::IndexedGraph& g, uint32_t id, const ir::Graph& body, 
   for (int hops = 0; v.node && hops < 8; ++hops) {
     const ir::Node& n = *v.node;
     if (!n.schema().domain.empty()) return false;
-    if (n.schema().name == "Constant") return n.constant_value.is_defined() && is_true_constant(&n.constant_value);
-    if (n.schema().name == "Input") {
+    if (n.op() == ir::OpId::Constant) return n.constant_value.is_defined() && is_true_constant(&n.constant_value);
+    if (n.op() == ir::OpId::Input) {
       auto position = std::find(body.inputs().begin(), body.inputs().end(), &n) - body.inputs().begin();
       if (position == 1) return true;
       auto outer = g.inputs(id);
       return position >= 2 && static_cast<size_t>(position) < outer.size() &&
              is_true_constant(pattern::constant_of(g, outer[static_cast<size_t>(position)]));
     }
-    if (n.schema().name != "Identity" || n.inputs.size() != 1) return false;
+    if (n.op() != ir::OpId::Identity || n.inputs.size() != 1) return false;
     v = n.inputs[0];
   }
   return false;
@@ -151,13 +151,13 @@ class Unroller {
 }  // namespace
 
 bool unroll_loops(std::unique_ptr<ir::Graph>& graph, PassContext& ctx) {
-  if (!pattern::has_op(*graph, "Loop")) return false;
+  if (!pattern::has_op(*graph, ir::OpId::Loop)) return false;
   ir::IndexedGraph g(*graph);
   std::vector<int64_t> trips(g.num_nodes(), -1);
   bool any = false;
   size_t budget = kMaxUnrolledNodes;  // for all the Loops of one run (copies may hold Loops unrolled next time)
   for (uint32_t id = 0; id < g.num_nodes(); ++id)
-    if (pattern::is_op(g, id, "Loop")) {
+    if (pattern::is_op(g, id, ir::OpId::Loop)) {
       trips[id] = unrollable_trips(g, id);
       if (trips[id] < 0) continue;
       const size_t copied = static_cast<size_t>(trips[id]) * nodes_within(*g.node(id).attributes.get_graph("body"));

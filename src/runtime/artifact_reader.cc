@@ -370,9 +370,10 @@ class ArtifactReader {
       }
       Tensor constant = weight(r.get<uint32_t>("constant weight"), r);
 
+      const ir::OpSchema* schema = ir::find_op(domain, op);
       ir::Node* node;
       if (input_position >= 0) {
-        if (static_cast<size_t>(input_position) != g->inputs().size() || op != "Input" || !domain.empty() ||
+        if (static_cast<size_t>(input_position) != g->inputs().size() || !schema || schema->id != ir::OpId::Input ||
             num_outputs != 1)
           fail(ErrorKind::invalid_model, r.what(), ": node ", i, " is not a valid graph input");
         node = g->add_input(output_names[0], types[0]);
@@ -390,7 +391,7 @@ class ArtifactReader {
       node->num_captured_inputs = num_captured;
       node->output_types = std::move(types);
       node->output_names = std::move(output_names);
-      if (constant.is_defined() != (op == "Constant" && domain.empty()))
+      if (constant.is_defined() != (node->op() == ir::OpId::Constant))
         fail(ErrorKind::invalid_model, r.what(), ": ", node->describe(),
              constant.is_defined() ? " holds a constant value" : " has no value");
       node->constant_value = constant;

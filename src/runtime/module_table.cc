@@ -13,7 +13,7 @@ namespace graft::runtime {
 
 bool is_compiled_node(const ir::Node& node) {
   if (!node.subgraph || node.backend.empty() || node.backend == "ref") return false;
-  return node.schema().domain == "graft" && (node.schema().name == "Subgraph" || node.schema().name == "FusedPointwise");
+  return (node.op() == ir::OpId::Subgraph || node.op() == ir::OpId::FusedPointwise);
 }
 
 namespace {
@@ -38,7 +38,7 @@ ModuleTable compile_modules(ir::Graph& graph, const CompileOptions& options, std
   for (const auto& node : graph.nodes()) {
     if (!is_compiled_node(*node)) continue;
     // Without a code generator a fused node runs its body with the reference kernels.
-    if (node->schema().name == "FusedPointwise" && !find_backend(node->backend)) continue;
+    if (node->op() == ir::OpId::FusedPointwise && !find_backend(node->backend)) continue;
     const Backend& backend = get_backend(node->backend);
     try {
       table[node->index()] = backend.compile(*node->subgraph, options);

@@ -209,7 +209,7 @@ namespace {
 void fold_shape_computations(std::unique_ptr<ir::Graph>& graph, bool float16_in_float32) {
   bool has_shape_query = false;
   for (const auto& node : graph->nodes())
-    if (node->schema().domain.empty() && (node->schema().name == "Shape" || node->schema().name == "Size"))
+    if ((node->op() == ir::OpId::Shape || node->op() == ir::OpId::Size))
       has_shape_query = true;
   if (!has_shape_query) return;
   passes::PassContext ctx;
@@ -322,7 +322,7 @@ void Session::set_weight(const std::string& name, const Tensor& value) {
   ir::Node* weight = nullptr;
   std::function<void(const ir::Graph&)> find = [&](const ir::Graph& graph) {
     for (const auto& node : graph.nodes()) {
-      if (node->schema().name == "Constant" && node->schema().domain.empty() && !weight &&
+      if (node->op() == ir::OpId::Constant && !weight &&
           (node->name == name || (!node->output_names.empty() && node->output_names[0] == name)))
         weight = node.get();
       if (node->subgraph && !weight) find(*node->subgraph);

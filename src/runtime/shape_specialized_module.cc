@@ -14,10 +14,10 @@ namespace graft::runtime {
 namespace {
 
 bool is_compute_op(const ir::Node& node) {
-  static constexpr std::string_view kOps[] = {"Conv", "ConvTranspose", "MatMul", "Gemm", "LSTM", "GRU", "RNN"};
-  if (!node.schema().domain.empty()) return false;
-  const std::string_view name = node.schema().name;
-  return std::find(std::begin(kOps), std::end(kOps), name) != std::end(kOps);
+  using ir::OpId;
+  static constexpr OpId kOps[] = {OpId::Conv, OpId::ConvTranspose, OpId::MatMul, OpId::Gemm,
+                                  OpId::LSTM, OpId::GRU,           OpId::RNN};
+  return std::find(std::begin(kOps), std::end(kOps), node.op()) != std::end(kOps);
 }
 
 // Multiply-adds (x2) of the compute ops of a body with concrete types, and
@@ -38,20 +38,20 @@ Work work_of(const ir::Graph& body) {
   for (const auto& node : body.nodes()) {
     if (!is_compute_op(*node) || node->inputs.size() < 2 || !node->inputs[0] || !node->inputs[1]) continue;
     for (const ir::Value& in : node->inputs)
-      if (in && in.node->schema().name == "Constant" && in.node->constant_value.is_defined())
+      if (in && in.node->op() == ir::OpId::Constant && in.node->constant_value.is_defined())
         w.weight_bytes += static_cast<double>(in.node->constant_value.nbytes());
     const ir::ValueType& a = body.type_of(node->inputs[0]);
     const ir::ValueType& b = body.type_of(node->inputs[1]);
     const ir::ValueType& out = node->output_types[0];
     if (!a.is_concrete() || !b.is_concrete() || !out.is_concrete() || b.dims.empty() || a.dims.empty()) continue;
-    const std::string_view op = node->schema().name;
+    const ir::OpId op = node->op();
     const double b_numel = numel(b);
-    if (op == "Conv") {  // out x (C_in / group x kernel) = out x (W / C_out)
+    if (op == ir::OpId::Conv) {  // out x (C_in / group x kernel) = out x (W / C_out)
       w.flops += 2 * numel(out) * b_numel / static_cast<double>(std::max<int64_t>(b.dims[0].value, 1));
-    } else if (op == "ConvTranspose") {  // x x (W / C_in)
+    } else if (op == ir::OpId::ConvTranspose) {  // x x (W / C_in)
       w.flops += 2 * numel(a) * b_numel / static_cast<double>(std::max<int64_t>(b.dims[0].value, 1));
-    } else if (op == "MatMul" || op == "Gemm") {
-      const bool trans_a = op == "Gemm" && node->attributes.get_int("transA", 0) != 0;
+    } else if (op == ir::OpId::MatMul || op == ir::OpId::Gemm) {
+      const bool trans_a = op == ir::OpId::Gemm && node->attributes.get_int("transA", 0) != 0;
       const int64_t k = trans_a ? a.dims.front().value : a.dims.back().value;
       w.flops += 2 * numel(out) * static_cast<double>(std::max<int64_t>(k, 1));
     } else {  // recurrent: every step multiplies by W and R

@@ -105,7 +105,9 @@ class Node {
 
  public:
   const OpSchema& schema() const { return *schema_; }
-  /// "Conv", "graft.Subgraph".
+  /// The op (OpId::Conv): what code past the importer compares.
+  OpId op() const { return schema_->id; }
+  /// "Conv", "graft.Subgraph": for messages and export, not for comparisons.
   std::string op_type() const { return schema_->qualified_name(); }
   /// "node 'conv1' (Conv)": how error messages name the node.
   std::string describe() const;
@@ -161,6 +163,8 @@ class Graph {
   /// Adds a node of op `schema` (an entry of the op table): add_node without
   /// the lookup by name, for passes that create many nodes of one op.
   Node* add_node(const OpSchema& schema, const std::vector<Value>& inputs, int num_outputs = 1, std::string name = {});
+  /// Adds a node of op `op`.
+  Node* add_node(OpId op, const std::vector<Value>& inputs, int num_outputs = 1, std::string name = {});
   /// Reserves room for `num_nodes` nodes in all (a builder that knows its size).
   void reserve_nodes(size_t num_nodes) { nodes_.reserve(num_nodes); }
   /// Adds a graph input (an `Input` node) and registers it as the next input.
