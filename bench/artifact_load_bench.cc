@@ -32,6 +32,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "graft/frontend/load_model.h"
 #include "graft/runtime/artifact.h"
 #include "graft/zoo/zoo.h"
 
@@ -77,7 +78,8 @@ int64_t monotonic_ns() {
   options.num_threads = threads;
   options.backends = backend_list;
   auto start = Clock::now();
-  runtime::Session session(path, options);
+  std::unique_ptr<runtime::Session> loaded = frontend::load_model(path, options);
+  runtime::Session& session = *loaded;
   double load = ms_since(start);
   std::vector<Tensor> inputs;
   for (const auto& info : session.inputs()) {
@@ -141,7 +143,8 @@ void measure(const std::string& path, const Tensor& input, int threads, Timing& 
   options.backends = backend_list;
   auto start = Clock::now();
   double cpu_start = cpu_ms();
-  runtime::Session session(path, options);
+  std::unique_ptr<runtime::Session> loaded = frontend::load_model(path, options);
+  runtime::Session& session = *loaded;
   double load = ms_since(start), load_cpu = cpu_ms() - cpu_start;
   auto run_start = Clock::now();
   double run_cpu_start = cpu_ms();
@@ -202,7 +205,7 @@ int main(int argc, char** argv) {
         std::ofstream(onnx, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
       }
       auto compile_start = Clock::now();
-      runtime::compile_artifact(onnx, artifact, compile);
+      frontend::compile_artifact(onnx, artifact, compile);
       double compile_ms = ms_since(compile_start);
       std::printf("%s: onnx %.1f MiB, artifact %.1f MiB (%+.2f%%), compile %.0f ms, %d rounds, %d threads\n",
                   model.c_str(), std::filesystem::file_size(onnx) / 1048576.0,

@@ -19,8 +19,8 @@
 #include <string>
 
 #include "graft/core/parallel.h"
-#include "graft/ir/type_inference.h"
-#include "graft/runtime/backend.h"
+#include "graft/ops/type_inference.h"
+#include "graft/backend/backend.h"
 
 using namespace graft;
 using Clock = std::chrono::steady_clock;
@@ -106,19 +106,19 @@ int main(int argc, char** argv) {
   cases.push_back(softmax_case());
   cases.push_back(residual_case());
   for (Case& c : cases) {
-    ir::infer_types(*c.body);
+    ops::infer_types(*c.body);
     std::printf("%s\n", c.name.c_str());
     for (const char* name : {"ref", "fuse", "ccodegen"}) {
-      const runtime::Backend* backend = runtime::find_backend(name);
+      const backend::Backend* backend = backend::find_backend(name);
       if (!backend) continue;
       try {
-        runtime::CompileOptions options;
+        backend::CompileOptions options;
         options.num_threads = threads;
         auto start = Clock::now();
         auto module = backend->compile(*c.body, options);
         double compile_ms = ms_since(start);
-        runtime::BufferPool pool;
-        runtime::ModuleRunContext context{pool, threads, nullptr};
+        backend::BufferPool pool;
+        backend::ModuleRunContext context{pool, threads, nullptr};
         for (int w = 0; w < 5; ++w) module->run(c.inputs, context);
         std::vector<double> times;
         for (int r = 0; r < repeat; ++r) {

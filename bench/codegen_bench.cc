@@ -22,8 +22,8 @@
 #include "graft/codegen/interpreter.h"
 #include "graft/codegen/op_expressions.h"
 #include "graft/core/parallel.h"
-#include "graft/ir/type_inference.h"
-#include "graft/runtime/buffer_pool.h"
+#include "graft/ops/type_inference.h"
+#include "graft/backend/buffer_pool.h"
 #include "graft/runtime/session.h"
 
 using namespace graft;
@@ -68,7 +68,7 @@ std::unique_ptr<ir::Graph> chain(int k, int64_t n, double salt = 0) {
     v = g->add_node(ops[i % 4], {v, constant})->output(0);
   }
   g->add_output(v, "y");
-  ir::infer_types(*g);
+  ops::infer_types(*g);
   return g;
 }
 
@@ -87,7 +87,7 @@ std::unique_ptr<ir::Graph> activation_block(double salt, int64_t n) {
   ir::Value tc = g->add_node("Mul", {t, constant(*g, "c", 0.5 + salt)})->output(0);
   ir::Value y = g->add_node("Add", {m, tc})->output(0);
   g->add_output(g->add_node("Erf", {y})->output(0), "y");
-  ir::infer_types(*g);
+  ops::infer_types(*g);
   return g;
 }
 
@@ -101,7 +101,7 @@ std::unique_ptr<ir::Graph> gelu_erf(double salt, int64_t n) {
   ir::Value one_plus = g->add_node("Add", {e, constant(*g, "one", 1.0)})->output(0);
   ir::Value half_x = g->add_node("Mul", {x, constant(*g, "half", 0.5)})->output(0);
   g->add_output(g->add_node("Mul", {half_x, one_plus})->output(0), "y");
-  ir::infer_types(*g);
+  ops::infer_types(*g);
   return g;
 }
 
@@ -124,7 +124,7 @@ std::unique_ptr<ir::Graph> layer_norm_tail(double salt, int64_t n) {
   ir::Value normalized = g->add_node("Div", {centered, deviation})->output(0);
   ir::Value scaled = g->add_node("Mul", {normalized, gamma})->output(0);
   g->add_output(g->add_node("Add", {scaled, beta})->output(0), "y");
-  ir::infer_types(*g);
+  ops::infer_types(*g);
   return g;
 }
 
@@ -147,7 +147,7 @@ std::unique_ptr<ir::Graph> gru_gates(double salt, int64_t n) {
       g->add_node("Add", {g->add_node("Mul", {keep, c})->output(0), g->add_node("Mul", {z, h_prev})->output(0)})
           ->output(0);
   g->add_output(h, "h");
-  ir::infer_types(*g);
+  ops::infer_types(*g);
   return g;
 }
 
@@ -201,7 +201,7 @@ int main(int argc, char** argv) {
     codegen::LoweredKernel lowered = codegen::lower_body(*g);
     auto runner = cache.cpu_runner(lowered.ir);
     codegen::Interpreter interpreter(lowered.ir);
-    runtime::BufferPool pool;
+    backend::BufferPool pool;
     std::vector<Tensor> inputs = {x};
     auto fused_run = [&] { codegen::run_kernel(lowered.ir, *runner, inputs, pool); };
     copy_loop();
@@ -253,7 +253,7 @@ int main(int argc, char** argv) {
     std::vector<Tensor> inputs = inputs_for(*g);
     double traffic = static_cast<double>(n) * 4;  // the output
     for (const Tensor& t : inputs) traffic += static_cast<double>(t.nbytes());
-    runtime::BufferPool pool;
+    backend::BufferPool pool;
     double seconds = median_seconds(repeats, [&] { codegen::run_kernel(lowered.ir, *runner, inputs, pool); });
     // CPU time of one thread doing all the work: what the machine's load
     // changes least.

@@ -25,8 +25,8 @@
 #include "graft/codegen/interpreter.h"
 #include "graft/codegen/kernel_runner.h"
 #include "graft/codegen/op_expressions.h"
-#include "graft/ir/type_inference.h"
-#include "graft/runtime/buffer_pool.h"
+#include "graft/ops/type_inference.h"
+#include "graft/backend/buffer_pool.h"
 
 using namespace graft;
 using namespace graft::codegen;
@@ -50,7 +50,7 @@ KernelIR chain_kernel(int first, int count, int64_t n, int salt = 0) {
     v = g.add_node(ops[i % 4], {v, c})->output(0);
   }
   g.add_output(v, "y");
-  ir::infer_types(g);
+  ops::infer_types(g);
   return lower_body(g).ir;
 }
 
@@ -63,7 +63,7 @@ KernelIR scale_bias_kernel(const Shape& x_shape, const Shape& vector_shape) {
   ir::Value s = g.add_input("s", ir::ValueType::of(DType::float32, vector_shape))->output(0);
   ir::Value b = g.add_input("b", ir::ValueType::of(DType::float32, vector_shape))->output(0);
   g.add_output(g.add_node("Add", {g.add_node("Mul", {x, s})->output(0), b})->output(0), "y");
-  ir::infer_types(g);
+  ops::infer_types(g);
   return lower_body(g).ir;
 }
 
@@ -210,7 +210,7 @@ int main(int argc, char** argv) {
   Tensor input(DType::float32, {m});
   std::copy(host.begin(), host.begin() + m, input.data<float>());
   std::vector<Tensor> got = CudaKernel(ir).run(std::vector<Tensor>{input});
-  runtime::BufferPool pool;
+  backend::BufferPool pool;
   Interpreter interpreter(ir);
   std::vector<Tensor> want = run_kernel(ir, interpreter, std::vector<Tensor>{input}, pool);
   float max_error = 0;

@@ -28,7 +28,7 @@
 #include <string>
 
 #include "graft/frontend/onnx_import.h"
-#include "graft/ir/type_inference.h"
+#include "graft/ops/type_inference.h"
 #include "graft/runtime/session.h"
 
 using namespace graft;
@@ -197,7 +197,7 @@ int main(int argc, char** argv) {
   }
   if (!onnx_path.empty()) {
     std::unique_ptr<ir::Graph> decoder = DecoderBuilder().build();
-    ir::infer_types(*decoder);
+    ops::infer_types(*decoder);
     frontend::save_onnx(*decoder, onnx_path);
     std::printf("wrote %s\n", onnx_path.c_str());
     return 0;

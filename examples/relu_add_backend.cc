@@ -5,7 +5,7 @@
 
 #include "graft/ir/indexed_graph.h"
 #include "graft/partition/op_support.h"
-#include "graft/runtime/backend.h"
+#include "graft/backend/backend.h"
 
 namespace reluadd {
 using namespace graft;
@@ -22,11 +22,11 @@ GRAFT_REGISTER_OP_SUPPORT("reluadd", "Relu", same_float_shapes);
 GRAFT_REGISTER_OP_SUPPORT("reluadd", "Add", same_float_shapes);
 
 // How it runs one subgraph: node by node in topological order.
-class Module final : public runtime::CompiledModule {
+class Module final : public backend::CompiledModule {
  public:
   explicit Module(const ir::Graph& body) : body_(body.clone()), order_(*body_) {}
   std::string type_key() const override { return "reluadd"; }
-  std::vector<Tensor> run(std::span<const Tensor> inputs, runtime::ModuleRunContext&) const override {
+  std::vector<Tensor> run(std::span<const Tensor> inputs, backend::ModuleRunContext&) const override {
     std::map<const ir::Node*, Tensor> values;
     for (size_t i = 0; i < inputs.size(); ++i) values[body_->inputs()[i]] = inputs[i];
     for (uint32_t id = 0; id < order_.num_nodes(); ++id) {
@@ -55,12 +55,12 @@ class Module final : public runtime::CompiledModule {
 };
 
 // The backend: a name and compile().
-class Backend final : public runtime::Backend {
+class Backend final : public backend::Backend {
  public:
   std::string name() const override { return "reluadd"; }
   int default_rank() const override { return 50; }
-  std::unique_ptr<runtime::CompiledModule> compile(const ir::Graph& body,
-                                                   const runtime::CompileOptions&) const override {
+  std::unique_ptr<backend::CompiledModule> compile(const ir::Graph& body,
+                                                   const backend::CompileOptions&) const override {
     return std::make_unique<Module>(body);
   }
 };

@@ -41,6 +41,10 @@ ALLOWED_PEER_EDGES = {
     ("passes", "codegen"),
     ("fusion", "partition"),
     ("passes", "partition"),
+    ("zoo", "frontend"),
+    ("tools", "frontend"),
+    ("tools", "zoo"),
+    ("python", "frontend"),
 }
 LEVEL = {c: i for i, level in enumerate(LAYERS) for c in level}
 

@@ -20,8 +20,8 @@
 #include "graft/backends/ccodegen.h"
 #include "graft/ir/graph.h"
 #include "graft/ir/indexed_graph.h"
-#include "graft/runtime/backend.h"
-#include "graft/runtime/module_stream.h"
+#include "graft/backend/backend.h"
+#include "graft/backend/module_stream.h"
 #include "temp_dir.h"
 
 namespace graft::backends {
@@ -87,7 +87,7 @@ struct ModuleLayout {
   uint64_t scratch_floats = 0;
 };
 
-class CcodegenModule final : public runtime::CompiledModule {
+class CcodegenModule final : public backend::CompiledModule {
  public:
   CcodegenModule(const ir::Graph& subgraph, ModuleLayout layout, std::string shared_object, const std::string& what)
       : layout_(std::move(layout)), shared_object_bytes_(std::move(shared_object)) {
@@ -108,7 +108,7 @@ class CcodegenModule final : public runtime::CompiledModule {
 
   std::string type_key() const override { return "ccodegen"; }
 
-  std::vector<Tensor> run(std::span<const Tensor> inputs, runtime::ModuleRunContext& context) const override {
+  std::vector<Tensor> run(std::span<const Tensor> inputs, backend::ModuleRunContext& context) const override {
     if (inputs.size() != layout_.input_shapes.size())
       fail(ErrorKind::internal, "ccodegen module got ", inputs.size(), " inputs, expected ", layout_.input_shapes.size());
     std::vector<const float*> input_pointers;
@@ -135,7 +135,7 @@ class CcodegenModule final : public runtime::CompiledModule {
   }
 
   void save(std::ostream& out) const override {
-    runtime::ModuleWriter w(out);
+    backend::ModuleWriter w(out);
     w.u32(kSavedModuleVersion);
     w.bytes(layout_.entry);
     auto write_shapes = [&](const std::vector<Shape>& shapes) {
@@ -175,7 +175,7 @@ void write_source(const std::string& dir, const ir::Graph& subgraph, const Gener
   if (!out) fail(ErrorKind::io, "ccodegen: cannot write ", path);
 }
 
-class CcodegenBackend final : public runtime::Backend {
+class CcodegenBackend final : public backend::Backend {
  public:
   std::string name() const override { return "ccodegen"; }
   int default_rank() const override { return 30; }
@@ -187,8 +187,8 @@ class CcodegenBackend final : public runtime::Backend {
     if (cc && *cc) return "CC='" + std::string(cc) + "' is not an executable program";
     return "no C compiler found (set CC, or put cc, gcc or clang on PATH)";
   }
-  std::unique_ptr<runtime::CompiledModule> compile(const ir::Graph& subgraph,
-                                                   const runtime::CompileOptions& options) const override {
+  std::unique_ptr<backend::CompiledModule> compile(const ir::Graph& subgraph,
+                                                   const backend::CompileOptions& options) const override {
     GeneratedC c = generate_c(subgraph);
     std::string what = describe_subgraph(subgraph);
     if (!options.emit_source_dir.empty()) write_source(options.emit_source_dir, subgraph, c);
@@ -198,11 +198,11 @@ class CcodegenBackend final : public runtime::Backend {
   }
 };
 
-std::unique_ptr<runtime::CompiledModule> load_ccodegen_module(std::istream& in, const ir::Graph& subgraph,
+std::unique_ptr<backend::CompiledModule> load_ccodegen_module(std::istream& in, const ir::Graph& subgraph,
                                                                std::span<const Tensor> tensors) {
   if (!tensors.empty()) fail(ErrorKind::invalid_model, "ccodegen module: stores no tensors, got ", tensors.size());
   std::string what = "ccodegen module of " + describe_subgraph(subgraph);
-  runtime::ModuleReader r(in, what);
+  backend::ModuleReader r(in, what);
   uint32_t version = r.u32("version");
   if (version != kSavedModuleVersion)
     fail(ErrorKind::invalid_model, what, ": saved by ccodegen version ", version, ", this graft reads version ",

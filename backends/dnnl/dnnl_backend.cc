@@ -8,9 +8,10 @@
 #include <string>
 
 #include "dnnl_module.h"
+#include "dnnl_support.h"
 #include "graft/core/parallel.h"
-#include "graft/runtime/backend.h"
-#include "graft/runtime/module_stream.h"
+#include "graft/backend/backend.h"
+#include "graft/backend/module_stream.h"
 
 namespace graft::dnnl_backend {
 namespace {
@@ -33,19 +34,23 @@ std::unique_ptr<DnnlModule> compile_module(const ir::Graph& subgraph, int num_th
   }
 }
 
-class DnnlBackend final : public runtime::Backend {
+class DnnlBackend final : public backend::Backend {
  public:
   std::string name() const override { return "dnnl"; }
   int default_rank() const override { return 10; }
-  std::unique_ptr<runtime::CompiledModule> compile(const ir::Graph& subgraph,
-                                                   const runtime::CompileOptions& options) const override {
+  std::shared_ptr<const partition::SubgraphProperty> property() const override {
+    static const std::shared_ptr<const partition::SubgraphProperty> property = make_dnnl_property();
+    return property;
+  }
+  std::unique_ptr<backend::CompiledModule> compile(const ir::Graph& subgraph,
+                                                   const backend::CompileOptions& options) const override {
     return compile_module(subgraph, options.num_threads);
   }
 };
 
 // Rebuilds the primitives from the subgraph the artifact stored and takes
 // the converted weights it stored (format 2) instead of converting them.
-std::unique_ptr<runtime::CompiledModule> load_dnnl_module(std::istream& in, const ir::Graph& subgraph,
+std::unique_ptr<backend::CompiledModule> load_dnnl_module(std::istream& in, const ir::Graph& subgraph,
                                                           std::span<const Tensor> tensors) {
   static_assert(sizeof(kSavedFormat) == sizeof(kSavedFormat1));
   std::string tag(sizeof(kSavedFormat) - 1, '\0');
@@ -54,7 +59,7 @@ std::unique_ptr<runtime::CompiledModule> load_dnnl_module(std::istream& in, cons
     fail(ErrorKind::invalid_model, "dnnl module: unknown saved format");
   std::vector<uint32_t> indices;
   if (tag == kSavedFormat) {
-    runtime::ModuleReader reader(in, "dnnl module");
+    backend::ModuleReader reader(in, "dnnl module");
     uint32_t count = reader.u32("converted weight count");
     if (count != tensors.size())
       fail(ErrorKind::invalid_model, "dnnl module: lists ", count, " converted weights but ", tensors.size(),
@@ -72,7 +77,7 @@ std::unique_ptr<runtime::CompiledModule> load_dnnl_module(std::istream& in, cons
 
 }  // namespace
 
-DnnlModuleStats dnnl_module_stats(const runtime::CompiledModule& module) {
+DnnlModuleStats dnnl_module_stats(const backend::CompiledModule& module) {
   const auto* dnnl_module = dynamic_cast<const DnnlModule*>(&module);
   if (!dnnl_module) fail(ErrorKind::invalid_argument, "module of type '", module.type_key(), "' is not a dnnl module");
   return dnnl_module->stats();

@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <cstdint>
 
-#include "graft/runtime/compiled_module.h"
+#include "graft/backend/compiled_module.h"
 
 namespace graft::dnnl_backend {
 
@@ -32,7 +32,7 @@ struct DnnlModuleStats {
 
 /// The statistics of a module the dnnl backend compiled. Throws
 /// invalid_argument when `module` comes from another backend.
-DnnlModuleStats dnnl_module_stats(const runtime::CompiledModule& module);
+DnnlModuleStats dnnl_module_stats(const backend::CompiledModule& module);
 
 /// How many subgraphs the dnnl backend has compiled in this process (each
 /// builds its primitives once; a new input shape compiles a new module).

@@ -18,14 +18,14 @@ namespace graft::dnnl_backend {
 inline constexpr char kSavedFormat[] = "graft-dnnl-2\n";
 inline constexpr char kSavedFormat1[] = "graft-dnnl-1\n";
 
-class DnnlModule final : public runtime::CompiledModule {
+class DnnlModule final : public backend::CompiledModule {
  public:
   explicit DnnlModule(DnnlProgram program);
   std::string type_key() const override { return "dnnl"; }
   /// Converts weights whose source version changed, then runs every
   /// primitive with this call's arena and outputs from context.pool. Safe to
   /// call concurrently (primitives use user-mode scratchpads from the arena).
-  std::vector<Tensor> run(std::span<const Tensor> inputs, runtime::ModuleRunContext& context) const override;
+  std::vector<Tensor> run(std::span<const Tensor> inputs, backend::ModuleRunContext& context) const override;
   /// Writes the format tag and which weights saved_tensors() holds. oneDNN
   /// primitives depend on the CPU they run on, so loading rebuilds them from
   /// the stored subgraph; the converted weights (BatchNormalization folded

@@ -1,6 +1,5 @@
-// Registers the dnnl op checkers with the partitioner (TVM BYOC style): the
-// generic property then grows the largest convex regions of nodes dnnl
-// supports. Partitioning runs before shapes are concrete, so the checkers
+// What dnnl takes (DnnlBackend::property()): its op checkers in a property
+// that grows the largest convex regions of nodes dnnl supports. Partitioning runs before shapes are concrete, so the checkers
 // accept symbolic extents where compile() can resolve them later. Built only
 // where the partition API exists (see CMakeLists.txt).
 //
@@ -91,18 +90,18 @@ class DnnlProperty final : public partition::ContainOpProperty {
   }
 };
 
-const bool registered = [] {
+}  // namespace
+
+std::shared_ptr<const partition::SubgraphProperty> make_dnnl_property() {
   partition::OpSupportTable checkers;
   std::set<std::string, std::less<>> op_types;
   for (const std::string& op : dnnl_op_types()) {
-    partition::register_op_support("dnnl", op, check);
     checkers.emplace(op, check);
     op_types.insert(op);
   }
-  partition::register_subgraph_property(
-      "dnnl", [op_types, checkers] { return std::make_unique<DnnlProperty>(op_types, checkers); });
-  return true;
-}();
+  auto property = std::make_shared<DnnlProperty>(op_types, checkers);
+  property->set_backend_name("dnnl");
+  return property;
+}
 
-}  // namespace
 }  // namespace graft::dnnl_backend

@@ -26,7 +26,7 @@
 #include <map>
 #include <type_traits>
 
-#include "../../src/ops/conv_util.h"
+#include "graft/ops/conv_util.h"
 #include "dnnl_support.h"
 #include "dnnl_threads.h"
 #include "graft/ir/graph.h"

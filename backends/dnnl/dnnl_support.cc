@@ -8,7 +8,7 @@
 #include <functional>
 #include <map>
 
-#include "../../src/ops/conv_util.h"
+#include "graft/ops/conv_util.h"
 #include "graft/ir/graph.h"
 
 namespace graft::dnnl_backend {

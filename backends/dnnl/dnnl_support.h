@@ -4,8 +4,11 @@
 /// with inferred dtypes and shapes; compile() refuses exactly what they refuse.
 #pragma once
 
+#include <memory>
 #include <string>
 #include <vector>
+
+#include "graft/partition/subgraph_property.h"
 
 namespace graft::ir {
 class Node;
@@ -28,5 +31,8 @@ SupportResult dnnl_supports(const ir::Node& node);
 
 /// The op types dnnl_supports may accept ("Conv", "Relu", ...).
 const std::vector<std::string>& dnnl_op_types();
+
+/// What the dnnl backend takes from a graph (dnnl_partition.cc).
+std::shared_ptr<const partition::SubgraphProperty> make_dnnl_property();
 
 }  // namespace graft::dnnl_backend

@@ -19,10 +19,14 @@
 #include "graft/codegen/op_expressions.h"
 #include "graft/codegen/output_groups.h"
 #include "graft/core/parallel.h"
+#include "graft/fusion/explain_unfused.h"
+#include "graft/fusion/fuse_pointwise.h"
 #include "graft/ir/graph.h"
-#include "graft/runtime/backend.h"
+#include "graft/backend/backend.h"
 
-namespace graft::runtime {
+namespace graft::backends {
+
+using namespace graft::backend;
 namespace {
 
 constexpr char kModuleMagic[4] = {'G', 'F', 'U', 'S'};
@@ -127,6 +131,13 @@ class FuseBackend final : public Backend {
  public:
   std::string name() const override { return "fuse"; }
   int default_rank() const override { return 50; }
+  /// The pointwise chains no backend took become graft.FusedPointwise nodes
+  /// (the linear-time fusion pass, src/fusion), after every property-based backend.
+  bool claim_remaining(std::unique_ptr<ir::Graph>& graph, partition::PartitionReport* report) const override {
+    const bool changed = fusion::fuse_pointwise(graph);
+    if (report) fusion::record_fusion_in_report(*graph, *report);
+    return changed;
+  }
   std::unique_ptr<CompiledModule> compile(const ir::Graph& subgraph, const CompileOptions&) const override {
     return std::make_unique<FuseModule>(codegen::lower_body(subgraph));
   }
@@ -180,4 +191,4 @@ std::unique_ptr<CompiledModule> load_fuse_module(std::istream& in, const ir::Gra
 GRAFT_REGISTER_BACKEND(FuseBackend);
 GRAFT_REGISTER_MODULE_LOADER("fuse", load_fuse_module);
 
-}  // namespace graft::runtime
+}  // namespace graft::backends

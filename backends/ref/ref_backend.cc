@@ -5,10 +5,12 @@
 #include <ostream>
 
 #include "graft/ir/graph.h"
-#include "graft/runtime/backend.h"
-#include "graft/runtime/executor.h"
+#include "graft/backend/backend.h"
+#include "graft/backend/executor.h"
 
-namespace graft::runtime {
+namespace graft::backends {
+
+using namespace graft::backend;
 namespace {
 
 class RefModule final : public CompiledModule {
@@ -32,6 +34,7 @@ class RefBackend final : public Backend {
  public:
   std::string name() const override { return "ref"; }
   int default_rank() const override { return 1000; }
+  bool runs_the_rest() const override { return true; }
   std::unique_ptr<CompiledModule> compile(const ir::Graph& subgraph, const CompileOptions&) const override {
     return std::make_unique<RefModule>(subgraph);
   }
@@ -47,4 +50,4 @@ std::unique_ptr<CompiledModule> load_ref_module(std::istream&, const ir::Graph& 
 GRAFT_REGISTER_BACKEND(RefBackend);
 GRAFT_REGISTER_MODULE_LOADER("ref", load_ref_module);
 
-}  // namespace graft::runtime
+}  // namespace graft::backends

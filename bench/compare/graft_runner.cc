@@ -23,6 +23,7 @@
 #include <string>
 #include <vector>
 
+#include "graft/frontend/load_model.h"
 #include "graft/codegen/compile_cache.h"
 #include "graft/core/error.h"
 #include "graft/runtime/session.h"
@@ -103,7 +104,8 @@ int serve(int argc, char** argv) {
   const long startup_rss = peak_rss_kb();
 
   auto start = Clock::now();
-  graft::runtime::Session session(model, options);
+  std::unique_ptr<graft::runtime::Session> loaded = graft::frontend::load_model(model, options);
+  graft::runtime::Session& session = *loaded;
   double load_ms = ms_since(start);
   const long load_peak_rss = peak_rss_kb();
   std::vector<graft::Tensor> inputs;

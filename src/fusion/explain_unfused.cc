@@ -81,7 +81,7 @@ std::vector<UnfusedNode> explain_unfused(const ir::Graph& fused_graph) {
 }
 
 void record_fusion_in_report(const ir::Graph& fused_graph, partition::PartitionReport& report) {
-  report.record_fusion(fused_graph);
+  report.record_claimed_subgraphs(fused_graph, "fuse");
   for (const UnfusedNode& unfused : explain_unfused(fused_graph)) {
     partition::DeclineKind kind = partition::DeclineKind::unsupported;
     if (unfused.reason == UnfusedNode::Reason::alone) kind = partition::DeclineKind::below_min_size;

@@ -5,7 +5,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "graft/ir/type_inference.h"
+#include "graft/ops/type_inference.h"
 #include "graft/ops/infer_util.h"
 #include "graft/ops/op_context.h"
 

@@ -11,7 +11,7 @@
 #include <limits>
 #include <vector>
 
-#include "conv_util.h"
+#include "graft/ops/conv_util.h"
 #include "graft/core/parallel.h"
 #include "graft/ops/op_context.h"
 

@@ -1,6 +1,6 @@
 #include "graft/ops/infer_util.h"
 
-#include "graft/ir/type_inference.h"
+#include "graft/ops/type_inference.h"
 
 namespace graft::ops {
 
@@ -60,7 +60,7 @@ std::vector<ir::ValueType> infer_body_output_types(const ir::Graph& body,
   for (size_t i = 0; i < copy->inputs().size() && i < input_types.size(); ++i)
     if (input_types[i].dtype != DType::undefined) copy->inputs()[i]->output_types[0] = input_types[i];
   try {
-    ir::infer_types(*copy);
+    ops::infer_types(*copy);
   } catch (const Error&) {
     // Leave types unknown; the kernel checks at run time.
   }

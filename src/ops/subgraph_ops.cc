@@ -4,7 +4,7 @@
 // reference kernel runs the body with graft's executor; backends replace it
 // with their CompiledModule at plan time.
 #include "graft/ir/graph.h"
-#include "graft/ir/type_inference.h"
+#include "graft/ops/type_inference.h"
 #include "graft/ops/op_context.h"
 
 namespace graft::ops {
@@ -24,7 +24,7 @@ void infer_body_node(InferContext& ctx) {
   if (body.outputs().size() != ctx.num_outputs())
     ctx.fail("body has ", body.outputs().size(), " outputs, the node has ", ctx.num_outputs());
   for (size_t i = 0; i < ctx.num_inputs(); ++i) body.inputs()[i]->output_types[0] = ctx.input_type(i);
-  ir::infer_types(body);
+  ops::infer_types(body);
   for (size_t i = 0; i < ctx.num_outputs(); ++i) ctx.set_output(i, body.type_of(body.outputs()[i]));
 }
 

@@ -3,7 +3,6 @@
 #include <cstdio>
 #include <cstdlib>
 
-#include "executor_backend.h"
 #include "graft/partition/contain_op_selector.h"
 
 namespace graft::partition {
@@ -25,12 +24,18 @@ bool register_op_support(std::string backend, std::string op_type, SupportChecke
                  backend.c_str());
     std::abort();
   }
-  return register_executor_backend(backend);
+  return true;
 }
 
 const OpSupportTable* find_op_support(std::string_view backend) {
   auto it = registry().find(backend);
   return it == registry().end() ? nullptr : &it->second;
+}
+
+std::vector<std::string> op_support_backends() {
+  std::vector<std::string> names;
+  for (const auto& [name, table] : registry()) names.push_back(name);
+  return names;
 }
 
 Support check_op_support(const OpSupportTable& table, const ir::Node& node) {

@@ -11,16 +11,15 @@
 
 #include "graft/ir/graph_rebuilder.h"
 #include "graft/ir/indexed_graph.h"
-#include "graft/ir/type_inference.h"
+#include "graft/ops/type_inference.h"
 #include "graft/partition/convexity.h"
-#include "graft/runtime/backend.h"
 
 namespace graft::partition {
 namespace {
 
 constexpr uint8_t kMaxDrops = 4;   // times a node may be dropped from a set before a backend stops offering it
 constexpr uint8_t kNoReason = 255;
-constexpr int kRefBackend = -2;    // "pinned to ref"
+constexpr int kFallback = -2;  // pinned to the fallback backend
 
 bool is_source(const ir::Node& n) { return n.schema().category == ir::OpCategory::source; }
 
@@ -33,8 +32,9 @@ std::string quoted_list(const std::vector<std::string>& names) {
 
 class Partitioner {
  public:
-  Partitioner(const ir::IndexedGraph& graph, const std::vector<BackendEntry>& backends, bool detailed)
-      : graph_(graph), backends_(backends), grouping_(graph), taken_by_(graph.num_nodes(), -1),
+  Partitioner(const ir::IndexedGraph& graph, const std::vector<BackendEntry>& backends, std::string fallback,
+              bool detailed)
+      : graph_(graph), backends_(backends), fallback_(std::move(fallback)), grouping_(graph), taken_by_(graph.num_nodes(), -1),
         pinned_(graph.num_nodes(), -1), detailed_(detailed), visit_(graph.num_nodes(), 0) {}
 
   void apply_annotations(const Annotations& annotations);
@@ -87,9 +87,10 @@ class Partitioner {
 
   const ir::IndexedGraph& graph_;
   const std::vector<BackendEntry>& backends_;
+  const std::string fallback_;  // the backend that runs what no backend takes
   ConvexGrouping grouping_;
   std::vector<int> taken_by_;
-  std::vector<int> pinned_;  // backend index, kRefBackend, or -1
+  std::vector<int> pinned_;  // backend index, kFallback, or -1
   bool detailed_ = true;     // per-node reasons and names in the report
   std::unordered_map<uint32_t, uint64_t> forbidden_;  // node -> bit per backend index
   std::vector<Group> groups_;
@@ -115,7 +116,7 @@ uint32_t Partitioner::node_id(const std::string& name, const std::string& what) 
 }
 
 int Partitioner::backend_index(const std::string& name, const std::string& what) const {
-  if (name == "ref") return kRefBackend;
+  if (name == fallback_) return kFallback;
   for (size_t b = 0; b < backends_.size(); ++b)
     if (backends_[b].name == name) return static_cast<int>(b);
   std::string order;
@@ -227,7 +228,7 @@ void Partitioner::run_backend(int b) {
       }
       if (pinned_[id] != -1 && pinned_[id] != b) {
         declined_[id].push_back({backend.name, DeclineKind::pinned_elsewhere,
-                                 "pinned to " + (pinned_[id] == kRefBackend ? std::string("ref") : backends_[static_cast<size_t>(pinned_[id])].name)});
+                                 "pinned to " + (pinned_[id] == kFallback ? fallback_ : backends_[static_cast<size_t>(pinned_[id])].name)});
         continue;
       }
       if (forbidden(id, b)) {
@@ -237,7 +238,7 @@ void Partitioner::run_backend(int b) {
       declined_[id].push_back(why(id));
     }
   };
-  if (backend.name == "ref") return;  // ref takes what nobody else takes
+  if (backend.name == fallback_) return;  // it takes what nobody else takes
   if (!backend.property) return;  // it takes nothing; the report's per-backend summary says so once
   if (!backend.unavailable.empty()) {
     record_rest([&](uint32_t) { return Decline{backend.name, DeclineKind::unavailable, backend.unavailable}; });
@@ -457,7 +458,7 @@ PartitionReport Partitioner::report() const {
     p.name = node.name.empty() ? node.describe() : node.name;
     p.op_type = node.op_type();
     p.is_source = is_source(node);
-    p.backend = taken_by_[id] >= 0 ? backends_[static_cast<size_t>(taken_by_[id])].name : "ref";
+    p.backend = taken_by_[id] >= 0 ? backends_[static_cast<size_t>(taken_by_[id])].name : fallback_;
     int32_t g = grouping_.group_of(id);
     if (g >= 0) p.subgraph = subgraph_index[static_cast<size_t>(g)];
     p.declined = declined_[id];
@@ -470,11 +471,12 @@ PartitionReport Partitioner::report() const {
     s.backend = backends_[b].name;
     s.has_property = backends_[b].property != nullptr;
     s.unavailable = backends_[b].unavailable;
-    s.nodes = s.backend == "ref" ? on_ref : taken[b];
-    ref_listed = ref_listed || s.backend == "ref";
+    s.nodes = s.backend == fallback_ ? on_ref : taken[b];
+    ref_listed = ref_listed || s.backend == fallback_;
     report.summaries.push_back(std::move(s));
   }
-  if (!ref_listed) report.summaries.push_back(BackendSummary{"ref", false, {}, on_ref, {}});
+  if (!ref_listed) report.summaries.push_back(BackendSummary{fallback_, false, {}, on_ref, {}});
+  report.fallback = fallback_;
   for (const SubgraphInfo& info : report.subgraphs)
     for (BackendSummary& s : report.summaries)
       if (s.backend == info.backend) s.subgraph_sizes.push_back(info.size);
@@ -483,51 +485,8 @@ PartitionReport Partitioner::report() const {
 
 }  // namespace
 
-std::vector<std::string> resolve_backend_order(const std::vector<std::string>& requested) {
-  std::vector<std::string> names = requested;
-  std::string origin = "the backend list";
-  if (names.empty()) {
-    const char* env = std::getenv("GRAFT_BACKENDS");
-    if (env && *env) {
-      origin = "GRAFT_BACKENDS";
-      std::string text = env;
-      size_t start = 0;
-      while (true) {
-        size_t comma = text.find(',', start);
-        names.push_back(text.substr(start, comma == std::string::npos ? std::string::npos : comma - start));
-        if (comma == std::string::npos) break;
-        start = comma + 1;
-      }
-    } else {
-      for (const runtime::Backend* b : runtime::all_backends())
-        if (b->unavailable_reason().empty() && b->in_default_order()) names.push_back(b->name());
-      return names;
-    }
-  }
-  for (size_t i = 0; i < names.size(); ++i) {
-    if (names[i].empty())
-      fail(ErrorKind::invalid_argument, origin, " has an empty backend name (available: ", runtime::backend_names(), ")");
-    runtime::get_backend(names[i]);  // throws naming the available backends
-    for (size_t j = 0; j < i; ++j)
-      if (names[j] == names[i]) fail(ErrorKind::invalid_argument, origin, " names backend '", names[i], "' twice");
-  }
-  return names;
-}
-
-PartitionReport partition_graph(std::unique_ptr<ir::Graph>& graph, const PartitionOptions& options) {
-  std::vector<BackendEntry> entries;
-  for (const std::string& name : options.backends) {
-    BackendEntry entry;
-    entry.name = name;
-    if (name != "ref") entry.property = create_subgraph_property(name);
-    if (const runtime::Backend* backend = runtime::find_backend(name)) entry.unavailable = backend->unavailable_reason();
-    entries.push_back(std::move(entry));
-  }
-  return partition_graph(graph, entries, options.annotations, options.detailed_report);
-}
-
 PartitionReport partition_graph(std::unique_ptr<ir::Graph>& graph, const std::vector<BackendEntry>& backends,
-                                const Annotations& annotations, bool detailed_report) {
+                                const Annotations& annotations, bool detailed_report, const std::string& fallback) {
   GRAFT_CHECK(graph, "partition_graph needs a graph");
   auto start = std::chrono::steady_clock::now();
   Annotations all = annotations;
@@ -539,7 +498,7 @@ PartitionReport partition_graph(std::unique_ptr<ir::Graph>& graph, const std::ve
   bool typed = true;
   for (const auto& node : graph->nodes())
     for (const ir::ValueType& t : node->output_types) typed = typed && t.dtype != DType::undefined;
-  if (any_property && !typed) ir::infer_types(*graph);
+  if (any_property && !typed) ops::infer_types(*graph);
   std::unique_ptr<ir::Graph> result;
   PartitionReport report;
   PartitionReport::Timings timings;
@@ -552,7 +511,7 @@ PartitionReport partition_graph(std::unique_ptr<ir::Graph>& graph, const std::ve
   {
     ir::IndexedGraph indexed(*graph);
     timings.index = lap();
-    Partitioner partitioner(indexed, backends, detailed_report);
+    Partitioner partitioner(indexed, backends, fallback, detailed_report);
     partitioner.apply_annotations(all);
     for (size_t b = 0; b < backends.size(); ++b) partitioner.run_backend(static_cast<int>(b));
     timings.select = lap();

@@ -29,25 +29,25 @@ std::map<std::string, size_t> PartitionReport::nodes_per_backend() const {
   return counts;
 }
 
-size_t PartitionReport::record_fusion(const ir::Graph& fused_graph) {
-  // Nodes still on ref, by name; a name may repeat (exporters leave some empty).
+size_t PartitionReport::record_claimed_subgraphs(const ir::Graph& graph, const std::string& backend) {
+  // Nodes still on the fallback, by name; a name may repeat (exporters leave some empty).
   std::unordered_map<std::string, std::vector<size_t>> on_ref;
   for (size_t i = nodes.size(); i-- > 0;)
-    if (!nodes[i].is_source && nodes[i].backend == "ref") on_ref[nodes[i].name].push_back(i);
+    if (!nodes[i].is_source && nodes[i].backend == fallback) on_ref[nodes[i].name].push_back(i);
   auto summary_of = [&](const std::string& backend) -> BackendSummary& {
     for (BackendSummary& s : summaries)
       if (s.backend == backend) return s;
     BackendSummary added;
     added.backend = backend;
     auto ref =
-        std::find_if(summaries.begin(), summaries.end(), [](const BackendSummary& s) { return s.backend == "ref"; });
+        std::find_if(summaries.begin(), summaries.end(), [&](const BackendSummary& s) { return s.backend == fallback; });
     return *summaries.insert(ref, added);
   };
   size_t moved = 0;
-  for (const auto& node : fused_graph.nodes()) {
-    if (node->op() != ir::OpId::FusedPointwise || !node->subgraph) continue;
+  for (const auto& node : graph.nodes()) {
+    if (node->backend != backend || !node->subgraph) continue;
     SubgraphInfo info;
-    info.backend = "fuse";
+    info.backend = backend;
     info.id = static_cast<int>(subgraphs.size());
     info.node_name = node->name;
     for (const auto& member : node->subgraph->nodes()) {
@@ -61,7 +61,7 @@ size_t PartitionReport::record_fusion(const ir::Graph& fused_graph) {
       if (match == candidates.rend()) continue;
       NodePlacement& placement = nodes[*match];
       candidates.erase(std::next(match).base());
-      placement.backend = "fuse";
+      placement.backend = backend;
       placement.subgraph = info.id;
       info.nodes.push_back(placement.name);
     }
@@ -69,17 +69,17 @@ size_t PartitionReport::record_fusion(const ir::Graph& fused_graph) {
     info.size = info.nodes.size();
     moved += info.size;
     subgraphs.push_back(std::move(info));
-    BackendSummary& fuse = summary_of("fuse");
-    fuse.nodes += subgraphs.back().size;
-    fuse.subgraph_sizes.push_back(subgraphs.back().size);
-    summary_of("ref").nodes -= subgraphs.back().size;
+    BackendSummary& claimed = summary_of(backend);
+    claimed.nodes += subgraphs.back().size;
+    claimed.subgraph_sizes.push_back(subgraphs.back().size);
+    summary_of(fallback).nodes -= subgraphs.back().size;
   }
   return moved;
 }
 
 bool PartitionReport::record_decline(const std::string& name, const std::string& op_type, Decline decline) {
   for (NodePlacement& placement : nodes) {
-    if (placement.is_source || placement.backend != "ref" || placement.name != name || placement.op_type != op_type)
+    if (placement.is_source || placement.backend != fallback || placement.name != name || placement.op_type != op_type)
       continue;
     bool already = std::any_of(placement.declined.begin(), placement.declined.end(),
                                [&](const Decline& d) { return d.backend == decline.backend; });
@@ -95,7 +95,7 @@ std::string PartitionReport::summary_line() const {
   os << "partition:";
   bool first = true;
   for (const BackendSummary& s : summaries) {
-    if (s.nodes == 0 && s.backend != "ref") continue;
+    if (s.nodes == 0 && s.backend != fallback) continue;
     os << (first ? " " : ", ") << s.backend << " " << s.nodes << (s.nodes == 1 ? " node" : " nodes");
     if (!s.subgraph_sizes.empty())
       os << " in " << s.subgraph_sizes.size() << (s.subgraph_sizes.size() == 1 ? " subgraph" : " subgraphs");
@@ -119,8 +119,8 @@ std::string PartitionReport::to_text() const {
       os << ")";
     }
     if (!s.unavailable.empty()) os << " [unavailable: " << s.unavailable << "]";
-    else if (!s.has_property && s.backend == "fuse" && s.nodes > 0) os << " [pointwise fusion after partitioning]";
-    else if (!s.has_property && s.backend != "ref") os << " [no SubgraphProperty: claims nothing when partitioning]";
+    else if (!s.has_property && s.nodes > 0) os << " [claimed after partitioning]";
+    else if (!s.has_property && s.backend != fallback) os << " [no SubgraphProperty: claims nothing when partitioning]";
     os << "\n";
   }
   os << "nodes:\n";
@@ -194,7 +194,7 @@ std::string PartitionReport::to_dot(const std::vector<std::pair<size_t, size_t>>
   std::map<std::string, const char*> colour;
   size_t next = 0;
   for (const std::string& b : backends)
-    if (b != "ref") colour[b] = palette[next++ % 8];
+    if (b != fallback) colour[b] = palette[next++ % 8];
   std::ostringstream os;
   os << "digraph partition {\n  rankdir=TB;\n  node [shape=box, style=filled, fillcolor=white, fontsize=10];\n";
   std::vector<std::vector<size_t>> members(subgraphs.size());

@@ -4,19 +4,9 @@
 #include <cstdlib>
 #include <map>
 
-#include "executor_backend.h"
 #include "graft/partition/contain_op_selector.h"
 
 namespace graft::partition {
-namespace {
-
-std::map<std::string, SubgraphPropertyFactory, std::less<>>& registry() {
-  static std::map<std::string, SubgraphPropertyFactory, std::less<>> factories;
-  return factories;
-}
-
-}  // namespace
-
 ir::Node* SubgraphProperty::CreateSubgraphNode(ir::Graph& target, std::shared_ptr<ir::Graph> subgraph,
                                                const std::vector<ir::Value>& inputs, int id) const {
   const int num_outputs = static_cast<int>(subgraph->outputs().size());
@@ -34,20 +24,9 @@ std::string SubgraphProperty::ExplainRejection(const ir::Node&) const {
   return "not selected by the " + backend_name() + " selector";
 }
 
-bool register_subgraph_property(std::string backend, SubgraphPropertyFactory factory) {
-  if (!registry().emplace(backend, std::move(factory)).second) {
-    std::fprintf(stderr, "graft: subgraph property '%s' registered twice\n", backend.c_str());
-    std::abort();
-  }
-  return register_executor_backend(backend);
-}
-
-std::unique_ptr<SubgraphProperty> create_subgraph_property(std::string_view backend) {
+std::unique_ptr<SubgraphProperty> op_support_property(std::string_view backend) {
   std::unique_ptr<SubgraphProperty> property;
-  auto it = registry().find(backend);
-  if (it != registry().end()) {
-    property = it->second();
-  } else if (const OpSupportTable* table = find_op_support(backend)) {
+  if (const OpSupportTable* table = find_op_support(backend)) {
     std::set<std::string, std::less<>> op_types;
     for (const auto& [op, checker] : *table) op_types.insert(op);
     property = std::make_unique<ContainOpProperty>(std::move(op_types), *table);

@@ -11,7 +11,7 @@
 #include <string_view>
 
 #include "graft/ir/graph_rebuilder.h"
-#include "graft/ir/type_inference.h"
+#include "graft/ops/type_inference.h"
 #include "graft/ops/op_context.h"
 #include "graft/passes/pass.h"
 
@@ -156,7 +156,7 @@ bool fold_constants(std::unique_ptr<ir::Graph>& graph, PassContext& ctx) {
   bool changed = false;
   for (int round = 0; round < kMaxRounds && fold_once(graph, ctx); ++round) {
     changed = true;
-    ir::infer_types(*graph);
+    ops::infer_types(*graph);
   }
   return changed;
 }

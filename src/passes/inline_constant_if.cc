@@ -6,7 +6,7 @@
 // enclosing values (the If's captured inputs) read them directly. The copies
 // are then folded (fold-constants), which may fold further conditions.
 #include "graft/ir/graph_rebuilder.h"
-#include "graft/ir/type_inference.h"
+#include "graft/ops/type_inference.h"
 #include "graft/passes/pass.h"
 #include "inline_body.h"
 #include "pattern_util.h"
@@ -57,7 +57,7 @@ bool inline_constant_if(std::unique_ptr<ir::Graph>& graph, PassContext& ctx) {
       rebuilder.alias(id, static_cast<uint32_t>(k), results[static_cast<size_t>(k)]);
   }
   graph = rebuilder.finish();
-  ir::infer_types(*graph);  // the copies' types, which folding reads (it infers again after each round)
+  ops::infer_types(*graph);  // the copies' types, which folding reads (it infers again after each round)
   fold_constants(graph, ctx);
   return true;
 }

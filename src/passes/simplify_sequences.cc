@@ -15,7 +15,7 @@
 #include <string>
 
 #include "graft/ir/graph_rebuilder.h"
-#include "graft/ir/type_inference.h"
+#include "graft/ops/type_inference.h"
 #include "graft/ops/sequence_position.h"
 #include "graft/passes/pass.h"
 #include "pattern_util.h"
@@ -118,7 +118,7 @@ bool simplify_sequences(std::unique_ptr<ir::Graph>& graph, PassContext& ctx) {
   graph = rebuilder.finish();
   // The items read directly may have known shapes: fold the shape
   // computations that read them.
-  ir::infer_types(*graph);
+  ops::infer_types(*graph);
   fold_constants(graph, ctx);
   return true;
 }

@@ -21,7 +21,7 @@
 #include <string>
 
 #include "graft/ir/graph_rebuilder.h"
-#include "graft/ir/type_inference.h"
+#include "graft/ops/type_inference.h"
 #include "graft/passes/pass.h"
 #include "inline_body.h"
 #include "pattern_util.h"
@@ -180,7 +180,7 @@ bool unroll_loops(std::unique_ptr<ir::Graph>& graph, PassContext& ctx) {
   graph = rebuilder.finish();
   // Each copy's iteration index is a constant now: fold the index arithmetic
   // (and the slices' bounds) so that the values after the loop get shapes.
-  ir::infer_types(*graph);  // the copies' types, which folding reads (it infers again after each round)
+  ops::infer_types(*graph);  // the copies' types, which folding reads (it infers again after each round)
   fold_constants(graph, ctx);
   return true;
 }

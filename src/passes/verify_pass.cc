@@ -1,4 +1,4 @@
-#include "graft/ir/type_inference.h"
+#include "graft/ops/type_inference.h"
 #include "graft/ir/verify.h"
 #include "graft/passes/pass.h"
 
@@ -10,7 +10,7 @@ bool verify_pass(std::unique_ptr<ir::Graph>& graph, PassContext&) {
 }
 
 bool infer_pass(std::unique_ptr<ir::Graph>& graph, PassContext&) {
-  ir::infer_types(*graph);
+  ops::infer_types(*graph);
   return true;
 }
 

@@ -188,13 +188,13 @@ class ArtifactReader {
   }
 
   /// Step 7: hands every module blob to its loader.
-  ModuleTable load_modules() {
-    ModuleTable table(graph_->num_nodes());
+  backend::ModuleTable load_modules() {
+    backend::ModuleTable table(graph_->num_nodes());
     for (const ModuleEntry& m : modules_) {
       const ir::Node& node = *graph_->nodes()[m.node_index];
       std::istringstream blob(std::string(reinterpret_cast<const char*>(m.bytes), m.size));
       try {
-        table[m.node_index] = load_module(m.type_key, blob, *node.subgraph, m.tensors);
+        table[m.node_index] = backend::load_module(m.type_key, blob, *node.subgraph, m.tensors);
       } catch (const Error& e) {
         fail(e.kind(), what_, ": module of ", node.describe(), ": ", e.what());
       }
@@ -451,7 +451,7 @@ class ArtifactReader {
         uint32_t tensors = r.count("module tensor count", 4);
         for (uint32_t k = 0; k < tensors; ++k) m.tensors.push_back(weight(r.get<uint32_t>("module tensor"), r));
       }
-      if (m.node_index >= graph_->num_nodes() || !is_compiled_node(*graph_->nodes()[m.node_index]))
+      if (m.node_index >= graph_->num_nodes() || !compiler::is_compiled_node(*graph_->nodes()[m.node_index]))
         fail(ErrorKind::invalid_model, what_, ": module ", i, " belongs to node ", m.node_index,
              ", which is not a compiled subgraph node");
       if (!seen.insert(m.node_index).second)
@@ -460,7 +460,7 @@ class ArtifactReader {
     }
     if (r.remaining() != 0) fail(ErrorKind::invalid_model, what_, ": stray bytes after the modules");
     for (const auto& node : graph_->nodes())
-      if (is_compiled_node(*node) && !seen.count(node->index()))
+      if (compiler::is_compiled_node(*node) && !seen.count(node->index()))
         fail(ErrorKind::invalid_model, what_, ": ", node->describe(), " (backend ", node->backend,
              ") has no compiled module");
   }

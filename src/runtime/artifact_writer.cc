@@ -21,7 +21,7 @@
 
 #include "artifact_checksum.h"
 #include "artifact_format.h"
-#include "tensor_bytes_key.h"
+#include "graft/core/tensor_bytes_key.h"
 #include "graft/runtime/artifact.h"
 #include "graft/runtime/cpu_features.h"
 
@@ -250,19 +250,19 @@ void put_text(std::string& out, size_t offset, std::string_view text, size_t fie
 
 }  // namespace
 
-std::string serialize_artifact(const ir::Graph& planned, const ModuleTable& modules, uint32_t format_version) {
+std::string serialize_artifact(const ir::Graph& planned, const backend::ModuleTable& modules, uint32_t format_version) {
   if (format_version < 1 || format_version > kArtifactFormatVersion)
     fail(ErrorKind::invalid_argument, "artifact writer: no format version ", format_version, " (this graft writes 1 to ",
          kArtifactFormatVersion, ")");
   const bool module_tensors = format_version >= 3;
   auto module_of = [&](const ir::Node& node) {
-    const CompiledModule* module = node.index() < modules.size() ? modules[node.index()].get() : nullptr;
+    const backend::CompiledModule* module = node.index() < modules.size() ? modules[node.index()].get() : nullptr;
     if (!module) fail(ErrorKind::internal, "artifact writer: ", node.describe(), " has no compiled module");
     return module;
   };
   SupersededByNode superseded;
   for (const auto& node : planned.nodes()) {
-    if (!is_compiled_node(*node) || !module_tensors) continue;
+    if (!compiler::is_compiled_node(*node) || !module_tensors) continue;
     std::set<DataKey> keys;
     for (const Tensor& t : module_of(*node)->superseded_constants()) keys.insert(tensor_bytes_key(t));
     if (!keys.empty()) superseded.emplace(node.get(), std::move(keys));
@@ -279,8 +279,8 @@ std::string serialize_artifact(const ir::Graph& planned, const ModuleTable& modu
   std::string entries;
   af::ByteWriter ew(entries);
   for (const auto& node : planned.nodes()) {
-    if (!is_compiled_node(*node)) continue;
-    const CompiledModule* module = module_of(*node);
+    if (!compiler::is_compiled_node(*node)) continue;
+    const backend::CompiledModule* module = module_of(*node);
     std::ostringstream saved;
     module->save(saved);
     ew.put<uint32_t>(node->index());
@@ -335,7 +335,7 @@ std::string serialize_artifact(const ir::Graph& planned, const ModuleTable& modu
   return out;
 }
 
-void write_artifact(const ir::Graph& planned, const ModuleTable& modules, const std::string& path) {
+void write_artifact(const ir::Graph& planned, const backend::ModuleTable& modules, const std::string& path) {
   std::string bytes = serialize_artifact(planned, modules);
   std::string temporary = path + ".partial";
   {

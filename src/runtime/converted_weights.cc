@@ -5,7 +5,7 @@
 // whose module supersedes exactly that tensor.
 #include "converted_weights.h"
 
-#include "tensor_bytes_key.h"
+#include "graft/core/tensor_bytes_key.h"
 
 #include <cstdint>
 #include <map>
@@ -19,7 +19,7 @@ namespace {
 
 class OccurrenceWalk {
  public:
-  explicit OccurrenceWalk(const ModuleTable& modules) : modules_(modules) {}
+  explicit OccurrenceWalk(const backend::ModuleTable& modules) : modules_(modules) {}
 
   /// `owner`: the compiled node whose body `g` is (nullptr elsewhere), and
   /// `superseded` what its module supersedes.
@@ -34,7 +34,7 @@ class OccurrenceWalk {
       if (!node->subgraph) continue;
       const std::set<TensorBytesKey>* body_superseded = nullptr;
       std::set<TensorBytesKey> keys;
-      if (depth == 0 && is_compiled_node(*node) && node->index() < modules_.size() && modules_[node->index()]) {
+      if (depth == 0 && compiler::is_compiled_node(*node) && node->index() < modules_.size() && modules_[node->index()]) {
         for (const Tensor& t : modules_[node->index()]->superseded_constants()) keys.insert(tensor_bytes_key(t));
         body_superseded = &keys;
       }
@@ -73,13 +73,13 @@ class OccurrenceWalk {
 
   /// Marks a storage some occurrence of which is not superseded by its one owner.
   static inline const ir::Node* const kMixed = reinterpret_cast<const ir::Node*>(uintptr_t{1});
-  const ModuleTable& modules_;
+  const backend::ModuleTable& modules_;
   std::map<Storage*, const ir::Node*> storages_;  // storage -> the one module owner of every occurrence, or kMixed
 };
 
 }  // namespace
 
-size_t mark_weights_only_converted(const ir::Graph& planned, const ModuleTable& modules) {
+size_t mark_weights_only_converted(const ir::Graph& planned, const backend::ModuleTable& modules) {
   OccurrenceWalk walk(modules);
   walk.graph(planned, nullptr, nullptr, 0);
   return walk.mark();

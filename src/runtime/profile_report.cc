@@ -33,7 +33,7 @@ std::vector<ProfileRow> sorted_rows(std::map<std::string, ProfileRow>& rows, siz
   return result;
 }
 
-std::string node_label(const NodeTiming& t, size_t position) {
+std::string node_label(const backend::NodeTiming& t, size_t position) {
   return t.node_name.empty() ? "#" + std::to_string(position) : t.node_name;
 }
 
@@ -81,7 +81,7 @@ ProfileSummary summarize_profile(std::span<const ProfiledRun> runs) {
   for (const ProfiledRun& run : runs) {
     wall += run.microseconds;
     for (size_t i = 0; i < run.timings.size(); ++i) {
-      const NodeTiming& t = run.timings[i];
+      const backend::NodeTiming& t = run.timings[i];
       node_total += t.microseconds;
       std::string label = node_label(t, i);
       ProfileRow& node = nodes[label + '\n' + t.op_type + '\n' + t.backend];
@@ -156,7 +156,7 @@ std::string chrome_trace_json(std::span<const ProfiledRun> runs) {
   std::map<std::string, int> rows;
   std::vector<std::string> row_names{"runs"};
   for (const ProfiledRun& run : runs)
-    for (const NodeTiming& t : run.timings)
+    for (const backend::NodeTiming& t : run.timings)
       if (rows.emplace(t.backend, static_cast<int>(row_names.size())).second) row_names.push_back(t.backend);
 
   events.push_back({{"name", "process_name"}, {"ph", "M"}, {"pid", 1}, {"tid", 0}, {"args", {{"name", "graft"}}}});
@@ -177,7 +177,7 @@ std::string chrome_trace_json(std::span<const ProfiledRun> runs) {
                       {"tid", 0},
                       {"args", {{"run", r}, {"nodes", run.timings.size()}}}});
     for (size_t i = 0; i < run.timings.size(); ++i) {
-      const NodeTiming& t = run.timings[i];
+      const backend::NodeTiming& t = run.timings[i];
       events.push_back({{"name", t.op_type},
                         {"cat", "node"},
                         {"ph", "X"},

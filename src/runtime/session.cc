@@ -9,39 +9,15 @@
 #include "converted_weights.h"
 #include "graft/codegen/compile_cache.h"
 #include "graft/core/parallel.h"
-#include "graft/frontend/onnx_import.h"
-#include "graft/fusion/explain_unfused.h"
-#include "graft/fusion/fuse_pointwise.h"
-#include "graft/fusion/fusion_options.h"
-#include "graft/ir/type_inference.h"
-#include "graft/ir/verify.h"
-#include "graft/partition/partitioner.h"
-#include "graft/passes/pass.h"
 #include "graft/runtime/artifact.h"
 
 namespace graft::runtime {
 
-namespace {
-
-/// Pointwise fusion (DESIGN section 6): what no backend claimed and is
-/// pointwise becomes graft.FusedPointwise nodes run by backend `fuse`.
-/// Returns whether fusion is on (whether or not anything was fused).
-bool apply_pointwise_fusion(std::unique_ptr<ir::Graph>& graph, const SessionOptions& options) {
-  if (!fusion::fusion_enabled(options.fusion)) return false;
-  if (fusion::fuse_pointwise(graph) && options.verify_after_each_pass) ir::verify(*graph);
-  return true;
-}
-
-}  // namespace
-
 /// What is prepared per input-shape signature: the graph specialized to the
 /// concrete input shapes (types inferred throughout) and its executor.
 struct Session::Plan {
-  std::shared_ptr<ir::Graph> graph;
-  ModuleTable modules;  // compiled subgraph nodes, by Node::index()
-  std::unique_ptr<Executor> executor;
-  std::optional<partition::PartitionReport> report;  // when this plan partitioned again
-  bool generic = false;                              // the shape-generic plan (graph_ with its symbolic dimensions)
+  compiler::Plan compiled;
+  std::unique_ptr<backend::Executor> executor;
 };
 
 int max_specialized_plans(std::optional<int> option) {
@@ -73,24 +49,18 @@ std::string signature(const std::vector<DType>& dtypes, const std::vector<Shape>
 }
 }  // namespace
 
-Session::Session(const std::string& model_path, SessionOptions options) : options_(std::move(options)) {
+Session::Session(ArtifactPath artifact, SessionOptions options) : options_(std::move(options)) {
   set_threads();
-  const bool graft_extension = model_path.size() >= 6 && model_path.compare(model_path.size() - 6, 6, ".graft") == 0;
-  if (graft_extension || is_artifact_file(model_path)) {
-    // Loaders that rebuild primitives size them for the current thread count.
-    ScopedNumThreads threads(num_threads_);
-    restore(load_artifact(model_path));
-    return;
-  }
-  graph_ = frontend::load_onnx(model_path);
-  prepare();
+  // Loaders that rebuild primitives size them for the current thread count.
+  ScopedNumThreads threads(num_threads_);
+  restore(load_artifact(artifact.path));
 }
 
-Session::Session(std::unique_ptr<ir::Graph> graph, SessionOptions options)
-    : options_(std::move(options)), graph_(std::move(graph)) {
-  GRAFT_CHECK(graph_, "Session needs a graph");
+Session::Session(std::unique_ptr<ir::Graph> graph, SessionOptions options) : options_(std::move(options)) {
+  GRAFT_CHECK(graph, "Session needs a graph");
   set_threads();
-  prepare();
+  prepared_ = compiler::prepare(std::move(graph), compile_options_);
+  describe_io();
 }
 
 Session::Session(RestoredPlan plan, SessionOptions options) : options_(std::move(options)) {
@@ -106,49 +76,30 @@ void Session::set_threads() {
   num_threads_ = options_.num_threads > 0 ? options_.num_threads : default_num_threads();
   max_specialized_plans_ = max_specialized_plans(options_.max_specialized_plans);
   plans_ = std::make_unique<PlanCache<Plan>>(static_cast<size_t>(max_specialized_plans_));
-}
-
-void Session::prepare() {
-  passes::PassContext ctx;
-  ctx.verify_after_each = options_.verify_after_each_pass;
-  ctx.num_threads = num_threads_;
-  auto pipeline = options_.passes.empty() ? passes::default_pipeline() : options_.passes;
-  passes::run_pipeline(graph_, pipeline, ctx);
-  // Backends decline what they cannot size (a Conv output whose height is a
-  // symbol), so with symbolic input dimensions every plan partitions the
-  // graph again once its input shapes are known (plan_for).
-  bool symbolic_inputs = false;
-  for (const ir::Node* in : graph_->inputs()) symbolic_inputs |= !in->output_types[0].is_concrete();
-  if (symbolic_inputs) unpartitioned_ = graph_->clone();
-  partition_report_ = partition_and_fuse(graph_);
-  if (options_.verify_after_each_pass) ir::verify(*graph_);
-  describe_io();
-}
-
-partition::PartitionReport Session::partition_and_fuse(std::unique_ptr<ir::Graph>& graph) const {
-  partition::PartitionOptions partition_options;
-  partition_options.backends = partition::resolve_backend_order(options_.backends);
-  partition_options.annotations = options_.annotations;
-  partition::PartitionReport report = partition::partition_graph(graph, partition_options);
-  // Backends claimed their subgraphs above; fusion takes what is left.
-  if (apply_pointwise_fusion(graph, options_)) fusion::record_fusion_in_report(*graph, report);
-  return report;
+  compile_options_.backends = options_.backends;
+  compile_options_.annotations = options_.annotations;
+  compile_options_.fusion = options_.fusion;
+  compile_options_.passes = options_.passes;
+  compile_options_.verify_after_each_pass = options_.verify_after_each_pass;
+  compile_options_.num_threads = num_threads_;
+  compile_options_.emit_source_dir = options_.emit_source_dir;
 }
 
 void Session::describe_io() {
-  for (const ir::Node* in : graph_->inputs()) inputs_.push_back({in->output_names[0], in->output_types[0]});
-  for (size_t i = 0; i < graph_->outputs().size(); ++i)
-    outputs_.push_back({graph_->output_names()[i], graph_->type_of(graph_->outputs()[i])});
+  const ir::Graph& graph = *prepared_.graph;
+  for (const ir::Node* in : graph.inputs()) inputs_.push_back({in->output_names[0], in->output_types[0]});
+  for (size_t i = 0; i < graph.outputs().size(); ++i)
+    outputs_.push_back({graph.output_names()[i], graph.type_of(graph.outputs()[i])});
 }
 
 void Session::restore(RestoredPlan restored) {
   GRAFT_CHECK(restored.graph, "restored plan without a graph");
   restored_ = true;
   auto plan = std::make_shared<Plan>();
-  plan->graph = std::move(restored.graph);
-  plan->modules = std::move(restored.modules);
-  plan->executor = std::make_unique<Executor>(*plan->graph, plan->modules);
-  graph_ = plan->graph->clone();
+  plan->compiled.graph = std::move(restored.graph);
+  plan->compiled.modules = std::move(restored.modules);
+  plan->executor = std::make_unique<backend::Executor>(*plan->compiled.graph, plan->compiled.modules);
+  prepared_.graph = plan->compiled.graph->clone();
   describe_io();
   std::vector<DType> dtypes;
   std::vector<Shape> shapes;
@@ -196,37 +147,11 @@ void Session::validate_inputs(const std::vector<Tensor>& inputs) const {
   }
 }
 
-namespace {
-
-/// With the inputs' shapes now concrete, the shape computations that the
-/// model's symbolic dimensions kept at load (`x.view(x.size(0), -1)`:
-/// Shape -> Gather -> Unsqueeze -> Concat -> Reshape, in most exports with a
-/// dynamic batch) fold to constants, so that the values after them get
-/// concrete types and the backends' subgraphs there compile (else they fall
-/// back to the reference kernels). `float16_in_float32`: the session's
-/// pipeline computes float16 in float32, so the nodes that unrolling or
-/// inlining brings out of control-flow bodies do too.
-void fold_shape_computations(std::unique_ptr<ir::Graph>& graph, bool float16_in_float32) {
-  bool has_shape_query = false;
-  for (const auto& node : graph->nodes())
-    if ((node->op() == ir::OpId::Shape || node->op() == ir::OpId::Size))
-      has_shape_query = true;
-  if (!has_shape_query) return;
-  passes::PassContext ctx;
-  // A Loop whose trip count, or an If whose condition, was a shape may now
-  // unroll or inline.
-  std::vector<std::string> pipeline = {"fold-constants", "simplify-control-flow", "eliminate-dead-code"};
-  if (float16_in_float32) pipeline.insert(pipeline.end() - 1, "compute-float16-in-float32");
-  passes::run_pipeline(graph, pipeline, ctx);
-}
-
-}  // namespace
-
 std::shared_ptr<Session::Plan> Session::plan_for(const std::vector<DType>& dtypes, const std::vector<Shape>& shapes,
                                                  bool specialized) const {
   std::string key = signature(dtypes, shapes);
   std::lock_guard<std::mutex> lock(mutex_);
-  if (specialized || !unpartitioned_) {  // fixed input shapes: one plan, always specialized
+  if (specialized || !prepared_.unpartitioned) {  // fixed input shapes: one plan, always specialized
     if (plans_->contains(key)) return plans_->lookup(key).plan;
   } else {
     PlanCache<Plan>::Lookup found = plans_->lookup(key);
@@ -240,34 +165,16 @@ std::shared_ptr<Session::Plan> Session::plan_for(const std::vector<DType>& dtype
 
 std::shared_ptr<Session::Plan> Session::make_specialized_plan(const std::vector<DType>& dtypes,
                                                               const std::vector<Shape>& shapes) const {
+  std::vector<ir::ValueType> input_types;
+  for (size_t i = 0; i < dtypes.size(); ++i) input_types.push_back(ir::ValueType::of(dtypes[i], shapes[i]));
   auto plan = std::make_shared<Plan>();
-  std::unique_ptr<ir::Graph> planned = (unpartitioned_ ? unpartitioned_ : graph_)->clone();
-  for (size_t i = 0; i < dtypes.size(); ++i) {
-    ir::ValueType& type = planned->inputs()[i]->output_types[0];
-    if (!type.is_tensor()) {
-      if (type.dtype == DType::undefined) type.dtype = dtypes[i];
-    } else {  // sequences and optionals keep what the model declares of them
-      type = ir::ValueType::of(dtypes[i], shapes[i]);
-    }
-  }
-  ir::infer_types(*planned);
-  const std::vector<std::string> session_pipeline = options_.passes.empty() ? passes::default_pipeline() : options_.passes;
-  fold_shape_computations(planned, std::find(session_pipeline.begin(), session_pipeline.end(),
-                                             "compute-float16-in-float32") != session_pipeline.end());
-  if (unpartitioned_) plan->report = partition_and_fuse(planned);
-  plan->graph = std::shared_ptr<ir::Graph>(std::move(planned));
-  CompileOptions compile_options;
-  compile_options.num_threads = num_threads_;
-  compile_options.emit_source_dir = options_.emit_source_dir;
-  std::vector<CompileFallback> fallbacks;
-  plan->modules = compile_modules(*plan->graph, compile_options, &fallbacks);
-  for (const auto& module : plan->modules) num_compiles_ += module != nullptr;
-  if (!fallbacks.empty()) {
-    std::string input_types;
-    for (size_t i = 0; i < dtypes.size(); ++i)
-      input_types += (i ? ", " : "") + ir::ValueType::of(dtypes[i], shapes[i]).to_string();
-    for (CompileFallback& fallback : fallbacks) {
-      fallback.inputs = input_types;
+  plan->compiled = compiler::specialize(prepared_, input_types, compile_options_);
+  num_compiles_ += plan->compiled.num_compiles;
+  if (!plan->compiled.fallbacks.empty()) {
+    std::string shown;
+    for (size_t i = 0; i < input_types.size(); ++i) shown += (i ? ", " : "") + input_types[i].to_string();
+    for (compiler::CompileFallback fallback : plan->compiled.fallbacks) {
+      fallback.inputs = shown;
       fallbacks_.push_back(std::move(fallback));
     }
   }
@@ -275,45 +182,26 @@ std::shared_ptr<Session::Plan> Session::make_specialized_plan(const std::vector<
   // modules keep converted need not be kept twice (the module releases the
   // originals once converted; set_weight can still replace them whole).
   bool fixed_shapes = std::all_of(inputs_.begin(), inputs_.end(), [](const ValueInfo& in) { return in.type.is_concrete(); });
-  if (fixed_shapes && plans_->size() == 0) mark_weights_only_converted(*plan->graph, plan->modules);
-  plan->executor = std::make_unique<Executor>(*plan->graph, plan->modules);
+  if (fixed_shapes && plans_->size() == 0) mark_weights_only_converted(*plan->compiled.graph, plan->compiled.modules);
+  plan->executor = std::make_unique<backend::Executor>(*plan->compiled.graph, plan->compiled.modules);
   return plan;
 }
 
 /// The graph as prepared (partitioned and fused with the model's symbolic
-/// dimensions), made once per input dtypes: its values get their shapes as it
-/// runs; subgraphs a backend cannot compile without shapes run on the
-/// reference kernels or, when they compute enough, compile per shape as they
-/// run (ShapeSpecializedModule).
+/// dimensions), made once per input dtypes (compiler::generic_plan).
 std::shared_ptr<Session::Plan> Session::generic_plan(const std::vector<DType>& dtypes) const {
   std::string key;
   for (DType dtype : dtypes) key += std::string(dtype_name(dtype)) + ";";
   ++num_generic_runs_;
   if (auto it = generic_plans_.find(key); it != generic_plans_.end()) return it->second;
   auto plan = std::make_shared<Plan>();
-  std::unique_ptr<ir::Graph> planned = graph_->clone();
-  bool dtype_set = false;
-  for (size_t i = 0; i < dtypes.size(); ++i) {
-    ir::ValueType& type = planned->inputs()[i]->output_types[0];
-    if (type.dtype == DType::undefined) {
-      type.dtype = dtypes[i];
-      dtype_set = true;
-    }
-  }
-  if (dtype_set) ir::infer_types(*planned);
-  plan->graph = std::shared_ptr<ir::Graph>(std::move(planned));
-  plan->generic = true;
-  CompileOptions compile_options;
-  compile_options.num_threads = num_threads_;
-  compile_options.emit_source_dir = options_.emit_source_dir;
-  std::vector<CompileFallback> fallbacks;
-  plan->modules = compile_modules(*plan->graph, compile_options, &fallbacks, false);
-  for (const auto& module : plan->modules) num_compiles_ += module != nullptr;
-  for (CompileFallback& fallback : fallbacks) {
+  plan->compiled = compiler::generic_plan(prepared_, dtypes, compile_options_);
+  num_compiles_ += plan->compiled.num_compiles;
+  for (compiler::CompileFallback fallback : plan->compiled.fallbacks) {
     fallback.inputs = "any shapes (the shape-generic plan)";
     fallbacks_.push_back(std::move(fallback));
   }
-  plan->executor = std::make_unique<Executor>(*plan->graph, plan->modules);
+  plan->executor = std::make_unique<backend::Executor>(*plan->compiled.graph, plan->compiled.modules);
   generic_plans_.emplace(key, plan);
   return plan;
 }
@@ -328,7 +216,7 @@ void Session::set_weight(const std::string& name, const Tensor& value) {
       if (node->subgraph && !weight) find(*node->subgraph);
     }
   };
-  find(*graph_);
+  find(*prepared_.graph);
   if (!weight)
     fail(ErrorKind::invalid_argument, "the prepared model has no weight named '", name,
          "' (it may have been folded into another constant by a pass)");
@@ -349,7 +237,7 @@ size_t Session::num_generic_runs() const {
   return num_generic_runs_;
 }
 
-std::vector<CompileFallback> Session::compile_fallbacks() const {
+std::vector<compiler::CompileFallback> Session::compile_fallbacks() const {
   std::lock_guard<std::mutex> lock(mutex_);
   return fallbacks_;
 }
@@ -361,12 +249,12 @@ size_t Session::num_compiles() const {
 
 partition::PartitionReport Session::partition_report_for(const std::vector<ir::ValueType>& input_types) const {
   std::shared_ptr<Plan> plan = plan_for_types_impl(input_types);
-  return plan->report ? *plan->report : partition_report_;
+  return plan->compiled.report ? *plan->compiled.report : prepared_.report;
 }
 
 Session::PlannedGraph Session::plan_for_types(const std::vector<ir::ValueType>& input_types) const {
   std::shared_ptr<Plan> plan = plan_for_types_impl(input_types);
-  return PlannedGraph{plan->graph, plan->modules};
+  return PlannedGraph{plan->compiled.graph, plan->compiled.modules};
 }
 
 std::shared_ptr<Session::Plan> Session::plan_for_types_impl(const std::vector<ir::ValueType>& input_types) const {
@@ -383,7 +271,7 @@ std::shared_ptr<Session::Plan> Session::plan_for_types_impl(const std::vector<ir
   return plan_for(dtypes, shapes, true);
 }
 
-std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, RunStats* stats) const {
+std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, backend::RunStats* stats) const {
   validate_inputs(inputs);
   std::vector<DType> dtypes;
   std::vector<Shape> shapes;
@@ -392,7 +280,7 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, RunStats* st
     shapes.push_back(t.shape());
   }
   std::shared_ptr<Plan> plan = plan_for(dtypes, shapes, false);
-  std::unique_ptr<BufferPool> pool;
+  std::unique_ptr<backend::BufferPool> pool;
   {
     std::lock_guard<std::mutex> lock(mutex_);
     if (!idle_pools_.empty()) {
@@ -400,8 +288,8 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, RunStats* st
       idle_pools_.pop_back();
     }
   }
-  if (!pool) pool = std::make_unique<BufferPool>();
-  RunOptions run_options;
+  if (!pool) pool = std::make_unique<backend::BufferPool>();
+  backend::RunOptions run_options;
   run_options.num_threads = num_threads_;
   run_options.profile = options_.profile;
   std::vector<Tensor> outputs;
@@ -416,14 +304,14 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, RunStats* st
     std::lock_guard<std::mutex> lock(mutex_);
     idle_pools_.push_back(std::move(pool));
   }
-  if (stats) stats->generic_plan = plan->generic;
+  if (stats) stats->generic_plan = plan->compiled.generic;
   // Fused kernels ran interpreted until now if they were not compiled yet:
   // their compiles may take a core from here on.
   codegen::CompileCache::global().start_background_compiles();
   return outputs;
 }
 
-std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& inputs, RunStats* stats) const {
+std::map<std::string, Tensor> Session::run(const std::map<std::string, Tensor>& inputs, backend::RunStats* stats) const {
   std::vector<Tensor> ordered;
   for (const ValueInfo& info : inputs_) {
     auto it = inputs.find(info.name);

@@ -16,6 +16,7 @@
 #include <random>
 
 #include "../../src/runtime/artifact_checksum.h"
+#include "graft/frontend/load_model.h"
 #include "graft/backends/ccodegen.h"
 #include "graft/frontend/onnx_import.h"
 #if GRAFT_HAVE_DNNL
@@ -105,7 +106,7 @@ fs::path compile_zoo(const std::string& model, const fs::path& dir, const std::m
   runtime::ArtifactCompileOptions options;
   options.session.num_threads = 2;
   options.input_shapes = shapes;
-  runtime::compile_artifact(onnx.string(), artifact.string(), options);
+  frontend::compile_artifact(onnx.string(), artifact.string(), options);
   return artifact;
 }
 
@@ -120,8 +121,9 @@ void expect_same_as_onnx(const std::string& model, const Shape& shape) {
   fs::copy_file(artifact, elsewhere / "copy.graft");
   runtime::SessionOptions options;
   options.num_threads = 2;
-  runtime::Session from_onnx((dir.path / (model + ".onnx")).string(), options);
-  runtime::Session restored((elsewhere / "copy.graft").string(), options);
+  std::unique_ptr<runtime::Session> loaded = frontend::load_model((dir.path / (model + ".onnx")).string(), options);
+  runtime::Session& from_onnx = *loaded;
+  runtime::Session restored(runtime::ArtifactPath{(elsewhere / "copy.graft").string()}, options);
   EXPECT_TRUE(restored.restored_from_artifact());
   EXPECT_EQ(restored.num_compiles(), 0u);
   Tensor x = random_tensor(shape, 3);
@@ -250,7 +252,7 @@ TEST(Artifact, PartitionedCcodegenMlpRoundTrip) {
   options.session.backends = {"ccodegen", "ref"};
   options.session.num_threads = 2;
   options.input_shapes = {{"input", {3, 784}}};
-  runtime::ArtifactInfo info = runtime::compile_artifact(onnx.string(), (dir.path / "mlp.graft").string(), options);
+  runtime::ArtifactInfo info = frontend::compile_artifact(onnx.string(), (dir.path / "mlp.graft").string(), options);
   ASSERT_FALSE(info.modules.empty());
   for (const auto& m : info.modules) EXPECT_EQ(m.type_key, "ccodegen") << m.node_name;
   EXPECT_EQ(info.cpu_features, runtime::host_cpu_features());
@@ -258,10 +260,11 @@ TEST(Artifact, PartitionedCcodegenMlpRoundTrip) {
   fs::copy_file(dir.path / "mlp.graft", dir.path / "elsewhere" / "mlp.graft");
   runtime::SessionOptions run_options;
   run_options.num_threads = 2;
-  runtime::Session restored((dir.path / "elsewhere" / "mlp.graft").string(), run_options);
+  runtime::Session restored(runtime::ArtifactPath{(dir.path / "elsewhere" / "mlp.graft").string()}, run_options);
   EXPECT_EQ(restored.num_compiles(), 0u);
   run_options.backends = {"ref"};
-  runtime::Session reference(onnx.string(), run_options);
+  std::unique_ptr<runtime::Session> reference_session = frontend::load_model(onnx.string(), run_options);
+  runtime::Session& reference = *reference_session;
   Tensor x = random_tensor({3, 784}, 8);
   expect_close(restored.run({x})[0], reference.run({x})[0], 1e-4, 1e-4);
 }
@@ -416,7 +419,7 @@ TEST(Artifact, DnnlWeightsAreStoredConverted) {
   write_file(path, mlp_artifact());
   runtime::RestoredPlan plan = runtime::load_artifact(path.string());
   EXPECT_GT(plan.info.num_converted_only_weights, 0u);
-  std::vector<const runtime::CompiledModule*> dnnl_modules;
+  std::vector<const backend::CompiledModule*> dnnl_modules;
   for (const auto& module : plan.modules)
     if (module && module->type_key() == "dnnl") dnnl_modules.push_back(module.get());
   ASSERT_FALSE(dnnl_modules.empty());
@@ -441,7 +444,7 @@ TEST(Artifact, DnnlWeightsAreStoredConverted) {
   runtime::Session from_onnx(frontend::load_onnx_from_memory(zoo::build_zoo_model("mlp", 1)), options);
   Tensor x = random_tensor({2, 784}, 6);
   expect_close(restored.run({x})[0], from_onnx.run({x})[0], 1e-5, 1e-5);
-  for (const runtime::CompiledModule* module : dnnl_modules)
+  for (const backend::CompiledModule* module : dnnl_modules)
     EXPECT_EQ(dnnl_backend::dnnl_module_stats(*module).weight_conversions, 0);
   // A weight kept only converted can still be replaced whole: the module converts the new value.
   Tensor replacement = random_tensor(superseded_shape, 12);
@@ -476,11 +479,12 @@ TEST(Artifact, NonGraftFilesAreNamed) {
   write_file(onnx, zoo::build_zoo_model("mlp", 0));
   std::string message = error_of([&] { runtime::load_artifact(onnx.string()); });
   EXPECT_NE(message.find("not a graft artifact"), std::string::npos) << message;
-  // Session dispatches on the magic and the extension: a .graft file must be an artifact.
-  message = error_of([&] { runtime::Session session(onnx.string()); });
+  // load_model dispatches on the magic and the extension: a .graft file must be an artifact.
+  message = error_of([&] { frontend::load_model(onnx.string()); });
   EXPECT_NE(message.find("not a graft artifact"), std::string::npos) << message;
   fs::copy_file(onnx, dir.path / "model.onnx");
-  runtime::Session session((dir.path / "model.onnx").string());
+  std::unique_ptr<runtime::Session> loaded = frontend::load_model((dir.path / "model.onnx").string());
+  runtime::Session& session = *loaded;
   EXPECT_FALSE(session.restored_from_artifact());
   message = error_of([&] { runtime::load_artifact((dir.path / "missing.graft").string()); });
   EXPECT_NE(message.find("cannot open"), std::string::npos) << message;
@@ -491,9 +495,13 @@ TEST(Artifact, CompileNeedsConcreteShapes) {
   fs::path onnx = dir.path / "mlp.onnx";
   write_file(onnx, zoo::build_zoo_model("mlp", 0));
   runtime::ArtifactCompileOptions options;
-  std::string message = error_of([&] { runtime::compile_artifact(onnx.string(), (dir.path / "a.graft").string(), options); });
+  std::string message = error_of([&] { frontend::compile_artifact(onnx.string(), (dir.path / "a.graft").string(), options); });
+  EXPECT_NE(message.find("input 'input' has shape"), std::string::npos) << message;
+  EXPECT_NE(message.find("give its shape"), std::string::npos) << message;
+  options.shape_flag = "--shape";  // as graft compile says it
+  message = error_of([&] { frontend::compile_artifact(onnx.string(), (dir.path / "a.graft").string(), options); });
   EXPECT_NE(message.find("give --shape input="), std::string::npos) << message;
   options.input_shapes = {{"nope", {1}}};
-  message = error_of([&] { runtime::compile_artifact(onnx.string(), (dir.path / "a.graft").string(), options); });
+  message = error_of([&] { frontend::compile_artifact(onnx.string(), (dir.path / "a.graft").string(), options); });
   EXPECT_NE(message.find("'nope', which is not an input"), std::string::npos) << message;
 }

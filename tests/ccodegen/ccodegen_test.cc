@@ -10,10 +10,11 @@
 #include <functional>
 #include <sstream>
 
+#include "graft/backend/backend.h"
 #include "graft/backends/ccodegen.h"
-#include "graft/ir/type_inference.h"
+#include "graft/ops/type_inference.h"
 #include "graft/partition/partitioner.h"
-#include "graft/runtime/backend.h"
+#include "graft/backend/backend.h"
 #include "support/graph_runner.h"
 
 using namespace graft;
@@ -62,9 +63,9 @@ std::vector<Tensor> run_reference(const Graph& graph, const std::vector<Tensor>&
   return session.run(inputs);
 }
 
-std::vector<Tensor> run_compiled(const runtime::CompiledModule& module, const std::vector<Tensor>& inputs) {
-  runtime::BufferPool pool;
-  runtime::ModuleRunContext context{pool, 2, nullptr};
+std::vector<Tensor> run_compiled(const backend::CompiledModule& module, const std::vector<Tensor>& inputs) {
+  backend::BufferPool pool;
+  backend::ModuleRunContext context{pool, 2, nullptr};
   return module.run(inputs, context);
 }
 
@@ -74,9 +75,9 @@ std::vector<Tensor> run_compiled(const runtime::CompiledModule& module, const st
 void check_case(CaseGraph& c, const std::vector<Value>& outputs, double rtol = 1e-5, double atol = 1e-5) {
   if (!have_compiler()) GTEST_SKIP() << "no C compiler";
   for (size_t i = 0; i < outputs.size(); ++i) c.graph->add_output(outputs[i], "out" + std::to_string(i));
-  infer_types(*c.graph);
+  ops::infer_types(*c.graph);
   std::vector<Tensor> want = run_reference(*c.graph, c.inputs);
-  const runtime::Backend& backend = runtime::get_backend("ccodegen");
+  const backend::Backend& backend = backend::get_backend("ccodegen");
   auto module = backend.compile(*c.graph, {});
   std::vector<Tensor> got = run_compiled(*module, c.inputs);
   ASSERT_EQ(got.size(), want.size());
@@ -84,7 +85,7 @@ void check_case(CaseGraph& c, const std::vector<Value>& outputs, double rtol = 1
 
   std::stringstream saved;
   module->save(saved);
-  auto loaded = runtime::load_module("ccodegen", saved, *c.graph);
+  auto loaded = backend::load_module("ccodegen", saved, *c.graph);
   std::vector<Tensor> again = run_compiled(*loaded, c.inputs);
   for (size_t i = 0; i < again.size(); ++i) expect_close(again[i], got[i], 0, 0);
 }
@@ -256,7 +257,7 @@ TEST(Ccodegen, EmitsReadableC) {
   CaseGraph c;
   Value x = c.input({8, 16});
   c.graph->add_output(c.node("Relu", {c.node("Add", {x, c.constant(random_tensor({16}, 1))})}), "y");
-  infer_types(*c.graph);
+  ops::infer_types(*c.graph);
   backends::GeneratedC code = backends::generate_c(*c.graph);
   EXPECT_NE(code.source.find("Relu"), std::string::npos) << code.source;
   // The Add is computed inside the Relu's loop, not stored.
@@ -296,7 +297,7 @@ TEST(Ccodegen, RunsSubgraphNodesInASession) {
 TEST(Ccodegen, PartitionerHandsItSubgraphsWhenAsked) {
   if (!have_compiler()) GTEST_SKIP() << "no C compiler";
   // Not in a Session's default order (a compiler run per subgraph): only when named.
-  auto order = partition::resolve_backend_order({});
+  auto order = backend::resolve_backend_order({});
   EXPECT_EQ(std::find(order.begin(), order.end(), "ccodegen"), order.end());
 
   CaseGraph c;
@@ -339,7 +340,7 @@ TEST(Ccodegen, MissingCompilerIsReported) {
   const char* old = std::getenv("CC");
   std::string saved = old ? old : "";
   ::setenv("CC", "/nonexistent/graft-test-cc", 1);
-  const runtime::Backend& backend = runtime::get_backend("ccodegen");
+  const backend::Backend& backend = backend::get_backend("ccodegen");
   std::string reason = backend.unavailable_reason();
   EXPECT_NE(reason.find("/nonexistent/graft-test-cc"), std::string::npos) << reason;
   {
@@ -353,7 +354,7 @@ TEST(Ccodegen, MissingCompilerIsReported) {
   }
   CaseGraph c;
   c.graph->add_output(c.node("Relu", {c.input({2})}), "y");
-  infer_types(*c.graph);
+  ops::infer_types(*c.graph);
   try {
     backend.compile(*c.graph, {});
     ADD_FAILURE() << "compiled without a compiler";

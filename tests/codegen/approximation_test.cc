@@ -10,7 +10,7 @@
 #include <functional>
 
 #include "graft/codegen/compile_cache.h"
-#include "graft/runtime/buffer_pool.h"
+#include "graft/backend/buffer_pool.h"
 
 namespace graft::codegen {
 namespace {
@@ -62,7 +62,7 @@ double measure(const Sweep& s, DType dtype, int64_t n) {
       ys.data<double>()[i] = w;
     }
   }
-  runtime::BufferPool pool;
+  backend::BufferPool pool;
   std::vector<Tensor> inputs = binary ? std::vector<Tensor>{xs, ys} : std::vector<Tensor>{xs};
   Tensor out = run_kernel(ir, *runner, inputs, pool)[0];
   double worst = 0;
@@ -128,7 +128,7 @@ std::vector<double> erf_ulp_errors(const std::vector<float>& points) {
   auto runner = CompileCache::global().cpu_runner(ir);
   if (std::string(runner->kind()) != "llvm") return {};
   Tensor xs = Tensor::from_vector(points, {static_cast<int64_t>(points.size())});
-  runtime::BufferPool pool;
+  backend::BufferPool pool;
   std::vector<Tensor> inputs = {xs};
   Tensor out = run_kernel(ir, *runner, inputs, pool)[0];
   std::vector<double> errors;
@@ -172,7 +172,7 @@ TEST(Approximations, Float32ErfSpecialValues) {
   auto runner = CompileCache::global().cpu_runner(ir);
   if (std::string(runner->kind()) != "llvm") GTEST_SKIP() << "the LLVM JIT is not available";
   Tensor xs = Tensor::from_vector(points, {static_cast<int64_t>(points.size())});
-  runtime::BufferPool pool;
+  backend::BufferPool pool;
   std::vector<Tensor> inputs = {xs};
   Tensor out = run_kernel(ir, *runner, inputs, pool)[0];
   for (size_t i = 0; i < points.size(); ++i) {

@@ -11,7 +11,7 @@
 #include "graft/codegen/compile_cache.h"
 #include "graft/codegen/op_expressions.h"
 #include "graft/ir/graph.h"
-#include "graft/ir/type_inference.h"
+#include "graft/ops/type_inference.h"
 #include "support/graph_runner.h"
 
 namespace graft::testing {
@@ -26,7 +26,7 @@ inline std::unique_ptr<ir::Graph> wrap_fused(const ir::Graph& g) {
   node->subgraph = std::shared_ptr<ir::Graph>(g.clone().release());
   node->backend = "fuse";
   for (size_t i = 0; i < g.outputs().size(); ++i) outer->add_output(node->output(static_cast<int>(i)), "out" + std::to_string(i));
-  ir::infer_types(*outer);
+  ops::infer_types(*outer);
   return outer;
 }
 

@@ -11,7 +11,7 @@
 #include "graft/codegen/compile_cache.h"
 #include "graft/codegen/cuda_emitter.h"
 #include "graft/codegen/op_expressions.h"
-#include "graft/ir/type_inference.h"
+#include "graft/ops/type_inference.h"
 
 namespace graft::codegen {
 namespace {
@@ -24,7 +24,7 @@ KernelIR kernel_of(double c, const Shape& shape) {
   ir::Value k = g.add_constant("c", Tensor::scalar<float>(static_cast<float>(c)))->output(0);
   ir::Value t = g.add_node("Mul", {g.add_node("Tanh", {x})->output(0), k})->output(0);
   g.add_output(g.add_node("Add", {t, x})->output(0), "y");
-  ir::infer_types(g);
+  ops::infer_types(g);
   return lower_body(g).ir;
 }
 

@@ -9,7 +9,7 @@
 
 #include "graft/codegen/cuda_emitter.h"
 #include "graft/codegen/interpreter.h"
-#include "graft/runtime/buffer_pool.h"
+#include "graft/backend/buffer_pool.h"
 #include "op_cases.h"
 #include "random_dag.h"
 #include "typed_random_dag.h"
@@ -23,7 +23,7 @@ using graft::testing::RandomDag;
 
 /// Interpreter results of `ir` on `inputs` (the CPU side of every comparison).
 std::vector<Tensor> cpu_results(const KernelIR& ir, const std::vector<Tensor>& inputs) {
-  static runtime::BufferPool pool;
+  static backend::BufferPool pool;
   Interpreter interpreter(ir);
   return run_kernel(ir, interpreter, inputs, pool);
 }
@@ -71,7 +71,7 @@ TEST(CudaEmitter, BrokenSourceReportsTheNvrtcLog) {
 TEST(CudaEmitter, KernelsRunOnTheGpuAndMatchTheCpu) {
   std::string why = cuda_device_unavailable_reason();
   if (!why.empty()) GTEST_SKIP() << "no GPU: " << why;
-  runtime::BufferPool pool;
+  backend::BufferPool pool;
   for (const auto& c : graft::testing::build_op_cases()) {
     KernelIR ir = lower_body(*c.graph).ir;
     CudaKernel kernel(ir);
@@ -162,7 +162,7 @@ std::unique_ptr<ir::Graph> swish_bias_tanh() {
   ir::Value b = g->add_input("b", ir::ValueType::of(DType::float32, {3}))->output(0);
   ir::Value s = g->add_node("Mul", {x, g->add_node("Sigmoid", {x})->output(0)})->output(0);
   g->add_output(g->add_node("Tanh", {g->add_node("Add", {s, b})->output(0)})->output(0), "y");
-  ir::infer_types(*g);
+  ops::infer_types(*g);
   return g;
 }
 

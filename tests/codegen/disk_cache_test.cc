@@ -11,7 +11,7 @@
 
 #include "graft/codegen/compile_cache.h"
 #include "graft/core/parallel.h"
-#include "graft/runtime/buffer_pool.h"
+#include "graft/backend/buffer_pool.h"
 
 namespace graft::codegen {
 namespace {
@@ -30,7 +30,7 @@ KernelIR kernel_with_constant(double c) {
 /// True when the runner computes the kernel correctly on a few values.
 bool runs_correctly(const KernelRunner& runner, const KernelIR& ir, double c) {
   Tensor x = Tensor::from_vector<float>({-2.0f, -0.5f, 0.0f, 0.25f, 3.0f}, {5});
-  runtime::BufferPool pool;
+  backend::BufferPool pool;
   Tensor y = run_kernel(ir, runner, {&x, 1}, pool)[0];
   for (int64_t i = 0; i < 5; ++i) {
     double v = x.data<float>()[i];

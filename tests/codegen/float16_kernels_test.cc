@@ -12,7 +12,7 @@
 #include "codegen_test_util.h"
 #include "graft/codegen/compile_cache.h"
 #include "graft/codegen/interpreter.h"
-#include "graft/runtime/buffer_pool.h"
+#include "graft/backend/buffer_pool.h"
 
 namespace graft::codegen {
 namespace {
@@ -73,7 +73,7 @@ std::vector<std::shared_ptr<const KernelRunner>> runners(const KernelIR& ir) {
 }
 
 TEST(Float16Kernels, FromFloat32RoundsToNearestEvenAsTheReference) {
-  runtime::BufferPool pool;
+  backend::BufferPool pool;
   Tensor x = float32_probes();
   for (const KernelIR& ir : {cast_kernel(DType::float32, DType::float16), round_trip_kernel()}) {
     for (const auto& runner : runners(ir)) {
@@ -94,7 +94,7 @@ TEST(Float16Kernels, FromFloat32RoundsToNearestEvenAsTheReference) {
 }
 
 TEST(Float16Kernels, ToFloat32IsExactForEveryValue) {
-  runtime::BufferPool pool;
+  backend::BufferPool pool;
   Tensor h(DType::float16, {0x10000});
   for (uint32_t bits = 0; bits < 0x10000; ++bits) h.data<float16_t>()[bits].bits = static_cast<uint16_t>(bits);
   KernelIR ir = cast_kernel(DType::float16, DType::float32);
@@ -126,7 +126,7 @@ TEST(Float16Kernels, AChainRoundsAfterEveryOpAsTheReference) {
   ir::Value a = g.add_node("Mul", {x, three})->output(0);
   ir::Value b = g.add_node("Add", {a, y})->output(0);
   g.add_output(g.add_node("Sub", {b, x})->output(0), "z");
-  ir::infer_types(g);
+  ops::infer_types(g);
   std::vector<Tensor> inputs = {graft::testing::random_of(DType::float16, shape, 1, 0.9, 1.1),
                                 graft::testing::random_of(DType::float16, shape, 2, 0.9, 1.1)};
   Tensor want = graft::testing::run_reference(g, inputs)[0];

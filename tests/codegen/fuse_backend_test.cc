@@ -10,8 +10,8 @@
 #include "codegen_test_util.h"
 #include "graft/codegen/compile_cache.h"
 #include "graft/codegen/interpreter.h"
-#include "graft/runtime/backend.h"
-#include "graft/runtime/buffer_pool.h"
+#include "graft/backend/backend.h"
+#include "graft/backend/buffer_pool.h"
 
 namespace graft::codegen {
 namespace {
@@ -32,14 +32,14 @@ std::unique_ptr<ir::Graph> sample_graph(int64_t n) {
   ir::Node* gt = g->add_node("Greater", {mul->output(0), b->output(0)});
   g->add_output(mul->output(0), "y");
   g->add_output(gt->output(0), "z");
-  ir::infer_types(*g);
+  ops::infer_types(*g);
   return g;
 }
 
 using graft::testing::ScopedEnv;
 
 TEST(FuseBackend, IsRegisteredBetweenDnnlAndRef) {
-  const runtime::Backend* fuse = runtime::find_backend("fuse");
+  const backend::Backend* fuse = backend::find_backend("fuse");
   ASSERT_NE(fuse, nullptr);
   EXPECT_EQ(fuse->default_rank(), 50);
 }
@@ -53,7 +53,7 @@ TEST(FuseBackend, SessionMatchesUnfusedAndSecondShapeDoesNotRecompile) {
   // One Session whose first input has a symbolic leading dimension: each
   // input shape gets its own plan, and each plan compiles the fused node.
   fused->inputs()[0]->output_types[0].dims[0] = ir::Dim::symbolic("N");
-  ir::infer_types(*fused);
+  ops::infer_types(*fused);
   runtime::SessionOptions options;
   options.passes = {"verify"};
   options.num_threads = 2;
@@ -121,7 +121,7 @@ TEST(FuseBackend, BackgroundCompiledRunnerSwitchesToTheKernel) {
   codegen::LoweredKernel kernel = lower_body(*plain);
   std::vector<Tensor> inputs = {random_of(DType::float32, {3, 1, 5}, 5), random_of(DType::float32, {4, 1}, 6)};
   std::vector<Tensor> want = graft::testing::run_reference(*plain, inputs);
-  runtime::BufferPool pool;
+  backend::BufferPool pool;
   auto runner = cache.cpu_runner_in_background(kernel.ir);
   std::string before_kind = runner->kind();
   std::vector<Tensor> before = run_kernel(kernel.ir, *runner, inputs, pool);
@@ -207,21 +207,21 @@ TEST(FuseBackend, InvalidEnvironmentValuesNameTheVariable) {
 
 TEST(FuseBackend, SavedModuleLoadsAndRuns) {
   auto plain = sample_graph(2);
-  auto module = runtime::get_backend("fuse").compile(*plain, {});
+  auto module = backend::get_backend("fuse").compile(*plain, {});
   std::ostringstream saved;
   module->save(saved);
   std::istringstream in(saved.str());
-  auto loaded = runtime::load_module("fuse", in, *plain);
+  auto loaded = backend::load_module("fuse", in, *plain);
   std::vector<Tensor> inputs = {random_of(DType::float32, {2, 1, 5}, 3), random_of(DType::float32, {4, 1}, 4)};
-  runtime::BufferPool pool;
-  runtime::ModuleRunContext context{pool, 2};
+  backend::BufferPool pool;
+  backend::ModuleRunContext context{pool, 2};
   std::vector<Tensor> got = loaded->run(inputs, context);
   std::vector<Tensor> want = graft::testing::run_reference(*plain, inputs);
   EXPECT_TRUE(close_enough(got[0], want[0], 1e-5, 1e-6));
   std::string bytes = saved.str();
   for (size_t cut : {size_t(2), size_t(9), bytes.size() / 2}) {
     std::istringstream truncated(bytes.substr(0, cut));
-    EXPECT_THROW(runtime::load_module("fuse", truncated, *plain), Error) << cut;
+    EXPECT_THROW(backend::load_module("fuse", truncated, *plain), Error) << cut;
   }
 }
 

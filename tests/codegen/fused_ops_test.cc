@@ -61,7 +61,7 @@ TEST(FusedOps, CastBetweenEveryKernelDtype) {
       ir::Node* n = g.add_node("Cast", {x->output(0)}, 1, "cast");
       n->attributes.set("to", int64_t(static_cast<int>(to)));
       g.add_output(n->output(0), "y");
-      ir::infer_types(g);
+      ops::infer_types(g);
       if (from == f64 && to == f16) {
         // Through float32 it would round twice where the reference rounds once.
         EXPECT_FALSE(is_fusible(*n)) << "Cast float64->float16";
@@ -108,7 +108,7 @@ TEST(FusedOps, WhereAndClipAndPowMixedDtypes) {
     ir::Node* clip_both = g.add_node("Clip", {a->output(0), ir::Value{}, lo->output(0)}, 1, "clip_max_only");
     g.add_output(clip->output(0), "y");
     g.add_output(clip_both->output(0), "z");
-    ir::infer_types(g);
+    ops::infer_types(g);
     check_fused(g, {random_of(boolean, {4, 1}, 1), random_of(t, {4, 6}, 2), random_of(t, {6}, 3), random_of(t, {}, 4, -1, 1)},
                 std::string("Where/Clip ") + std::string(dtype_name(t)));
   }
@@ -121,7 +121,7 @@ TEST(FusedOps, WhereAndClipAndPowMixedDtypes) {
       ir::Node* y = g.add_input("y", ir::ValueType::of(exponent, {8}));
       ir::Node* p = g.add_node("Pow", {x->output(0), y->output(0)}, 1, "pow");
       g.add_output(p->output(0), "y");
-      ir::infer_types(g);
+      ops::infer_types(g);
       if (base == f16 && exponent != f16) {  // computed in float64, rounded once to float16: not fused
         EXPECT_FALSE(is_fusible(*p)) << "Pow float16^" << dtype_name(exponent);
         continue;

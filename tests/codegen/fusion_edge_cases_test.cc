@@ -64,7 +64,7 @@ void expect_runs_match(runtime::Session& fused, runtime::Session& plain, const s
 /// Runs the graph with fusion on and off, on random inputs of the graph's
 /// input shapes, and expects fused nodes and equal outputs.
 void expect_fused_run_matches(Builder& b) {
-  ir::infer_types(*b.graph);
+  ops::infer_types(*b.graph);
   std::vector<Tensor> inputs;
   uint64_t seed = 1;
   for (const ir::Node* in : b.graph->inputs())
@@ -119,7 +119,7 @@ TEST(FusionEdgeCases, OutputsThatNeverShareAnIterationSpaceCompileOnlyTheirGroup
   Value y = b.op("Exp", {s});
   b.graph->add_output(b.op("Max", {y, x}), "a");
   b.graph->add_output(b.op("Sub", {z, y}), "b");
-  ir::infer_types(*b.graph);
+  ops::infer_types(*b.graph);
   runtime::SessionOptions on = graft::testing::reference_options({"verify", "infer"});
   on.fusion = true;
   CompileCache& cache = CompileCache::global();
@@ -155,7 +155,7 @@ TEST(FusionEdgeCases, OutputsThatShareNoIterationSpaceOnlyAtRunTime) {
   Value y = b.op("Sigmoid", {b.op("Neg", {s})});
   b.graph->add_output(b.op("Max", {y, x}), "a");
   b.graph->add_output(b.op("Sub", {z, y}), "b");
-  ir::infer_types(*b.graph);
+  ops::infer_types(*b.graph);
   runtime::SessionOptions on = graft::testing::reference_options({"verify", "infer"}), off = on;
   on.fusion = true;
   runtime::Session fused(b.graph->clone(), on), plain(b.graph->clone(), off);
@@ -201,7 +201,7 @@ TEST(FusionEdgeCases, ActivationsKeepNaNInFusedKernels) {
   Value x = b.input("x", {64});
   Value celu = b.op("Celu", {x}), hard = b.op("HardSigmoid", {x});
   b.graph->add_output(b.op("Add", {celu, hard}), "sum");
-  ir::infer_types(*b.graph);
+  ops::infer_types(*b.graph);
   Tensor in = graft::testing::random_of(DType::float32, {64}, 3);
   for (int64_t i : {0, 17, 40, 63}) in.data<float>()[i] = std::numeric_limits<float>::quiet_NaN();
   runtime::SessionOptions on = graft::testing::reference_options({"verify", "infer"});

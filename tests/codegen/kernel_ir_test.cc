@@ -7,7 +7,7 @@
 #include "codegen_test_util.h"
 #include "graft/codegen/interpreter.h"
 #include "graft/codegen/kernel_ir.h"
-#include "graft/runtime/buffer_pool.h"
+#include "graft/backend/buffer_pool.h"
 
 namespace graft::codegen {
 namespace {
@@ -109,7 +109,7 @@ TEST(OpExpressions, IsFusibleFollowsOpsAndDtypes) {
   ir::Node* cast = g.add_node("Cast", {f->output(0)});
   cast->attributes.set("to", int64_t(7));
   for (ir::Node* n : {exp_f, exp_h, exp_b, add_i, mm, cast, h_from_double}) g.add_output(n->output(0));
-  ir::infer_types(g);
+  ops::infer_types(g);
   EXPECT_TRUE(is_fusible(*exp_f));
   EXPECT_TRUE(is_fusible(*exp_h));  // float16: computed in float32, rounded after every op
   EXPECT_FALSE(is_fusible(*exp_b));
@@ -125,7 +125,7 @@ TEST(OpExpressions, IsFusibleFollowsOpsAndDtypes) {
   EXPECT_NE(why_not_fusible(*h_from_double).find("float64 to float16"), std::string::npos);
   ir::Node* legacy = g.add_node("Add", {f->output(0), f->output(0)});
   legacy->attributes.set("broadcast", int64_t(1));
-  ir::infer_types(g);
+  ops::infer_types(g);
   EXPECT_FALSE(is_fusible(*legacy));
   EXPECT_NE(why_not_fusible(*legacy).find("legacy broadcast"), std::string::npos);
 }
@@ -142,11 +142,11 @@ TEST(Interpreter, ChainWithBroadcastMatchesReference) {
   g.add_output(mul->output(0), "y");
   g.add_output(gt->output(0), "z");
   g.add_output(sig->output(0), "s");
-  ir::infer_types(g);
+  ops::infer_types(g);
   LoweredKernel lowered = lower_body(g);
   Interpreter interpreter(lowered.ir);
   std::vector<Tensor> inputs = {random_of(DType::float32, {3, 1, 5}, 1), random_of(DType::float32, {4, 1}, 2)};
-  runtime::BufferPool pool;
+  backend::BufferPool pool;
   std::vector<Tensor> got = run_kernel(lowered.ir, interpreter, inputs, pool);
   std::vector<Tensor> want = graft::testing::run_reference(g, inputs);
   ASSERT_EQ(got.size(), want.size());

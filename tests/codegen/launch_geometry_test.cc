@@ -7,7 +7,7 @@
 
 #include "graft/codegen/kernel_runner.h"
 #include "graft/codegen/op_expressions.h"
-#include "graft/ir/type_inference.h"
+#include "graft/ops/type_inference.h"
 
 namespace graft::codegen {
 namespace {
@@ -43,7 +43,7 @@ TEST(LaunchGeometry, CollapsedOffsetsAreBroadcastOffsets) {
     ir::Value x = g.add_input("a", ir::ValueType::of(DType::float32, a))->output(0);
     ir::Value y = g.add_input("b", ir::ValueType::of(DType::float32, b))->output(0);
     g.add_output(g.add_node("Add", {x, y})->output(0), "c");
-    ir::infer_types(g);
+    ops::infer_types(g);
     KernelIR ir = lower_body(g).ir;
     std::vector<Shape> in = {a, b};
     std::vector<Shape> out = kernel_output_shapes(ir, in);

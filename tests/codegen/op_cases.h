@@ -97,7 +97,7 @@ inline std::vector<BuiltCase> build_op_cases() {
         n->attributes = c.attrs;
         n->opset_version = 20;
         g.add_output(n->output(0), "y");
-        ir::infer_types(g);
+        ops::infer_types(g);
         b.label = c.op + c.label + " " + std::string(dtype_name(dtype)) + (broadcast ? " broadcast" : "");
         built.push_back(std::move(b));
       }

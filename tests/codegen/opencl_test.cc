@@ -13,7 +13,7 @@
 #include "graft/codegen/compile_cache.h"
 #include "graft/codegen/interpreter.h"
 #include "graft/codegen/opencl_emitter.h"
-#include "graft/runtime/buffer_pool.h"
+#include "graft/backend/buffer_pool.h"
 #include "op_cases.h"
 #include "random_dag.h"
 #include "typed_random_dag.h"
@@ -96,10 +96,10 @@ TEST(OpenClEmitter, OneKernelServesEveryShapeAndRefusesWrongInputs) {
   ir::Value x = g.add_input("x", ir::ValueType::of(DType::float32, {3}))->output(0);
   ir::Value b = g.add_input("b", ir::ValueType::of(DType::float32, {1}))->output(0);
   g.add_output(g.add_node("Tanh", {g.add_node("Add", {x, b})->output(0)})->output(0), "y");
-  ir::infer_types(g);
+  ops::infer_types(g);
   KernelIR ir = lower_body(g).ir;
   OpenClKernel kernel(ir);  // built once; shapes are run arguments
-  runtime::BufferPool pool;
+  backend::BufferPool pool;
   Interpreter interpreter(ir);
   for (Shape shape : {Shape{1}, Shape{5, 7}, Shape{2, 3, 1000}, Shape{}}) {
     std::vector<Tensor> inputs = {graft::testing::random_of(DType::float32, shape, 1),
@@ -131,10 +131,10 @@ TEST(OpenClEmitter, OneKernelRunsOnDeviceBuffersAtEveryShape) {
   ir::Value b = g.add_input("b", ir::ValueType::of(DType::float32, {3}))->output(0);
   ir::Value s = g.add_node("Mul", {x, g.add_node("Sigmoid", {x})->output(0)})->output(0);
   g.add_output(g.add_node("Tanh", {g.add_node("Add", {s, b})->output(0)})->output(0), "y");
-  ir::infer_types(g);
+  ops::infer_types(g);
   KernelIR ir = lower_body(g).ir;
   OpenClKernel kernel(ir);
-  runtime::BufferPool pool;
+  backend::BufferPool pool;
   Interpreter interpreter(ir);
   // Broadcasting shapes (both index paths), then dense ones run in place, as
   // the memory planner may run them.
@@ -189,10 +189,10 @@ TEST(OpenClEmitter, EachQueueRunsItsWorkInOrder) {
   ir::Value x = g.add_input("x", ir::ValueType::of(DType::float32, {4096}))->output(0);
   ir::Value one = g.add_constant("one", Tensor::scalar<float>(1.0f))->output(0);
   g.add_output(g.add_node("Add", {g.add_node("Tanh", {x})->output(0), one})->output(0), "y");
-  ir::infer_types(g);
+  ops::infer_types(g);
   KernelIR ir = lower_body(g).ir;
   OpenClKernel kernel(ir);
-  runtime::BufferPool pool;
+  backend::BufferPool pool;
   Interpreter interpreter(ir);
   OpenClQueue first, second;
   std::vector<Tensor> data = {graft::testing::random_of(DType::float32, {4096}, 7),
@@ -241,7 +241,7 @@ TEST(OpenClEmitter, LaunchRefusesOperandsThatDoNotFit) {
   ir::Value x = g.add_input("x", ir::ValueType::of(DType::float32, {4, 3}))->output(0);
   ir::Value b = g.add_input("b", ir::ValueType::of(DType::float32, {3}))->output(0);
   g.add_output(g.add_node("Add", {x, b})->output(0), "y");
-  ir::infer_types(g);
+  ops::infer_types(g);
   OpenClKernel kernel(lower_body(g).ir);
   OpenClBuffer dx(12 * 4), db(3 * 4), dy(12 * 4), small(11 * 4);
   OpenClOperand x_op{&dx, {4, 3}}, b_op{&db, {3}}, y_op{&dy, {4, 3}};

@@ -7,7 +7,7 @@
 #include "graft/codegen/interpreter.h"
 #include "graft/codegen/kernel_runner.h"
 #include "graft/codegen/output_groups.h"
-#include "graft/runtime/buffer_pool.h"
+#include "graft/backend/buffer_pool.h"
 
 namespace graft::codegen {
 namespace {
@@ -63,7 +63,7 @@ TEST(OutputGroups, PartialKernelsComputeWhatTheWholeKernelDoes) {
   // kernel's outputs must equal its. Inputs a partial kernel does not read
   // may have any shape: here they are given shapes that would not broadcast.
   KernelIR ir = three_output_ir();
-  runtime::BufferPool pool;
+  backend::BufferPool pool;
   std::vector<Tensor> inputs = {graft::testing::random_of(DType::float32, {}, 1),
                                 graft::testing::random_of(DType::float32, {4, 5}, 2),
                                 graft::testing::random_of(DType::float32, {1, 5}, 3),

@@ -63,7 +63,7 @@ inline RandomDag make_random_dag(uint64_t seed, bool smooth) {
   }
   g.add_output(values.back(), "y0");
   if (pick(3) == 0) g.add_output(values[static_cast<size_t>(n_inputs + pick(n_nodes))], "y1");
-  ir::infer_types(g);
+  ops::infer_types(g);
   return dag;
 }
 

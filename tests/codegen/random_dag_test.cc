@@ -10,7 +10,7 @@
 #include "codegen_test_util.h"
 #include "graft/codegen/compile_cache.h"
 #include "graft/codegen/interpreter.h"
-#include "graft/runtime/buffer_pool.h"
+#include "graft/backend/buffer_pool.h"
 
 namespace graft::codegen {
 namespace {
@@ -20,7 +20,7 @@ using graft::testing::make_random_dag;
 using graft::testing::RandomDag;
 
 TEST(RandomDags, InterpreterMatchesReferenceOnThousands) {
-  runtime::BufferPool pool;
+  backend::BufferPool pool;
   for (uint64_t seed = 0; seed < 2000; ++seed) {
     RandomDag dag = make_random_dag(seed, false);
     LoweredKernel lowered = lower_body(*dag.graph);
@@ -36,7 +36,7 @@ TEST(RandomDags, InterpreterMatchesReferenceOnThousands) {
 TEST(RandomDags, JitMatchesReferenceOnSample) {
   // Compiled here, synchronously (a Session's fuse backend interprets a
   // kernel's first runs while it compiles in the background).
-  runtime::BufferPool pool;
+  backend::BufferPool pool;
   for (uint64_t seed = 10000; seed < 10060; ++seed) {
     RandomDag dag = make_random_dag(seed, true);
     KernelIR ir = lower_body(*dag.graph).ir;

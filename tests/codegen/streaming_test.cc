@@ -6,7 +6,7 @@
 #include "graft/codegen/compile_cache.h"
 #include "graft/codegen/interpreter.h"
 #include "graft/core/parallel.h"
-#include "graft/runtime/buffer_pool.h"
+#include "graft/backend/buffer_pool.h"
 
 namespace graft::codegen {
 namespace {
@@ -27,7 +27,7 @@ TEST(StreamingStores, LargeDenseKernelMatchesInterpreter) {
   const int64_t n = (int64_t(3) << 20) + 13;  // 12 MiB of float32 output, not a multiple of the lanes
   std::vector<Tensor> inputs = {graft::testing::random_of(DType::float32, {n}, 1),
                                 graft::testing::random_of(DType::float32, {n}, 2)};
-  runtime::BufferPool pool;
+  backend::BufferPool pool;
   ScopedNumThreads threads(2);
   std::vector<Tensor> got = run_kernel(ir, *runner, inputs, pool);
   Interpreter interpreter(ir);

@@ -189,7 +189,7 @@ inline TypedDag make_typed_dag(uint64_t seed, bool opaque = false) {
     ir::Node* node = g.add_node(c.op, args);
     node->attributes = c.attrs;
     node->opset_version = 20;
-    ir::infer_types(g);
+    ops::infer_types(g);
     DType out = g.type_of(node->output(0)).dtype;
     values.push_back({node->output(0), out, exact});
   }
@@ -198,7 +198,7 @@ inline TypedDag make_typed_dag(uint64_t seed, bool opaque = false) {
   g.add_output(values.back().value, "y0");
   if (pick(3) == 0 && values.size() > n_inputs + 1)
     g.add_output(values[n_inputs + pick(values.size() - n_inputs - 1)].value, "y1");
-  ir::infer_types(g);
+  ops::infer_types(g);
   return dag;
 }
 

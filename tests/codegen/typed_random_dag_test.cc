@@ -7,7 +7,7 @@
 
 #include "graft/codegen/compile_cache.h"
 #include "graft/codegen/interpreter.h"
-#include "graft/runtime/buffer_pool.h"
+#include "graft/backend/buffer_pool.h"
 #include "graft/runtime/session.h"
 
 namespace graft::codegen {
@@ -16,7 +16,7 @@ namespace {
 using namespace graft::testing;
 
 TEST(TypedRandomDags, InterpreterMatchesReference) {
-  runtime::BufferPool pool;
+  backend::BufferPool pool;
   for (uint64_t seed = 0; seed < 1500; ++seed) {
     TypedDag dag = make_typed_dag(seed);
     LoweredKernel lowered = lower_body(*dag.graph);
@@ -33,7 +33,7 @@ TEST(TypedRandomDags, InterpreterMatchesReference) {
 }
 
 TEST(TypedRandomDags, JitMatchesReference) {
-  runtime::BufferPool pool;
+  backend::BufferPool pool;
   for (uint64_t seed = 100000; seed < 100300; ++seed) {
     TypedDag dag = make_typed_dag(seed);
     KernelIR ir = lower_body(*dag.graph).ir;

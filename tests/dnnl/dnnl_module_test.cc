@@ -27,7 +27,7 @@ std::unique_ptr<ir::Graph> conv_relu_conv_pool(const Shape& input_shape, Tensor 
   p->attributes.set("kernel_shape", std::vector<int64_t>{2, 2});
   p->attributes.set("strides", std::vector<int64_t>{2, 2});
   g->add_output(p->output(0), "y");
-  ir::infer_types(*g);
+  ops::infer_types(*g);
   return g;
 }
 
@@ -72,7 +72,7 @@ TEST(DnnlModule, FoldedBatchNormFollowsItsParameters) {
   bn_inputs.push_back(g->add_constant("var", var)->output(0));
   ir::Node* bn = g->add_node("BatchNormalization", bn_inputs, 1, "bn");
   g->add_output(bn->output(0));
-  ir::infer_types(*g);
+  ops::infer_types(*g);
   auto module = compile_dnnl(*g);
   std::vector<Tensor> inputs = {random_tensor({1, 4, 5, 5}, 7)};
   run_module(*module, inputs);
@@ -87,7 +87,7 @@ TEST(DnnlModule, WeightsFromInputsAreConvertedPerVersion) {
   ir::Node* w = g->add_input("w", ir::ValueType::of(DType::float32, {8, 8, 3, 3}));
   ir::Node* conv = g->add_node("Conv", {x->output(0), w->output(0)}, 1, "conv");
   g->add_output(conv->output(0));
-  ir::infer_types(*g);
+  ops::infer_types(*g);
   auto module = compile_dnnl(*g);
   Tensor weight = random_tensor({8, 8, 3, 3}, 5);
   std::vector<Tensor> inputs = {random_tensor({1, 8, 6, 6}, 6), weight};
@@ -186,7 +186,7 @@ TEST(DnnlModule, RefusesWhatItDoesNotSupport) {
   ir::Node* x = g->add_input("x", ir::ValueType::of(DType::float32, {2, 3}));
   ir::Node* n = g->add_node("Neg", {x->output(0)}, 1, "neg");
   g->add_output(n->output(0));
-  ir::infer_types(*g);
+  ops::infer_types(*g);
   try {
     compile_dnnl(*g);
     FAIL() << "expected unsupported";
@@ -231,19 +231,19 @@ TEST(DnnlModule, SavedModuleLoadsAndRunsTheSame) {
   EXPECT_FALSE(module->superseded_constants().empty()) << "the conv weights are read only in converted form";
 
   std::stringstream in(bytes);
-  auto loaded = runtime::load_module("dnnl", in, *g, converted);
+  auto loaded = backend::load_module("dnnl", in, *g, converted);
   std::vector<Tensor> inputs = {random_tensor({1, 16, 8, 8}, 2)};
   expect_close(run_module(*loaded, inputs)[0], run_module(*module, inputs)[0], 0, 0);
   EXPECT_EQ(dnnl_backend::dnnl_module_stats(*loaded).weight_conversions, 0) << "loading never reorders a weight";
 
   std::stringstream without(bytes);
-  EXPECT_THROW(runtime::load_module("dnnl", without, *g), Error) << "the listed converted weights are missing";
+  EXPECT_THROW(backend::load_module("dnnl", without, *g), Error) << "the listed converted weights are missing";
   std::vector<Tensor> wrong = converted;
   wrong[0] = Tensor(DType::uint8, {static_cast<int64_t>(converted[0].nbytes()) + 1});
   std::stringstream again(bytes);
-  EXPECT_THROW(runtime::load_module("dnnl", again, *g, wrong), Error) << "a stored weight of the wrong size";
+  EXPECT_THROW(backend::load_module("dnnl", again, *g, wrong), Error) << "a stored weight of the wrong size";
   std::stringstream garbage("not a dnnl module");
-  EXPECT_THROW(runtime::load_module("dnnl", garbage, *g), Error);
+  EXPECT_THROW(backend::load_module("dnnl", garbage, *g), Error);
 }
 
 // A weight kept only in converted form is a placeholder: the module refuses

@@ -547,7 +547,7 @@ TEST(DnnlOps, LstmItDeclines) {
       "LSTM", {c.input({5, 3, 6}), c.constant({1, 16, 6}), c.constant({1, 16, 4})}, 3, "lstm");
   lstm->attributes.set("hidden_size", int64_t{4});
   lstm->attributes.set("clip", 1.5f);
-  ir::infer_types(*c.graph);
+  ops::infer_types(*c.graph);
   EXPECT_FALSE(dnnl_backend::dnnl_supports(*lstm).supported);
 }
 
@@ -612,7 +612,7 @@ TEST(DnnlOps, Resize) {
   Value roi = declined.graph->add_constant("roi", Tensor(DType::float32, {0}))->output(0);
   Value scales = declined.graph->add_constant("scales", Tensor::from_vector<float>({1, 1, 2, 2}, {4}))->output(0);
   Value y = declined.op("Resize", {x, roi, scales}, one_string("mode", "nearest"));  // round_prefer_floor, half_pixel
-  ir::infer_types(*declined.graph);
+  ops::infer_types(*declined.graph);
   EXPECT_FALSE(dnnl_backend::dnnl_supports(*y.node).supported);
 }
 

@@ -3,7 +3,7 @@
 // API exists (tests/CMakeLists.txt).
 #include "dnnl_test_util.h"
 #include "graft/frontend/onnx_import.h"
-#include "graft/runtime/shape_specialized_module.h"
+#include "graft/compiler/shape_specialized_module.h"
 #include "graft/zoo/zoo.h"
 
 namespace graft::testing {
@@ -244,11 +244,11 @@ TEST(DnnlSession, SubgraphWithRunTimeShapesCompilesWhenItRuns) {
   check(192, 32);
   runtime::Session::PlannedGraph plan = session.plan_for_types(
       {ir::ValueType::of(DType::float32, {64, 96}), ir::ValueType::of(DType::int64, {2})});
-  const runtime::ShapeSpecializedModule* module = nullptr;
+  const compiler::ShapeSpecializedModule* module = nullptr;
   for (const auto& node : plan.graph->nodes())
     if (node->subgraph) {
       EXPECT_EQ(node->backend, "dnnl") << node->describe();
-      module = dynamic_cast<const runtime::ShapeSpecializedModule*>(plan.modules[node->index()].get());
+      module = dynamic_cast<const compiler::ShapeSpecializedModule*>(plan.modules[node->index()].get());
     }
   ASSERT_NE(module, nullptr) << "the subgraph should have a ShapeSpecializedModule";
   EXPECT_EQ(module->num_compiles(), 1u) << "a second run at the same shapes compiles nothing";

@@ -10,8 +10,8 @@
 #include <cmath>
 
 #include "../../backends/dnnl/dnnl_backend.h"
-#include "graft/ir/type_inference.h"
-#include "graft/runtime/backend.h"
+#include "graft/ops/type_inference.h"
+#include "graft/backend/backend.h"
 #include "support/graph_runner.h"
 
 namespace graft::testing {
@@ -46,17 +46,17 @@ inline double max_relative_error(const Tensor& got, const Tensor& want) {
 }
 
 /// Compiles `graph` (types inferred, concrete) as one dnnl subgraph.
-inline std::unique_ptr<runtime::CompiledModule> compile_dnnl(const ir::Graph& graph, int threads = 2) {
-  runtime::CompileOptions options;
+inline std::unique_ptr<backend::CompiledModule> compile_dnnl(const ir::Graph& graph, int threads = 2) {
+  backend::CompileOptions options;
   options.num_threads = threads;
-  return runtime::get_backend("dnnl").compile(graph, options);
+  return backend::get_backend("dnnl").compile(graph, options);
 }
 
 /// Runs a compiled module once.
-inline std::vector<Tensor> run_module(const runtime::CompiledModule& module, const std::vector<Tensor>& inputs,
+inline std::vector<Tensor> run_module(const backend::CompiledModule& module, const std::vector<Tensor>& inputs,
                                       int threads = 2) {
-  runtime::BufferPool pool;
-  runtime::ModuleRunContext context{pool, threads, nullptr};
+  backend::BufferPool pool;
+  backend::ModuleRunContext context{pool, threads, nullptr};
   return module.run(inputs, context);
 }
 
@@ -64,7 +64,7 @@ inline std::vector<Tensor> run_module(const runtime::CompiledModule& module, con
 /// every output within `tolerance` max relative error. Returns the module's statistics.
 inline dnnl_backend::DnnlModuleStats expect_dnnl_matches_reference(ir::Graph& graph, const std::vector<Tensor>& inputs,
                                                                   double tolerance = 1e-4) {
-  ir::infer_types(graph);
+  ops::infer_types(graph);
   std::vector<Tensor> want = run_graph(graph, inputs);
   auto module = compile_dnnl(graph);
   std::vector<Tensor> got = run_module(*module, inputs);

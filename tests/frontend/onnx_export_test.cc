@@ -15,7 +15,7 @@
 
 #include "graft/frontend/onnx_import.h"
 #include "graft/ir/graph.h"
-#include "graft/ir/type_inference.h"
+#include "graft/ops/type_inference.h"
 #include "support/graph_runner.h"
 
 using namespace graft;
@@ -130,7 +130,7 @@ TEST(OnnxExport, SequenceAndOptionalValuesKeepTheirTypes) {
   EXPECT_EQ(loaded->inputs()[0]->output_types[0], ir::ValueType::sequence_of(float_items));
   EXPECT_FALSE(loaded->inputs()[1]->output_types[0].sequence);
   EXPECT_EQ(loaded->inputs()[2]->output_types[0], optional_vector);
-  ir::infer_types(*loaded);  // the importer leaves node types to inference
+  ops::infer_types(*loaded);  // the importer leaves node types to inference
   EXPECT_EQ(loaded->type_of(loaded->outputs()[1]), ir::ValueType::sequence_of(float_items));
   Tensor items = Tensor::sequence(DType::float32, {Tensor::from_vector<float>({1, 2, 3}, {3})});
   std::vector<Tensor> outs = graft::testing::run_graph(

@@ -8,7 +8,7 @@
 
 #include "graft/frontend/onnx_import.h"
 #include "graft/fusion/fusion_options.h"
-#include "graft/runtime/backend.h"
+#include "graft/backend/backend.h"
 #include "graft/runtime/session.h"
 #include "graft/zoo/zoo.h"
 #include "support/graph_runner.h"
@@ -163,7 +163,7 @@ TEST(FusionReport, FusedNodesAppearUnderFuse) {
     ASSERT_FALSE(report.subgraphs.empty());
     EXPECT_EQ(report.subgraphs.back().backend, "fuse");
     EXPECT_EQ(report.subgraphs.back().size, 2u);
-    EXPECT_NE(report.to_text().find("pointwise fusion after partitioning"), std::string::npos);
+    EXPECT_NE(report.to_text().find("fuse: 2 nodes in 1 subgraphs (sizes 2) [claimed after partitioning]"), std::string::npos);
 
     options.fusion = false;
     runtime::Session unfused(small_chain(), options);

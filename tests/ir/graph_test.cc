@@ -2,7 +2,7 @@
 
 #include "graft/ir/graph_rebuilder.h"
 #include "graft/ir/indexed_graph.h"
-#include "graft/ir/type_inference.h"
+#include "graft/ops/type_inference.h"
 #include "graft/ir/verify.h"
 
 using namespace graft;

@@ -320,7 +320,7 @@ namespace {
 
 /// Runs `graph` through a Session without constant folding; returns outputs and stats.
 std::vector<Tensor> run_with_stats(std::unique_ptr<ir::Graph> graph, const std::vector<Tensor>& inputs,
-                                   runtime::RunStats& stats) {
+                                   backend::RunStats& stats) {
   runtime::SessionOptions options;
   options.passes = {"verify", "infer"};
   options.num_threads = 2;
@@ -348,7 +348,7 @@ TEST(Broadcast, InPlaceReuseGivesCorrectOutputs) {
   Tensor xv = random_tensor({64, 512}, 21);
   Tensor rv = random_tensor({512}, 22);
   Tensor x_copy = xv.clone();
-  runtime::RunStats stats;
+  backend::RunStats stats;
   Tensor y = run_with_stats(std::move(g), {xv, rv}, stats)[0];
   Tensor want(DType::float32, {64, 512});
   for (int64_t i = 0; i < 64; ++i)

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "graft/ir/type_inference.h"
+#include "graft/ops/type_inference.h"
 #include "support/graph_runner.h"
 
 namespace graft::testing {
@@ -55,7 +55,7 @@ inline std::vector<ir::ValueType> infer_op(const std::string& op_type, const std
   ir::Node* n = g.add_node(op_type, values, num_outputs, "node");
   n->attributes = attributes;
   for (int i = 0; i < num_outputs; ++i) g.add_output(n->output(i));
-  ir::infer_types(g);
+  ops::infer_types(g);
   return n->output_types;
 }
 

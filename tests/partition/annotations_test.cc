@@ -1,5 +1,6 @@
 // User annotations: pins, forbidden backends, regions (from JSON and from node
 // attributes), and every way they can be wrong.
+#include "graft/ops/type_inference.h"
 #include "graft/partition/annotations.h"
 
 #include <gtest/gtest.h>
@@ -34,7 +35,7 @@ std::unique_ptr<Graph> diamond_graph() {
   Node* f = g->add_node("Add", {e->output(0), d->output(0)}, 1, "f");
   g->add_output(d->output(0), "y");
   g->add_output(f->output(0), "z");
-  infer_types(*g);
+  ops::infer_types(*g);
   return g;
 }
 

@@ -8,9 +8,11 @@
 #include <random>
 #include <sstream>
 
+#include "graft/ops/type_inference.h"
+#include "graft/backend/backend.h"
+#include "graft/compiler/compiler.h"
 #include "graft/partition/contain_op_selector.h"
 #include "graft/partition/op_support.h"
-#include "graft/runtime/backend.h"
 #include "graft/runtime/session.h"
 #include "partition_test_util.h"
 #include "support/graph_runner.h"
@@ -48,7 +50,7 @@ std::unique_ptr<Graph> chain() {
   const char* ops[] = {"Relu", "Neg", "Relu", "Sigmoid", "Neg"};
   for (int i = 0; i < 5; ++i) v = g->add_node(ops[i], {v}, 1, "n" + std::to_string(i))->output(0);
   g->add_output(v, "y");
-  infer_types(*g);
+  ops::infer_types(*g);
   return g;
 }
 
@@ -68,10 +70,13 @@ std::string error_of(F&& f) {
 
 TEST(OpSupport, CheckersBecomeAPropertyAndGiveTheirReasons) {
   ASSERT_NE(partition::find_op_support("evenodd"), nullptr);
-  ASSERT_NE(runtime::find_backend("evenodd"), nullptr);  // the default executor backend
+  ASSERT_NE(backend::find_backend("evenodd"), nullptr);  // the default executor backend
   auto original = chain();
   auto g = original->clone();
-  auto report = partition::partition_graph(g, partition::PartitionOptions{{"evenodd"}, {}});
+  compiler::CompileOptions options;
+  options.backends = {"evenodd"};
+  options.fusion = false;
+  auto report = compiler::partition(g, options);
   expect_partition_guarantees(*original, *g, report);
   ASSERT_EQ(report.subgraphs.size(), 3u);  // {n0}, {n2}, {n4}
   EXPECT_EQ(report.nodes[2].declined[0].detail, "odd name 'n1'");
@@ -94,7 +99,7 @@ TEST(OpSupport, OneConvexSupportedRegionGivesExactlyOneSubgraph) {
                                  : g->add_node("Neg", {b}, 1, "v" + std::to_string(i))->output(0));
     }
     for (size_t i = 1; i < values.size(); ++i) g->add_output(values[i], "y" + std::to_string(i));
-    infer_types(*g);
+    ops::infer_types(*g);
     IndexedGraph indexed(*g);
     uint32_t s = 1 + static_cast<uint32_t>(rng() % n), t = 1 + static_cast<uint32_t>(rng() % n);
     if (s > t) std::swap(s, t);
@@ -126,20 +131,20 @@ TEST(OpSupport, OneConvexSupportedRegionGivesExactlyOneSubgraph) {
 }
 
 TEST(BackendOrder, ExplicitEnvironmentAndDefault) {
-  EXPECT_EQ(partition::resolve_backend_order({"reluadd", "ref"}), (std::vector<std::string>{"reluadd", "ref"}));
-  std::string message = error_of([] { partition::resolve_backend_order({"reluadd", "tpu"}); });
+  EXPECT_EQ(backend::resolve_backend_order({"reluadd", "ref"}), (std::vector<std::string>{"reluadd", "ref"}));
+  std::string message = error_of([] { backend::resolve_backend_order({"reluadd", "tpu"}); });
   EXPECT_NE(message.find("'tpu'"), std::string::npos) << message;
   EXPECT_NE(message.find("ref"), std::string::npos) << message;  // lists the available ones
-  EXPECT_NE(error_of([] { partition::resolve_backend_order({"ref", "ref"}); }).find("twice"), std::string::npos);
+  EXPECT_NE(error_of([] { backend::resolve_backend_order({"ref", "ref"}); }).find("twice"), std::string::npos);
 
   setenv("GRAFT_BACKENDS", "evenodd,ref", 1);
-  EXPECT_EQ(partition::resolve_backend_order({}), (std::vector<std::string>{"evenodd", "ref"}));
+  EXPECT_EQ(backend::resolve_backend_order({}), (std::vector<std::string>{"evenodd", "ref"}));
   setenv("GRAFT_BACKENDS", "evenodd,,ref", 1);
-  EXPECT_NE(error_of([] { partition::resolve_backend_order({}); }).find("GRAFT_BACKENDS"), std::string::npos);
+  EXPECT_NE(error_of([] { backend::resolve_backend_order({}); }).find("GRAFT_BACKENDS"), std::string::npos);
   setenv("GRAFT_BACKENDS", "nope", 1);
-  EXPECT_NE(error_of([] { partition::resolve_backend_order({}); }).find("'nope'"), std::string::npos);
+  EXPECT_NE(error_of([] { backend::resolve_backend_order({}); }).find("'nope'"), std::string::npos);
   unsetenv("GRAFT_BACKENDS");
-  auto all = partition::resolve_backend_order({});
+  auto all = backend::resolve_backend_order({});
   EXPECT_EQ(all.back(), "ref");  // default order: by rank, ref last
   EXPECT_NE(std::find(all.begin(), all.end(), "reluadd"), all.end());
 }

@@ -9,11 +9,11 @@
 #include <set>
 
 #include "graft/ir/indexed_graph.h"
-#include "graft/ir/type_inference.h"
+#include "graft/ops/type_inference.h"
 #include "graft/ir/verify.h"
 #include "graft/partition/convexity.h"
 #include "graft/partition/partitioner.h"
-#include "graft/runtime/executor.h"
+#include "graft/backend/executor.h"
 
 namespace graft::testing {
 
@@ -77,15 +77,15 @@ inline std::unique_ptr<ir::Graph> crossed_graph() {
   ir::Node* b3 = g->add_node("Add", {b1->output(0), y->output(0)}, 1, "b3");
   g->add_output(a2->output(0), "o1");
   g->add_output(b3->output(0), "o2");
-  ir::infer_types(*g);
+  ops::infer_types(*g);
   return g;
 }
 
 /// Runs `graph` with graft's executor (subgraph nodes run their bodies).
 inline std::vector<Tensor> execute(const ir::Graph& graph, const std::vector<Tensor>& inputs) {
-  runtime::Executor executor(graph);
-  runtime::BufferPool pool;
-  runtime::RunOptions options;
+  backend::Executor executor(graph);
+  backend::BufferPool pool;
+  backend::RunOptions options;
   return executor.run(inputs, pool, options);
 }
 

@@ -1,3 +1,4 @@
+#include "graft/ops/type_inference.h"
 #include "graft/partition/partitioner.h"
 
 #include <gtest/gtest.h>
@@ -34,7 +35,7 @@ std::unique_ptr<Graph> chain_graph() {
   Node* ng = g->add_node("Neg", {a1->output(0)}, 1, "ng");
   Node* r2 = g->add_node("Relu", {ng->output(0)}, 1, "r2");
   g->add_output(r2->output(0), "y");
-  infer_types(*g);
+  ops::infer_types(*g);
   return g;
 }
 
@@ -109,7 +110,7 @@ TEST(Partitioner, NonConvexSelectionIsTrimmedAndReported) {
   Node* b = original->add_node("Neg", {a->output(0)}, 1, "b");
   Node* c = original->add_node("Add", {a->output(0), b->output(0)}, 1, "c");
   original->add_output(c->output(0), "y");
-  infer_types(*original);
+  ops::infer_types(*original);
   auto graph = original->clone();
   auto property = predicate_property("ac", [](const Node& n) { return named(n, {"a", "c"}); });
   auto report = partition::partition_graph(graph, {BackendEntry{"ac", property, {}}});
@@ -139,7 +140,7 @@ TEST(Partitioner, NodesDroppedByManyEarlierSetsStillSeedTheirOwn) {
     x = original->add_node("Add", {x, q}, 1, "add" + b)->output(0);
   }
   original->add_output(x, "y");
-  infer_types(*original);
+  ops::infer_types(*original);
   auto graph = original->clone();
   auto report = partition::partition_graph(graph, relu_add_backend());
   expect_partition_guarantees(*original, *graph, report);
@@ -204,7 +205,7 @@ TEST(Partitioner, ConstantsAreCopiedIntoTheBodies) {
   Node* add = original->add_node("Add", {x->output(0), w->output(0)}, 1, "add");
   Node* relu = original->add_node("Relu", {add->output(0)}, 1, "relu");
   original->add_output(relu->output(0), "y");
-  infer_types(*original);
+  ops::infer_types(*original);
   auto graph = original->clone();
   auto report = partition::partition_graph(graph, relu_add_backend());
   expect_partition_guarantees(*original, *graph, report);

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <random>
 
+#include "graft/ops/type_inference.h"
 #include "graft/partition/contain_op_selector.h"
 #include "partition_test_util.h"
 #include "support/graph_runner.h"
@@ -107,7 +108,7 @@ RandomGraph random_graph(std::mt19937_64& rng) {
       g.add_output(v.value, "out" + std::to_string(k++));
   }
   if (k == 0) g.add_output(values.back().value, "out");
-  infer_types(g);
+  ops::infer_types(g);
   return out;
 }
 

@@ -7,7 +7,7 @@
 #include <mutex>
 
 #include "graft/partition/contain_op_selector.h"
-#include "graft/runtime/backend.h"
+#include "graft/backend/backend.h"
 #include "graft/runtime/session.h"
 #include "support/graph_runner.h"
 
@@ -20,7 +20,7 @@ std::atomic<int> conversions{0};
 
 // Runs Mul(x, W) where W is a constant in the body; keeps W negated ("converted"
 // to its own layout) and computes x * -(-W).
-class CachingModule final : public runtime::CompiledModule {
+class CachingModule final : public backend::CompiledModule {
  public:
   explicit CachingModule(const ir::Graph& body) {
     for (const auto& node : body.nodes())
@@ -28,7 +28,7 @@ class CachingModule final : public runtime::CompiledModule {
     GRAFT_CHECK(weight_.is_defined(), "the weightcache body has no constant");
   }
   std::string type_key() const override { return "weightcache"; }
-  std::vector<Tensor> run(std::span<const Tensor> inputs, runtime::ModuleRunContext&) const override {
+  std::vector<Tensor> run(std::span<const Tensor> inputs, backend::ModuleRunContext&) const override {
     Tensor converted;
     {
       std::lock_guard<std::mutex> lock(mutex_);
@@ -53,23 +53,29 @@ class CachingModule final : public runtime::CompiledModule {
   mutable uint64_t converted_version_ = 0;
 };
 
-class WeightCacheBackend final : public runtime::Backend {
- public:
-  std::string name() const override { return "weightcache"; }
-  int default_rank() const override { return 900; }
-  std::unique_ptr<runtime::CompiledModule> compile(const ir::Graph& body, const runtime::CompileOptions&) const override {
-    return std::make_unique<CachingModule>(body);
-  }
-};
-GRAFT_REGISTER_BACKEND(WeightCacheBackend);
-
 class WeightCacheProperty final : public partition::SubgraphProperty {
  public:
   std::unique_ptr<partition::SubgraphSelector> CreateSubgraphSelector() const override {
     return std::make_unique<partition::ContainOpSelector>(std::set<std::string, std::less<>>{"Mul"});
   }
 };
-GRAFT_REGISTER_SUBGRAPH_PROPERTY("weightcache", WeightCacheProperty);
+
+// One registration: the backend says what it takes (its property) and how it compiles.
+class WeightCacheBackend final : public backend::Backend {
+ public:
+  std::string name() const override { return "weightcache"; }
+  int default_rank() const override { return 900; }
+  std::shared_ptr<const partition::SubgraphProperty> property() const override {
+    auto property = std::make_shared<WeightCacheProperty>();
+    property->set_backend_name(name());
+    return property;
+  }
+  std::unique_ptr<backend::CompiledModule> compile(const ir::Graph& body, const backend::CompileOptions&) const override {
+    return std::make_unique<CachingModule>(body);
+  }
+};
+GRAFT_REGISTER_BACKEND(WeightCacheBackend);
+
 
 std::unique_ptr<ir::Graph> scale_graph() {
   auto g = std::make_unique<ir::Graph>();

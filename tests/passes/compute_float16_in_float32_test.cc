@@ -7,8 +7,8 @@
 
 #include <cstring>
 
-#include "graft/ir/type_inference.h"
-#include "graft/runtime/backend.h"
+#include "graft/ops/type_inference.h"
+#include "graft/backend/backend.h"
 #include "graft/runtime/session.h"
 #include "pass_test_helpers.h"
 
@@ -98,7 +98,7 @@ TEST(ComputeFloat16InFloat32, Float16ValuesAreComputedInFloat32BetweenCasts) {
   Value x = plain->add_input("x", ir::ValueType::of(DType::float32, {2, 3}))->output(0);
   plain->add_output(op(*plain, "Softmax", {x})->output(0), "y");
   passes::PassContext ctx;
-  ir::infer_types(*plain);
+  ops::infer_types(*plain);
   EXPECT_FALSE(passes::find_pass("compute-float16-in-float32")->run(plain, ctx));
 }
 
@@ -151,7 +151,7 @@ TEST(ComputeFloat16InFloat32, ResultsAreTheFloat16GraphsWithinItsRoundingAndNear
     for (ir::ValueType& t : n->output_types)
       if (t.dtype == DType::float16) t.dtype = DType::float32;
   }
-  ir::infer_types(*wide);
+  ops::infer_types(*wide);
   Tensor x = half_tensor({1, 3, 8, 8}, 3);
   Tensor x32(DType::float32, x.shape());
   for (int64_t i = 0; i < x.numel(); ++i) x32.data<float>()[i] = x.data<float16_t>()[i];
@@ -179,7 +179,7 @@ TEST(ComputeFloat16InFloat32, ASessionGivesTheFloat16ConvolutionToTheFloat32Back
   std::vector<Tensor> got = session.run(inputs);
   std::vector<Tensor> want = run_graph(*g, inputs);
   for (size_t k = 0; k < got.size(); ++k) expect_close(got[k], want[k], 4e-3, 4e-3);
-  if (!runtime::find_backend("dnnl")) GTEST_SKIP() << "built without dnnl: the Conv runs on ref either way";
+  if (!backend::find_backend("dnnl")) GTEST_SKIP() << "built without dnnl: the Conv runs on ref either way";
   bool found = false;
   for (const partition::NodePlacement& p : session.partition_report().nodes)
     if (p.op_type == "Conv") {
@@ -216,11 +216,11 @@ TEST(ComputeFloat16InFloat32, NodesThatAPlanInlinesComputeInFloat32Too) {
   node->attributes.set("then_branch", branch(true));
   node->attributes.set("else_branch", branch(false));
   g->add_output(node->output(0), "y");
-  ir::infer_types(*g);
+  ops::infer_types(*g);
   runtime::Session session(g->clone());
   std::vector<Tensor> inputs = {half_tensor({3, 4}, 7)};
   expect_close(session.run(inputs)[0], run_graph(*g, inputs)[0], 4e-3, 4e-3);
-  if (!runtime::find_backend("dnnl")) GTEST_SKIP() << "built without dnnl";
+  if (!backend::find_backend("dnnl")) GTEST_SKIP() << "built without dnnl";
   bool found = false;
   for (const partition::NodePlacement& p : session.partition_report_for({ir::ValueType::of(DType::float16, {3, 4})}).nodes)
     if (p.op_type == "MatMul") {

@@ -5,7 +5,7 @@
 // must leave alone stays.
 #include <gtest/gtest.h>
 
-#include "graft/ir/type_inference.h"
+#include "graft/ops/type_inference.h"
 #include "passes/pass_test_helpers.h"
 
 using namespace graft;
@@ -95,7 +95,7 @@ std::vector<Tensor> loop_inputs(const LoopForm& form) {
 }
 
 bool all_outputs_concrete(Graph& g) {
-  infer_types(g);
+  ops::infer_types(g);
   for (const Value& v : g.outputs())
     if (!g.type_of(v).is_concrete()) return false;
   return true;

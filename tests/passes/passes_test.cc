@@ -1,6 +1,6 @@
 #include <gtest/gtest.h>
 
-#include "graft/ir/type_inference.h"
+#include "graft/ops/type_inference.h"
 #include "graft/passes/pass.h"
 #include "support/graph_runner.h"
 

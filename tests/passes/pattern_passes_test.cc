@@ -2,7 +2,7 @@
 // structure after the pass and the same outputs as before it.
 #include <gtest/gtest.h>
 
-#include "graft/ir/type_inference.h"
+#include "graft/ops/type_inference.h"
 #include "graft/passes/pass.h"
 #include "passes/pass_test_helpers.h"
 #include "support/graph_runner.h"

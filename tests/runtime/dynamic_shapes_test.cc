@@ -72,7 +72,7 @@ TEST(DynamicShapes, ShapesBeyondTheLimitRunOnTheGenericPlan) {
   const std::vector<bool> generic = {false, false, true, true, false, true, false};
   for (size_t i = 0; i < shapes.size(); ++i) {
     Tensor x = random_tensor(shapes[i], 100 + i);
-    runtime::RunStats stats;
+    backend::RunStats stats;
     Tensor y = session.run({x}, &stats)[0];
     SCOPED_TRACE("run " + std::to_string(i) + ", x " + x.type_string());
     EXPECT_EQ(stats.generic_plan, generic[i]);
@@ -104,7 +104,7 @@ TEST(DynamicShapes, AGenerationLoopMakesNoPlanPerStep) {
   Tensor past(DType::float32, {1, 0, 4});
   for (int step = 0; step < 40; ++step) {
     Tensor x = random_tensor({1, 1, 4}, static_cast<uint64_t>(step));
-    runtime::RunStats stats;
+    backend::RunStats stats;
     Tensor next = session.run(std::vector<Tensor>{past, x}, &stats)[0];
     EXPECT_TRUE(stats.generic_plan);
     expect_close(next, reference.run(std::vector<Tensor>{past, x})[0]);
@@ -124,7 +124,7 @@ TEST(DynamicShapes, ARecurringShapeIsSpecializedOnceTheOldPlanGoesUnused) {
   runtime::Session session(projection_graph(), with_max_plans(1));
   runtime::Session reference = reference_session(projection_graph());
   Tensor first = random_tensor({1, 2, 8}, 1), recurring = random_tensor({2, 7, 8}, 2);
-  runtime::RunStats stats;
+  backend::RunStats stats;
   session.run({first}, &stats);
   EXPECT_FALSE(stats.generic_plan);
   size_t generic_runs = 0;
@@ -145,7 +145,7 @@ TEST(DynamicShapes, FixedShapesAlwaysGetTheirOnePlan) {
   auto g = projection_graph();
   g->inputs()[0]->output_types[0] = ValueType::of(DType::float32, {2, 3, 8});
   runtime::Session session(std::move(g), with_max_plans(0));
-  runtime::RunStats stats;
+  backend::RunStats stats;
   for (int i = 0; i < 3; ++i) session.run({random_tensor({2, 3, 8}, 5)}, &stats);
   EXPECT_FALSE(stats.generic_plan);
   EXPECT_EQ(session.num_plans(), 1u);

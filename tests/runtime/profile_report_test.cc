@@ -12,7 +12,7 @@ using namespace graft::ir;
 
 namespace {
 
-runtime::NodeTiming timing(const std::string& name, const std::string& op, const std::string& backend, double us,
+backend::NodeTiming timing(const std::string& name, const std::string& op, const std::string& backend, double us,
                            std::chrono::steady_clock::time_point start) {
   return {name, op, backend, us, start};
 }
@@ -118,7 +118,7 @@ TEST(ProfileReport, SessionRecordsEveryNodeInOrder) {
   options.backends = {"ref"};  // one timing per node: no backend subgraphs,
   options.fusion = false;      // no fused nodes
   runtime::Session session(relu_chain(), options);
-  runtime::RunStats stats;
+  backend::RunStats stats;
   session.run({graft::testing::random_tensor({4, 8}, 3)}, &stats);
   ASSERT_EQ(stats.timings.size(), 3u);
   EXPECT_EQ(stats.timings[0].op_type, "Relu");

@@ -89,7 +89,7 @@ TEST(Session, ReusesBuffersAndReportsPeak) {
   options.fusion = false;      // the executor's in-place reuse, not one fused kernel
   options.backends = {"ref"};  // nor a backend's subgraph
   runtime::Session s(std::move(g), options);
-  runtime::RunStats stats;
+  backend::RunStats stats;
   s.run({random_tensor({262144}, 3)}, &stats);
   EXPECT_EQ(stats.memory.allocations, 1u);
   EXPECT_EQ(stats.memory.total_allocated_bytes, 1048576u);

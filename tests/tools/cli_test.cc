@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "graft/frontend/load_model.h"
 #include "graft/core/tensor.h"
 #include "graft/frontend/npy.h"
 #include "graft/frontend/onnx_import.h"
@@ -214,7 +215,8 @@ TEST_F(CliTest, RunReadsNpyInputAndWritesNpyOutputs) {
   graft::Tensor written = graft::frontend::load_npy(path("outputs/output.npy"));
   ASSERT_EQ(written.shape(), (graft::Shape{2, 10}));
 
-  graft::runtime::Session session(mlp_);
+  std::unique_ptr<graft::runtime::Session> loaded_mlp = graft::frontend::load_model(mlp_);
+  graft::runtime::Session& session = *loaded_mlp;
   graft::Tensor input = graft::Tensor::from_vector(values, {2, 784});
   graft::Tensor expected = session.run(std::vector<graft::Tensor>{input})[0];
   for (int64_t i = 0; i < expected.numel(); ++i)
@@ -428,7 +430,8 @@ void write_mlp_case(const fs::path& dir, const std::string& model_bytes, int64_t
   for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 13) / 13.0f;
   graft::Tensor input = graft::Tensor::from_vector(values, {batch, 784});
   write_bytes(dir / "test_data_set_0" / "input_0.pb", tensor_pb(input, "input"));
-  graft::runtime::Session session((dir / "model.onnx").string());
+  std::unique_ptr<graft::runtime::Session> loaded = graft::frontend::load_model((dir / "model.onnx").string());
+  graft::runtime::Session& session = *loaded;
   graft::Tensor output = session.run(std::vector<graft::Tensor>{input})[0];
   output.data<float>()[3] += perturbation;
   write_bytes(dir / "test_data_set_0" / "output_0.pb", tensor_pb(output, ""));

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "graft/frontend/load_model.h"
 #include "graft/runtime/session.h"
 
 namespace {
@@ -55,8 +56,9 @@ class ProfileCliTest : public ::testing::Test {
     graft::runtime::SessionOptions options;
     options.profile = true;
     options.backends = std::move(backends);
-    graft::runtime::Session session(mlp_, options);
-    graft::runtime::RunStats stats;
+    std::unique_ptr<graft::runtime::Session> loaded = graft::frontend::load_model(mlp_, options);
+    graft::runtime::Session& session = *loaded;
+    graft::backend::RunStats stats;
     session.run({graft::Tensor(graft::DType::float32, {1, 784})}, &stats);
     return stats.timings.size();
   }

@@ -9,6 +9,7 @@
 #include "artifact_info.h"
 #include "cli_support.h"
 #include "command.h"
+#include "graft/frontend/load_model.h"
 #include "graft/core/error.h"
 #include "graft/runtime/artifact.h"
 
@@ -29,11 +30,12 @@ struct CompileCommandOptions {
 int compile_model(const CompileCommandOptions& options) {
   runtime::ArtifactCompileOptions compile;
   compile.input_shapes = parse_shape_flags(options.shapes);
+  compile.shape_flag = "--shape";
   if (!options.backends.empty()) compile.session.backends = parse_name_list(options.backends, "--backends");
   compile.session.fusion = parse_on_off(options.fusion, "--fusion");
   if (!options.threads.empty()) compile.session.num_threads = parse_thread_count(options.threads, "--threads");
   compile.session.emit_source_dir = options.emit_c;
-  runtime::ArtifactInfo info = runtime::compile_artifact(options.model, options.output, compile);
+  runtime::ArtifactInfo info = frontend::compile_artifact(options.model, options.output, compile);
   std::cout << "wrote " << options.output << "\n";
   print_artifact_info(options.output, info);
   return 0;

@@ -11,7 +11,7 @@
 #include "graft/codegen/cuda_emitter.h"
 #include "graft/codegen/opencl_emitter.h"
 #include "graft/core/parallel.h"
-#include "graft/runtime/backend.h"
+#include "graft/backend/backend.h"
 #include "graft/runtime/cpu_features.h"
 
 namespace graft::cli {
@@ -37,7 +37,7 @@ int run_devices() {
   line("cpu", std::string(runtime::host_architecture()) + ", " + std::to_string(default_num_threads()) +
                   " threads (GRAFT_NUM_THREADS or the cores), features: " +
                   runtime::cpu_feature_names(runtime::host_cpu_features()));
-  for (const runtime::Backend* backend : runtime::all_backends()) {
+  for (const backend::Backend* backend : backend::all_backends()) {
     std::string why = backend->unavailable_reason();
     line("backend " + backend->name(),
          why.empty() ? std::string(backend->in_default_order() ? "available" : "available when named (--backends)")

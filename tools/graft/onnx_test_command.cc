@@ -37,6 +37,7 @@
 
 #include "cli_support.h"
 #include "command.h"
+#include "graft/frontend/load_model.h"
 #include "graft/core/error.h"
 #include "graft/frontend/onnx_tensor.h"
 #include "graft/runtime/session.h"
@@ -244,7 +245,8 @@ Tensor as_bfloat16_if_expected(const Tensor& t, DType expected) {
 CaseResult run_case(const fs::path& dir, const OnnxTestOptions& options) {
   runtime::SessionOptions session_options;
   session_options.num_threads = options.threads;
-  runtime::Session session((dir / "model.onnx").string(), session_options);
+  std::unique_ptr<runtime::Session> loaded = frontend::load_model((dir / "model.onnx").string(), session_options);
+  runtime::Session& session = *loaded;
 
   std::vector<fs::path> data_sets;
   std::error_code error;

@@ -14,13 +14,11 @@
 
 #include "cli_support.h"
 #include "command.h"
+#include "graft/backend/backend.h"
+#include "graft/compiler/compiler.h"
 #include "graft/core/error.h"
+#include "graft/frontend/load_model.h"
 #include "graft/frontend/onnx_import.h"
-#include "graft/fusion/explain_unfused.h"
-#include "graft/fusion/fuse_pointwise.h"
-#include "graft/fusion/fusion_options.h"
-#include "graft/partition/partitioner.h"
-#include "graft/passes/pass.h"
 #include "graft/runtime/artifact.h"
 #include "graft/runtime/session.h"
 
@@ -46,32 +44,27 @@ partition::PartitionReport plan_partition(const PartitionCommandOptions& options
   session_options.backends = backends;
   session_options.fusion = fusion;
   if (!options.annotations.empty()) session_options.annotations = partition::load_annotations(options.annotations);
-  runtime::Session session(options.model, session_options);
-  return session.partition_report_for(runtime::artifact_input_types(session.inputs(), shapes));
+  std::unique_ptr<runtime::Session> loaded = frontend::load_model(options.model, session_options);
+  runtime::Session& session = *loaded;
+  return session.partition_report_for(runtime::concrete_input_types(session.inputs(), shapes, "--shape"));
 }
 
 int partition_model(const PartitionCommandOptions& options) {
   if (options.format != "text" && options.format != "json")
     fail(ErrorKind::invalid_argument, "--format '", options.format, "' is not text or json");
   std::optional<bool> fusion = parse_on_off(options.fusion, "--fusion");
-  partition::PartitionOptions partition_options;
-  std::vector<std::string> requested;
-  if (!options.backends.empty()) requested = parse_name_list(options.backends, "--backends");
-  partition_options.backends = partition::resolve_backend_order(requested);
-  if (!options.annotations.empty()) partition_options.annotations = partition::load_annotations(options.annotations);
+  compiler::CompileOptions compile_options;
+  if (!options.backends.empty()) compile_options.backends = parse_name_list(options.backends, "--backends");
+  compile_options.backends = backend::resolve_backend_order(compile_options.backends);
+  if (!options.annotations.empty()) compile_options.annotations = partition::load_annotations(options.annotations);
+  compile_options.fusion = fusion;
 
   partition::PartitionReport report;
   if (!options.shapes.empty()) {
-    report = plan_partition(options, fusion, requested);
+    report = plan_partition(options, fusion, compile_options.backends);
   } else {
     std::unique_ptr<ir::Graph> graph = frontend::load_onnx(options.model);
-    passes::PassContext context;
-    passes::run_pipeline(graph, passes::default_pipeline(), context);
-    report = partition::partition_graph(graph, partition_options);
-    if (fusion::fusion_enabled(fusion)) {
-      fusion::fuse_pointwise(graph);
-      fusion::record_fusion_in_report(*graph, report);
-    }
+    report = compiler::prepare(std::move(graph), compile_options).report;
   }
   if (options.format == "json")
     std::cout << report.to_json() << "\n";

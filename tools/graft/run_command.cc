@@ -23,6 +23,7 @@
 
 #include "cli_support.h"
 #include "command.h"
+#include "graft/frontend/load_model.h"
 #include "graft/codegen/compile_cache.h"
 #include "graft/core/error.h"
 #include "graft/frontend/npy.h"
@@ -86,17 +87,8 @@ Tensor random_tensor(DType dtype, const Shape& shape, std::mt19937_64& random, c
 Shape generated_shape(const runtime::ValueInfo& info, const std::map<std::string, Shape>& shapes) {
   auto given = shapes.find(info.name);
   if (given != shapes.end()) {
-    const Shape& shape = given->second;
-    if (info.type.has_rank) {
-      if (shape.size() != info.type.dims.size())
-        fail(ErrorKind::invalid_argument, "--shape ", info.name, ": rank ", shape.size(), " given, the model declares ",
-             info.type.to_string(), " (rank ", info.type.dims.size(), ")");
-      for (size_t d = 0; d < shape.size(); ++d)
-        if (info.type.dims[d].is_known() && info.type.dims[d].value != shape[d])
-          fail(ErrorKind::invalid_argument, "--shape ", info.name, "=", shape_to_string(shape),
-               " does not fit the model's ", info.type.to_string(), " (dimension ", d, ")");
-    }
-    return shape;
+    runtime::check_shape_fits(info, given->second, "--shape");
+    return given->second;
   }
   if (!info.type.has_rank)
     fail(ErrorKind::invalid_argument, "input '", info.name, "' has no known rank; give --shape ", info.name,
@@ -166,7 +158,8 @@ int run_model(const RunCommandOptions& options) {
 
   if (!options.backends.empty()) session_options.backends = parse_name_list(options.backends, "--backends");
   if (!options.annotations.empty()) session_options.annotations = partition::load_annotations(options.annotations);
-  runtime::Session session(options.model, session_options);
+  std::unique_ptr<runtime::Session> loaded = frontend::load_model(options.model, session_options);
+  runtime::Session& session = *loaded;
   if (options.report) std::cout << session.partition_report().summary_line() << "\n";
   std::string input_names;
   for (const auto& info : session.inputs()) input_names += (input_names.empty() ? "'" : ", '") + info.name + "'";
@@ -205,7 +198,7 @@ int run_model(const RunCommandOptions& options) {
     }
   }
 
-  runtime::RunStats stats;
+  backend::RunStats stats;
   auto start = std::chrono::steady_clock::now();
   std::vector<Tensor> outputs = session.run(inputs, &stats);
   double first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
@@ -222,7 +215,7 @@ int run_model(const RunCommandOptions& options) {
     std::vector<double> times;
     if (profiling) profiled.clear();
     for (int64_t r = 0; r < repeat; ++r) {
-      runtime::RunStats run_stats;
+      backend::RunStats run_stats;
       auto begin = std::chrono::steady_clock::now();
       session.run(inputs, profiling ? &run_stats : nullptr);
       times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count());
@@ -255,7 +248,7 @@ int run_model(const RunCommandOptions& options) {
     std::cout << "partition at inputs " << shown << ":" << line.substr(line.find(':') + 1) << "\n";
   }
   if (options.report)
-    for (const runtime::CompileFallback& f : session.compile_fallbacks()) {
+    for (const compiler::CompileFallback& f : session.compile_fallbacks()) {
       if (f.compiled_when_run)
         std::cout << "compiled when run: " << f.backend << " compiles " << f.node << " for each shape it runs at"
                   << " (plan for inputs " << f.inputs << ": " << f.reason << ")\n";
@@ -265,7 +258,7 @@ int run_model(const RunCommandOptions& options) {
     }
 
   if (options.stats) {
-    const runtime::MemoryStats& m = stats.memory;
+    const backend::MemoryStats& m = stats.memory;
     double percent = m.total_allocated_bytes
                          ? 100.0 * static_cast<double>(m.peak_bytes) / static_cast<double>(m.total_allocated_bytes)
                          : 0.0;

@@ -30,8 +30,9 @@ struct UnfusedNode {
 /// in topological order, with why each stayed out.
 std::vector<UnfusedNode> explain_unfused(const ir::Graph& fused_graph);
 
-/// Records fusion in `report` (PartitionReport::record_fusion) and, under each
-/// pointwise node left on `ref`, why `fuse` did not take it (a Decline of
+/// Records fusion in `report` (PartitionReport::record_claimed_subgraphs of
+/// backend `fuse`) and, under each pointwise node left on the fallback, why
+/// `fuse` did not take it (a Decline of
 /// backend "fuse": unsupported, below_min_size or convexity).
 void record_fusion_in_report(const ir::Graph& fused_graph, partition::PartitionReport& report);
 

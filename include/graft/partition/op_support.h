@@ -15,6 +15,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <vector>
 #include <string_view>
 
 #include "graft/ir/graph.h"
@@ -35,11 +36,13 @@ using SupportChecker = std::function<Support(const ir::Node&)>;
 using OpSupportTable = std::map<std::string, SupportChecker, std::less<>>;
 
 /// Registers a checker; returns true. Aborts start-up on a duplicate
-/// (backend, op type). Registers a default executor backend of that name
-/// unless a real one is (or gets) registered.
+/// (backend, op type). A name that no backend::Backend has becomes a backend
+/// whose modules run with graft's executor (graft/backend/backend.h).
 bool register_op_support(std::string backend, std::string op_type, SupportChecker checker);
 /// The checkers of `backend`, or nullptr when it registered none.
 const OpSupportTable* find_op_support(std::string_view backend);
+/// Every backend name that op support checkers were registered under.
+std::vector<std::string> op_support_backends();
 /// Asks `table` about `node`: its checker's answer, or no ("op X is not
 /// supported") when the table has no checker for the op.
 Support check_op_support(const OpSupportTable& table, const ir::Node& node);

@@ -2,7 +2,9 @@
 /// The partitioner: each backend, in priority order, claims disjoint, connected,
 /// convex subgraphs through its SubgraphProperty; each subgraph is replaced by
 /// one node (a graft.Subgraph by default) in a single pass that builds the new
-/// graph. What nobody takes stays as it is and runs on `ref`.
+/// graph. What nobody takes stays as it is and runs on the fallback backend
+/// that the caller names. The partitioner reads no registry and names no
+/// backend: it is handed the backends, in priority order, with their properties.
 ///
 /// Per backend (the published MXNet algorithm, made cycle-safe): every node not
 /// yet taken, in topological order, that the selector's Select() accepts seeds
@@ -35,31 +37,18 @@ struct BackendEntry {
   std::string unavailable;  ///< non-empty: declines every node with this reason
 };
 
-struct PartitionOptions {
-  /// Backends in priority order (resolve_backend_order()); `ref` takes nothing.
-  std::vector<std::string> backends;
-  /// User annotations; those carried by node attributes are added to them.
-  Annotations annotations;
-  /// Per-node placements and reasons (and node names per subgraph) in the
-  /// report; false keeps only the per-backend counts and subgraph sizes.
-  bool detailed_report = true;
-};
-
-/// The backend priority order: `requested` when not empty, else the
-/// comma-separated GRAFT_BACKENDS environment variable when set, else every
-/// available backend in default order (except those whose
-/// Backend::in_default_order() is false, such as ccodegen). Unknown names are invalid_argument
-/// listing the available backends; so are duplicates and empty names.
-std::vector<std::string> resolve_backend_order(const std::vector<std::string>& requested);
-
-/// Partitions `graph` in place (replacing it by the partitioned graph when any
-/// subgraph is formed). Selectors see dtypes and shapes: types are inferred
-/// first unless every value already has a dtype.
-/// Throws graft::Error for invalid annotations (naming the nodes).
-PartitionReport partition_graph(std::unique_ptr<ir::Graph>& graph, const PartitionOptions& options);
-
-/// Like partition_graph() with explicit backends and properties (tests, tools).
+/// Partitions `graph` in place among `backends`, in priority order (replacing
+/// the graph by the partitioned graph when any subgraph is formed). Selectors
+/// see dtypes and shapes: types are inferred first unless every value already
+/// has a dtype. User annotations are `annotations` plus those carried by node
+/// attributes. `detailed_report`: per-node placements and reasons (and node
+/// names per subgraph) in the report; false keeps only the per-backend counts
+/// and subgraph sizes. `fallback` names the backend that runs what no backend
+/// takes (the report lists those nodes under it; annotations may pin nodes to
+/// it); the caller says which one it is. Throws graft::Error for invalid
+/// annotations (naming the nodes).
 PartitionReport partition_graph(std::unique_ptr<ir::Graph>& graph, const std::vector<BackendEntry>& backends,
-                                const Annotations& annotations = {}, bool detailed_report = true);
+                                const Annotations& annotations = {}, bool detailed_report = true,
+                                const std::string& fallback = "ref");  // the compiler passes backend::fallback_backend()
 
 }  // namespace graft::partition

@@ -40,7 +40,7 @@ struct Decline {
 struct NodePlacement {
   std::string name;
   std::string op_type;
-  std::string backend;     ///< the backend that runs it ("ref" when nobody took it)
+  std::string backend;     ///< the backend that runs it (PartitionReport::fallback when nobody took it)
   int subgraph = -1;       ///< index into PartitionReport::subgraphs, or -1
   bool is_source = false;  ///< Input/Constant: not partitioned (constants are copied into the bodies that read them)
   std::vector<Decline> declined;  ///< per backend before the one that took it, in priority order
@@ -69,7 +69,8 @@ struct PartitionReport {
   std::vector<std::string> backends;  ///< the priority order used
   std::vector<NodePlacement> nodes;   ///< every node, in topological order (detailed reports)
   std::vector<SubgraphInfo> subgraphs;
-  std::vector<BackendSummary> summaries;  ///< one per backend in `backends`, then `ref`
+  std::vector<BackendSummary> summaries;  ///< one per backend in `backends`, then the fallback
+  std::string fallback = "ref";           ///< the backend that runs what no backend took (set by the partitioner)
   double milliseconds = 0;                ///< time spent partitioning, in all (wall clock)
   /// Where the time went (wall clock, ms): building the indexed view,
   /// selecting and trimming (all backends), the report, and building the
@@ -78,7 +79,7 @@ struct PartitionReport {
     double index = 0, select = 0, report = 0, rebuild = 0;
   } timings;
 
-  /// Compute nodes (not Input/Constant) per backend, including `ref`.
+  /// Compute nodes (not Input/Constant) per backend, including the fallback.
   std::map<std::string, size_t> nodes_per_backend() const;
   /// One line: "partition: dnnl 40 nodes in 3 subgraphs, ref 5 nodes".
   std::string summary_line() const;
@@ -90,17 +91,18 @@ struct PartitionReport {
   /// clustered by subgraph. Needs the original graph's edges: pass them as
   /// (producer, consumer) pairs of indices into `nodes`.
   std::string to_dot(const std::vector<std::pair<size_t, size_t>>& edges) const;
-  /// Records what pointwise fusion did after partitioning (DESIGN section 6):
-  /// each graft.FusedPointwise node of `fused_graph` becomes a subgraph of
-  /// backend `fuse` named after it, and the nodes of its body (matched by name
-  /// and op among those left on `ref`) move from `ref` to `fuse`, so the
-  /// report shows fused nodes like any other backend's. Returns how many
-  /// nodes moved.
-  size_t record_fusion(const ir::Graph& fused_graph);
+  /// Records what a backend claimed after partitioning
+  /// (backend::Backend::claim_remaining): each node of `graph` that owns a
+  /// body and whose Node::backend is `backend` becomes a subgraph of that
+  /// backend named after it, and the nodes of its body (matched by name and
+  /// op among those left on the fallback) move from the fallback to
+  /// `backend`, so the report shows them like any other backend's. Returns
+  /// how many nodes moved.
+  size_t record_claimed_subgraphs(const ir::Graph& graph, const std::string& backend);
   /// Adds `decline` to the node named `name` with op `op_type` that is still
-  /// on `ref` and has no decline of that backend yet (the first in
+  /// on the fallback and has no decline of that backend yet (the first in
   /// topological order, when a name repeats). Returns false when there is
-  /// none. For backends that decide after partitioning (fusion).
+  /// none. For backends that decide after partitioning.
   bool record_decline(const std::string& name, const std::string& op_type, Decline decline);
   /// Edges of the original graph as indices into `nodes` (filled by the partitioner).
   std::vector<std::pair<size_t, size_t>> edges;

@@ -1,16 +1,15 @@
 /// \file
-/// SubgraphProperty: what a backend takes from a graph (MXNet's subgraph API),
-/// and its registry. A property is registered under the name of the backend
-/// that compiles its subgraphs:
+/// SubgraphProperty: what a backend takes from a graph (MXNet's subgraph API).
+/// A backend returns its property from backend::Backend::property(), or a
+/// property alone is registered as a backend of its own:
 ///
 ///   class MyProperty : public graft::partition::SubgraphProperty {
 ///     std::unique_ptr<SubgraphSelector> CreateSubgraphSelector() const override { ... }
 ///   };
-///   GRAFT_REGISTER_SUBGRAPH_PROPERTY("mine", MyProperty);
+///   GRAFT_REGISTER_SUBGRAPH_PROPERTY("mine", MyProperty);  // graft/backend/backend.h
 ///
-/// When no runtime::Backend of that name is registered, graft registers a
-/// default one whose modules run the subgraph with graft's executor (like
-/// `ref`), so a property alone is enough to try a partitioning.
+/// The partitioner reads properties only as it is handed them; this component
+/// keeps no registry of backends.
 #pragma once
 
 #include <functional>
@@ -42,7 +41,7 @@ class SubgraphProperty {
   /// shown in the partition report. The default says the selector declined.
   virtual std::string ExplainRejection(const ir::Node& n) const;
 
-  /// The backend this property belongs to (set by create_subgraph_property).
+  /// The backend this property belongs to (set by whoever makes the property for a backend).
   const std::string& backend_name() const { return backend_name_; }
   void set_backend_name(std::string name) { backend_name_ = std::move(name); }
 
@@ -50,20 +49,8 @@ class SubgraphProperty {
   std::string backend_name_;
 };
 
-using SubgraphPropertyFactory = std::function<std::unique_ptr<SubgraphProperty>()>;
-
-/// Registers the property of backend `backend`; returns true. Aborts start-up
-/// on a duplicate name. Registers a default executor backend of that name
-/// unless a real one is (or gets) registered.
-bool register_subgraph_property(std::string backend, SubgraphPropertyFactory factory);
-/// A new property for `backend`: the registered one, else one built from the
-/// backend's op support checkers (graft/partition/op_support.h), else nullptr.
-std::unique_ptr<SubgraphProperty> create_subgraph_property(std::string_view backend);
+/// The property made from the op support checkers registered under `backend`
+/// (graft/partition/op_support.h), named after it; nullptr when there are none.
+std::unique_ptr<SubgraphProperty> op_support_property(std::string_view backend);
 
 }  // namespace graft::partition
-
-/// GRAFT_REGISTER_SUBGRAPH_PROPERTY("dnnl", DnnlProperty): registers a
-/// default-constructible SubgraphProperty class under a backend name.
-#define GRAFT_REGISTER_SUBGRAPH_PROPERTY(backend, PropertyClass)                                       \
-  [[maybe_unused]] static const bool GRAFT_CONCAT(graft_subgraph_property_registered_, __COUNTER__) = \
-      ::graft::partition::register_subgraph_property(backend, [] { return std::make_unique<PropertyClass>(); })

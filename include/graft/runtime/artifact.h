@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "graft/core/shape.h"
-#include "graft/runtime/module_table.h"
+#include "graft/compiler/module_table.h"
 #include "graft/runtime/session.h"
 
 namespace graft::runtime {
@@ -63,7 +63,7 @@ struct ArtifactInfo {
 /// backends) and the compiled module of each compiled node.
 struct RestoredPlan {
   std::unique_ptr<ir::Graph> graph;
-  ModuleTable modules;  ///< by Node::index() of `graph`
+  backend::ModuleTable modules;  ///< by Node::index() of `graph`
   ArtifactInfo info;
 };
 
@@ -74,10 +74,10 @@ bool is_artifact_file(const std::string& path);
 /// one whose save() works) into artifact bytes. `format_version` 1 or 2
 /// writes the layout older grafts read (for tests and tools that must): it
 /// refuses modules that store tensors (dnnl's converted weights).
-std::string serialize_artifact(const ir::Graph& planned, const ModuleTable& modules,
+std::string serialize_artifact(const ir::Graph& planned, const backend::ModuleTable& modules,
                                uint32_t format_version = kArtifactFormatVersion);
 /// serialize_artifact() written to `path` (through a temporary file renamed into place).
-void write_artifact(const ir::Graph& planned, const ModuleTable& modules, const std::string& path);
+void write_artifact(const ir::Graph& planned, const backend::ModuleTable& modules, const std::string& path);
 
 /// Maps an artifact file into memory, verifies it and restores its plan; the
 /// weights are views of the mapping, which lives as long as any of them.
@@ -97,19 +97,19 @@ struct ArtifactCompileOptions {
   /// every available backend, including those a Session leaves out by default (ccodegen).
   SessionOptions session;
   std::map<std::string, Shape> input_shapes; ///< by input name; needed for symbolic dimensions
+  std::string shape_flag;  ///< how the caller takes input_shapes ("--shape"), named in messages
 };
 
-/// Loads an ONNX model, prepares it like a Session (passes, partitioning,
-/// fusion), plans it for the given input shapes (compiling every compiled
-/// node once) and writes the artifact. Returns what the artifact holds.
-ArtifactInfo compile_artifact(const std::string& onnx_path, const std::string& artifact_path,
-                              const ArtifactCompileOptions& options);
-
-/// The concrete input types a compile uses: --shape values where given
-/// (checked against the model's known dimensions), else the model's
-/// dimensions; throws invalid_argument naming an input left symbolic or a
-/// shape given for an input the model does not have.
-std::vector<ir::ValueType> artifact_input_types(const std::vector<ValueInfo>& inputs,
-                                                const std::map<std::string, Shape>& shapes);
+/// Throws invalid_argument when `shape`, given for `input`, does not fit the
+/// rank and known dimensions the model declares. `shape_flag` ("--shape")
+/// names how the shape was given, in messages; empty: "the shape given".
+void check_shape_fits(const ValueInfo& input, const Shape& shape, std::string_view shape_flag = {});
+/// The concrete input types of a plan made ahead of time: `shapes` where
+/// given (check_shape_fits), else the model's own; throws invalid_argument
+/// naming an input left symbolic or a shape given for an input the model does
+/// not have (`shape_flag` as for check_shape_fits).
+std::vector<ir::ValueType> concrete_input_types(const std::vector<ValueInfo>& inputs,
+                                                const std::map<std::string, Shape>& shapes,
+                                                std::string_view shape_flag = {});
 
 }  // namespace graft::runtime

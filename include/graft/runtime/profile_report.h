@@ -1,5 +1,5 @@
 /// \file
-/// Profile reports: per-node timings of one or more runs (RunStats::timings,
+/// Profile reports: per-node timings of one or more runs (backend::RunStats::timings,
 /// recorded when SessionOptions::profile is on) summarized by node, by op type
 /// and by backend as a text table, and laid out on a timeline as a Chrome
 /// trace (the JSON that chrome://tracing and ui.perfetto.dev open).
@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "graft/runtime/executor.h"
+#include "graft/backend/executor.h"
 
 namespace graft::runtime {
 
@@ -21,7 +21,7 @@ namespace graft::runtime {
 struct ProfiledRun {
   std::chrono::steady_clock::time_point start{};
   double microseconds = 0;  ///< wall time of the whole run (Session::run)
-  std::vector<NodeTiming> timings;
+  std::vector<backend::NodeTiming> timings;
 };
 
 /// One line of a summary: a node, an op type or a backend, with its time
@@ -31,7 +31,7 @@ struct ProfileRow {
   std::string op_type;      ///< for node rows: the node's op; else empty
   std::string backend;      ///< for node rows: the backend that ran it; else empty
   int64_t count = 0;        ///< nodes (or node executions) per run in this row
-  int64_t model_nodes = 0;  ///< model nodes they stand for per run (NodeTiming::model_nodes)
+  int64_t model_nodes = 0;  ///< model nodes they stand for per run (backend::NodeTiming::model_nodes)
   double microseconds = 0;  ///< mean time per run
 };
 

@@ -10,10 +10,11 @@
 #include <string>
 #include <vector>
 
+#include "graft/backend/executor.h"
+#include "graft/compiler/compiler.h"
 #include "graft/ir/graph.h"
 #include "graft/partition/annotations.h"
 #include "graft/partition/report.h"
-#include "graft/runtime/executor.h"
 #include "graft/runtime/plan_cache.h"
 
 namespace graft::runtime {
@@ -35,7 +36,7 @@ struct SessionOptions {
   std::vector<std::string> passes;
   /// Run ir::verify after every pass (tests and debug builds).
   bool verify_after_each_pass = false;
-  /// Record per-node timings in RunStats.
+  /// Record per-node timings in backend::RunStats.
   bool profile = false;
   /// Where backends that generate source (ccodegen's C files) also write it; empty: nowhere.
   std::string emit_source_dir;
@@ -56,6 +57,11 @@ int max_specialized_plans(std::optional<int> option);
 
 struct RestoredPlan;
 
+/// The path of a compiled artifact (.graft file), for Session's constructor.
+struct ArtifactPath {
+  std::string path;
+};
+
 /// Description of one graph input or output.
 struct ValueInfo {
   std::string name;
@@ -64,10 +70,10 @@ struct ValueInfo {
 
 class Session {
  public:
-  /// Loads an ONNX model file, or a compiled artifact (a file named *.graft
-  /// or starting with the artifact magic) which runs without passes, partitioning or compiling.
-  /// Throws graft::Error on any problem with it.
-  explicit Session(const std::string& model_path, SessionOptions options = {});
+  /// Loads a compiled artifact (.graft file), which runs without passes,
+  /// partitioning or compiling. Throws graft::Error on any problem with it.
+  /// (An ONNX file, or either kind by its contents: frontend::load_model().)
+  explicit Session(ArtifactPath artifact, SessionOptions options = {});
   /// Takes ownership of a graph.
   explicit Session(std::unique_ptr<ir::Graph> graph, SessionOptions options = {});
   /// Runs a plan restored from an artifact: its inputs have the concrete
@@ -77,9 +83,9 @@ class Session {
 
   /// Runs with one tensor per input, in input order. Validates count, dtype,
   /// rank and known dimensions (invalid_argument naming the input otherwise).
-  std::vector<Tensor> run(const std::vector<Tensor>& inputs, RunStats* stats = nullptr) const;
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, backend::RunStats* stats = nullptr) const;
   /// Runs with inputs by name; returns outputs by name.
-  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs, RunStats* stats = nullptr) const;
+  std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs, backend::RunStats* stats = nullptr) const;
 
   const std::vector<ValueInfo>& inputs() const { return inputs_; }
   const std::vector<ValueInfo>& outputs() const { return outputs_; }
@@ -87,24 +93,24 @@ class Session {
   /// only dnnl reads, in converted form, are released after the first run:
   /// their Constant values then read as zeros (Storage::is_placeholder();
   /// set_weight still replaces them whole).
-  const ir::Graph& graph() const { return *graph_; }
+  const ir::Graph& graph() const { return *prepared_.graph; }
   int num_threads() const { return num_threads_; }
   /// Number of plans specialized to input shapes that the session keeps
   /// (at most max_specialized_plans, or one for a model whose input shapes are fixed).
   size_t num_plans() const;
-  /// Runs so far that used the shape-generic plan (RunStats::generic_plan).
+  /// Runs so far that used the shape-generic plan (backend::RunStats::generic_plan).
   size_t num_generic_runs() const;
   /// Where every node went when the session partitioned its graph, and why.
   /// A model with symbolic input dimensions is partitioned again in each
   /// plan, once the input shapes are known (partition_report_for).
-  const partition::PartitionReport& partition_report() const { return partition_report_; }
+  const partition::PartitionReport& partition_report() const { return prepared_.report; }
   /// The partition of the plan for inputs of these concrete types (planning
   /// it now if needed): partition_report() for a model whose input shapes
   /// are fixed; for one with symbolic dimensions, the plan's own partition,
   /// made with those shapes.
   partition::PartitionReport partition_report_for(const std::vector<ir::ValueType>& input_types) const;
   /// True when each plan partitions the graph again (some input dimension is symbolic).
-  bool partitions_per_plan() const { return unpartitioned_ != nullptr; }
+  bool partitions_per_plan() const { return prepared_.unpartitioned != nullptr; }
   /// Replaces the value of the weight (Constant node) named `name` in place:
   /// same dtype and shape required (invalid_argument otherwise, or when the
   /// prepared graph has no such constant, e.g. because a pass folded it
@@ -118,14 +124,14 @@ class Session {
   /// so far (a plan is made at the first run with new input shapes): they run
   /// on the reference kernels. The partition report, made before any plan,
   /// still shows their backend; `graft run --report` prints both.
-  std::vector<CompileFallback> compile_fallbacks() const;
+  std::vector<compiler::CompileFallback> compile_fallbacks() const;
   /// True when the session runs a plan restored from an artifact.
   bool restored_from_artifact() const { return restored_; }
 
   /// A planned graph (input types concrete, compiled nodes assigned) and its modules.
   struct PlannedGraph {
     std::shared_ptr<const ir::Graph> graph;
-    ModuleTable modules;  ///< by Node::index() of `graph`
+    backend::ModuleTable modules;  ///< by Node::index() of `graph`
   };
   /// The plan for inputs of these concrete types, planning (and compiling) it
   /// now if needed: what graft compile stores in an artifact.
@@ -133,7 +139,6 @@ class Session {
 
  private:
   struct Plan;
-  void prepare();
   void set_threads();
   void describe_io();
   void restore(RestoredPlan plan);
@@ -146,19 +151,14 @@ class Session {
   std::shared_ptr<Plan> make_specialized_plan(const std::vector<DType>& dtypes, const std::vector<Shape>& shapes) const;
   std::shared_ptr<Plan> generic_plan(const std::vector<DType>& dtypes) const;
   std::shared_ptr<Plan> plan_for_types_impl(const std::vector<ir::ValueType>& input_types) const;
-  /// Partitions `graph` with the session's backends and annotations, then fuses what is left.
-  partition::PartitionReport partition_and_fuse(std::unique_ptr<ir::Graph>& graph) const;
 
   SessionOptions options_;
-  std::unique_ptr<ir::Graph> graph_;
-  /// With symbolic input dimensions: the graph after passes, before
-  /// partitioning, which each plan partitions with its concrete shapes.
-  std::unique_ptr<ir::Graph> unpartitioned_;
+  compiler::CompileOptions compile_options_;  // options_ as the compiler takes them
+  compiler::PreparedGraph prepared_;          // the graph after passes and partitioning
   int num_threads_ = 1;
-  partition::PartitionReport partition_report_;
   bool restored_ = false;
   mutable size_t num_compiles_ = 0;                    // guarded by mutex_
-  mutable std::vector<CompileFallback> fallbacks_;  // guarded by mutex_
+  mutable std::vector<compiler::CompileFallback> fallbacks_;  // guarded by mutex_
   std::vector<ValueInfo> inputs_;
   std::vector<ValueInfo> outputs_;
   mutable std::mutex mutex_;
@@ -166,7 +166,7 @@ class Session {
   mutable std::unique_ptr<PlanCache<Plan>> plans_;                      // guarded by mutex_
   mutable std::map<std::string, std::shared_ptr<Plan>> generic_plans_;  // by input dtypes; guarded by mutex_
   mutable size_t num_generic_runs_ = 0;                                 // guarded by mutex_
-  mutable std::vector<std::unique_ptr<BufferPool>> idle_pools_;
+  mutable std::vector<std::unique_ptr<backend::BufferPool>> idle_pools_;
 };
 
 }  // namespace graft::runtime

@@ -10,10 +10,10 @@
 #include <vector>
 
 #include "graft/ir/indexed_graph.h"
-#include "graft/runtime/buffer_pool.h"
-#include "graft/runtime/module_table.h"
+#include "graft/backend/buffer_pool.h"
+#include "graft/backend/compiled_module.h"
 
-namespace graft::runtime {
+namespace graft::backend {
 
 /// Time spent in one node during a profiled run.
 struct NodeTiming {
@@ -71,4 +71,4 @@ class Executor {
   ModuleTable modules_;                  // per Node::index(): compiled module or null
 };
 
-}  // namespace graft::runtime
+}  // namespace graft::backend

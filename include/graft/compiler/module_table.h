@@ -7,11 +7,10 @@
 #include <string>
 #include <vector>
 
-#include "graft/runtime/backend.h"
+#include "graft/backend/backend.h"
 
-namespace graft::runtime {
+namespace graft::compiler {
 
-using ModuleTable = std::vector<std::shared_ptr<const CompiledModule>>;
 
 /// A subgraph whose backend declined to compile it at plan time: it runs on
 /// the reference kernels instead, or, when its shapes are known only once it
@@ -44,7 +43,7 @@ bool is_compiled_node(const ir::Node& node);
 /// backend on stderr (unless `warn` is false: the shape-generic plan, where
 /// declining is expected). Either way the node is appended to `fallbacks`
 /// when given.
-ModuleTable compile_modules(ir::Graph& graph, const CompileOptions& options,
+backend::ModuleTable compile_modules(ir::Graph& graph, const backend::CompileOptions& options,
                             std::vector<CompileFallback>* fallbacks = nullptr, bool warn = true);
 
-}  // namespace graft::runtime
+}  // namespace graft::compiler

@@ -1,4 +1,4 @@
-#include "graft/runtime/compiled_module.h"
+#include "graft/backend/compiled_module.h"
 
 #include <cstdio>
 #include <cstdlib>
@@ -7,7 +7,7 @@
 
 #include "graft/core/error.h"
 
-namespace graft::runtime {
+namespace graft::backend {
 
 void CompiledModule::save(std::ostream&) const {
   fail(ErrorKind::unsupported, "modules of type '", type_key(), "' cannot be saved");
@@ -41,4 +41,4 @@ std::unique_ptr<CompiledModule> load_module(std::string_view type_key, std::istr
   return loader(in, subgraph, tensors);
 }
 
-}  // namespace graft::runtime
+}  // namespace graft::backend

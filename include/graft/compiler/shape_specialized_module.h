@@ -18,12 +18,12 @@
 
 #include "graft/core/tensor.h"
 #include "graft/ir/graph.h"
-#include "graft/runtime/backend.h"
-#include "graft/runtime/compiled_module.h"
+#include "graft/backend/backend.h"
+#include "graft/backend/compiled_module.h"
 
-namespace graft::runtime {
+namespace graft::compiler {
 
-class ShapeSpecializedModule final : public CompiledModule {
+class ShapeSpecializedModule final : public backend::CompiledModule {
  public:
   /// Specializations kept per module (the least recently used goes first).
   static constexpr size_t kMaxSpecializations = 8;
@@ -37,10 +37,10 @@ class ShapeSpecializedModule final : public CompiledModule {
   static constexpr double kMinFlopsPerWeightByte = 64;
 
   /// `subgraph` is copied (its constants shared).
-  ShapeSpecializedModule(const Backend& backend, const ir::Graph& subgraph, CompileOptions options);
+  ShapeSpecializedModule(const backend::Backend& backend, const ir::Graph& subgraph, backend::CompileOptions options);
 
   std::string type_key() const override { return "shape_specialized"; }
-  std::vector<Tensor> run(std::span<const Tensor> inputs, ModuleRunContext& context) const override;
+  std::vector<Tensor> run(std::span<const Tensor> inputs, backend::ModuleRunContext& context) const override;
   /// Saves the backend's name: a restored module compiles again when it runs.
   void save(std::ostream& out) const override;
 
@@ -65,10 +65,10 @@ class ShapeSpecializedModule final : public CompiledModule {
   struct Specialization;
   std::shared_ptr<const Specialization> specialize(std::span<const Tensor> inputs, int num_threads) const;
 
-  const Backend& backend_;
+  const backend::Backend& backend_;
   std::unique_ptr<ir::Graph> subgraph_;
-  CompileOptions options_;
-  std::shared_ptr<const CompiledModule> reference_;
+  backend::CompileOptions options_;
+  std::shared_ptr<const backend::CompiledModule> reference_;
   mutable std::mutex mutex_;
   mutable std::vector<std::shared_ptr<Specialization>> specializations_;  // guarded by mutex_
   mutable uint64_t clock_ = 0;
@@ -76,4 +76,4 @@ class ShapeSpecializedModule final : public CompiledModule {
   mutable size_t reference_runs_ = 0;
 };
 
-}  // namespace graft::runtime
+}  // namespace graft::compiler

@@ -11,13 +11,13 @@
 #include <vector>
 
 #include "graft/core/tensor.h"
-#include "graft/runtime/buffer_pool.h"
+#include "graft/backend/buffer_pool.h"
 
 namespace graft::ir {
 class Graph;
 }
 
-namespace graft::runtime {
+namespace graft::backend {
 
 /// A device queue (asynchronous, FIFO). CPU modules get nullptr and run
 /// synchronously; device plugins pass their own queue.
@@ -74,9 +74,11 @@ ModuleLoader find_module_loader(std::string_view type_key);
 std::unique_ptr<CompiledModule> load_module(std::string_view type_key, std::istream& in, const ir::Graph& subgraph,
                                             std::span<const Tensor> tensors = {});
 
-}  // namespace graft::runtime
+using ModuleTable = std::vector<std::shared_ptr<const CompiledModule>>;
+
+}  // namespace graft::backend
 
 /// Registers the loader of a module type: GRAFT_REGISTER_MODULE_LOADER("dnnl", load_dnnl_module);
 #define GRAFT_REGISTER_MODULE_LOADER(type_key, loader)                                              \
   [[maybe_unused]] static const bool GRAFT_CONCAT(graft_module_loader_registered_, __COUNTER__) = \
-      ::graft::runtime::register_module_loader(type_key, loader)
+      ::graft::backend::register_module_loader(type_key, loader)

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace graft::runtime {
+namespace graft::backend {
 
 /// Writes fields to a module's save stream.
 class ModuleWriter {
@@ -48,4 +48,4 @@ class ModuleReader {
   std::string what_;
 };
 
-}  // namespace graft::runtime
+}  // namespace graft::backend

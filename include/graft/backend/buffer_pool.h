@@ -14,7 +14,7 @@
 
 #include "graft/ops/op_context.h"
 
-namespace graft::runtime {
+namespace graft::backend {
 
 /// Byte counts of one run.
 struct MemoryStats {
@@ -43,4 +43,4 @@ class BufferPool : public ops::OutputAllocator {
   std::shared_ptr<State> state_;
 };
 
-}  // namespace graft::runtime
+}  // namespace graft::backend

@@ -1,4 +1,4 @@
-#include "graft/runtime/module_stream.h"
+#include "graft/backend/module_stream.h"
 
 #include <bit>
 #include <istream>
@@ -6,7 +6,7 @@
 
 #include "graft/core/error.h"
 
-namespace graft::runtime {
+namespace graft::backend {
 
 static_assert(std::endian::native == std::endian::little, "module streams are written little-endian");
 
@@ -73,4 +73,4 @@ std::vector<int64_t> ModuleReader::i64s(std::string_view field, uint64_t max_cou
   return values;
 }
 
-}  // namespace graft::runtime
+}  // namespace graft::backend

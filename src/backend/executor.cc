@@ -1,8 +1,8 @@
-#include "graft/runtime/executor.h"
+#include "graft/backend/executor.h"
 
 #include "graft/core/parallel.h"
 
-namespace graft::runtime {
+namespace graft::backend {
 
 Executor::Executor(const ir::Graph& graph) : Executor(graph, ModuleTable{}) {}
 
@@ -109,4 +109,4 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, BufferPool& po
   return results;
 }
 
-}  // namespace graft::runtime
+}  // namespace graft::backend

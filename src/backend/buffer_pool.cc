@@ -1,9 +1,9 @@
-#include "graft/runtime/buffer_pool.h"
+#include "graft/backend/buffer_pool.h"
 
 #include <cstdlib>
 #include <vector>
 
-namespace graft::runtime {
+namespace graft::backend {
 
 struct BufferPool::State {
   std::mutex mutex;
@@ -87,4 +87,4 @@ Tensor BufferPool::allocate(DType dtype, const Shape& shape) {
   return Tensor(dtype, shape, std::move(storage));
 }
 
-}  // namespace graft::runtime
+}  // namespace graft::backend

@@ -1,11 +1,11 @@
-#include "graft/runtime/buffer_pool.h"
+#include "graft/backend/buffer_pool.h"
 
 #include <gtest/gtest.h>
 
 #include <vector>
 
 using namespace graft;
-using namespace graft::runtime;
+using namespace graft::backend;
 
 TEST(BufferPool, ReusesFreedBlocksAndTracksPeak) {
   BufferPool pool;

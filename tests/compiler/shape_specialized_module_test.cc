@@ -8,9 +8,9 @@
 #include <sstream>
 
 #include "graft/ir/graph.h"
-#include "graft/runtime/backend.h"
-#include "graft/runtime/buffer_pool.h"
-#include "graft/runtime/shape_specialized_module.h"
+#include "graft/backend/backend.h"
+#include "graft/backend/buffer_pool.h"
+#include "graft/compiler/shape_specialized_module.h"
 #include "support/graph_runner.h"
 
 namespace graft {
@@ -19,10 +19,10 @@ namespace {
 std::atomic<int> compiles{0};
 
 /// Scales its input by 2 by hand, so that a test sees which module ran.
-class TimesTwoModule final : public runtime::CompiledModule {
+class TimesTwoModule final : public backend::CompiledModule {
  public:
   std::string type_key() const override { return "test-times-two"; }
-  std::vector<Tensor> run(std::span<const Tensor> inputs, runtime::ModuleRunContext& context) const override {
+  std::vector<Tensor> run(std::span<const Tensor> inputs, backend::ModuleRunContext& context) const override {
     Tensor out = context.pool.allocate(DType::float32, inputs[0].shape());
     for (int64_t i = 0; i < out.numel(); ++i) out.data<float>()[i] = 2 * inputs[0].data<float>()[i];
     return {out};
@@ -30,12 +30,12 @@ class TimesTwoModule final : public runtime::CompiledModule {
 };
 
 /// Needs concrete shapes; declines inputs of more than 1000 rows.
-class ConcreteOnlyBackend final : public runtime::Backend {
+class ConcreteOnlyBackend final : public backend::Backend {
  public:
   std::string name() const override { return "test-concrete-only"; }
   bool in_default_order() const override { return false; }
-  std::unique_ptr<runtime::CompiledModule> compile(const ir::Graph& subgraph,
-                                                   const runtime::CompileOptions&) const override {
+  std::unique_ptr<backend::CompiledModule> compile(const ir::Graph& subgraph,
+                                                   const backend::CompileOptions&) const override {
     for (const auto& node : subgraph.nodes())
       for (const ir::ValueType& t : node->output_types)
         if (!t.is_concrete()) fail(ErrorKind::unsupported, "test-concrete-only: a type is not concrete");
@@ -62,30 +62,30 @@ std::unique_ptr<ir::Graph> product_body() {
   return body;
 }
 
-std::vector<Tensor> run(const runtime::CompiledModule& module, const Tensor& x) {
-  runtime::BufferPool pool;
-  runtime::ModuleRunContext context{pool, 1, nullptr};
+std::vector<Tensor> run(const backend::CompiledModule& module, const Tensor& x) {
+  backend::BufferPool pool;
+  backend::ModuleRunContext context{pool, 1, nullptr};
   return module.run(std::vector<Tensor>{x}, context);
 }
 
 TEST(ShapeSpecializedModule, WorthSpecializingNeedsUnknownShapesAndAProduct) {
-  EXPECT_TRUE(runtime::ShapeSpecializedModule::worth_specializing(*product_body()));
+  EXPECT_TRUE(compiler::ShapeSpecializedModule::worth_specializing(*product_body()));
   auto concrete = product_body();
   concrete->inputs()[0]->output_types[0] = ir::ValueType::of(DType::float32, {2, 3});
   for (const auto& node : concrete->nodes())
     if (node->schema().name != "Constant") node->output_types[0] = ir::ValueType::of(DType::float32, {2, 3});
-  EXPECT_FALSE(runtime::ShapeSpecializedModule::worth_specializing(*concrete));
+  EXPECT_FALSE(compiler::ShapeSpecializedModule::worth_specializing(*concrete));
   auto relu = std::make_unique<ir::Graph>();
   ir::Value x = relu->add_input("x", ir::ValueType{DType::float32, true, {ir::Dim::symbolic("n")}})->output(0);
   relu->add_output(relu->add_node("Relu", {x}, 1, "relu")->output(0), "y");
-  EXPECT_FALSE(runtime::ShapeSpecializedModule::worth_specializing(*relu));
+  EXPECT_FALSE(compiler::ShapeSpecializedModule::worth_specializing(*relu));
 }
 
 TEST(ShapeSpecializedModule, CompilesOncePerShapeAndKeepsTheMostRecent) {
-  const runtime::Backend& backend = runtime::get_backend("test-concrete-only");
-  runtime::ShapeSpecializedModule module(backend, *product_body(), runtime::CompileOptions{});
+  const backend::Backend& backend = backend::get_backend("test-concrete-only");
+  compiler::ShapeSpecializedModule module(backend, *product_body(), backend::CompileOptions{});
   const int before = compiles.load();
-  const size_t kept = runtime::ShapeSpecializedModule::kMaxSpecializations;
+  const size_t kept = compiler::ShapeSpecializedModule::kMaxSpecializations;
   // kept + 2 shapes, each run twice: one compile per shape.
   const int64_t first = 200, last = first + static_cast<int64_t>(kept) + 1;
   for (int64_t rows = first; rows <= last; ++rows)
@@ -106,8 +106,8 @@ TEST(ShapeSpecializedModule, CompilesOncePerShapeAndKeepsTheMostRecent) {
 }
 
 TEST(ShapeSpecializedModule, ShapesThatComputeTooLittleRunOnTheReferenceKernels) {
-  const runtime::Backend& backend = runtime::get_backend("test-concrete-only");
-  runtime::ShapeSpecializedModule module(backend, *product_body(), runtime::CompileOptions{});
+  const backend::Backend& backend = backend::get_backend("test-concrete-only");
+  compiler::ShapeSpecializedModule module(backend, *product_body(), backend::CompileOptions{});
   const int before = compiles.load();
   for (int64_t rows : {1, 4, 100, 4}) {  // 18 FLOPs a row against 36 bytes: below 64 FLOPs a byte
     Tensor x = testing::random_tensor({rows, 3}, 5);
@@ -123,8 +123,8 @@ TEST(ShapeSpecializedModule, ShapesThatComputeTooLittleRunOnTheReferenceKernels)
 }
 
 TEST(ShapeSpecializedModule, ShapesTheBackendDeclinesRunOnTheReferenceKernels) {
-  const runtime::Backend& backend = runtime::get_backend("test-concrete-only");
-  runtime::ShapeSpecializedModule module(backend, *product_body(), runtime::CompileOptions{});
+  const backend::Backend& backend = backend::get_backend("test-concrete-only");
+  compiler::ShapeSpecializedModule module(backend, *product_body(), backend::CompileOptions{});
   Tensor x = testing::random_tensor({1001, 3}, 3);
   for (int repeat = 0; repeat < 3; ++repeat) {
     Tensor y = run(module, x)[0];  // the body itself: x times the identity
@@ -136,27 +136,27 @@ TEST(ShapeSpecializedModule, ShapesTheBackendDeclinesRunOnTheReferenceKernels) {
 }
 
 TEST(ShapeSpecializedModule, SavesItsBackendAndLoadsBack) {
-  const runtime::Backend& backend = runtime::get_backend("test-concrete-only");
+  const backend::Backend& backend = backend::get_backend("test-concrete-only");
   auto body = product_body();
-  runtime::ShapeSpecializedModule module(backend, *body, runtime::CompileOptions{});
+  compiler::ShapeSpecializedModule module(backend, *body, backend::CompileOptions{});
   std::ostringstream saved;
   module.save(saved);
   std::istringstream in(saved.str());
-  auto loaded = runtime::load_module(module.type_key(), in, *body);
+  auto loaded = backend::load_module(module.type_key(), in, *body);
   Tensor x = testing::random_tensor({300, 3}, 4);
   Tensor y = run(*loaded, x)[0];
   for (int64_t i = 0; i < x.numel(); ++i) ASSERT_EQ(y.data<float>()[i], 2 * x.data<float>()[i]);
 
   std::istringstream unknown("no-such-backend");
   try {
-    runtime::load_module(module.type_key(), unknown, *body);
+    backend::load_module(module.type_key(), unknown, *body);
     FAIL() << "an unknown backend name should not load";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::invalid_model);
     EXPECT_NE(std::string(e.what()).find("no-such-backend"), std::string::npos) << e.what();
   }
   std::istringstream empty("");
-  EXPECT_THROW(runtime::load_module(module.type_key(), empty, *body), Error);
+  EXPECT_THROW(backend::load_module(module.type_key(), empty, *body), Error);
 }
 
 }  // namespace

@@ -1,4 +1,4 @@
-#include "graft/runtime/module_table.h"
+#include "graft/compiler/module_table.h"
 
 #include <cstdio>
 #include <mutex>
@@ -7,18 +7,19 @@
 
 #include "graft/core/error.h"
 #include "graft/ir/graph.h"
-#include "graft/runtime/shape_specialized_module.h"
+#include "graft/compiler/shape_specialized_module.h"
 
-namespace graft::runtime {
+namespace graft::compiler {
 
 bool is_compiled_node(const ir::Node& node) {
-  if (!node.subgraph || node.backend.empty() || node.backend == "ref") return false;
+  static const std::string fallback = backend::fallback_backend().name();
+  if (!node.subgraph || node.backend.empty() || node.backend == fallback) return false;
   return (node.op() == ir::OpId::Subgraph || node.op() == ir::OpId::FusedPointwise);
 }
 
 namespace {
 
-/// Says once per backend (with the first reason) that subgraphs fell back to `ref`.
+/// Says once per backend (with the first reason) that subgraphs fell back to the reference kernels.
 void warn_fallback(const std::string& backend, const ir::Node& node, const std::string& reason) {
   static std::mutex mutex;
   static std::set<std::string> said;
@@ -32,14 +33,14 @@ void warn_fallback(const std::string& backend, const ir::Node& node, const std::
 
 }  // namespace
 
-ModuleTable compile_modules(ir::Graph& graph, const CompileOptions& options, std::vector<CompileFallback>* fallbacks,
+backend::ModuleTable compile_modules(ir::Graph& graph, const backend::CompileOptions& options, std::vector<CompileFallback>* fallbacks,
                             bool warn) {
-  ModuleTable table(graph.num_nodes());
+  backend::ModuleTable table(graph.num_nodes());
   for (const auto& node : graph.nodes()) {
     if (!is_compiled_node(*node)) continue;
     // Without a code generator a fused node runs its body with the reference kernels.
-    if (node->op() == ir::OpId::FusedPointwise && !find_backend(node->backend)) continue;
-    const Backend& backend = get_backend(node->backend);
+    if (node->op() == ir::OpId::FusedPointwise && !backend::find_backend(node->backend)) continue;
+    const backend::Backend& backend = backend::get_backend(node->backend);
     try {
       table[node->index()] = backend.compile(*node->subgraph, options);
     } catch (const Error& e) {
@@ -52,10 +53,10 @@ ModuleTable compile_modules(ir::Graph& graph, const CompileOptions& options, std
       }
       if (warn) warn_fallback(node->backend, *node, e.what());
       if (fallbacks) fallbacks->push_back({node->name, node->backend, e.what(), {}});
-      node->backend = "ref";
+      node->backend = backend::fallback_backend().name();
     }
   }
   return table;
 }
 
-}  // namespace graft::runtime
+}  // namespace graft::compiler

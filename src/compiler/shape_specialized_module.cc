@@ -1,4 +1,4 @@
-#include "graft/runtime/shape_specialized_module.h"
+#include "graft/compiler/shape_specialized_module.h"
 
 #include <algorithm>
 #include <istream>
@@ -7,9 +7,9 @@
 #include <string_view>
 
 #include "graft/core/error.h"
-#include "graft/ir/type_inference.h"
+#include "graft/ops/type_inference.h"
 
-namespace graft::runtime {
+namespace graft::compiler {
 
 namespace {
 
@@ -80,17 +80,17 @@ bool ShapeSpecializedModule::worth_specializing(const ir::Graph& subgraph) {
   return computes && !concrete;
 }
 
-ShapeSpecializedModule::ShapeSpecializedModule(const Backend& backend, const ir::Graph& subgraph,
-                                               CompileOptions options)
+ShapeSpecializedModule::ShapeSpecializedModule(const backend::Backend& backend, const ir::Graph& subgraph,
+                                               backend::CompileOptions options)
     : backend_(backend),
       subgraph_(subgraph.clone()),
       options_(std::move(options)),
-      reference_(get_backend("ref").compile(*subgraph_, options_)) {}
+      reference_(backend::get_backend("ref").compile(*subgraph_, options_)) {}
 
 struct ShapeSpecializedModule::Specialization {
   std::vector<Shape> shapes;
   std::unique_ptr<ir::Graph> graph;              // what `module` was compiled from
-  std::shared_ptr<const CompiledModule> module;  // the reference module when not compiled or declined
+  std::shared_ptr<const backend::CompiledModule> module;  // the reference module when not compiled or declined
   bool declined = false;
   uint64_t last_use = 0;
 };
@@ -126,10 +126,10 @@ std::shared_ptr<const ShapeSpecializedModule::Specialization> ShapeSpecializedMo
     made->graph->inputs()[i]->output_types[0] = ir::ValueType::of(inputs[i].dtype(), inputs[i].shape());
   bool compiled = false;
   try {
-    ir::infer_types(*made->graph);
+    ops::infer_types(*made->graph);
     if (worth_compiling_at(*made->graph)) {
       compiled = true;
-      CompileOptions options = options_;
+      backend::CompileOptions options = options_;
       options.num_threads = num_threads;
       made->module = backend_.compile(*made->graph, options);
     }
@@ -156,7 +156,7 @@ std::shared_ptr<const ShapeSpecializedModule::Specialization> ShapeSpecializedMo
   return made;
 }
 
-std::vector<Tensor> ShapeSpecializedModule::run(std::span<const Tensor> inputs, ModuleRunContext& context) const {
+std::vector<Tensor> ShapeSpecializedModule::run(std::span<const Tensor> inputs, backend::ModuleRunContext& context) const {
   std::shared_ptr<const Specialization> s = specialize(inputs, context.num_threads);
   return s->module->run(inputs, context);
 }
@@ -175,22 +175,22 @@ size_t ShapeSpecializedModule::num_reference_runs() const {
 
 namespace {
 
-std::unique_ptr<CompiledModule> load_shape_specialized_module(std::istream& in, const ir::Graph& subgraph,
+std::unique_ptr<backend::CompiledModule> load_shape_specialized_module(std::istream& in, const ir::Graph& subgraph,
                                                               std::span<const Tensor> tensors) {
   if (!tensors.empty())
     fail(ErrorKind::invalid_model, "shape_specialized module: stores no tensors, got ", tensors.size());
   std::string name(std::istreambuf_iterator<char>(in), {});
   if (name.empty() || name.size() > 64)
     fail(ErrorKind::invalid_model, "shape_specialized module: no valid backend name saved");
-  const Backend* backend = find_backend(name);
+  const backend::Backend* backend = backend::find_backend(name);
   if (!backend)
     fail(ErrorKind::invalid_model, "shape_specialized module: backend '", name,
-         "' is not in this build of graft (it has: ", backend_names(), ")");
-  return std::make_unique<ShapeSpecializedModule>(*backend, subgraph, CompileOptions{});
+         "' is not in this build of graft (it has: ", backend::backend_names(), ")");
+  return std::make_unique<ShapeSpecializedModule>(*backend, subgraph, backend::CompileOptions{});
 }
 
 }  // namespace
 
 GRAFT_REGISTER_MODULE_LOADER("shape_specialized", load_shape_specialized_module);
 
-}  // namespace graft::runtime
+}  // namespace graft::compiler

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "graft/ir/graph.h"
-#include "graft/runtime/backend.h"
+#include "graft/backend/backend.h"
 #include "graft/runtime/session.h"
 #include "support/graph_runner.h"
 
@@ -17,10 +17,10 @@ namespace {
 std::atomic<int> compiles{0};
 
 /// Runs Relu(x) + 1 by hand, to prove the module (not the body) ran.
-class PlusOneReluModule final : public runtime::CompiledModule {
+class PlusOneReluModule final : public backend::CompiledModule {
  public:
   std::string type_key() const override { return "test-plus-one"; }
-  std::vector<Tensor> run(std::span<const Tensor> inputs, runtime::ModuleRunContext& context) const override {
+  std::vector<Tensor> run(std::span<const Tensor> inputs, backend::ModuleRunContext& context) const override {
     Tensor out = context.pool.allocate(DType::float32, inputs[0].shape());
     const float* x = inputs[0].data<float>();
     float* y = out.data<float>();
@@ -29,12 +29,12 @@ class PlusOneReluModule final : public runtime::CompiledModule {
   }
 };
 
-class PlusOneBackend final : public runtime::Backend {
+class PlusOneBackend final : public backend::Backend {
  public:
   std::string name() const override { return "test-plus-one"; }
   bool in_default_order() const override { return false; }
-  std::unique_ptr<runtime::CompiledModule> compile(const ir::Graph& subgraph,
-                                                   const runtime::CompileOptions&) const override {
+  std::unique_ptr<backend::CompiledModule> compile(const ir::Graph& subgraph,
+                                                   const backend::CompileOptions&) const override {
     EXPECT_TRUE(subgraph.inputs()[0]->output_types[0].is_concrete());
     ++compiles;
     return std::make_unique<PlusOneReluModule>();
@@ -44,12 +44,12 @@ GRAFT_REGISTER_BACKEND(PlusOneBackend);
 
 /// Compiles inputs of up to four elements and declines longer ones, as a
 /// backend does whose limits depend on the shape.
-class ShortOnlyBackend final : public runtime::Backend {
+class ShortOnlyBackend final : public backend::Backend {
  public:
   std::string name() const override { return "test-short-only"; }
   bool in_default_order() const override { return false; }
-  std::unique_ptr<runtime::CompiledModule> compile(const ir::Graph& subgraph,
-                                                   const runtime::CompileOptions&) const override {
+  std::unique_ptr<backend::CompiledModule> compile(const ir::Graph& subgraph,
+                                                   const backend::CompileOptions&) const override {
     if (subgraph.inputs()[0]->output_types[0].dims[0].value > 4)
       fail(ErrorKind::unsupported, "test-short-only compiles at most 4 elements");
     return std::make_unique<PlusOneReluModule>();
@@ -134,9 +134,9 @@ TEST(CompiledModule, UnknownBackendNamesTheAvailableOnes) {
 TEST(CompiledModule, LoaderRegistryRestoresRefModules) {
   auto model = subgraph_model("ref");
   std::istringstream empty;
-  auto module = runtime::load_module("ref", empty, *model->nodes()[1]->subgraph);
+  auto module = backend::load_module("ref", empty, *model->nodes()[1]->subgraph);
   EXPECT_EQ(module->type_key(), "ref");
-  EXPECT_THROW(runtime::load_module("no-such-type", empty, *model), Error);
+  EXPECT_THROW(backend::load_module("no-such-type", empty, *model), Error);
 }
 
 }  // namespace

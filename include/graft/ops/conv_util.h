@@ -1,18 +1,19 @@
-// Shared by the convolution and pooling ops: reading the sliding-window
-// attributes (kernel_shape, strides, dilations, pads, auto_pad, ceil_mode),
-// resolving them against an input's spatial extents into per-dimension
-// padding and output extents, and the im2col / col2im transforms.
-//
-// Output extents follow the ONNX operator documents:
-//   NOTSET      out = floor_or_ceil((in + pad_begin + pad_end - window) / stride) + 1,
-//               window = (kernel - 1) * dilation + 1; with ceil_mode the last
-//               window must still start inside the input or its left padding.
-//   VALID       out = floor((in - window) / stride) + 1, no padding.
-//   SAME_UPPER  out = ceil(in / stride); total padding max(0, (out - 1) * stride + window - in),
-//   SAME_LOWER  the odd pixel at the end (UPPER) or at the beginning (LOWER).
-//
-// Kernels work on a normalized 3-D geometry: 1-D and 2-D problems get leading
-// extents of 1 (kernel 1, stride 1, no padding), so one loop nest serves all.
+/// \file
+/// Shared by the convolution and pooling ops: reading the sliding-window
+/// attributes (kernel_shape, strides, dilations, pads, auto_pad, ceil_mode),
+/// resolving them against an input's spatial extents into per-dimension
+/// padding and output extents, and the im2col / col2im transforms.
+///
+/// Output extents follow the ONNX operator documents:
+///   NOTSET      out = floor_or_ceil((in + pad_begin + pad_end - window) / stride) + 1,
+///               window = (kernel - 1) * dilation + 1; with ceil_mode the last
+///               window must still start inside the input or its left padding.
+///   VALID       out = floor((in - window) / stride) + 1, no padding.
+///   SAME_UPPER  out = ceil(in / stride); total padding max(0, (out - 1) * stride + window - in),
+///   SAME_LOWER  the odd pixel at the end (UPPER) or at the beginning (LOWER).
+///
+/// Kernels work on a normalized 3-D geometry: 1-D and 2-D problems get leading
+/// extents of 1 (kernel 1, stride 1, no padding), so one loop nest serves all.
 #pragma once
 
 #include <cstdint>
