@@ -41,6 +41,7 @@ using dnnl::memory;
 using dnnl::prop_kind;
 using Dims = memory::dims;
 using ir::Entry;
+using ir::OpId;
 
 memory::dims row_major_strides(const Dims& dims) {
   Dims strides(dims.size(), 1);
@@ -114,51 +115,56 @@ struct Group {
 
 // Eltwise post-ops of a pointwise node (HardSigmoid needs two); empty when not pointwise.
 std::vector<PostOp> eltwise_ops(const ir::Node& node) {
-  const std::string op = node.op_type();
   const ir::Attributes& a = node.attributes;
   auto one = [&](algorithm alg, float alpha = 0, float beta = 0) {
     return std::vector<PostOp>{PostOp{PostOp::Kind::eltwise, &node, alg, alpha, beta, {}}};
   };
-  if (op == "Relu") return one(algorithm::eltwise_relu);
-  if (op == "LeakyRelu") return one(algorithm::eltwise_relu, a.get_float("alpha", 0.01f));
-  if (op == "Sigmoid") return one(algorithm::eltwise_logistic);
-  if (op == "Tanh") return one(algorithm::eltwise_tanh);
-  if (op == "Elu") return one(algorithm::eltwise_elu, a.get_float("alpha", 1.0f));
-  if (op == "HardSwish") return one(algorithm::eltwise_hardswish);
-  if (op == "Exp") return one(algorithm::eltwise_exp);
-  if (op == "Abs") return one(algorithm::eltwise_abs);
-  if (op == "Sqrt") return one(algorithm::eltwise_sqrt);
-  if (op == "Round") return one(algorithm::eltwise_round);  // half to even, as ONNX's Round
-  if (op == "Gelu")
-    return one(a.get_string("approximate", "none") == "tanh" ? algorithm::eltwise_gelu_tanh : algorithm::eltwise_gelu_erf);
-  if (op == "HardSigmoid") {
-    std::vector<PostOp> ops = one(algorithm::eltwise_linear, a.get_float("alpha", 0.2f), a.get_float("beta", 0.5f));
-    ops.push_back(PostOp{PostOp::Kind::eltwise, &node, algorithm::eltwise_clip, 0.0f, 1.0f, {}});
-    return ops;
-  }
-  if (op == "Clip") {
-    float lo = -INFINITY, hi = INFINITY;
-    if (node.opset_version < 11) {
-      lo = a.get_float("min", lo);
-      hi = a.get_float("max", hi);
-    } else {
-      if (node.inputs.size() > 1 && node.inputs[1]) lo = node.inputs[1].node->constant_value.value_as_double(0);
-      if (node.inputs.size() > 2 && node.inputs[2]) hi = node.inputs[2].node->constant_value.value_as_double(0);
+  switch (node.op()) {
+    case OpId::Relu: return one(algorithm::eltwise_relu);
+    case OpId::LeakyRelu: return one(algorithm::eltwise_relu, a.get_float("alpha", 0.01f));
+    case OpId::Sigmoid: return one(algorithm::eltwise_logistic);
+    case OpId::Tanh: return one(algorithm::eltwise_tanh);
+    case OpId::Elu: return one(algorithm::eltwise_elu, a.get_float("alpha", 1.0f));
+    case OpId::HardSwish: return one(algorithm::eltwise_hardswish);
+    case OpId::Exp: return one(algorithm::eltwise_exp);
+    case OpId::Abs: return one(algorithm::eltwise_abs);
+    case OpId::Sqrt: return one(algorithm::eltwise_sqrt);
+    case OpId::Round: return one(algorithm::eltwise_round);  // half to even, as ONNX's Round
+    case OpId::Gelu:
+      return one(a.get_string("approximate", "none") == "tanh" ? algorithm::eltwise_gelu_tanh
+                                                                : algorithm::eltwise_gelu_erf);
+    case OpId::HardSigmoid: {
+      std::vector<PostOp> ops = one(algorithm::eltwise_linear, a.get_float("alpha", 0.2f), a.get_float("beta", 0.5f));
+      ops.push_back(PostOp{PostOp::Kind::eltwise, &node, algorithm::eltwise_clip, 0.0f, 1.0f, {}});
+      return ops;
     }
-    return one(algorithm::eltwise_clip_v2, lo, hi);
+    case OpId::Clip: {
+      float lo = -INFINITY, hi = INFINITY;
+      if (node.opset_version < 11) {
+        lo = a.get_float("min", lo);
+        hi = a.get_float("max", hi);
+      } else {
+        if (node.inputs.size() > 1 && node.inputs[1]) lo = node.inputs[1].node->constant_value.value_as_double(0);
+        if (node.inputs.size() > 2 && node.inputs[2]) hi = node.inputs[2].node->constant_value.value_as_double(0);
+      }
+      return one(algorithm::eltwise_clip_v2, lo, hi);
+    }
+    default: return {};
   }
-  return {};
 }
 
-algorithm binary_algorithm(const std::string& op) {
-  if (op == "Add") return algorithm::binary_add;
-  if (op == "Mul") return algorithm::binary_mul;
-  if (op == "Sub") return algorithm::binary_sub;
-  if (op == "Div") return algorithm::binary_div;
-  return algorithm::undef;
+algorithm binary_algorithm(OpId op) {
+  switch (op) {
+    case OpId::Add: return algorithm::binary_add;
+    case OpId::Mul: return algorithm::binary_mul;
+    case OpId::Sub: return algorithm::binary_sub;
+    case OpId::Div: return algorithm::binary_div;
+    default: return algorithm::undef;
+  }
 }
 
-bool is_constant(const ir::Node& n) { return n.op_type() == "Constant"; }
+bool is_constant(const ir::Node& n) { return n.op() == OpId::Constant; }
+bool is_input(const ir::Node& n) { return n.op() == OpId::Input; }
 
 // Whether oneDNN picked its reference code ("ref:any", ...) for `pd`: correct
 // but 10-100x slower than its jit kernels.
@@ -181,12 +187,12 @@ bool clashes_with_chain(const Group& g, const PostOp& p) {
 }
 
 // A binary op with a one-element constant as an eltwise_linear (alpha * x + beta); false when not expressible.
-bool scalar_as_linear(const std::string& op, int constant_position, float c, float& alpha, float& beta) {
-  if (op == "Add") { alpha = 1; beta = c; return true; }
-  if (op == "Mul") { alpha = c; beta = 0; return true; }
-  if (op == "Sub" && constant_position == 1) { alpha = 1; beta = -c; return true; }
-  if (op == "Sub" && constant_position == 0) { alpha = -1; beta = c; return true; }
-  if (op == "Div" && constant_position == 1 && c != 0) { alpha = 1 / c; beta = 0; return true; }
+bool scalar_as_linear(OpId op, int constant_position, float c, float& alpha, float& beta) {
+  if (op == OpId::Add) { alpha = 1; beta = c; return true; }
+  if (op == OpId::Mul) { alpha = c; beta = 0; return true; }
+  if (op == OpId::Sub && constant_position == 1) { alpha = 1; beta = -c; return true; }
+  if (op == OpId::Sub && constant_position == 0) { alpha = -1; beta = c; return true; }
+  if (op == OpId::Div && constant_position == 1 && c != 0) { alpha = 1 / c; beta = 0; return true; }
   return false;
 }
 
@@ -212,7 +218,7 @@ class Builder {
     form_groups();
     for (uint32_t id = 0; id < indexed_.num_nodes(); ++id) {
       const ir::Node& node = indexed_.node(id);
-      if (node.op_type() == "Input" || node.op_type() == "Constant") continue;
+      if (is_input(node) || is_constant(node)) continue;
       if (group_of_[id] >= 0) {
         const Group& g = groups_[group_of_[id]];
         if (g.last == id) with_threads_for(group_microseconds(g), [&] { emit_group(g); });
@@ -262,22 +268,22 @@ class Builder {
   // Multiply-adds of the anchor (convolution, matmul) plus its post-ops' bytes.
   double group_microseconds(const Group& g) const {
     const ir::Node& anchor = indexed_.node(g.anchor);
-    std::string op = anchor.op_type();
+    const OpId op = anchor.op();
     double out = elements(anchor.output_types[0]);
     double flops = 0;
-    if ((op == "Conv" || op == "ConvTranspose") && has_input(anchor, 1)) {
+    if ((op == OpId::Conv || op == OpId::ConvTranspose) && has_input(anchor, 1)) {
       Dims w = dims(input(anchor, 1));
       double per_filter = static_cast<double>(product(w, 1, w.size()));
-      if (op == "Conv") {
+      if (op == OpId::Conv) {
         flops = 2 * out * per_filter;
       } else {
         Dims x = dims(input(anchor, 0));
         flops = 2 * static_cast<double>(product(x, 0, x.size())) * per_filter;
       }
-    } else if (op == "MatMul" || op == "Gemm") {
+    } else if (op == OpId::MatMul || op == OpId::Gemm) {
       Dims a = dims(input(anchor, 0));
       int64_t k = a.empty() ? 1 : a.back();
-      if (op == "Gemm" && anchor.attributes.get_int("transA", 0) != 0 && a.size() == 2) k = a[0];
+      if (op == OpId::Gemm && anchor.attributes.get_int("transA", 0) != 0 && a.size() == 2) k = a[0];
       flops = 2 * out * static_cast<double>(k);
     } else {
       return node_microseconds(anchor);
@@ -289,7 +295,7 @@ class Builder {
   void check_support() {
     for (uint32_t id = 0; id < indexed_.num_nodes(); ++id) {
       const ir::Node& node = indexed_.node(id);
-      if (node.op_type() == "Input" || node.op_type() == "Constant") continue;
+      if (is_input(node) || is_constant(node)) continue;
       SupportResult r = dnnl_supports(node);
       if (!r) fail(ErrorKind::unsupported, "dnnl backend: ", node.describe(), ": ", r.reason);
       for (const ir::ValueType& t : node.output_types)
@@ -358,7 +364,7 @@ class Builder {
     WeightSource s;
     if (is_constant(n)) {
       s.constant = n.constant_value;
-    } else if (n.op_type() == "Input") {
+    } else if (is_input(n)) {
       s.input = program_.slots[entry_slot_[indexed_.entry_id(e)]].index;
     } else {
       fail(ErrorKind::unsupported, "dnnl backend: ", n.describe(), " produces a weight; weights must be constants or inputs");
@@ -367,7 +373,7 @@ class Builder {
   }
   bool is_source(Entry e) const {
     const ir::Node& n = indexed_.node(e.node_id);
-    return is_constant(n) || n.op_type() == "Input";
+    return is_constant(n) || is_input(n);
   }
 
   // The slot of a value; constants become identity weights in plain layout.
@@ -461,8 +467,8 @@ class Builder {
 
   // ---- grouping ----
   bool is_anchor(const ir::Node& n) const {
-    std::string op = n.op_type();
-    return op == "Conv" || op == "ConvTranspose" || op == "MatMul" || op == "Gemm";
+    const OpId op = n.op();
+    return op == OpId::Conv || op == OpId::ConvTranspose || op == OpId::MatMul || op == OpId::Gemm;
   }
 
   // The single consumer of node `id`'s output 0 that reads it exactly once, or -1.
@@ -485,10 +491,10 @@ class Builder {
     }
     // A standalone BatchNormalization followed by Relu: one primitive (fuse_norm_relu).
     for (uint32_t id = 0; id < indexed_.num_nodes(); ++id) {
-      if (indexed_.node(id).op_type() != "BatchNormalization" || group_of_[id] >= 0) continue;
+      if (indexed_.node(id).op() != OpId::BatchNormalization || group_of_[id] >= 0) continue;
       if (is_output_[indexed_.entry_id(id, 0)]) continue;
       int64_t next = only_consumer(id);
-      if (next < 0 || indexed_.node(next).op_type() != "Relu" || group_of_[next] >= 0) continue;
+      if (next < 0 || indexed_.node(next).op() != OpId::Relu || group_of_[next] >= 0) continue;
       Group g;
       g.anchor = id;
       g.last = static_cast<uint32_t>(next);
@@ -517,8 +523,8 @@ class Builder {
       uint32_t cid = static_cast<uint32_t>(next);
       const ir::Node& c = indexed_.node(cid);
       if (group_of_[cid] >= 0) return;
-      std::string op = c.op_type();
-      if (op == "BatchNormalization" && anchor.op_type() == "Conv" && g.post_ops.empty() && all_sources(cid, 1, 5)) {
+      const OpId op = c.op();
+      if (op == OpId::BatchNormalization && anchor.op() == OpId::Conv && g.post_ops.empty() && all_sources(cid, 1, 5)) {
         g.post_ops.push_back(PostOp{PostOp::Kind::fold_batch_norm, &c, algorithm::undef, 0, 0, {}});
       } else if (std::vector<PostOp> ops = eltwise_ops(c); !ops.empty()) {
         for (const PostOp& p : ops)
@@ -536,16 +542,16 @@ class Builder {
           if (clashes_with_chain(g, linear)) return;
           g.post_ops.push_back(linear);
         } else {
-          if (position != 0 && (op == "Sub" || op == "Div")) return;
+          if (position != 0 && (op == OpId::Sub || op == OpId::Div)) return;
           bool same_shape = dims(other) == cur_dims;
-          PostOp::Kind kind = op == "Add" && same_shape && !is_constant(on) ? PostOp::Kind::sum : PostOp::Kind::binary;
+          PostOp::Kind kind = op == OpId::Add && same_shape && !is_constant(on) ? PostOp::Kind::sum : PostOp::Kind::binary;
           // brgemm's batched matmul takes binary operands that are full,
           // scalar or per output column; another broadcast (swin's position
           // bias [1,heads,49,49] over the windows) sends it to oneDNN's
           // reference matmul, 100x slower. A constant operand is broadcast
           // once, when weights are converted; an activation stays outside.
           bool expand = false;
-          if ((anchor.op_type() == "MatMul" || anchor.op_type() == "Gemm") && cur_dims.size() > 2 && !same_shape) {
+          if ((anchor.op() == OpId::MatMul || anchor.op() == OpId::Gemm) && cur_dims.size() > 2 && !same_shape) {
             int64_t numel = product(dims(other), 0, dims(other).size());
             bool per_column = numel == cur_dims.back() && dims(other).back() == cur_dims.back();
             if (numel != 1 && !per_column) {
@@ -574,7 +580,7 @@ class Builder {
   bool try_swish(Group& g, uint32_t cur, uint32_t a, uint32_t b) {
     for (int swap = 0; swap < 2; ++swap) {
       uint32_t s = swap ? b : a, m = swap ? a : b;
-      if (indexed_.node(s).op_type() != "Sigmoid" || indexed_.node(m).op_type() != "Mul") continue;
+      if (indexed_.node(s).op() != OpId::Sigmoid || indexed_.node(m).op() != OpId::Mul) continue;
       if (group_of_[s] >= 0 || group_of_[m] >= 0) continue;
       if (only_consumer(s) != static_cast<int64_t>(m)) continue;
       auto mi = indexed_.inputs(m);
@@ -673,12 +679,13 @@ class Builder {
   void emit_group(const Group& g) {
     const ir::Node& anchor = indexed_.node(g.anchor);
     std::string label = group_label(g);
-    std::string op = anchor.op_type();
     int result;
-    if (op == "Conv") result = emit_conv(g, label);
-    else if (op == "ConvTranspose") result = emit_conv_transpose(g, label);
-    else if (op == "BatchNormalization") result = emit_batch_norm(anchor, true);
-    else result = emit_matmul(g, label);
+    switch (anchor.op()) {
+      case OpId::Conv: result = emit_conv(g, label); break;
+      case OpId::ConvTranspose: result = emit_conv_transpose(g, label); break;
+      case OpId::BatchNormalization: result = emit_batch_norm(anchor, true); break;
+      default: result = emit_matmul(g, label); break;
+    }
     for (uint32_t m : g.members) emitted_[m] = true;
     entry_slot_[indexed_.entry_id(g.last, 0)] = result;
   }
@@ -1091,7 +1098,7 @@ class Builder {
   // MatMul and Gemm; Gemm's C becomes the first (binary add) post-op.
   int emit_matmul(const Group& g, const std::string& label) {
     const ir::Node& node = indexed_.node(g.anchor);
-    bool gemm = node.op_type() == "Gemm";
+    bool gemm = node.op() == OpId::Gemm;
     Dims a_dims = dims(input(node, 0)), b_dims = dims(input(node, 1));
     Dims dst_dims = dims_of(node.output_types[0]);
     size_t rank = dst_dims.size();
@@ -1236,25 +1243,31 @@ class Builder {
   // ---- emission of single nodes ----
   void emit_node(uint32_t id) {
     const ir::Node& node = indexed_.node(id);
-    std::string op = node.op_type();
     int result;
-    if (op == "MaxPool" || op == "AveragePool") result = emit_pool(node);
-    else if (op == "GlobalAveragePool" || op == "GlobalMaxPool") result = emit_global_pool(node);
-    else if (op == "BatchNormalization") result = emit_batch_norm(node);
-    else if (op == "LRN") result = emit_lrn(node);
-    else if (op == "Softmax") result = emit_softmax(node);
-    else if (op == "LayerNormalization") result = emit_layer_norm(node);
-    else if (op == "Concat") result = emit_concat(node);
-    else if (op == "Flatten" || op == "Reshape") result = emit_reshape(node);
-    else if (op == "Transpose") result = emit_transpose(node);
-    else if (op == "Slice") result = emit_slice(node);
-    else if (op == "Split") result = emit_split(id);
-    else if (op == "Gather") result = emit_gather(node);
-    else if (op == "LSTM" || op == "GRU") result = emit_recurrent(id);
-    else if (op == "Resize") result = emit_resize(node);
-    else if (binary_algorithm(op) != algorithm::undef) result = emit_binary(node);
-    else if (std::vector<PostOp> ops = eltwise_ops(node); !ops.empty()) result = emit_eltwise(node, ops);
-    else fail(ErrorKind::unsupported, "dnnl backend: ", node.describe(), " has no lowering");
+    switch (node.op()) {
+      case OpId::MaxPool:
+      case OpId::AveragePool: result = emit_pool(node); break;
+      case OpId::GlobalAveragePool:
+      case OpId::GlobalMaxPool: result = emit_global_pool(node); break;
+      case OpId::BatchNormalization: result = emit_batch_norm(node); break;
+      case OpId::LRN: result = emit_lrn(node); break;
+      case OpId::Softmax: result = emit_softmax(node); break;
+      case OpId::LayerNormalization: result = emit_layer_norm(node); break;
+      case OpId::Concat: result = emit_concat(node); break;
+      case OpId::Flatten:
+      case OpId::Reshape: result = emit_reshape(node); break;
+      case OpId::Transpose: result = emit_transpose(node); break;
+      case OpId::Slice: result = emit_slice(node); break;
+      case OpId::Split: result = emit_split(id); break;
+      case OpId::Gather: result = emit_gather(node); break;
+      case OpId::LSTM:
+      case OpId::GRU: result = emit_recurrent(id); break;
+      case OpId::Resize: result = emit_resize(node); break;
+      default:
+        if (binary_algorithm(node.op()) != algorithm::undef) result = emit_binary(node);
+        else if (std::vector<PostOp> ops = eltwise_ops(node); !ops.empty()) result = emit_eltwise(node, ops);
+        else fail(ErrorKind::unsupported, "dnnl backend: ", node.describe(), " has no lowering");
+    }
     entry_slot_[indexed_.entry_id(id, 0)] = result;
   }
 
@@ -1269,7 +1282,7 @@ class Builder {
   // convolution's.
   int emit_recurrent(uint32_t id) {
     const ir::Node& node = indexed_.node(id);
-    const bool lstm = node.op_type() == "LSTM";
+    const bool lstm = node.op() == OpId::LSTM;
     const bool linear_before_reset = !lstm && node.attributes.get_int("linear_before_reset", 0) != 0;
     const int64_t gates = lstm ? 4 : 3, bias_gates = linear_before_reset ? 4 : gates;
     Dims x = dims(input(node, 0));
@@ -1414,7 +1427,7 @@ class Builder {
   }
 
   int emit_binary(const ir::Node& node) {
-    std::string op = node.op_type();
+    const OpId op = node.op();
     Dims out = dims_of(node.output_types[0]);
     Entry a = input(node, 0), b = input(node, 1);
     // A one-element constant operand is an eltwise_linear.
@@ -1469,7 +1482,7 @@ class Builder {
   }
 
   int emit_pool(const ir::Node& node) {
-    bool max = node.op_type() == "MaxPool";
+    bool max = node.op() == OpId::MaxPool;
     Dims x = dims(input(node, 0)), out = dims_of(node.output_types[0]);
     size_t spatial = x.size() - 2;
     ops::conv::WindowAttributes attrs = ops::conv::read_window_attributes(node, spatial, {}, true);
@@ -1494,7 +1507,7 @@ class Builder {
     Dims x = dims(input(node, 0)), out = dims_of(node.output_types[0]);
     size_t spatial = x.size() - 2;
     Dims kernel(x.begin() + 2, x.end()), ones(spatial, 1), zeros(spatial, 0);
-    algorithm alg = node.op_type() == "GlobalMaxPool" ? algorithm::pooling_max : algorithm::pooling_avg_exclude_padding;
+    algorithm alg = node.op() == OpId::GlobalMaxPool ? algorithm::pooling_max : algorithm::pooling_avg_exclude_padding;
     return pool(node, alg, out, ones, kernel, zeros, zeros, zeros);
   }
 
