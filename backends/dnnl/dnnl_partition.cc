@@ -94,10 +94,11 @@ class DnnlProperty final : public partition::ContainOpProperty {
 const bool registered = [] {
   partition::OpSupportTable checkers;
   std::set<std::string, std::less<>> op_types;
-  for (const std::string& op : dnnl_op_types()) {
-    partition::register_op_support("dnnl", op, check);
-    checkers.emplace(op, check);
-    op_types.insert(op);
+  for (const OpSupport& row : dnnl_op_table()) {
+    std::string op_type = ir::op_schema(row.op).qualified_name();
+    partition::register_op_support("dnnl", op_type, check);
+    checkers.emplace(op_type, check);
+    op_types.insert(op_type);
   }
   partition::register_subgraph_property(
       "dnnl", [op_types, checkers] { return std::make_unique<DnnlProperty>(op_types, checkers); });

@@ -1,12 +1,12 @@
-// Op-level support of the dnnl backend. Each checker answers for one op from
-// its attributes, dtypes and shapes; the common part (float32 everywhere,
-// concrete shapes, at most oneDNN's rank) is checked first for every op.
+// Op-level support of the dnnl backend: one table (kTable, at the end) lists
+// every op dnnl takes with its checker. Each checker answers for one op from
+// its attributes, dtypes and shapes; the common part (float32 data, known
+// ranks, at most oneDNN's rank) is checked first for every op.
 #include "dnnl_support.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
-#include <functional>
-#include <map>
 
 #include "../../src/ops/conv_util.h"
 #include "graft/ir/graph.h"
@@ -357,75 +357,84 @@ SupportResult check_resize(const ir::Node& node) {
 
 SupportResult always(const ir::Node&) { return SupportResult::yes(); }
 
-using Checker = std::function<SupportResult(const ir::Node&)>;
+// Shape, index and scale inputs (input 1 on) are constants of any dtype.
+constexpr size_t kDataOnly = 1;
 
-const std::map<OpId, Checker>& checkers() {
-  static const std::map<OpId, Checker> table = {
-      {OpId::Conv, check_conv},
-      {OpId::ConvTranspose, check_conv_transpose},
-      {OpId::MatMul, check_matmul},
-      {OpId::Gemm, check_gemm},
-      {OpId::MaxPool, check_pool},
-      {OpId::AveragePool, check_pool},
-      {OpId::GlobalAveragePool, check_global_pool},
-      {OpId::GlobalMaxPool, check_global_pool},
-      {OpId::BatchNormalization, check_batch_norm},
-      {OpId::LRN, check_lrn},
-      {OpId::Softmax, check_softmax},
-      {OpId::LayerNormalization, check_layer_norm},
-      {OpId::Concat, check_concat},
-      {OpId::Relu, always},
-      {OpId::LeakyRelu, always},
-      {OpId::Clip, check_clip},
-      {OpId::Sigmoid, always},
-      {OpId::Tanh, always},
-      {OpId::HardSigmoid, always},
-      {OpId::HardSwish, always},
-      {OpId::Elu, always},
-      {OpId::Gelu, check_gelu},
-      {OpId::Exp, always},
-      {OpId::Abs, always},
-      {OpId::Sqrt, always},
-      {OpId::Round, always},
-      {OpId::Add, check_binary},
-      {OpId::Mul, check_binary},
-      {OpId::Sub, check_binary},
-      {OpId::Div, check_binary},
-      {OpId::Flatten, check_reshape},
-      {OpId::Reshape, check_reshape},
-      {OpId::Transpose, check_transpose},
-      {OpId::Slice, check_slice},
-      {OpId::Split, check_split},
-      {OpId::Gather, check_gather},
-      {OpId::LSTM, check_recurrent},
-      {OpId::GRU, check_recurrent},
-      {OpId::Resize, check_resize},
-  };
-  return table;
+// What dnnl takes: every op it lowers, with its checker. docs/dnnl.md's
+// table says the same in prose.
+constexpr OpSupport kTable[] = {
+    // compute: group anchors and standalone primitives
+    {OpId::Conv, check_conv},
+    {OpId::ConvTranspose, check_conv_transpose},
+    {OpId::MatMul, check_matmul},
+    {OpId::Gemm, check_gemm},
+    {OpId::MaxPool, check_pool},
+    {OpId::AveragePool, check_pool},
+    {OpId::GlobalAveragePool, check_global_pool},
+    {OpId::GlobalMaxPool, check_global_pool},
+    {OpId::BatchNormalization, check_batch_norm},
+    {OpId::LRN, check_lrn},
+    {OpId::Softmax, check_softmax},
+    {OpId::LayerNormalization, check_layer_norm},
+    {OpId::LSTM, check_recurrent},
+    {OpId::GRU, check_recurrent},
+    {OpId::Resize, check_resize, kDataOnly},
+    // eltwise: post-ops or eltwise primitives
+    {OpId::Relu, always},
+    {OpId::LeakyRelu, always},
+    {OpId::Clip, check_clip},
+    {OpId::Sigmoid, always},
+    {OpId::Tanh, always},
+    {OpId::HardSigmoid, always},
+    {OpId::HardSwish, always},
+    {OpId::Elu, always},
+    {OpId::Gelu, check_gelu},
+    {OpId::Exp, always},
+    {OpId::Abs, always},
+    {OpId::Sqrt, always},
+    {OpId::Round, always},
+    // binary: post-ops or binary primitives
+    {OpId::Add, check_binary},
+    {OpId::Mul, check_binary},
+    {OpId::Sub, check_binary},
+    {OpId::Div, check_binary},
+    // data movement: views where the layout allows, else copies
+    {OpId::Concat, check_concat},
+    {OpId::Flatten, check_reshape},
+    {OpId::Reshape, check_reshape, kDataOnly},
+    {OpId::Transpose, check_transpose},
+    {OpId::Slice, check_slice, kDataOnly},
+    {OpId::Split, check_split, kDataOnly},
+    {OpId::Gather, check_gather, kDataOnly},
+};
+
+// kTable's row of each op, by ir::op_index.
+const std::array<const OpSupport*, ir::kNumOps>& rows_by_op() {
+  static const std::array<const OpSupport*, ir::kNumOps> rows = [] {
+    std::array<const OpSupport*, ir::kNumOps> out{};
+    for (const OpSupport& row : kTable) {
+      GRAFT_CHECK(out[ir::op_index(row.op)] == nullptr, "dnnl: an op listed twice in the support table");
+      out[ir::op_index(row.op)] = &row;
+    }
+    return out;
+  }();
+  return rows;
 }
 
 }  // namespace
 
-const std::vector<std::string>& dnnl_op_types() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> out;
-    for (const auto& [op, checker] : checkers()) out.push_back(ir::op_schema(op).qualified_name());
-    return out;
-  }();
-  return names;
-}
+std::span<const OpSupport> dnnl_op_table() { return kTable; }
+
+const OpSupport* dnnl_op_support(ir::OpId op) { return rows_by_op()[ir::op_index(op)]; }
 
 SupportResult dnnl_supports(const ir::Node& node) {
-  auto it = checkers().find(node.op());
-  if (it == checkers().end()) return SupportResult::no("op " + node.op_type() + " is not supported by dnnl");
+  const OpSupport* row = dnnl_op_support(node.op());
+  if (!row) return SupportResult::no("op " + node.op_type() + " is not supported by dnnl");
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     if (!node.inputs[i]) continue;
     const ir::ValueType& t = input_type(node, i);
-    const OpId op = node.op();
-    bool shape_input = (op == OpId::Reshape && i == 1) || (op == OpId::Slice && i >= 1) ||
-                       (op == OpId::Split && i == 1) || (op == OpId::Gather && i == 1) ||
-                       (op == OpId::Resize && i >= 1);
-    if (!shape_input && t.dtype != DType::float32) return SupportResult::no("input " + std::to_string(i) + " is not float32");
+    if (i < row->data_inputs && t.dtype != DType::float32)
+      return SupportResult::no("input " + std::to_string(i) + " is not float32");
     if (!t.has_rank) return SupportResult::no("input " + std::to_string(i) + " has unknown rank");
     if (t.dims.size() > kMaxRank) return SupportResult::no("rank above 12");
   }
@@ -436,7 +445,7 @@ SupportResult dnnl_supports(const ir::Node& node) {
     for (const ir::Dim& d : t.dims)
       if (d.value == 0) return SupportResult::no("empty output");
   }
-  return it->second(node);
+  return row->check(node);
 }
 
 }  // namespace graft::dnnl_backend
