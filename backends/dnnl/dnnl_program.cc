@@ -26,12 +26,12 @@
 #include <map>
 #include <type_traits>
 
-#include "../../src/ops/conv_util.h"
 #include "dnnl_support.h"
 #include "dnnl_threads.h"
 #include "graft/ir/graph.h"
 #include "graft/ir/indexed_graph.h"
 #include "graft/ops/broadcast.h"
+#include "graft/ops/conv_util.h"
 
 namespace graft::dnnl_backend {
 namespace {

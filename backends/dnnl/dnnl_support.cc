@@ -8,8 +8,8 @@
 #include <array>
 #include <cmath>
 
-#include "../../src/ops/conv_util.h"
 #include "graft/ir/graph.h"
+#include "graft/ops/conv_util.h"
 
 namespace graft::dnnl_backend {
 namespace {

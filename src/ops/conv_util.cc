@@ -1,6 +1,6 @@
 // Sliding-window geometry shared by Conv, ConvTranspose and the pools, and
 // the im2col / col2im transforms (see conv_util.h for the formulas).
-#include "conv_util.h"
+#include "graft/ops/conv_util.h"
 
 #include <algorithm>
 #include <cstring>

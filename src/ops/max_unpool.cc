@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "conv_util.h"
+#include "graft/ops/conv_util.h"
 #include "graft/ops/infer_util.h"
 #include "graft/ops/op_context.h"
 

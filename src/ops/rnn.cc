@@ -22,7 +22,7 @@
 #include <string>
 #include <vector>
 
-#include "conv_util.h"
+#include "graft/ops/conv_util.h"
 #include "graft/ops/gemm.h"
 #include "graft/ops/infer_util.h"
 #include "graft/ops/op_context.h"

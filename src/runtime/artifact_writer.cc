@@ -21,7 +21,7 @@
 
 #include "artifact_checksum.h"
 #include "artifact_format.h"
-#include "tensor_bytes_key.h"
+#include "graft/core/tensor_bytes_key.h"
 #include "graft/runtime/artifact.h"
 #include "graft/runtime/cpu_features.h"
 

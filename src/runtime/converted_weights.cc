@@ -5,7 +5,7 @@
 // whose module supersedes exactly that tensor.
 #include "converted_weights.h"
 
-#include "tensor_bytes_key.h"
+#include "graft/core/tensor_bytes_key.h"
 
 #include <cstdint>
 #include <map>
