@@ -15,10 +15,10 @@
 #include <set>
 #include <unordered_map>
 
-#include "graft/core/tensor_bytes_key.h"
 #include "dnnl_shared_weights.h"
 #include "dnnl_threads.h"
 #include "graft/core/error.h"
+#include "graft/core/tensor_bytes_key.h"
 #include "graft/backend/module_stream.h"
 
 namespace graft::dnnl_backend {

@@ -1,7 +1,7 @@
-// What dnnl takes (DnnlBackend::property()): its op checkers in a property
-// that grows the largest convex regions of nodes dnnl supports. Partitioning runs before shapes are concrete, so the checkers
-// accept symbolic extents where compile() can resolve them later. Built only
-// where the partition API exists (see CMakeLists.txt).
+// What dnnl takes (DnnlBackend::property()): the checkers of its op table in
+// a property that grows the largest convex regions of nodes dnnl supports
+// (TVM BYOC style). Partitioning runs before shapes are concrete, so the
+// checkers accept symbolic extents where compile() can resolve them later.
 //
 // Pointwise ops (the op table's elementwise and broadcast categories) are
 // taken only next to dnnl's own compute: when an input comes, directly or
@@ -95,9 +95,10 @@ class DnnlProperty final : public partition::ContainOpProperty {
 std::shared_ptr<const partition::SubgraphProperty> make_dnnl_property() {
   partition::OpSupportTable checkers;
   std::set<std::string, std::less<>> op_types;
-  for (const std::string& op : dnnl_op_types()) {
-    checkers.emplace(op, check);
-    op_types.insert(op);
+  for (const OpSupport& row : dnnl_op_table()) {
+    std::string op_type = ir::op_schema(row.op).qualified_name();
+    checkers.emplace(op_type, check);
+    op_types.insert(op_type);
   }
   auto property = std::make_shared<DnnlProperty>(op_types, checkers);
   property->set_backend_name("dnnl");

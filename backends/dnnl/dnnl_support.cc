@@ -1,25 +1,27 @@
-// Op-level support of the dnnl backend. Each checker answers for one op from
-// its attributes, dtypes and shapes; the common part (float32 everywhere,
-// concrete shapes, at most oneDNN's rank) is checked first for every op.
+// Op-level support of the dnnl backend: one table (kTable, at the end) lists
+// every op dnnl takes with its checker. Each checker answers for one op from
+// its attributes, dtypes and shapes; the common part (float32 data, known
+// ranks, at most oneDNN's rank) is checked first for every op.
 #include "dnnl_support.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
-#include <functional>
-#include <map>
 
-#include "graft/ops/conv_util.h"
 #include "graft/ir/graph.h"
+#include "graft/ops/conv_util.h"
 
 namespace graft::dnnl_backend {
 namespace {
+
+using ir::OpId;
 
 constexpr size_t kMaxRank = 12;  // DNNL_MAX_NDIMS
 
 const ir::ValueType& input_type(const ir::Node& node, size_t i) { return node.graph().type_of(node.inputs[i]); }
 bool has_input(const ir::Node& node, size_t i) { return i < node.inputs.size() && node.inputs[i]; }
 bool is_constant_input(const ir::Node& node, size_t i) {
-  return has_input(node, i) && node.inputs[i].node->op_type() == "Constant";
+  return has_input(node, i) && node.inputs[i].node->op() == OpId::Constant;
 }
 size_t rank_of(const ir::Node& node, size_t i) { return input_type(node, i).dims.size(); }
 
@@ -130,10 +132,10 @@ SupportResult check_pool(const ir::Node& node) {
   if (node.num_outputs() > 1) return SupportResult::no("the Indices output is not supported");
   size_t rank = rank_of(node, 0);
   if (rank < 3) return SupportResult::no("rank below 3");
-  if (node.op_type() == "AveragePool" && node.attributes.get_int("ceil_mode", 0) != 0 &&
+  if (node.op() == OpId::AveragePool && node.attributes.get_int("ceil_mode", 0) != 0 &&
       node.attributes.get_int("count_include_pad", 0) != 0)
     return SupportResult::no("ceil_mode with count_include_pad");
-  if (node.op_type() == "AveragePool" && node.attributes.has("dilations")) {
+  if (node.op() == OpId::AveragePool && node.attributes.has("dilations")) {
     for (int64_t d : node.attributes.get_ints("dilations"))
       if (d != 1) return SupportResult::no("dilated AveragePool");
   }
@@ -203,11 +205,11 @@ SupportResult check_binary(const ir::Node& node) {
   if (out.dims.empty()) return SupportResult::no("0-d output");
   bool first_full = same_dims(input_type(node, 0).dims, out.dims);
   bool second_full = same_dims(input_type(node, 1).dims, out.dims);
-  bool commutative = node.op_type() == "Add" || node.op_type() == "Mul";
+  bool commutative = node.op() == OpId::Add || node.op() == OpId::Mul;
   if (first_full && broadcasts_into(input_type(node, 1), out)) return SupportResult::yes();
   // A one-element constant on either side becomes alpha * x + beta.
   if ((second_full && is_constant_input(node, 0) && input_type(node, 0).dims.size() <= out.dims.size() &&
-       node.inputs[0].node->constant_value.numel() == 1 && node.op_type() != "Div"))
+       node.inputs[0].node->constant_value.numel() == 1 && node.op() != OpId::Div))
     return SupportResult::yes();
   if (commutative && second_full && broadcasts_into(input_type(node, 0), out)) return SupportResult::yes();
   return SupportResult::no("neither operand has the output's shape");
@@ -226,8 +228,8 @@ SupportResult check_gelu(const ir::Node& node) {
 }
 
 SupportResult check_reshape(const ir::Node& node) {
-  if (node.op_type() == "Reshape" && !is_constant_input(node, 1)) return SupportResult::no("shape is not a constant");
-  if (node.op_type() == "Reshape" && node.attributes.get_int("allowzero", 0) != 0) return SupportResult::no("allowzero");
+  if (node.op() == OpId::Reshape && !is_constant_input(node, 1)) return SupportResult::no("shape is not a constant");
+  if (node.op() == OpId::Reshape && node.attributes.get_int("allowzero", 0) != 0) return SupportResult::no("allowzero");
   if (node.output_types[0].dims.empty()) return SupportResult::no("0-d output");
   return SupportResult::yes();
 }
@@ -274,7 +276,7 @@ SupportResult check_gather(const ir::Node& node) {
 // direction, the default activations, weights known at compile time, no
 // per-sequence lengths, no peepholes, clipping or coupled input-forget gate.
 SupportResult check_recurrent(const ir::Node& node) {
-  const bool lstm = node.op_type() == "LSTM";
+  const bool lstm = node.op() == OpId::LSTM;
   const int64_t gates = lstm ? 4 : 3;
   std::string direction = node.attributes.get_string("direction", "forward");
   if (direction != "forward" && direction != "reverse") return SupportResult::no("direction " + direction);
@@ -288,7 +290,7 @@ SupportResult check_recurrent(const ir::Node& node) {
   }
   // Weights are converted when first seen and again when their version
   // changes: constants or graph inputs, not values computed in the graph.
-  auto is_weight = [&](size_t i) { return is_constant_input(node, i) || node.inputs[i].node->op_type() == "Input"; };
+  auto is_weight = [&](size_t i) { return is_constant_input(node, i) || node.inputs[i].node->op() == OpId::Input; };
   if (!is_weight(1) || !is_weight(2)) return SupportResult::no("W and R must be constants or graph inputs");
   if (has_input(node, 3) && !is_weight(3)) return SupportResult::no("B must be a constant or a graph input");
   if (has_input(node, 4)) return SupportResult::no("sequence_lens");
@@ -355,74 +357,84 @@ SupportResult check_resize(const ir::Node& node) {
 
 SupportResult always(const ir::Node&) { return SupportResult::yes(); }
 
-using Checker = std::function<SupportResult(const ir::Node&)>;
+// Shape, index and scale inputs (input 1 on) are constants of any dtype.
+constexpr size_t kDataOnly = 1;
 
-const std::map<std::string, Checker>& checkers() {
-  static const std::map<std::string, Checker> table = {
-      {"Conv", check_conv},
-      {"ConvTranspose", check_conv_transpose},
-      {"MatMul", check_matmul},
-      {"Gemm", check_gemm},
-      {"MaxPool", check_pool},
-      {"AveragePool", check_pool},
-      {"GlobalAveragePool", check_global_pool},
-      {"GlobalMaxPool", check_global_pool},
-      {"BatchNormalization", check_batch_norm},
-      {"LRN", check_lrn},
-      {"Softmax", check_softmax},
-      {"LayerNormalization", check_layer_norm},
-      {"Concat", check_concat},
-      {"Relu", always},
-      {"LeakyRelu", always},
-      {"Clip", check_clip},
-      {"Sigmoid", always},
-      {"Tanh", always},
-      {"HardSigmoid", always},
-      {"HardSwish", always},
-      {"Elu", always},
-      {"Gelu", check_gelu},
-      {"Exp", always},
-      {"Abs", always},
-      {"Sqrt", always},
-      {"Round", always},
-      {"Add", check_binary},
-      {"Mul", check_binary},
-      {"Sub", check_binary},
-      {"Div", check_binary},
-      {"Flatten", check_reshape},
-      {"Reshape", check_reshape},
-      {"Transpose", check_transpose},
-      {"Slice", check_slice},
-      {"Split", check_split},
-      {"Gather", check_gather},
-      {"LSTM", check_recurrent},
-      {"GRU", check_recurrent},
-      {"Resize", check_resize},
-  };
-  return table;
+// What dnnl takes: every op it lowers, with its checker. docs/dnnl.md's
+// table says the same in prose.
+constexpr OpSupport kTable[] = {
+    // compute: group anchors and standalone primitives
+    {OpId::Conv, check_conv},
+    {OpId::ConvTranspose, check_conv_transpose},
+    {OpId::MatMul, check_matmul},
+    {OpId::Gemm, check_gemm},
+    {OpId::MaxPool, check_pool},
+    {OpId::AveragePool, check_pool},
+    {OpId::GlobalAveragePool, check_global_pool},
+    {OpId::GlobalMaxPool, check_global_pool},
+    {OpId::BatchNormalization, check_batch_norm},
+    {OpId::LRN, check_lrn},
+    {OpId::Softmax, check_softmax},
+    {OpId::LayerNormalization, check_layer_norm},
+    {OpId::LSTM, check_recurrent},
+    {OpId::GRU, check_recurrent},
+    {OpId::Resize, check_resize, kDataOnly},
+    // eltwise: post-ops or eltwise primitives
+    {OpId::Relu, always},
+    {OpId::LeakyRelu, always},
+    {OpId::Clip, check_clip},
+    {OpId::Sigmoid, always},
+    {OpId::Tanh, always},
+    {OpId::HardSigmoid, always},
+    {OpId::HardSwish, always},
+    {OpId::Elu, always},
+    {OpId::Gelu, check_gelu},
+    {OpId::Exp, always},
+    {OpId::Abs, always},
+    {OpId::Sqrt, always},
+    {OpId::Round, always},
+    // binary: post-ops or binary primitives
+    {OpId::Add, check_binary},
+    {OpId::Mul, check_binary},
+    {OpId::Sub, check_binary},
+    {OpId::Div, check_binary},
+    // data movement: views where the layout allows, else copies
+    {OpId::Concat, check_concat},
+    {OpId::Flatten, check_reshape},
+    {OpId::Reshape, check_reshape, kDataOnly},
+    {OpId::Transpose, check_transpose},
+    {OpId::Slice, check_slice, kDataOnly},
+    {OpId::Split, check_split, kDataOnly},
+    {OpId::Gather, check_gather, kDataOnly},
+};
+
+// kTable's row of each op, by ir::op_index.
+const std::array<const OpSupport*, ir::kNumOps>& rows_by_op() {
+  static const std::array<const OpSupport*, ir::kNumOps> rows = [] {
+    std::array<const OpSupport*, ir::kNumOps> out{};
+    for (const OpSupport& row : kTable) {
+      GRAFT_CHECK(out[ir::op_index(row.op)] == nullptr, "dnnl: an op listed twice in the support table");
+      out[ir::op_index(row.op)] = &row;
+    }
+    return out;
+  }();
+  return rows;
 }
 
 }  // namespace
 
-const std::vector<std::string>& dnnl_op_types() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> out;
-    for (const auto& [name, checker] : checkers()) out.push_back(name);
-    return out;
-  }();
-  return names;
-}
+std::span<const OpSupport> dnnl_op_table() { return kTable; }
+
+const OpSupport* dnnl_op_support(ir::OpId op) { return rows_by_op()[ir::op_index(op)]; }
 
 SupportResult dnnl_supports(const ir::Node& node) {
-  auto it = checkers().find(node.op_type());
-  if (it == checkers().end()) return SupportResult::no("op " + node.op_type() + " is not supported by dnnl");
+  const OpSupport* row = dnnl_op_support(node.op());
+  if (!row) return SupportResult::no("op " + node.op_type() + " is not supported by dnnl");
   for (size_t i = 0; i < node.inputs.size(); ++i) {
     if (!node.inputs[i]) continue;
     const ir::ValueType& t = input_type(node, i);
-    bool shape_input = (node.op_type() == "Reshape" && i == 1) || (node.op_type() == "Slice" && i >= 1) ||
-                       (node.op_type() == "Split" && i == 1) || (node.op_type() == "Gather" && i == 1) ||
-                       (node.op_type() == "Resize" && i >= 1);
-    if (!shape_input && t.dtype != DType::float32) return SupportResult::no("input " + std::to_string(i) + " is not float32");
+    if (i < row->data_inputs && t.dtype != DType::float32)
+      return SupportResult::no("input " + std::to_string(i) + " is not float32");
     if (!t.has_rank) return SupportResult::no("input " + std::to_string(i) + " has unknown rank");
     if (t.dims.size() > kMaxRank) return SupportResult::no("rank above 12");
   }
@@ -433,7 +445,7 @@ SupportResult dnnl_supports(const ir::Node& node) {
     for (const ir::Dim& d : t.dims)
       if (d.value == 0) return SupportResult::no("empty output");
   }
-  return it->second(node);
+  return row->check(node);
 }
 
 }  // namespace graft::dnnl_backend

@@ -1,13 +1,17 @@
 /// \file
-/// Which nodes the `dnnl` backend takes: one checker per op, answering yes or
-/// no with a reason (the TVM BYOC op-support style). The checkers see a node
-/// with inferred dtypes and shapes; compile() refuses exactly what they refuse.
+/// Which nodes the `dnnl` backend takes: one table keyed by OpId, with a
+/// checker per op answering yes or no with a reason (the TVM BYOC op-support
+/// style). The checkers see a node with inferred dtypes and shapes; compile()
+/// refuses exactly what they refuse.
 #pragma once
 
+#include <cstddef>
+#include <limits>
 #include <memory>
+#include <span>
 #include <string>
-#include <vector>
 
+#include "graft/ir/op_id.h"
 #include "graft/partition/subgraph_property.h"
 
 namespace graft::ir {
@@ -25,14 +29,30 @@ struct SupportResult {
   explicit operator bool() const { return supported; }
 };
 
-/// Whether the dnnl backend can run `node` (float32, concrete shapes, an op it
-/// knows with attributes it handles).
-SupportResult dnnl_supports(const ir::Node& node);
+/// One row of dnnl's support table: an op it takes and the checker of a
+/// node of that op (attributes, dtypes, shapes).
+struct OpSupport {
+  ir::OpId op;
+  SupportResult (*check)(const ir::Node& node);
+  /// Inputs [0, data_inputs) must be float32; the rest are shapes, indices or
+  /// scales of any dtype (Reshape's shape, Slice's starts, ...).
+  size_t data_inputs = std::numeric_limits<size_t>::max();
+};
 
-/// The op types dnnl_supports may accept ("Conv", "Relu", ...).
-const std::vector<std::string>& dnnl_op_types();
+/// Every op the dnnl backend takes, one row each: the one place that says
+/// what dnnl takes.
+std::span<const OpSupport> dnnl_op_table();
 
-/// What the dnnl backend takes from a graph (dnnl_partition.cc).
+/// The table's row of `op`, or nullptr when dnnl does not take it.
+const OpSupport* dnnl_op_support(ir::OpId op);
+
+/// What the dnnl backend takes from a graph: dnnl_op_table()'s checkers in a
+/// property that keeps pointwise ops next to dnnl's compute (dnnl_partition.cc).
 std::shared_ptr<const partition::SubgraphProperty> make_dnnl_property();
+
+/// Whether the dnnl backend can run `node`: its op has a row in the table,
+/// its data is float32 with known ranks up to oneDNN's, and the row's checker
+/// accepts it.
+SupportResult dnnl_supports(const ir::Node& node);
 
 }  // namespace graft::dnnl_backend

@@ -15,8 +15,8 @@
 #include <algorithm>
 #include <vector>
 
-#include "graft/ops/conv_util.h"
 #include "graft/core/parallel.h"
+#include "graft/ops/conv_util.h"
 #include "graft/ops/op_context.h"
 
 namespace graft::ops {

@@ -11,8 +11,8 @@
 #include <limits>
 #include <vector>
 
-#include "graft/ops/conv_util.h"
 #include "graft/core/parallel.h"
+#include "graft/ops/conv_util.h"
 #include "graft/ops/op_context.h"
 
 namespace graft::ops {

@@ -4,8 +4,8 @@
 #include <cmath>
 #include <limits>
 
-#include "graft/ops/conv_util.h"
 #include "graft/core/parallel.h"
+#include "graft/ops/conv_util.h"
 #include "graft/ops/infer_util.h"
 #include "graft/ops/op_context.h"
 

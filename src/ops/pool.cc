@@ -18,8 +18,8 @@
 #include <limits>
 #include <vector>
 
-#include "graft/ops/conv_util.h"
 #include "graft/core/parallel.h"
+#include "graft/ops/conv_util.h"
 #include "graft/ops/infer_util.h"
 #include "graft/ops/op_context.h"
 

@@ -50,9 +50,9 @@ WindowAttributes read_window_attributes(const ir::Node& node, size_t spatial_ran
 
 /// Padding and output extent of one spatial dimension.
 struct ResolvedDim {
-  int64_t pad_begin = 0;
-  int64_t pad_end = 0;
-  int64_t output = 0;
+  int64_t pad_begin = 0;  ///< padding before the input
+  int64_t pad_end = 0;    ///< padding after the input
+  int64_t output = 0;     ///< output extent
 };
 
 /// Resolves dimension `d` for an input extent `input`. Fails naming the node
@@ -67,16 +67,19 @@ std::vector<ir::Dim> infer_spatial_dims(const ir::Node& node, const WindowAttrib
 /// A window problem normalized to three spatial dimensions (depth, height,
 /// width). Lower-rank problems have leading extents of 1.
 struct Geometry3d {
-  int64_t input[3] = {1, 1, 1};
-  int64_t output[3] = {1, 1, 1};
-  int64_t kernel[3] = {1, 1, 1};
-  int64_t stride[3] = {1, 1, 1};
-  int64_t dilation[3] = {1, 1, 1};
-  int64_t pad_begin[3] = {0, 0, 0};
-  int64_t pad_end[3] = {0, 0, 0};
+  int64_t input[3] = {1, 1, 1};      ///< input extents
+  int64_t output[3] = {1, 1, 1};     ///< output extents
+  int64_t kernel[3] = {1, 1, 1};     ///< kernel extents
+  int64_t stride[3] = {1, 1, 1};     ///< strides
+  int64_t dilation[3] = {1, 1, 1};   ///< dilations (1: none)
+  int64_t pad_begin[3] = {0, 0, 0};  ///< padding before the input
+  int64_t pad_end[3] = {0, 0, 0};    ///< padding after the input
 
+  /// Elements of one input plane (depth * height * width).
   int64_t input_size() const { return input[0] * input[1] * input[2]; }
+  /// Elements of one output plane.
   int64_t output_size() const { return output[0] * output[1] * output[2]; }
+  /// Elements of one kernel window.
   int64_t kernel_size() const { return kernel[0] * kernel[1] * kernel[2]; }
 };
 
@@ -89,12 +92,12 @@ Shape geometry_output_shape(const Geometry3d& g, size_t spatial_rank);
 
 /// A convolution's sizes (Conv, ConvInteger, QLinearConv).
 struct ConvProblem {
-  int64_t batch = 0;
-  int64_t in_channels = 0;
-  int64_t out_channels = 0;
-  int64_t group = 1;
-  size_t spatial_rank = 0;
-  Geometry3d geometry;
+  int64_t batch = 0;         ///< N
+  int64_t in_channels = 0;   ///< C (all groups)
+  int64_t out_channels = 0;  ///< M (all groups)
+  int64_t group = 1;         ///< the group attribute
+  size_t spatial_rank = 0;   ///< spatial dimensions of the data (1 to 3)
+  Geometry3d geometry;       ///< the window problem of one plane
 
   /// Output shape [N, M, spatial...].
   Shape output_shape() const;

@@ -1,0 +1,158 @@
+/// \file
+/// What the files of compile() share: helpers over oneDNN memory descriptors
+/// and Builder, the DnnlProgram under construction (its slots, steps and
+/// weights, and the slot of each value of the subgraph). The driver
+/// (dnnl_program.cc), the post-op fusion and the emitters of each op family
+/// (dnnl_conv.cc, dnnl_matmul.cc, ...) add to the program through it.
+/// Internal to backends/dnnl.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <oneapi/dnnl/dnnl.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "dnnl_program.h"
+#include "graft/ir/graph.h"
+#include "graft/ir/indexed_graph.h"
+
+namespace graft::dnnl_backend {
+
+using Dims = dnnl::memory::dims;
+
+/// Row-major strides of `dims`.
+Dims row_major_strides(const Dims& dims);
+/// A plain (row-major) float32 descriptor.
+dnnl::memory::desc plain_desc(const Dims& dims);
+/// A strided float32 descriptor whose size-1 dimensions carry the strides a
+/// row-major layout would give them, so that a view that only moves a size-1
+/// dimension still reads as the plain layout it is.
+dnnl::memory::desc strided_desc(const Dims& dims, Dims strides);
+/// A float32 descriptor that lets the primitive pick the layout (format_tag::any).
+dnnl::memory::desc any_desc(const Dims& dims);
+/// The extents of a concrete value type; {1} for a scalar.
+Dims dims_of(const ir::ValueType& type);
+/// `dims` with leading ones up to `rank`.
+Dims expand_rank(Dims dims, size_t rank);
+/// The product of dims[begin, end).
+int64_t product(const Dims& dims, size_t begin, size_t end);
+/// Whether `desc` is the plain layout of its dims.
+bool is_plain(const dnnl::memory::desc& desc);
+/// The outer strides of a blocked-format descriptor, one per dimension.
+Dims strides_of(const dnnl::memory::desc& desc);
+/// Plain or strided (any order of dimensions), without inner blocks.
+bool is_unblocked(const dnnl::memory::desc& desc);
+/// Whether oneDNN picked its reference code ("ref:any", ...) for `pd`:
+/// correct but 10-100x slower than its jit kernels.
+bool on_reference_code(const dnnl::primitive_desc_base& pd);
+
+/// Whether `n` is a Constant node.
+bool is_constant(const ir::Node& n);
+/// Whether `n` is a graph input.
+bool is_input(const ir::Node& n);
+/// Whether `n` may be a weight's source: a Constant or a graph input.
+bool is_weight_source(const ir::Node& n);
+/// Whether `n` is a one-element Constant.
+bool is_scalar_constant(const ir::Node& n);
+
+/// The program under construction for one subgraph. Slots are indices into
+/// program().slots; a reference to a slot's descriptor stays valid only until
+/// the next slot is added.
+class Builder {
+ public:
+  explicit Builder(const ir::Graph& graph);
+
+  /// Gives module input i a plain slot.
+  void bind_inputs();
+  /// The finished program (the builder is left empty).
+  DnnlProgram take_program() { return std::move(program_); }
+
+  // ---- the subgraph ----
+  const ir::IndexedGraph& graph() const { return indexed_; }
+  /// Whether each entry (by entry id) is a subgraph output.
+  const std::vector<bool>& output_entries() const { return is_output_; }
+  bool is_output(ir::Entry e) const { return is_output_[indexed_.entry_id(e)]; }
+  Dims dims(ir::Entry e) const { return dims_of(indexed_.node(e.node_id).output_types[e.index]); }
+  ir::Entry input(const ir::Node& n, size_t i) const { return indexed_.entry_of(n.inputs[i]); }
+  bool has_input(const ir::Node& n, size_t i) const { return i < n.inputs.size() && n.inputs[i]; }
+  bool emitted(uint32_t node) const { return emitted_[node]; }
+  void mark_emitted(uint32_t node) { emitted_[node] = true; }
+
+  // ---- the program ----
+  DnnlProgram& program() { return program_; }
+  const dnnl::engine& engine() const { return program_.engine; }
+  const Slot& slot(int s) const { return program_.slots[s]; }
+  const dnnl::memory::desc& desc(int s) const { return program_.slots[s].desc; }
+
+  // ---- values ----
+  /// The slot of a value; constants become identity weights in plain layout.
+  int slot_of(ir::Entry e);
+  /// Records that output `output` of node `node` lives in `slot`.
+  void set_slot(uint32_t node, uint32_t output, int slot) { entry_slot_[indexed_.entry_id(node, output)] = slot; }
+  /// Marks a value dead: its slot has been handed to another value.
+  void forget(ir::Entry e) { entry_slot_[indexed_.entry_id(e)] = -1; }
+  /// Whether a value other than `except` lives in `slot`.
+  bool holds_other_value(int slot, ir::Entry except) const;
+
+  // ---- slots ----
+  int add_slot(const dnnl::memory::desc& desc, SlotKind kind = SlotKind::arena, int index = -1);
+  /// `slot` read through `desc` (a view of its bytes, unless the descriptors
+  /// are equal). oneDNN calls two descriptors equal when they lay out the
+  /// same bytes (cdab and acdb of a batch of 1); `exact` makes a view unless
+  /// `desc` is spelled the same, for primitives whose fast paths compare how
+  /// formats are spelled.
+  int view(int slot, const dnnl::memory::desc& desc, bool exact = false);
+  /// `slot` converted to `desc` (a cached reorder, or a cached weight conversion).
+  int as_desc(int slot, const dnnl::memory::desc& desc, const std::string& label);
+  /// `slot` in plain layout.
+  int as_plain(int slot, const std::string& label);
+  /// `slot` itself when its descriptor covers its bytes densely from offset 0
+  /// (plain, blocked, or a permutation), else a plain copy: the views of a
+  /// Slice, Split or Gather, whose descriptors primitives would copy to their
+  /// destinations.
+  int dense(int slot, const std::string& label);
+  /// The second operand of a binary op whose first is read through `like`:
+  /// of the same shape, in that layout (spelled as `like` is); broadcast, a
+  /// plain view of the rank of `like`. `like` is a copy: adding slots moves
+  /// the slot descriptors it may come from.
+  int operand_like(ir::Entry e, dnnl::memory::desc like, const std::string& label);
+  /// Drops the cached conversions of `slot` (its value was overwritten).
+  void forget_conversions(int slot) { converted_[slot].clear(); }
+
+  // ---- steps ----
+  /// Primitive attributes are handles: every primitive gets its own, with a
+  /// user-mode scratchpad.
+  static dnnl::primitive_attr new_attr();
+  void add_reorder(int from, int to, const std::string& label);
+  void add_step(dnnl::primitive primitive, const dnnl::primitive_desc_base& pd, std::vector<std::pair<int, int>> args,
+                const std::string& label);
+  /// Runs `emit`, which adds the steps of one node or group, with one OpenMP
+  /// thread when `microseconds` (its estimated single-thread time) is below
+  /// serial_step_microseconds(): the steps are then created for, and run
+  /// with, one thread; else with the compile's.
+  void with_threads_for(double microseconds, const std::function<void()>& emit);
+
+  // ---- weights (dnnl_weights.cc) ----
+  /// Adds a weight (and the reorder that converts it, unless identity); returns its slot.
+  int add_weight(Weight w);
+  /// Where the weight value `e` comes from: a constant or a module input.
+  WeightSource source_of(ir::Entry e);
+  /// Whether `e` may be a weight's source (a constant or a module input).
+  bool is_source(ir::Entry e) const;
+  /// The constant `e` broadcast (numpy rules) to `out`, as a weight in plain layout.
+  int broadcast_constant(ir::Entry e, const Dims& out, const std::string& label);
+
+ private:
+  const ir::Graph& graph_;
+  ir::IndexedGraph indexed_;
+  DnnlProgram program_;
+  const double serial_limit_;  // read once per compile (the wait policy)
+  std::vector<int> entry_slot_;
+  std::vector<std::vector<std::pair<dnnl::memory::desc, int>>> converted_;
+  std::vector<bool> emitted_;
+  std::vector<bool> is_output_;
+};
+
+}  // namespace graft::dnnl_backend

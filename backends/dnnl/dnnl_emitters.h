@@ -1,0 +1,60 @@
+/// \file
+/// The emitters: each lowers the nodes of one op family to oneDNN steps
+/// through the Builder and returns the slot of the node's output 0 (other
+/// outputs are recorded with Builder::set_slot). Group emitters lower an
+/// anchor with the post-ops of its group. The driver (dnnl_program.cc)
+/// dispatches on the node's OpId; dnnl_support.cc says which nodes each may
+/// be handed. Internal to backends/dnnl.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "dnnl_builder.h"
+#include "dnnl_post_ops.h"
+
+namespace graft::dnnl_backend {
+
+// dnnl_conv.cc: Conv and ConvTranspose anchors.
+int emit_conv(Builder& b, const Group& g, const std::string& label);
+int emit_conv_transpose(Builder& b, const Group& g, const std::string& label);
+
+// dnnl_matmul.cc: MatMul and Gemm anchors.
+int emit_matmul(Builder& b, const Group& g, const std::string& label);
+
+// dnnl_pool.cc: pools and resampling.
+int emit_pool(Builder& b, const ir::Node& node);
+int emit_global_pool(Builder& b, const ir::Node& node);
+int emit_resize(Builder& b, const ir::Node& node);
+
+// dnnl_norm.cc: normalizations and softmax. `fuse_relu`: a BatchNormalization
+// grouped with the Relu after it.
+int emit_batch_norm(Builder& b, const ir::Node& node, bool fuse_relu = false);
+int emit_lrn(Builder& b, const ir::Node& node);
+int emit_softmax(Builder& b, const ir::Node& node);
+int emit_layer_norm(Builder& b, const ir::Node& node);
+
+// dnnl_eltwise.cc: pointwise ops. emit_eltwise runs `ops` one after the
+// other on `src` (the node's input 0 when -1).
+int emit_eltwise(Builder& b, const ir::Node& node, const std::vector<PostOp>& ops, int src = -1);
+int emit_binary(Builder& b, const ir::Node& node);
+
+// dnnl_data_movement.cc: views where the layout allows, else copies.
+int emit_concat(Builder& b, const ir::Node& node);
+int emit_reshape(Builder& b, const ir::Node& node);
+int emit_transpose(Builder& b, const ir::Node& node);
+int emit_slice(Builder& b, const ir::Node& node);
+int emit_split(Builder& b, uint32_t id);
+int emit_gather(Builder& b, const ir::Node& node);
+
+// dnnl_recurrent.cc: LSTM and GRU.
+int emit_recurrent(Builder& b, uint32_t id);
+
+// dnnl_weights.cc: a convolution's weights and bias (a BatchNormalization of
+// the group folded in) as weights in the layouts `w_desc` and `b_desc` the
+// primitive picked; b_slot is -1 without bias.
+void conv_weights(Builder& b, const Group& g, const ir::Node& conv, const Dims& w_dims,
+                  const dnnl::memory::desc& w_desc, const dnnl::memory::desc& b_desc, int& w_slot, int& b_slot);
+
+}  // namespace graft::dnnl_backend

@@ -1,0 +1,179 @@
+// Matrix products: MatMul and Gemm anchors with their groups' post-ops
+// (Gemm's C is the first, a binary add; alpha an output scale). Operands are
+// read in place as strided views where oneDNN's brgemm takes them (a
+// Transpose is such a view), else copied to plain. A MatMul by a constant
+// [K, N] runs on the rows flattened to 2-D, so that the weight is packed
+// once into oneDNN's blocked layout.
+#include <algorithm>
+
+#include "dnnl_emitters.h"
+
+namespace graft::dnnl_backend {
+namespace {
+
+using dnnl::algorithm;
+using dnnl::memory;
+using ir::Entry;
+using ir::OpId;
+
+// Whether every binary operand of the group's post-ops is a row vector or
+// the full result, so that the product may run on rows flattened to 2-D.
+bool collapsible_post_ops(const Builder& b, const Group& g, const Dims& dst_dims) {
+  for (const PostOp& p : g.post_ops) {
+    if (p.kind == PostOp::Kind::eltwise) continue;
+    Dims od = expand_rank(b.dims(p.other), dst_dims.size());
+    if (od.size() != dst_dims.size()) return false;
+    bool row = product(od, 0, od.size() - 1) == 1;
+    if (!row && od != dst_dims) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+// MatMul and Gemm; Gemm's C becomes the first (binary add) post-op.
+int emit_matmul(Builder& b, const Group& g, const std::string& label) {
+  const ir::Node& node = b.graph().node(g.anchor);
+  bool gemm = node.op() == OpId::Gemm;
+  Dims a_dims = b.dims(b.input(node, 0)), b_dims = b.dims(b.input(node, 1));
+  Dims dst_dims = dims_of(node.output_types[0]);
+  size_t rank = dst_dims.size();
+  bool trans_a = gemm && node.attributes.get_int("transA", 0) != 0;
+  bool trans_b = gemm && node.attributes.get_int("transB", 0) != 0;
+  float alpha = gemm ? node.attributes.get_float("alpha", 1.0f) : 1.0f;
+  float beta = gemm ? node.attributes.get_float("beta", 1.0f) : 1.0f;
+
+  // Operands as strided views of rank `rank` (transposed: the last two dims
+  // swapped). Unblocked layouts, plain or strided like a Transpose's view,
+  // are read in place; blocked ones are reordered to plain first.
+  auto operand = [&](Entry e, bool transposed, int& slot) {
+    slot = b.slot_of(e);
+    if (!is_unblocked(b.desc(slot))) slot = b.as_plain(slot, label);
+    const memory::desc& from = b.desc(slot);
+    Dims d = from.dims();
+    Dims st = strides_of(from);
+    while (d.size() < rank) {
+      st.insert(st.begin(), d[0] * st[0]);
+      d.insert(d.begin(), 1);
+    }
+    if (transposed) {
+      std::swap(d[rank - 1], d[rank - 2]);
+      std::swap(st[rank - 1], st[rank - 2]);
+    }
+    memory::desc md(d, memory::data_type::f32, st);
+    slot = b.view(slot, md);
+    return md;
+  };
+  int a_slot, b_slot;
+  memory::desc a_md = operand(b.input(node, 0), trans_a, a_slot);
+  Entry b_entry = b.input(node, 1);
+  memory::desc b_md = operand(b_entry, trans_b, b_slot);
+  bool b_packed = b.is_source(b_entry) && product(b_md.dims(), 0, rank - 2) == 1;
+
+  // x[..., M, K] times a constant [K, N]: one 2-D product of (batch * M) rows,
+  // so that oneDNN packs the weight once into its blocked layout.
+  int dst_root = -1;
+  if (b_packed && rank > 2 && !gemm && is_plain(a_md) && collapsible_post_ops(b, g, dst_dims)) {
+    int64_t rows = product(dst_dims, 0, rank - 1);
+    int64_t k = a_md.dims()[rank - 1], n = dst_dims[rank - 1];
+    a_slot = b.view(a_slot, plain_desc({rows, k}));
+    const auto* st = b_md.data.format_desc.blocking.strides;
+    b_md = memory::desc({k, n}, memory::data_type::f32, {st[rank - 2], st[rank - 1]});
+    a_md = b.desc(a_slot);
+    dst_root = b.add_slot(plain_desc(dst_dims));
+    dst_dims = {rows, n};
+    rank = 2;
+  }
+  dnnl::post_ops ops;
+  std::vector<std::pair<int, int>> binary_args;
+  int post_index = 0;
+  if (gemm && b.has_input(node, 2)) {
+    Entry c = b.input(node, 2);
+    Dims cd = expand_rank(b.dims(c), 2);
+    int c_slot;
+    if (b.is_source(c)) {
+      Weight w;
+      w.sources = {b.source_of(c)};
+      w.plain = w.desc = plain_desc(cd);
+      w.label = node.name + ".C";
+      w.identity = beta == 1.0f;
+      if (!w.identity)
+        w.fill = [beta](const std::vector<Tensor>& s, float* out) {
+          const float* src = s[0].data<float>();
+          for (int64_t i = 0; i < s[0].numel(); ++i) out[i] = beta * src[i];
+        };
+      c_slot = b.add_weight(std::move(w));
+    } else {
+      c_slot = b.view(b.as_plain(b.slot_of(c), label), plain_desc(cd));
+    }
+    ops.append_binary(algorithm::binary_add, b.desc(c_slot));
+    binary_args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(post_index) | DNNL_ARG_SRC_1, c_slot});
+    ++post_index;
+  }
+  // Post-ops of the group after C. Sums become binary adds here (matmul's dst is plain).
+  for (const PostOp& p : g.post_ops) {
+    if (p.kind == PostOp::Kind::eltwise) {
+      ops.append_eltwise(1.0f, p.alg, p.alpha, p.beta);
+    } else if (p.expand) {
+      int src1 = b.broadcast_constant(p.other, dst_dims, label);
+      ops.append_binary(p.alg, b.desc(src1));
+      binary_args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(post_index) | DNNL_ARG_SRC_1, src1});
+    } else {
+      int other = b.slot_of(p.other);
+      Dims od = expand_rank(b.dims(p.other), std::max(rank, b.dims(p.other).size()));
+      if (od.size() > rank) od = {product(od, 0, od.size() - 1) == 1 ? 1 : dst_dims[0], od.back()};
+      int src1 = b.view(b.as_plain(other, label), plain_desc(od));
+      ops.append_binary(p.alg, b.desc(src1));
+      binary_args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(post_index) | DNNL_ARG_SRC_1, src1});
+    }
+    ++post_index;
+  }
+  dnnl::primitive_attr attr = Builder::new_attr();
+  attr.set_post_ops(ops);
+  if (alpha != 1.0f) attr.set_output_scales(0, {alpha});
+  memory::desc dst_md = plain_desc(dst_dims);
+  memory::desc b_query = b_packed ? any_desc(b_md.dims()) : b_md;
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_query, dst_md), attr, b.engine());
+  // oneDNN's brgemm matmul reads batched operands only in plain layouts;
+  // strided views (attention's Q, K and V, transposed heads) send it to the
+  // jit gemm fallback, which generates its kernels on first use (about 20 ms
+  // once per process, all of it in the time to first inference). Copying
+  // such an activation to plain costs microseconds per run: done whenever
+  // it lets brgemm take the product.
+  if (rank > 2 && std::string(pd.impl_info_str()).rfind("brg", 0) != 0) {
+    bool a_copy = !is_plain(a_md), b_copy = !b_packed && !b.is_source(b_entry) && !is_plain(b_md);
+    memory::desc a_plain = a_copy ? plain_desc(a_md.dims()) : a_md;
+    memory::desc b_plain = b_copy ? plain_desc(b_md.dims()) : b_query;
+    if (a_copy || b_copy) {
+      dnnl::matmul::primitive_desc plain_pd(dnnl::matmul::desc(a_plain, b_plain, dst_md), attr, b.engine(), true);
+      if (plain_pd && std::string(plain_pd.impl_info_str()).rfind("brg", 0) == 0) {
+        if (a_copy) {
+          int copy = b.add_slot(a_plain);
+          b.add_reorder(a_slot, copy, label);
+          a_slot = copy;
+        }
+        if (b_copy) {
+          int copy = b.add_slot(b_plain);
+          b.add_reorder(b_slot, copy, label);
+          b_slot = copy;
+        }
+        pd = plain_pd;
+      }
+    }
+  }
+  if (b_packed) {
+    Weight w;
+    w.sources = {b.source_of(b_entry)};
+    w.plain = b_md;
+    w.desc = pd.weights_desc();
+    w.label = node.name + ".B";
+    b_slot = b.add_weight(std::move(w));
+  }
+  int dst = dst_root >= 0 ? b.view(dst_root, pd.dst_desc()) : b.add_slot(pd.dst_desc());
+  std::vector<std::pair<int, int>> args = {{DNNL_ARG_SRC, a_slot}, {DNNL_ARG_WEIGHTS, b_slot}, {DNNL_ARG_DST, dst}};
+  for (auto& a : binary_args) args.push_back(a);
+  b.add_step(dnnl::matmul(pd), pd, std::move(args), label);
+  return dst_root >= 0 ? dst_root : dst;
+}
+
+}  // namespace graft::dnnl_backend

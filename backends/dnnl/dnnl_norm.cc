@@ -1,0 +1,101 @@
+// Normalizations and softmax: BatchNormalization (inference, optionally
+// with the Relu after it as one primitive), LRN, LayerNormalization and
+// Softmax. BatchNormalization and LRN take their input's layout; layer
+// normalization reads plain data with the normalized dimensions viewed as
+// one, softmax plain data (coerced to 2-D at the axis before opset 13).
+#include "dnnl_emitters.h"
+
+namespace graft::dnnl_backend {
+namespace {
+
+using dnnl::algorithm;
+using dnnl::prop_kind;
+using ir::Entry;
+
+// A 1-D per-channel parameter (constant or activation) as a plain slot of `n` elements.
+int vector_slot(Builder& b, Entry e, int64_t n, const std::string& label) {
+  return b.view(b.as_plain(b.slot_of(e), label), plain_desc({n}));
+}
+
+}  // namespace
+
+int emit_batch_norm(Builder& b, const ir::Node& node, bool fuse_relu) {
+  int src = b.dense(b.slot_of(b.input(node, 0)), node.name);
+  int64_t channels = b.dims(b.input(node, 0))[1];
+  auto flags = dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |
+               dnnl::normalization_flags::use_shift;
+  if (fuse_relu) flags = flags | dnnl::normalization_flags::fuse_norm_relu;
+  dnnl::batch_normalization_forward::primitive_desc pd(
+      dnnl::batch_normalization_forward::desc(prop_kind::forward_inference, b.desc(src),
+                                              node.attributes.get_float("epsilon", 1e-5f), flags),
+      Builder::new_attr(), b.engine());
+  int dst = b.add_slot(pd.dst_desc());
+  b.add_step(dnnl::batch_normalization_forward(pd), pd,
+             {{DNNL_ARG_SRC, src},
+              {DNNL_ARG_DST, dst},
+              {DNNL_ARG_SCALE, vector_slot(b, b.input(node, 1), channels, node.name)},
+              {DNNL_ARG_SHIFT, vector_slot(b, b.input(node, 2), channels, node.name)},
+              {DNNL_ARG_MEAN, vector_slot(b, b.input(node, 3), channels, node.name)},
+              {DNNL_ARG_VARIANCE, vector_slot(b, b.input(node, 4), channels, node.name)}},
+             node.name);
+  return dst;
+}
+
+int emit_lrn(Builder& b, const ir::Node& node) {
+  int src = b.dense(b.slot_of(b.input(node, 0)), node.name);
+  const ir::Attributes& a = node.attributes;
+  dnnl::lrn_forward::primitive_desc pd(
+      dnnl::lrn_forward::desc(prop_kind::forward_inference, algorithm::lrn_across_channels, b.desc(src),
+                              a.get_int("size"), a.get_float("alpha", 1e-4f), a.get_float("beta", 0.75f),
+                              a.get_float("bias", 1.0f)),
+      Builder::new_attr(), b.engine());
+  int dst = b.add_slot(pd.dst_desc());
+  b.add_step(dnnl::lrn_forward(pd), pd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}, node.name);
+  return dst;
+}
+
+int emit_layer_norm(Builder& b, const ir::Node& node) {
+  Dims x = b.dims(b.input(node, 0));
+  int64_t rank = static_cast<int64_t>(x.size());
+  int64_t axis = node.attributes.get_int("axis", -1);
+  if (axis < 0) axis += rank;
+  Dims shape(x.begin(), x.begin() + axis);
+  int64_t inner = product(x, axis, x.size());
+  shape.push_back(inner);
+  if (shape.size() == 1) shape.insert(shape.begin(), 1);
+  int src = b.view(b.as_plain(b.slot_of(b.input(node, 0)), node.name), plain_desc(shape));
+  bool shift = b.has_input(node, 2);
+  auto flags = dnnl::normalization_flags::use_scale;
+  if (shift) flags = flags | dnnl::normalization_flags::use_shift;
+  dnnl::layer_normalization_forward::primitive_desc pd(
+      dnnl::layer_normalization_forward::desc(prop_kind::forward_inference, b.desc(src),
+                                              node.attributes.get_float("epsilon", 1e-5f), flags),
+      Builder::new_attr(), b.engine());
+  int dst = b.add_slot(pd.dst_desc());
+  std::vector<std::pair<int, int>> args = {
+      {DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}, {DNNL_ARG_SCALE, vector_slot(b, b.input(node, 1), inner, node.name)}};
+  if (shift) args.push_back({DNNL_ARG_SHIFT, vector_slot(b, b.input(node, 2), inner, node.name)});
+  b.add_step(dnnl::layer_normalization_forward(pd), pd, std::move(args), node.name);
+  return b.view(dst, plain_desc(x));
+}
+
+int emit_softmax(Builder& b, const ir::Node& node) {
+  Dims x = b.dims(b.input(node, 0));
+  int64_t rank = static_cast<int64_t>(x.size());
+  int64_t axis = node.attributes.get_int("axis", node.opset_version >= 13 ? -1 : 1);
+  if (axis < 0) axis += rank;
+  Dims shape = x;
+  if (node.opset_version < 13) {  // coerced to 2-D at `axis`
+    shape = {product(x, 0, axis), product(x, axis, x.size())};
+    axis = 1;
+  }
+  int src = b.view(b.as_plain(b.slot_of(b.input(node, 0)), node.name), plain_desc(shape));
+  dnnl::softmax_forward::primitive_desc pd(
+      dnnl::softmax_forward::desc(prop_kind::forward_inference, b.desc(src), static_cast<int>(axis)),
+      Builder::new_attr(), b.engine());
+  int dst = b.add_slot(pd.dst_desc());
+  b.add_step(dnnl::softmax_forward(pd), pd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}, node.name);
+  return b.view(dst, plain_desc(x));
+}
+
+}  // namespace graft::dnnl_backend
