@@ -1,5 +1,6 @@
 #include "graft/backend/executor.h"
 
+#include "graft/backend/backend.h"
 #include "graft/core/parallel.h"
 
 namespace graft::backend {
@@ -80,7 +81,7 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, BufferPool& po
         for (const auto& inner : n.subgraph->nodes())
           model_nodes += inner->schema().category == ir::OpCategory::source ? 0 : 1;
       }
-      stats->timings.push_back({n.name, n.op_type(), n.backend.empty() ? "ref" : n.backend, us, start, model_nodes});
+      stats->timings.push_back({n.name, n.op_type(), n.backend.empty() ? fallback_backend().name() : n.backend, us, start, model_nodes});
     }
     for (size_t k = 0; k < outs.size(); ++k) values[first_entry + k] = std::move(outs[k]);
     node_inputs = std::vector<Tensor>();

@@ -85,7 +85,7 @@ ShapeSpecializedModule::ShapeSpecializedModule(const backend::Backend& backend, 
     : backend_(backend),
       subgraph_(subgraph.clone()),
       options_(std::move(options)),
-      reference_(backend::get_backend("ref").compile(*subgraph_, options_)) {}
+      reference_(backend::fallback_backend().compile(*subgraph_, options_)) {}
 
 struct ShapeSpecializedModule::Specialization {
   std::vector<Shape> shapes;

@@ -30,6 +30,7 @@
 
 #include "artifact_checksum.h"
 #include "artifact_format.h"
+#include "graft/backend/backend.h"
 #include "graft/ir/verify.h"
 #include "graft/runtime/artifact.h"
 #include "graft/runtime/cpu_features.h"
@@ -472,7 +473,7 @@ class ArtifactReader {
     info_.num_nodes = graph_->num_nodes();
     for (const auto& node : graph_->nodes()) {
       if (node->schema().category == ir::OpCategory::source) continue;
-      ++info_.nodes_per_backend[node->backend.empty() ? "ref" : node->backend];
+      ++info_.nodes_per_backend[node->backend.empty() ? backend::fallback_backend().name() : node->backend];
     }
     for (const ModuleEntry& m : modules_) {
       const ir::Node& node = *graph_->nodes()[m.node_index];

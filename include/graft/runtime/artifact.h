@@ -55,7 +55,7 @@ struct ArtifactInfo {
   uint64_t num_converted_only_weights = 0;  ///< entries without data: their modules store them converted
   std::vector<ValueInfo> inputs, outputs;
   size_t num_nodes = 0;
-  std::map<std::string, size_t> nodes_per_backend;  ///< top-level nodes by assigned backend ("ref" when none)
+  std::map<std::string, size_t> nodes_per_backend;  ///< top-level nodes by assigned backend (the fallback, `ref`, when none)
   std::vector<ArtifactModuleInfo> modules;
 };
 
