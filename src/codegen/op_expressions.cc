@@ -18,11 +18,6 @@
 
 namespace graft::codegen {
 
-bool is_kernel_dtype(DType dtype) {
-  return dtype == DType::float32 || dtype == DType::float64 || dtype == DType::int32 || dtype == DType::int64 ||
-         dtype == DType::boolean || dtype == DType::float16;
-}
-
 namespace {
 
 /// Which kernel dtypes an op's first input may have.
@@ -32,32 +27,32 @@ bool accepts(Accepts set, DType t) {
   switch (set) {
     case Accepts::floats: return t == DType::float32 || t == DType::float64 || t == DType::float16;
     case Accepts::numeric:
-    case Accepts::signed_numeric: return t != DType::boolean && is_kernel_dtype(t);
+    case Accepts::signed_numeric: return t != DType::boolean && ir::is_kernel_dtype(t);
     case Accepts::boolean: return t == DType::boolean;
-    case Accepts::any: return is_kernel_dtype(t);
+    case Accepts::any: return ir::is_kernel_dtype(t);
   }
   return false;
 }
 
 /// The float16 expression that `e` converts to float32, when `e` is such a
 /// conversion (a float16 value, rounded), else -1.
-int32_t float16_source(const KernelIR& ir, int32_t e) {
-  const Expr& value = ir.exprs[static_cast<size_t>(e)];
+int32_t float16_source(const ir::KernelIR& ir, int32_t e) {
+  const ir::Expr& value = ir.exprs[static_cast<size_t>(e)];
   const bool from_float16 =
-      value.op == ExprOp::cast && ir.exprs[static_cast<size_t>(value.args[0])].dtype == DType::float16;
+      value.op == ir::ExprOp::cast && ir.exprs[static_cast<size_t>(value.args[0])].dtype == DType::float16;
   return from_float16 ? value.args[0] : -1;
 }
 
 /// `e` (float32) rounded to float16 and back, as a float16 op's result is
 /// (unchanged when it is rounded already).
-int32_t round_to_float16(KernelIR& ir, int32_t e) {
+int32_t round_to_float16(ir::KernelIR& ir, int32_t e) {
   if (float16_source(ir, e) >= 0) return e;
-  return ir.add_op(ExprOp::cast, DType::float32, ir.add_op(ExprOp::cast, DType::float16, e));
+  return ir.add_op(ir::ExprOp::cast, DType::float32, ir.add_op(ir::ExprOp::cast, DType::float16, e));
 }
 
 /// What a builder sees: the node, its lowered arguments and their dtypes.
 struct Lowering {
-  KernelIR& ir;
+  ir::KernelIR& ir;
   const ir::Node& node;
   std::vector<int32_t> args;   // -1 for an absent optional input
   std::vector<DType> dtypes;   // per argument: its dtype in the graph (float16 where args holds float32)
@@ -70,34 +65,34 @@ struct Lowering {
     return ir.add_constant(dtype == DType::undefined ? out : dtype, value);
   }
   int32_t k_int(int64_t value, DType dtype) {
-    Expr e;
-    e.op = ExprOp::constant;
+    ir::Expr e;
+    e.op = ir::ExprOp::constant;
     e.dtype = dtype;
     e.int_value = value;
     return ir.add(e);
   }
-  int32_t un(ExprOp op, int32_t a) { return ir.add_op(op, t(a), a); }
-  int32_t bin(ExprOp op, int32_t a, int32_t b) { return ir.add_op(op, t(a), a, b); }
-  int32_t cmp(ExprOp op, int32_t a, int32_t b) { return ir.add_op(op, DType::boolean, a, b); }
-  int32_t select(int32_t c, int32_t a, int32_t b) { return ir.add_op(ExprOp::select, t(a), c, a, b); }
-  int32_t cast(int32_t a, DType to) { return t(a) == to ? a : ir.add_op(ExprOp::cast, to, a); }
+  int32_t un(ir::ExprOp op, int32_t a) { return ir.add_op(op, t(a), a); }
+  int32_t bin(ir::ExprOp op, int32_t a, int32_t b) { return ir.add_op(op, t(a), a, b); }
+  int32_t cmp(ir::ExprOp op, int32_t a, int32_t b) { return ir.add_op(op, DType::boolean, a, b); }
+  int32_t select(int32_t c, int32_t a, int32_t b) { return ir.add_op(ir::ExprOp::select, t(a), c, a, b); }
+  int32_t cast(int32_t a, DType to) { return t(a) == to ? a : ir.add_op(ir::ExprOp::cast, to, a); }
   /// `e` rounded to the node's dtype where it is float16 and the reference
   /// kernel stores an intermediate result (variadic ops, step by step).
   int32_t rounded(int32_t e) { return node.output_types[0].dtype == DType::float16 ? round_to_float16(ir, e) : e; }
   /// std::max(a, b) = a < b ? b : a (what the reference kernels call).
-  int32_t std_max(int32_t a, int32_t b) { return select(cmp(ExprOp::less, a, b), b, a); }
+  int32_t std_max(int32_t a, int32_t b) { return select(cmp(ir::ExprOp::less, a, b), b, a); }
   /// std::min(a, b) = b < a ? b : a.
-  int32_t std_min(int32_t a, int32_t b) { return select(cmp(ExprOp::less, b, a), b, a); }
+  int32_t std_min(int32_t a, int32_t b) { return select(cmp(ir::ExprOp::less, b, a), b, a); }
   /// `value`, or x where x is NaN (for formulas whose std::max/min would
   /// turn a NaN into a bound), as the reference kernels do.
-  int32_t keep_nan(int32_t x, int32_t value) { return select(cmp(ExprOp::equal, x, x), value, x); }
+  int32_t keep_nan(int32_t x, int32_t value) { return select(cmp(ir::ExprOp::equal, x, x), value, x); }
   float attr_float(const std::string& name, float fallback) const { return node.attributes.get_float(name, fallback); }
   /// log(1 + exp(x)) without overflow, as the reference Softplus.
   int32_t softplus(int32_t x) {
     int32_t zero = k(0, t(x));
-    int32_t positive = bin(ExprOp::add, x, un(ExprOp::log1p, un(ExprOp::exp, un(ExprOp::neg, x))));
-    int32_t negative = un(ExprOp::log1p, un(ExprOp::exp, x));
-    return select(cmp(ExprOp::greater, x, zero), positive, negative);
+    int32_t positive = bin(ir::ExprOp::add, x, un(ir::ExprOp::log1p, un(ir::ExprOp::exp, un(ir::ExprOp::neg, x))));
+    int32_t negative = un(ir::ExprOp::log1p, un(ir::ExprOp::exp, x));
+    return select(cmp(ir::ExprOp::greater, x, zero), positive, negative);
   }
 };
 
@@ -122,7 +117,7 @@ std::string no_legacy_broadcast(const ir::Node& node) {
 
 /// The variadic ops, as the reference kernel: pairwise, the result of each
 /// step stored in the node's dtype (the last one is rounded by the caller).
-int32_t fold(Lowering& l, ExprOp op) {
+int32_t fold(Lowering& l, ir::ExprOp op) {
   int32_t acc = l.arg(0);
   for (size_t i = 1; i < l.args.size(); ++i) acc = l.bin(op, i > 1 ? l.rounded(acc) : acc, l.arg(i));
   return acc;
@@ -133,12 +128,12 @@ int32_t fold(Lowering& l, ExprOp op) {
 int32_t lower_pow(Lowering& l) {
   int32_t base = l.arg(0), exponent = l.arg(1);
   DType b = l.t(base), e = l.t(exponent);
-  if (l.dtypes.at(0) == l.dtypes.at(1)) return l.bin(ExprOp::pow, base, exponent);
+  if (l.dtypes.at(0) == l.dtypes.at(1)) return l.bin(ir::ExprOp::pow, base, exponent);
   if (dtype_is_float(b) || dtype_is_float(e)) {
-    int32_t r = l.bin(ExprOp::pow, l.cast(base, DType::float64), l.cast(exponent, DType::float64));
+    int32_t r = l.bin(ir::ExprOp::pow, l.cast(base, DType::float64), l.cast(exponent, DType::float64));
     return l.cast(r, b);
   }
-  int32_t r = l.bin(ExprOp::pow, l.cast(base, DType::int64), l.cast(exponent, DType::int64));
+  int32_t r = l.bin(ir::ExprOp::pow, l.cast(base, DType::int64), l.cast(exponent, DType::int64));
   return l.cast(r, b);
 }
 
@@ -178,7 +173,7 @@ DType input_dtype(const ir::Node& node, size_t i) {
 std::string check_cast(const ir::Node& node) {
   if (!node.attributes.has("to")) return "attribute 'to' is missing";
   int64_t to = node.attributes.get_int("to");
-  if (to < 0 || to > 16 || !is_kernel_dtype(static_cast<DType>(to))) return "Cast to this dtype is not fused";
+  if (to < 0 || to > 16 || !ir::is_kernel_dtype(static_cast<DType>(to))) return "Cast to this dtype is not fused";
   // Kernels reach float16 from float32 only; float64 through float32 would
   // round twice, where the reference kernels round once.
   if (static_cast<DType>(to) == DType::float16 && input_dtype(node, 0) == DType::float64)
@@ -204,64 +199,64 @@ std::string check_gelu(const ir::Node& node) {
 const std::map<std::string_view, OpRow>& table() {
   static const std::map<std::string_view, OpRow> rows = [] {
     std::map<std::string_view, OpRow> r;
-    auto unary = [&](std::string_view name, Accepts set, ExprOp op) {
+    auto unary = [&](std::string_view name, Accepts set, ir::ExprOp op) {
       r[name] = {set, [op](Lowering& l) { return l.un(op, l.arg(0)); }, nullptr};
     };
-    auto binary = [&](std::string_view name, Accepts set, ExprOp op) {
+    auto binary = [&](std::string_view name, Accepts set, ir::ExprOp op) {
       r[name] = {set, [op](Lowering& l) { return l.bin(op, l.arg(0), l.arg(1)); }, no_legacy_broadcast};
     };
-    auto compare = [&](std::string_view name, Accepts set, ExprOp op) {
+    auto compare = [&](std::string_view name, Accepts set, ir::ExprOp op) {
       r[name] = {set, [op](Lowering& l) { return l.cmp(op, l.arg(0), l.arg(1)); }, no_legacy_broadcast};
     };
-    unary("Abs", Accepts::numeric, ExprOp::abs);
-    unary("Neg", Accepts::signed_numeric, ExprOp::neg);
-    unary("Exp", Accepts::floats, ExprOp::exp);
-    unary("Log", Accepts::floats, ExprOp::log);
-    unary("Sqrt", Accepts::floats, ExprOp::sqrt);
-    unary("Tanh", Accepts::floats, ExprOp::tanh);
-    unary("Sigmoid", Accepts::floats, ExprOp::sigmoid);
-    unary("Sin", Accepts::floats, ExprOp::sin);
-    unary("Cos", Accepts::floats, ExprOp::cos);
-    unary("Floor", Accepts::floats, ExprOp::floor);
-    unary("Ceil", Accepts::floats, ExprOp::ceil);
-    unary("Round", Accepts::floats, ExprOp::round);
-    unary("Sign", Accepts::numeric, ExprOp::sign);
-    unary("Not", Accepts::boolean, ExprOp::logical_not);
+    unary("Abs", Accepts::numeric, ir::ExprOp::abs);
+    unary("Neg", Accepts::signed_numeric, ir::ExprOp::neg);
+    unary("Exp", Accepts::floats, ir::ExprOp::exp);
+    unary("Log", Accepts::floats, ir::ExprOp::log);
+    unary("Sqrt", Accepts::floats, ir::ExprOp::sqrt);
+    unary("Tanh", Accepts::floats, ir::ExprOp::tanh);
+    unary("Sigmoid", Accepts::floats, ir::ExprOp::sigmoid);
+    unary("Sin", Accepts::floats, ir::ExprOp::sin);
+    unary("Cos", Accepts::floats, ir::ExprOp::cos);
+    unary("Floor", Accepts::floats, ir::ExprOp::floor);
+    unary("Ceil", Accepts::floats, ir::ExprOp::ceil);
+    unary("Round", Accepts::floats, ir::ExprOp::round);
+    unary("Sign", Accepts::numeric, ir::ExprOp::sign);
+    unary("Not", Accepts::boolean, ir::ExprOp::logical_not);
     r["Identity"] = {Accepts::any, [](Lowering& l) { return l.arg(0); }, nullptr};
     r["Erf"] = {Accepts::numeric,
                 [](Lowering& l) {
                   int32_t x = l.arg(0);
-                  if (dtype_is_float(l.t(x))) return l.un(ExprOp::erf, x);
-                  return l.cast(l.un(ExprOp::erf, l.cast(x, DType::float64)), l.t(x));
+                  if (dtype_is_float(l.t(x))) return l.un(ir::ExprOp::erf, x);
+                  return l.cast(l.un(ir::ExprOp::erf, l.cast(x, DType::float64)), l.t(x));
                 },
                 nullptr};
-    r["Reciprocal"] = {Accepts::floats, [](Lowering& l) { return l.bin(ExprOp::div, l.k(1), l.arg(0)); }, nullptr};
+    r["Reciprocal"] = {Accepts::floats, [](Lowering& l) { return l.bin(ir::ExprOp::div, l.k(1), l.arg(0)); }, nullptr};
     r["Relu"] = {Accepts::signed_numeric,
                  [](Lowering& l) {
                    int32_t x = l.arg(0), zero = l.k(0);
-                   return l.select(l.cmp(ExprOp::less, x, zero), zero, x);
+                   return l.select(l.cmp(ir::ExprOp::less, x, zero), zero, x);
                  },
                  nullptr};
     r["LeakyRelu"] = {Accepts::floats,
                       [](Lowering& l) {
                         int32_t x = l.arg(0);
-                        int32_t scaled = l.bin(ExprOp::mul, l.k(l.attr_float("alpha", 0.01f)), x);
-                        return l.select(l.cmp(ExprOp::less, x, l.k(0)), scaled, x);
+                        int32_t scaled = l.bin(ir::ExprOp::mul, l.k(l.attr_float("alpha", 0.01f)), x);
+                        return l.select(l.cmp(ir::ExprOp::less, x, l.k(0)), scaled, x);
                       },
                       nullptr};
     r["Elu"] = {Accepts::floats,
                 [](Lowering& l) {
                   int32_t x = l.arg(0);
-                  int32_t negative = l.bin(ExprOp::mul, l.k(l.attr_float("alpha", 1.0f)), l.un(ExprOp::expm1, x));
-                  return l.select(l.cmp(ExprOp::less, x, l.k(0)), negative, x);
+                  int32_t negative = l.bin(ir::ExprOp::mul, l.k(l.attr_float("alpha", 1.0f)), l.un(ir::ExprOp::expm1, x));
+                  return l.select(l.cmp(ir::ExprOp::less, x, l.k(0)), negative, x);
                 },
                 nullptr};
     r["Celu"] = {Accepts::floats,
                  [](Lowering& l) {
                    int32_t x = l.arg(0), zero = l.k(0);
                    int32_t a = l.k(l.attr_float("alpha", 1.0f));
-                   int32_t negative = l.bin(ExprOp::mul, a, l.un(ExprOp::expm1, l.bin(ExprOp::div, x, a)));
-                   return l.keep_nan(x, l.bin(ExprOp::add, l.std_max(zero, x), l.std_min(zero, negative)));
+                   int32_t negative = l.bin(ir::ExprOp::mul, a, l.un(ir::ExprOp::expm1, l.bin(ir::ExprOp::div, x, a)));
+                   return l.keep_nan(x, l.bin(ir::ExprOp::add, l.std_max(zero, x), l.std_min(zero, negative)));
                  },
                  [](const ir::Node& n) -> std::string {
                    return n.attributes.get_float("alpha", 1.0f) == 0.0f ? "alpha is 0" : "";
@@ -271,25 +266,25 @@ const std::map<std::string_view, OpRow>& table() {
                    int32_t x = l.arg(0);
                    int32_t alpha = l.k(l.attr_float("alpha", 1.67326319217681884765625f));
                    int32_t gamma = l.k(l.attr_float("gamma", 1.05070102214813232421875f));
-                   int32_t negative = l.bin(ExprOp::mul, gamma,
-                                            l.bin(ExprOp::sub, l.bin(ExprOp::mul, alpha, l.un(ExprOp::exp, x)), alpha));
-                   return l.select(l.cmp(ExprOp::greater, x, l.k(0)), l.bin(ExprOp::mul, gamma, x), negative);
+                   int32_t negative = l.bin(ir::ExprOp::mul, gamma,
+                                            l.bin(ir::ExprOp::sub, l.bin(ir::ExprOp::mul, alpha, l.un(ir::ExprOp::exp, x)), alpha));
+                   return l.select(l.cmp(ir::ExprOp::greater, x, l.k(0)), l.bin(ir::ExprOp::mul, gamma, x), negative);
                  },
                  nullptr};
     r["Softplus"] = {Accepts::floats, [](Lowering& l) { return l.softplus(l.arg(0)); }, nullptr};
     r["Softsign"] = {Accepts::floats,
                      [](Lowering& l) {
                        int32_t x = l.arg(0);
-                       return l.bin(ExprOp::div, x, l.bin(ExprOp::add, l.k(1), l.un(ExprOp::abs, x)));
+                       return l.bin(ir::ExprOp::div, x, l.bin(ir::ExprOp::add, l.k(1), l.un(ir::ExprOp::abs, x)));
                      },
                      nullptr};
     r["Mish"] = {Accepts::floats,
-                 [](Lowering& l) { return l.bin(ExprOp::mul, l.arg(0), l.un(ExprOp::tanh, l.softplus(l.arg(0)))); },
+                 [](Lowering& l) { return l.bin(ir::ExprOp::mul, l.arg(0), l.un(ir::ExprOp::tanh, l.softplus(l.arg(0)))); },
                  nullptr};
     r["HardSigmoid"] = {Accepts::floats,
                         [](Lowering& l) {
                           int32_t x = l.arg(0);
-                          int32_t v = l.bin(ExprOp::add, l.bin(ExprOp::mul, l.k(l.attr_float("alpha", 0.2f)), x),
+                          int32_t v = l.bin(ir::ExprOp::add, l.bin(ir::ExprOp::mul, l.k(l.attr_float("alpha", 0.2f)), x),
                                             l.k(l.attr_float("beta", 0.5f)));
                           return l.keep_nan(x, l.std_max(l.k(0), l.std_min(l.k(1), v)));
                         },
@@ -297,22 +292,22 @@ const std::map<std::string_view, OpRow>& table() {
     r["HardSwish"] = {Accepts::floats,
                       [](Lowering& l) {
                         int32_t x = l.arg(0);
-                        int32_t v = l.bin(ExprOp::add, l.bin(ExprOp::div, x, l.k(6)), l.k(0.5));
-                        return l.bin(ExprOp::mul, x, l.std_max(l.k(0), l.std_min(l.k(1), v)));
+                        int32_t v = l.bin(ir::ExprOp::add, l.bin(ir::ExprOp::div, x, l.k(6)), l.k(0.5));
+                        return l.bin(ir::ExprOp::mul, x, l.std_max(l.k(0), l.std_min(l.k(1), v)));
                       },
                       nullptr};
     r["ThresholdedRelu"] = {Accepts::floats,
                             [](Lowering& l) {
                               int32_t x = l.arg(0);
-                              return l.select(l.cmp(ExprOp::greater, x, l.k(l.attr_float("alpha", 1.0f))), x, l.k(0));
+                              return l.select(l.cmp(ir::ExprOp::greater, x, l.k(l.attr_float("alpha", 1.0f))), x, l.k(0));
                             },
                             nullptr};
     r["Shrink"] = {Accepts::floats,
                    [](Lowering& l) {
                      int32_t x = l.arg(0);
                      float lambd = l.attr_float("lambd", 0.5f), bias = l.attr_float("bias", 0.0f);
-                     int32_t above = l.select(l.cmp(ExprOp::greater, x, l.k(lambd)), l.bin(ExprOp::sub, x, l.k(bias)), l.k(0));
-                     return l.select(l.cmp(ExprOp::less, x, l.k(-lambd)), l.bin(ExprOp::add, x, l.k(bias)), above);
+                     int32_t above = l.select(l.cmp(ir::ExprOp::greater, x, l.k(lambd)), l.bin(ir::ExprOp::sub, x, l.k(bias)), l.k(0));
+                     return l.select(l.cmp(ir::ExprOp::less, x, l.k(-lambd)), l.bin(ir::ExprOp::add, x, l.k(bias)), above);
                    },
                    nullptr};
     r["Gelu"] = {Accepts::floats,
@@ -320,18 +315,18 @@ const std::map<std::string_view, OpRow>& table() {
                    int32_t x = l.arg(0);
                    int32_t inner;
                    if (l.node.attributes.get_string("approximate", "none") == "tanh") {
-                     int32_t cube = l.bin(ExprOp::mul, l.bin(ExprOp::mul, l.bin(ExprOp::mul, l.k(0.044715), x), x), x);
+                     int32_t cube = l.bin(ir::ExprOp::mul, l.bin(ir::ExprOp::mul, l.bin(ir::ExprOp::mul, l.k(0.044715), x), x), x);
                      int32_t scale = l.k(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);
-                     inner = l.un(ExprOp::tanh, l.bin(ExprOp::mul, scale, l.bin(ExprOp::add, x, cube)));
+                     inner = l.un(ir::ExprOp::tanh, l.bin(ir::ExprOp::mul, scale, l.bin(ir::ExprOp::add, x, cube)));
                    } else {
-                     inner = l.un(ExprOp::erf, l.bin(ExprOp::mul, x, l.k(std::numbers::sqrt2 / 2)));
+                     inner = l.un(ir::ExprOp::erf, l.bin(ir::ExprOp::mul, x, l.k(std::numbers::sqrt2 / 2)));
                    }
-                   return l.bin(ExprOp::mul, l.bin(ExprOp::mul, l.k(0.5), x), l.bin(ExprOp::add, l.k(1), inner));
+                   return l.bin(ir::ExprOp::mul, l.bin(ir::ExprOp::mul, l.k(0.5), x), l.bin(ir::ExprOp::add, l.k(1), inner));
                  },
                  check_gelu};
     r["IsNaN"] = {Accepts::floats,
                   [](Lowering& l) {
-                    return l.ir.add_op(ExprOp::logical_not, DType::boolean, l.cmp(ExprOp::equal, l.arg(0), l.arg(0)));
+                    return l.ir.add_op(ir::ExprOp::logical_not, DType::boolean, l.cmp(ir::ExprOp::equal, l.arg(0), l.arg(0)));
                   },
                   nullptr};
     r["IsInf"] = {Accepts::floats,
@@ -340,45 +335,45 @@ const std::map<std::string_view, OpRow>& table() {
                     DType t = l.t(x);
                     int32_t result = -1;
                     auto detect = [&](double infinity) {
-                      int32_t is = l.cmp(ExprOp::equal, x, l.k(infinity, t));
-                      result = result < 0 ? is : l.bin(ExprOp::logical_or, result, is);
+                      int32_t is = l.cmp(ir::ExprOp::equal, x, l.k(infinity, t));
+                      result = result < 0 ? is : l.bin(ir::ExprOp::logical_or, result, is);
                     };
                     if (l.node.attributes.get_int("detect_positive", 1) != 0) detect(std::numeric_limits<double>::infinity());
                     if (l.node.attributes.get_int("detect_negative", 1) != 0) detect(-std::numeric_limits<double>::infinity());
                     // Detecting neither: x < x, false for every x (NaN included)
                     // in x's shape, where a constant false would be a scalar.
-                    return result < 0 ? l.cmp(ExprOp::less, x, x) : result;
+                    return result < 0 ? l.cmp(ir::ExprOp::less, x, x) : result;
                   },
                   nullptr};
-    binary("Add", Accepts::numeric, ExprOp::add);
-    binary("Sub", Accepts::numeric, ExprOp::sub);
-    binary("Mul", Accepts::numeric, ExprOp::mul);
-    binary("Div", Accepts::numeric, ExprOp::div);
+    binary("Add", Accepts::numeric, ir::ExprOp::add);
+    binary("Sub", Accepts::numeric, ir::ExprOp::sub);
+    binary("Mul", Accepts::numeric, ir::ExprOp::mul);
+    binary("Div", Accepts::numeric, ir::ExprOp::div);
     r["Pow"] = {Accepts::numeric, lower_pow, check_pow};
     r["PRelu"] = {Accepts::numeric,
                   [](Lowering& l) {
                     int32_t x = l.arg(0), slope = l.arg(1);
-                    return l.select(l.cmp(ExprOp::less, x, l.k(0)), l.bin(ExprOp::mul, slope, x), x);
+                    return l.select(l.cmp(ir::ExprOp::less, x, l.k(0)), l.bin(ir::ExprOp::mul, slope, x), x);
                   },
                   [](const ir::Node& n) -> std::string {
                     return effective_opset(n) < 7 ? "per-channel PRelu of opset < 7 is not fused" : "";
                   }};
-    r["Max"] = {Accepts::numeric, [](Lowering& l) { return fold(l, ExprOp::max); }, nullptr};
-    r["Min"] = {Accepts::numeric, [](Lowering& l) { return fold(l, ExprOp::min); }, nullptr};
-    r["Sum"] = {Accepts::numeric, [](Lowering& l) { return fold(l, ExprOp::add); }, nullptr};
+    r["Max"] = {Accepts::numeric, [](Lowering& l) { return fold(l, ir::ExprOp::max); }, nullptr};
+    r["Min"] = {Accepts::numeric, [](Lowering& l) { return fold(l, ir::ExprOp::min); }, nullptr};
+    r["Sum"] = {Accepts::numeric, [](Lowering& l) { return fold(l, ir::ExprOp::add); }, nullptr};
     r["Mean"] = {Accepts::floats,
                  [](Lowering& l) {
-                   return l.bin(ExprOp::div, l.rounded(fold(l, ExprOp::add)), l.k(static_cast<double>(l.args.size())));
+                   return l.bin(ir::ExprOp::div, l.rounded(fold(l, ir::ExprOp::add)), l.k(static_cast<double>(l.args.size())));
                  },
                  nullptr};
-    compare("Equal", Accepts::any, ExprOp::equal);
-    compare("Less", Accepts::numeric, ExprOp::less);
-    compare("LessOrEqual", Accepts::numeric, ExprOp::less_equal);
-    compare("Greater", Accepts::numeric, ExprOp::greater);
-    compare("GreaterOrEqual", Accepts::numeric, ExprOp::greater_equal);
-    binary("And", Accepts::boolean, ExprOp::logical_and);
-    binary("Or", Accepts::boolean, ExprOp::logical_or);
-    binary("Xor", Accepts::boolean, ExprOp::logical_xor);
+    compare("Equal", Accepts::any, ir::ExprOp::equal);
+    compare("Less", Accepts::numeric, ir::ExprOp::less);
+    compare("LessOrEqual", Accepts::numeric, ir::ExprOp::less_equal);
+    compare("Greater", Accepts::numeric, ir::ExprOp::greater);
+    compare("GreaterOrEqual", Accepts::numeric, ir::ExprOp::greater_equal);
+    binary("And", Accepts::boolean, ir::ExprOp::logical_and);
+    binary("Or", Accepts::boolean, ir::ExprOp::logical_or);
+    binary("Xor", Accepts::boolean, ir::ExprOp::logical_xor);
     r["Where"] = {Accepts::boolean, [](Lowering& l) { return l.select(l.arg(0), l.arg(1), l.arg(2)); }, nullptr};
     r["Cast"] = {Accepts::any, [](Lowering& l) { return l.cast(l.arg(0), l.out); }, check_cast};
     r["CastLike"] = {Accepts::any, [](Lowering& l) { return l.cast(l.arg(0), l.out); },
@@ -408,7 +403,7 @@ const OpRow* find_row(const ir::Node& node) {
 }
 
 bool rank_fits(const ir::ValueType& type) {
-  return !type.has_rank || type.dims.size() <= static_cast<size_t>(kMaxKernelRank);
+  return !type.has_rank || type.dims.size() <= static_cast<size_t>(ir::kMaxKernelRank);
 }
 
 }  // namespace
@@ -432,8 +427,8 @@ bool check_fusible(const ir::Node& node, std::string* reason) {
   const ir::OpSchema& schema = node.schema();
   if (node.op() == ir::OpId::Constant) {
     const Tensor& value = node.constant_value;
-    if (!is_kernel_dtype(value.dtype())) return refuse([] { return "constant of a dtype kernels do not compute in"; });
-    if (value.rank() > kMaxKernelRank) return refuse([] { return "constant of rank above 8"; });
+    if (!ir::is_kernel_dtype(value.dtype())) return refuse([] { return "constant of a dtype kernels do not compute in"; });
+    if (value.rank() > ir::kMaxKernelRank) return refuse([] { return "constant of rank above 8"; });
     return true;
   }
   const OpRow* row = find_row(node);
@@ -450,7 +445,7 @@ bool check_fusible(const ir::Node& node, std::string* reason) {
     const ir::ValueType& type = input.node->output_types[static_cast<size_t>(input.index)];
     if (!type.is_tensor())
       return refuse([&] { return "input " + std::to_string(i) + " is a sequence or an optional"; });
-    if (!is_kernel_dtype(type.dtype))
+    if (!ir::is_kernel_dtype(type.dtype))
       return refuse([&] {
         return "input " + std::to_string(i) + " has dtype " + std::string(dtype_name(type.dtype)) +
                " (kernels take float32, float64, float16, int32, int64, bool)";
@@ -464,7 +459,7 @@ bool check_fusible(const ir::Node& node, std::string* reason) {
         [&] { return "dtype " + std::string(dtype_name(first)) + " is not supported by this op's expression"; });
   const ir::ValueType& out = node.output_types[0];
   if (!out.is_tensor()) return refuse([] { return "the output is a sequence or an optional"; });
-  if (!is_kernel_dtype(out.dtype))
+  if (!ir::is_kernel_dtype(out.dtype))
     return refuse([&] { return "output dtype " + std::string(dtype_name(out.dtype)) + " is not a kernel dtype"; });
   if (!rank_fits(out)) return refuse([] { return "output rank above 8"; });
   if (row->check) {
@@ -495,10 +490,10 @@ DType compute_dtype(DType storage) { return storage == DType::float16 ? DType::f
 LoweredKernel lower_body(const ir::Graph& body) {
   ir::IndexedGraph indexed(body);
   LoweredKernel result;
-  KernelIR& kernel = result.ir;
+  ir::KernelIR& kernel = result.ir;
   for (const ir::Node* in : body.inputs()) {
     DType t = in->output_types[0].dtype;
-    if (!is_kernel_dtype(t))
+    if (!ir::is_kernel_dtype(t))
       fail(ErrorKind::unsupported, "fused kernel input ", in->describe(), " has dtype ", dtype_name(t),
            " (kernels take float32, float64, float16, int32, int64, bool)");
     kernel.input_dtypes.push_back(t);
@@ -514,7 +509,7 @@ LoweredKernel lower_body(const ir::Graph& body) {
   std::vector<DType> storage_of(indexed.num_nodes(), DType::undefined);
   auto to_compute = [&](int32_t e) {
     DType t = kernel.exprs[static_cast<size_t>(e)].dtype;
-    return t == DType::float16 ? kernel.add_op(ExprOp::cast, DType::float32, e) : e;
+    return t == DType::float16 ? kernel.add_op(ir::ExprOp::cast, DType::float32, e) : e;
   };
   for (uint32_t id = 0; id < indexed.num_nodes(); ++id) {
     const ir::Node& node = indexed.node(id);
@@ -532,8 +527,8 @@ LoweredKernel lower_body(const ir::Graph& body) {
       const Tensor& value = node.constant_value;
       storage_of[id] = value.dtype();
       if (value.numel() == 1) {
-        Expr e;
-        e.op = ExprOp::constant;
+        ir::Expr e;
+        e.op = ir::ExprOp::constant;
         e.dtype = compute_dtype(value.dtype());
         if (dtype_is_float(value.dtype()))
           e.float_value = value.value_as_double(0);
@@ -571,7 +566,7 @@ LoweredKernel lower_body(const ir::Graph& body) {
     if (storage_of[out.node_id] == DType::float16) {
       // The float16 value that the rounding above (or the load) produced.
       const int32_t rounded = float16_source(kernel, e);
-      e = rounded >= 0 ? rounded : kernel.add_op(ExprOp::cast, DType::float16, e);
+      e = rounded >= 0 ? rounded : kernel.add_op(ir::ExprOp::cast, DType::float16, e);
     }
     kernel.outputs.push_back(e);
   }

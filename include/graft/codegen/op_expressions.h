@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "graft/codegen/kernel_ir.h"
+#include "graft/ir/kernel_ir.h"
 #include "graft/core/tensor.h"
 
 namespace graft::ir {
@@ -18,11 +18,6 @@ class Node;
 }  // namespace graft::ir
 
 namespace graft::codegen {
-
-/// True for the dtypes fused kernels take: float32, float64, int32, int64,
-/// bool, and float16 (loaded and stored as such, computed in float32 and
-/// rounded to float16 after every op, as the reference kernels do).
-bool is_kernel_dtype(DType dtype);
 
 /// True when `node` (with inferred input and output dtypes) can be part of a
 /// fused pointwise kernel: its op is in the table, every input and output
@@ -40,7 +35,7 @@ std::vector<std::string_view> fusible_op_types();
 struct LoweredKernel {
   /// Canonical IR. Its first inputs are the body's inputs, in order; the rest
   /// are `captured` tensors.
-  KernelIR ir;
+  ir::KernelIR ir;
   /// Non-scalar Constant nodes of the body, passed as extra kernel inputs.
   std::vector<Tensor> captured;
 };
