@@ -281,7 +281,7 @@ int main(int argc, char** argv) {
   std::printf("%-52s %10s %10s %12s %12s\n", "kernel", "cold wall", "cold cpu", "disk wall", "disk cpu");
   std::vector<double> all_cold_wall, all_cold_cpu, all_disk_wall, all_disk_cpu;
   for (const Kernel& kernel : kernels) {
-    std::vector<codegen::KernelIR> irs;
+    std::vector<ir::KernelIR> irs;
     for (int i = 0; i < distinct; ++i) irs.push_back(codegen::lower_body(*kernel.make(0.01 * (i + 1), 4096)).ir);
     auto measure = [&](std::vector<double>& wall, std::vector<double>& cpu) {
       for (const auto& ir : irs) {

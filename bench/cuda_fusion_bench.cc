@@ -38,7 +38,7 @@ using Clock = std::chrono::steady_clock;
 /// Ops `first` .. `first + count - 1` of the chain Mul, Add, Max, Min (with
 /// scalar constants, in turn) on one float32 input of n elements; `salt`
 /// shifts the constants, so that each salt gives a distinct kernel.
-KernelIR chain_kernel(int first, int count, int64_t n, int salt = 0) {
+ir::KernelIR chain_kernel(int first, int count, int64_t n, int salt = 0) {
   ir::Graph g;
   g.opset_imports[""] = 17;
   ir::Value v = g.add_input("x", ir::ValueType::of(DType::float32, {n}))->output(0);
@@ -56,7 +56,7 @@ KernelIR chain_kernel(int first, int count, int64_t n, int salt = 0) {
 
 /// y = x * s + b, with s and b broadcast to x's shape: the bias and scale
 /// kernels of normalization layers.
-KernelIR scale_bias_kernel(const Shape& x_shape, const Shape& vector_shape) {
+ir::KernelIR scale_bias_kernel(const Shape& x_shape, const Shape& vector_shape) {
   ir::Graph g;
   g.opset_imports[""] = 17;
   ir::Value x = g.add_input("x", ir::ValueType::of(DType::float32, x_shape))->output(0);
@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
   CompileCache& cache = CompileCache::global();
   std::vector<double> cold_ms, disk_ms;
   for (int i = 0; i < 9; ++i) {
-    KernelIR ir = chain_kernel(0, 16, n, 1000 + i);
+    ir::KernelIR ir = chain_kernel(0, 16, n, 1000 + i);
     auto start = Clock::now();
     cache.cuda_ptx(ir, architecture);
     cold_ms.push_back(std::chrono::duration<double, std::milli>(Clock::now() - start).count());
@@ -177,7 +177,7 @@ int main(int argc, char** argv) {
   const int64_t rows = std::max<int64_t>(1, n / 1024), images = std::max<int64_t>(1, n / 65536);
   for (const Case& c : {Case{{rows, 1024}, {1024}}, Case{{images, 64, 32, 32}, {64, 1, 1}},
                         Case{{images, 64, 31, 33}, {1, 64, 1, 33}}}) {
-    KernelIR ir = scale_bias_kernel(c.x, c.vector);
+    ir::KernelIR ir = scale_bias_kernel(c.x, c.vector);
     CudaKernel kernel(ir);
     int64_t x_elements = 1, v_elements = 1;
     for (int64_t e : c.x) x_elements *= e;
@@ -206,7 +206,7 @@ int main(int argc, char** argv) {
   // A 16-op chain checked against the CPU interpreter on a prefix, so that the
   // figures are of kernels that compute the right thing.
   const int64_t m = std::min<int64_t>(n, 1 << 16);
-  KernelIR ir = chain_kernel(0, 16, m);
+  ir::KernelIR ir = chain_kernel(0, 16, m);
   Tensor input(DType::float32, {m});
   std::copy(host.begin(), host.begin() + m, input.data<float>());
   std::vector<Tensor> got = CudaKernel(ir).run(std::vector<Tensor>{input});

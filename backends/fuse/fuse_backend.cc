@@ -80,7 +80,7 @@ class FuseModule final : public CompiledModule {
   void save(std::ostream& out) const override {
     out.write(kModuleMagic, 4);
     write_u32(out, kModuleVersion);
-    codegen::write_kernel_ir(out, kernel_.ir);
+    ir::write_kernel_ir(out, kernel_.ir);
     write_u32(out, static_cast<uint32_t>(kernel_.captured.size()));
     for (const Tensor& t : kernel_.captured) {
       write_u32(out, static_cast<uint32_t>(t.dtype()));
@@ -95,7 +95,7 @@ class FuseModule final : public CompiledModule {
 
   /// A kernel computing only some of the outputs, and its runner.
   struct PartialKernel {
-    codegen::KernelIR ir;
+    ir::KernelIR ir;
     std::shared_ptr<const codegen::KernelRunner> runner;
   };
 
@@ -105,7 +105,7 @@ class FuseModule final : public CompiledModule {
     std::lock_guard<std::mutex> lock(partial_mutex_);
     auto it = partial_.find(outputs);
     if (it == partial_.end()) {
-      codegen::KernelIR ir = codegen::kernel_for_outputs(kernel_.ir, outputs);
+      ir::KernelIR ir = codegen::kernel_for_outputs(kernel_.ir, outputs);
       auto runner = codegen::CompileCache::global().cpu_runner_in_background(ir);
       it = partial_.emplace(outputs, PartialKernel{std::move(ir), std::move(runner)}).first;
     }
@@ -158,16 +158,16 @@ std::unique_ptr<CompiledModule> load_fuse_module(std::istream& in, const ir::Gra
   if (version != kModuleVersion)
     fail(ErrorKind::invalid_model, "fuse module: version ", version, " is not supported (expected ", kModuleVersion, ")");
   codegen::LoweredKernel kernel;
-  kernel.ir = codegen::read_kernel_ir(in);
+  kernel.ir = ir::read_kernel_ir(in);
   uint32_t captured = read_u32(in);
   if (captured > kernel.ir.input_dtypes.size())
     fail(ErrorKind::invalid_model, "fuse module: ", captured, " captured tensors for ", kernel.ir.input_dtypes.size(),
          " kernel inputs");
   for (uint32_t i = 0; i < captured; ++i) {
     DType dtype = static_cast<DType>(read_u32(in));
-    if (!codegen::is_kernel_dtype(dtype)) fail(ErrorKind::invalid_model, "fuse module: bad captured dtype");
+    if (!ir::is_kernel_dtype(dtype)) fail(ErrorKind::invalid_model, "fuse module: bad captured dtype");
     uint32_t rank = read_u32(in);
-    if (rank > static_cast<uint32_t>(codegen::kMaxKernelRank)) fail(ErrorKind::invalid_model, "fuse module: bad captured rank");
+    if (rank > static_cast<uint32_t>(ir::kMaxKernelRank)) fail(ErrorKind::invalid_model, "fuse module: bad captured rank");
     Shape shape(rank);
     for (int64_t& d : shape)
       if (!in.read(reinterpret_cast<char*>(&d), sizeof d) || d < 0 || d > (int64_t(1) << 40))

@@ -40,7 +40,7 @@ struct CompileJob {
   std::mutex mutex;
   std::condition_variable finished;
   State state = State::queued;
-  KernelIR ir;
+  ir::KernelIR ir;
   std::atomic<const KernelRunner*> ready{nullptr};  // published once `compiled` is set
   std::shared_ptr<const KernelRunner> compiled;
 };
@@ -173,7 +173,7 @@ class BackgroundCompiler {
 /// Interprets until its job has a kernel, then runs that.
 class BackgroundCompiledRunner final : public KernelRunner {
  public:
-  BackgroundCompiledRunner(const KernelIR& ir, std::shared_ptr<CompileJob> job)
+  BackgroundCompiledRunner(const ir::KernelIR& ir, std::shared_ptr<CompileJob> job)
       : interpreter_(ir), job_(std::move(job)) {}
 
   ~BackgroundCompiledRunner() override {
@@ -206,7 +206,7 @@ class BackgroundCompiledRunner final : public KernelRunner {
 
 }  // namespace
 
-std::shared_ptr<const KernelRunner> CompileCache::cpu_runner_in_background(const KernelIR& ir) {
+std::shared_ptr<const KernelRunner> CompileCache::cpu_runner_in_background(const ir::KernelIR& ir) {
   // Checked now, so that a bad value is an error of this call. The testing
   // knob GRAFT_JIT_LANES is checked where the JIT sets up its target: with it
   // set, kernels compile here, in the foreground.

@@ -52,7 +52,7 @@ std::string store_element(DType t, const std::string& pointer, const std::string
   return pointer + "[" + index + "] = (" + storage_c_type(t, dialect) + ")" + value;
 }
 
-std::string constant_literal(const Expr& e, const CDialect& dialect) {
+std::string constant_literal(const ir::Expr& e, const CDialect& dialect) {
   char hex[24];
   if (dtype_is_float(e.dtype)) {
     uint64_t bits;
@@ -67,7 +67,7 @@ std::string constant_literal(const Expr& e, const CDialect& dialect) {
          std::string(dialect.u64_literal) + ")";
 }
 
-std::string render_expression(const KernelIR& ir, const Expr& e, const CDialect& dialect) {
+std::string render_expression(const ir::KernelIR& ir, const ir::Expr& e, const CDialect& dialect) {
   auto a = [&](int k) { return "v" + std::to_string(e.args[k]); };
   auto arg_dtype = [&](int k) { return ir.exprs[static_cast<size_t>(e.args[k])].dtype; };
   DType t = e.dtype;
@@ -85,92 +85,92 @@ std::string render_expression(const KernelIR& ir, const Expr& e, const CDialect&
     return std::string(name) + (t == DType::int32 ? "_i32" : "_i64");
   };
   switch (e.op) {
-    case ExprOp::input:
-    case ExprOp::constant:
+    case ir::ExprOp::input:
+    case ir::ExprOp::constant:
       return {};
-    case ExprOp::neg:
+    case ir::ExprOp::neg:
       return is_float ? "-" + a(0) : "(" + T + ")(" + zero + " - " + u64 + a(0) + ")";
-    case ExprOp::abs:
+    case ir::ExprOp::abs:
       return is_float ? math("fabs", t) + "(" + a(0) + ")"
                       : "(" + a(0) + " < 0 ? (" + T + ")(" + zero + " - " + u64 + a(0) + ") : " + a(0) + ")";
-    case ExprOp::exp:
+    case ir::ExprOp::exp:
       return math("exp", t) + "(" + a(0) + ")";
-    case ExprOp::expm1:
+    case ir::ExprOp::expm1:
       return math("expm1", t) + "(" + a(0) + ")";
-    case ExprOp::log:
+    case ir::ExprOp::log:
       return math("log", t) + "(" + a(0) + ")";
-    case ExprOp::log1p:
+    case ir::ExprOp::log1p:
       return math("log1p", t) + "(" + a(0) + ")";
-    case ExprOp::sqrt:
+    case ir::ExprOp::sqrt:
       return math("sqrt", t) + "(" + a(0) + ")";
-    case ExprOp::tanh:
+    case ir::ExprOp::tanh:
       return math("tanh", t) + "(" + a(0) + ")";
-    case ExprOp::erf:
+    case ir::ExprOp::erf:
       return math("erf", t) + "(" + a(0) + ")";
-    case ExprOp::sin:
+    case ir::ExprOp::sin:
       return math("sin", t) + "(" + a(0) + ")";
-    case ExprOp::cos:
+    case ir::ExprOp::cos:
       return math("cos", t) + "(" + a(0) + ")";
-    case ExprOp::floor:
+    case ir::ExprOp::floor:
       return math("floor", t) + "(" + a(0) + ")";
-    case ExprOp::ceil:
+    case ir::ExprOp::ceil:
       return math("ceil", t) + "(" + a(0) + ")";
-    case ExprOp::round:
+    case ir::ExprOp::round:
       return math("rint", t) + "(" + a(0) + ")";
-    case ExprOp::sigmoid: {
+    case ir::ExprOp::sigmoid: {
       std::string x = a(0), ex = math("exp", t);
       return "(" + x + " >= (" + T + ")0 ? (" + T + ")1 / ((" + T + ")1 + " + ex + "(-" + x + ")) : " + ex + "(" + x +
              ") / ((" + T + ")1 + " + ex + "(" + x + ")))";
     }
-    case ExprOp::sign:
+    case ir::ExprOp::sign:
       if (is_float)
         return "(" + a(0) + " != " + a(0) + " ? " + a(0) + " : (" + a(0) + " > 0 ? (" + T + ")1 : (" + a(0) +
                " < 0 ? (" + T + ")-1 : (" + T + ")0)))";
       return "(" + T + ")((" + a(0) + " > 0) - (" + a(0) + " < 0))";
-    case ExprOp::logical_not:
+    case ir::ExprOp::logical_not:
       return "!" + a(0);
-    case ExprOp::cast: {
+    case ir::ExprOp::cast: {
       DType from = arg_dtype(0);
       if (t == DType::float16) return "graft_round_half(" + a(0) + ")";  // from float32
       if (t == DType::boolean) return "(" + a(0) + " != 0)";
       if (dtype_is_float(from) && !is_float) return "(" + T + ")graft_f2i((double)" + a(0) + ")";
       return "(" + T + ")" + a(0);
     }
-    case ExprOp::add:
+    case ir::ExprOp::add:
       return is_float ? a(0) + " + " + a(1) : wrap("+");
-    case ExprOp::sub:
+    case ir::ExprOp::sub:
       return is_float ? a(0) + " - " + a(1) : wrap("-");
-    case ExprOp::mul:
+    case ir::ExprOp::mul:
       return is_float ? a(0) + " * " + a(1) : wrap("*");
-    case ExprOp::div:
+    case ir::ExprOp::div:
       return is_float ? a(0) + " / " + a(1) : helper("graft_idiv") + "(" + a(0) + ", " + a(1) + ")";
-    case ExprOp::pow:
+    case ir::ExprOp::pow:
       return is_float ? math("pow", t) + "(" + a(0) + ", " + a(1) + ")"
                       : helper("graft_ipow") + "(" + a(0) + ", " + a(1) + ")";
-    case ExprOp::max:
-    case ExprOp::min: {
-      const char* cmp = e.op == ExprOp::max ? " > " : " < ";
+    case ir::ExprOp::max:
+    case ir::ExprOp::min: {
+      const char* cmp = e.op == ir::ExprOp::max ? " > " : " < ";
       if (is_float)
         return "((" + a(0) + " != " + a(0) + " || " + a(0) + cmp + a(1) + ") ? " + a(0) + " : " + a(1) + ")";
       return "(" + a(0) + cmp + a(1) + " ? " + a(0) + " : " + a(1) + ")";
     }
-    case ExprOp::equal:
+    case ir::ExprOp::equal:
       return "(" + a(0) + " == " + a(1) + ")";
-    case ExprOp::less:
+    case ir::ExprOp::less:
       return "(" + a(0) + " < " + a(1) + ")";
-    case ExprOp::less_equal:
+    case ir::ExprOp::less_equal:
       return "(" + a(0) + " <= " + a(1) + ")";
-    case ExprOp::greater:
+    case ir::ExprOp::greater:
       return "(" + a(0) + " > " + a(1) + ")";
-    case ExprOp::greater_equal:
+    case ir::ExprOp::greater_equal:
       return "(" + a(0) + " >= " + a(1) + ")";
-    case ExprOp::logical_and:
+    case ir::ExprOp::logical_and:
       return "(" + a(0) + " && " + a(1) + ")";
-    case ExprOp::logical_or:
+    case ir::ExprOp::logical_or:
       return "(" + a(0) + " || " + a(1) + ")";
-    case ExprOp::logical_xor:
+    case ir::ExprOp::logical_xor:
       return "(" + a(0) + " != " + a(1) + ")";
-    case ExprOp::select: {
+    case ir::ExprOp::select: {
       std::string plain = "(" + a(0) + " ? " + a(1) + " : " + a(2) + ")";
       // CUDA: a select on an ordered comparison of floats is a min or max, and
       // ptxas folds a clamp to [0, 1] built of two (HardSigmoid, Clip) into a
@@ -180,16 +180,16 @@ std::string render_expression(const KernelIR& ir, const Expr& e, const CDialect&
       // gives on NaN; its NaN test is inline PTX, which NVVM cannot fold
       // away (it did fold a plain `x != x`, the guard being redundant by the
       // select's own semantics).
-      const Expr& cond = ir.exprs[static_cast<size_t>(e.args[0])];
-      bool ordered = cond.op == ExprOp::less || cond.op == ExprOp::less_equal || cond.op == ExprOp::greater ||
-                     cond.op == ExprOp::greater_equal || cond.op == ExprOp::equal;
+      const ir::Expr& cond = ir.exprs[static_cast<size_t>(e.args[0])];
+      bool ordered = cond.op == ir::ExprOp::less || cond.op == ir::ExprOp::less_equal || cond.op == ir::ExprOp::greater ||
+                     cond.op == ir::ExprOp::greater_equal || cond.op == ir::ExprOp::equal;
       if (!dialect.guard_selects || !is_float || !ordered ||
           !dtype_is_float(ir.exprs[static_cast<size_t>(cond.args[0])].dtype))
         return plain;
       std::string tests;
       for (int k = 0; k < 2; ++k) {
-        const Expr& operand = ir.exprs[static_cast<size_t>(cond.args[k])];
-        if (operand.op == ExprOp::constant && !std::isnan(operand.float_value)) continue;
+        const ir::Expr& operand = ir.exprs[static_cast<size_t>(cond.args[k])];
+        if (operand.op == ir::ExprOp::constant && !std::isnan(operand.float_value)) continue;
         tests += (tests.empty() ? "graft_isnan(v" : " || graft_isnan(v") + std::to_string(cond.args[k]) + ")";
       }
       if (tests.empty()) return plain;
@@ -199,14 +199,14 @@ std::string render_expression(const KernelIR& ir, const Expr& e, const CDialect&
   fail(ErrorKind::internal, dialect.name, " emitter: op ", to_string(e.op));
 }
 
-void emit_values(std::ostream& out, const KernelIR& ir, const CDialect& dialect, const std::string& indent,
-                 const std::function<std::string(const Expr&)>& load) {
+void emit_values(std::ostream& out, const ir::KernelIR& ir, const CDialect& dialect, const std::string& indent,
+                 const std::function<std::string(const ir::Expr&)>& load) {
   for (size_t i = 0; i < ir.exprs.size(); ++i) {
-    const Expr& e = ir.exprs[i];
+    const ir::Expr& e = ir.exprs[i];
     out << indent << "const " << c_type(e.dtype, dialect) << " v" << i << " = ";
-    if (e.op == ExprOp::input) {
+    if (e.op == ir::ExprOp::input) {
       out << load(e);
-    } else if (e.op == ExprOp::constant) {
+    } else if (e.op == ir::ExprOp::constant) {
       out << constant_literal(e, dialect);
     } else {
       out << render_expression(ir, e, dialect);

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-#include "graft/codegen/kernel_ir.h"
+#include "graft/ir/kernel_ir.h"
 
 namespace graft::codegen {
 
@@ -48,16 +48,16 @@ std::string load_element(DType t, const std::string& pointer, const std::string&
 std::string store_element(DType t, const std::string& pointer, const std::string& index, const std::string& value,
                           const CDialect& dialect);
 /// The literal of a constant node, exact to the bit.
-std::string constant_literal(const Expr& e, const CDialect& dialect);
+std::string constant_literal(const ir::Expr& e, const CDialect& dialect);
 /// The C expression of node `e` of `ir` (not an input or constant), its
 /// operands named v<index>. Semantics are the reference kernels': integer
 /// arithmetic wraps, x / 0 = 0, exact integer powers, float-to-integer casts
 /// through graft_f2i; the prelude of each emitter defines the helpers.
-std::string render_expression(const KernelIR& ir, const Expr& e, const CDialect& dialect);
+std::string render_expression(const ir::KernelIR& ir, const ir::Expr& e, const CDialect& dialect);
 /// Writes one line per node of `ir`, `<indent>const T v<i> = ...;`: inputs as
 /// `load` renders them (from the node), constants and the other nodes as
 /// above. Both emitters' per-element code is this, then their stores.
-void emit_values(std::ostream& out, const KernelIR& ir, const CDialect& dialect, const std::string& indent,
-                 const std::function<std::string(const Expr&)>& load);
+void emit_values(std::ostream& out, const ir::KernelIR& ir, const CDialect& dialect, const std::string& indent,
+                 const std::function<std::string(const ir::Expr&)>& load);
 
 }  // namespace graft::codegen

@@ -48,7 +48,7 @@ void append(std::string& out, T v) {
 std::string encode_entry(const std::string& key, const std::string& object) {
   std::string bytes(kEntryMagic, 8);
   append<uint64_t>(bytes, object.size());
-  append<uint64_t>(bytes, fnv1a(object));
+  append<uint64_t>(bytes, ir::fnv1a(object));
   append<uint32_t>(bytes, static_cast<uint32_t>(key.size()));
   bytes += key;
   bytes += object;
@@ -67,7 +67,7 @@ std::optional<std::string> decode_entry(const std::string& bytes, const std::str
   if (key_size != key.size() || bytes.size() != header + key_size + size) return std::nullopt;
   if (bytes.compare(header, key_size, key) != 0) return std::nullopt;
   std::string object = bytes.substr(header + key_size);
-  if (fnv1a(object) != checksum) return std::nullopt;
+  if (ir::fnv1a(object) != checksum) return std::nullopt;
   return object;
 }
 
@@ -154,10 +154,10 @@ CompileCache& CompileCache::global() {
   return *cache;
 }
 
-std::string CompileCache::cpu_key(const KernelIR& ir) const {
+std::string CompileCache::cpu_key(const ir::KernelIR& ir) const {
   if (!llvm_jit_available()) return {};
   std::string material = serialize(ir) + "|cpu|" + llvm_target_id();
-  return hex(fnv1a(material)) + hex(fnv1a(material, 0x84222325cbf29ce4ull));
+  return hex(ir::fnv1a(material)) + hex(ir::fnv1a(material, 0x84222325cbf29ce4ull));
 }
 
 void CompileCache::warn_once(const std::string& message) {
@@ -165,7 +165,7 @@ void CompileCache::warn_once(const std::string& message) {
   std::cerr << "graft: warning: " << message << "; fused kernels run in the interpreter (results stay correct)\n";
 }
 
-std::shared_ptr<const KernelRunner> CompileCache::cpu_runner(const KernelIR& ir) {
+std::shared_ptr<const KernelRunner> CompileCache::cpu_runner(const ir::KernelIR& ir) {
   if (!jit_enabled_by_environment()) {
     counters_.interpreted++;
     return std::make_shared<Interpreter>(ir);
@@ -196,7 +196,7 @@ std::shared_ptr<const KernelRunner> CompileCache::cpu_runner(const KernelIR& ir)
   return runner;
 }
 
-std::shared_ptr<const KernelRunner> CompileCache::compile_or_load(const KernelIR& ir, const std::string& key) {
+std::shared_ptr<const KernelRunner> CompileCache::compile_or_load(const ir::KernelIR& ir, const std::string& key) {
   std::string prefix = "graft_k" + key.substr(0, 16);
   std::optional<std::string> dir = cache_directory_from_environment();
   std::filesystem::path path;
@@ -229,18 +229,18 @@ std::shared_ptr<const KernelRunner> CompileCache::compile_or_load(const KernelIR
 namespace {
 
 /// The CUDA cache key of `ir`, given its generated source.
-std::string cuda_key_of(const KernelIR& ir, const std::string& architecture, const std::string& source) {
+std::string cuda_key_of(const ir::KernelIR& ir, const std::string& architecture, const std::string& source) {
   std::string material = serialize(ir) + "|cuda|" + architecture + "|nvrtc " + nvrtc_version() + "|" + source;
-  return hex(fnv1a(material)) + hex(fnv1a(material, 0x84222325cbf29ce4ull));
+  return hex(ir::fnv1a(material)) + hex(ir::fnv1a(material, 0x84222325cbf29ce4ull));
 }
 
 }  // namespace
 
-std::string CompileCache::cuda_key(const KernelIR& ir, const std::string& architecture) const {
+std::string CompileCache::cuda_key(const ir::KernelIR& ir, const std::string& architecture) const {
   return cuda_key_of(ir, architecture, emit_cuda_source(ir, "graft_kernel"));
 }
 
-std::shared_ptr<const std::string> CompileCache::cuda_ptx(const KernelIR& ir, const std::string& architecture) {
+std::shared_ptr<const std::string> CompileCache::cuda_ptx(const ir::KernelIR& ir, const std::string& architecture) {
   std::optional<std::string> dir = cache_directory_from_environment();  // invalid values throw here
   const std::string source = emit_cuda_source(ir, "graft_kernel");  // part of the key, and what a miss compiles
   std::string key = cuda_key_of(ir, architecture, source);

@@ -91,28 +91,28 @@ using IndexMode = DeviceIndexMode;
 struct ArgumentLayout {
   size_t operands;
   size_t extents_offset() const { return 16; }
-  size_t magic_offset() const { return extents_offset() + 8 * kMaxKernelRank; }
-  size_t shift_offset() const { return magic_offset() + 4 * kMaxKernelRank; }
-  size_t strides_offset() const { return shift_offset() + 4 * kMaxKernelRank; }
-  size_t pointers_offset() const { return strides_offset() + operands * 8 * kMaxKernelRank; }
+  size_t magic_offset() const { return extents_offset() + 8 * ir::kMaxKernelRank; }
+  size_t shift_offset() const { return magic_offset() + 4 * ir::kMaxKernelRank; }
+  size_t strides_offset() const { return shift_offset() + 4 * ir::kMaxKernelRank; }
+  size_t pointers_offset() const { return strides_offset() + operands * 8 * ir::kMaxKernelRank; }
   size_t size() const { return pointers_offset() + operands * 8; }
 };
 
 }  // namespace
 
-std::string emit_cuda_source(const KernelIR& ir, const std::string& kernel_name) {
+std::string emit_cuda_source(const ir::KernelIR& ir, const std::string& kernel_name) {
   ir.validate();
   size_t n_inputs = ir.input_dtypes.size();
   size_t n_ops = n_inputs + ir.outputs.size();
   std::ostringstream s;
   s << kPrelude;
   // Extents, their dividers and the strides are innermost first.
-  s << "struct GraftArgs {\n  long long n;\n  int rank;\n  int mode;\n  long long extents[" << kMaxKernelRank
-    << "];\n  unsigned magic[" << kMaxKernelRank << "];\n  unsigned shift[" << kMaxKernelRank
-    << "];\n  long long strides[" << n_ops << "][" << kMaxKernelRank << "];\n  void* ptrs[" << n_ops << "];\n};\n";
+  s << "struct GraftArgs {\n  long long n;\n  int rank;\n  int mode;\n  long long extents[" << ir::kMaxKernelRank
+    << "];\n  unsigned magic[" << ir::kMaxKernelRank << "];\n  unsigned shift[" << ir::kMaxKernelRank
+    << "];\n  long long strides[" << n_ops << "][" << ir::kMaxKernelRank << "];\n  void* ptrs[" << n_ops << "];\n};\n";
   // The values and stores of one element; `load` renders an input's value,
   // `at` the element offset of operand k.
-  auto body = [&](const std::string& indent, const std::function<std::string(const Expr&)>& load,
+  auto body = [&](const std::string& indent, const std::function<std::string(const ir::Expr&)>& load,
                   const std::function<std::string(size_t)>& at) {
     emit_values(s, ir, kCudaDialect, indent, load);
     for (size_t o = 0; o < ir.outputs.size(); ++o) {
@@ -124,7 +124,7 @@ std::string emit_cuda_source(const KernelIR& ir, const std::string& kernel_name)
         << ";\n";
     }
   };
-  auto load_at = [&](const Expr& e, const std::string& index) {
+  auto load_at = [&](const ir::Expr& e, const std::string& index) {
     return load_element(e.dtype,
                         "((const " + storage_c_type(e.dtype, kCudaDialect) + "*)a.ptrs[" + std::to_string(e.index) + "])",
                         index, kCudaDialect);
@@ -139,15 +139,15 @@ std::string emit_cuda_source(const KernelIR& ir, const std::string& kernel_name)
   s << "  if (a.mode == " << static_cast<int>(IndexMode::dense) << ") {\n";
   s << "    for (long long base = first; base < a.n; base += " << kElementsPerThread << " * step) {\n";
   for (size_t i = 0; i < ir.exprs.size(); ++i) {
-    const Expr& e = ir.exprs[i];
-    if (e.op != ExprOp::input) continue;
+    const ir::Expr& e = ir.exprs[i];
+    if (e.op != ir::ExprOp::input) continue;
     s << "      " << c_type(e.dtype, kCudaDialect) << " in" << i << "[" << kElementsPerThread << "];\n";
   }
   s << "#pragma unroll\n      for (int u = 0; u < " << kElementsPerThread << "; ++u) {\n";
   s << "        const long long i = base + u * step;\n";
   for (size_t i = 0; i < ir.exprs.size(); ++i) {
-    const Expr& e = ir.exprs[i];
-    if (e.op != ExprOp::input) continue;
+    const ir::Expr& e = ir.exprs[i];
+    if (e.op != ir::ExprOp::input) continue;
     s << "        in" << i << "[u] = i < a.n ? " << load_at(e, "i") << " : (" << c_type(e.dtype, kCudaDialect)
       << ")0;\n";
   }
@@ -155,7 +155,7 @@ std::string emit_cuda_source(const KernelIR& ir, const std::string& kernel_name)
   s << "#pragma unroll\n      for (int u = 0; u < " << kElementsPerThread << "; ++u) {\n";
   s << "        const long long i = base + u * step;\n        if (i >= a.n) break;\n";
   body(
-      "        ", [&](const Expr& e) { return "in" + std::to_string(&e - ir.exprs.data()) + "[u]"; },
+      "        ", [&](const ir::Expr& e) { return "in" + std::to_string(&e - ir.exprs.data()) + "[u]"; },
       [](size_t) { return std::string("i"); });
   s << "      }\n    }\n";
   // Broadcasting: one element a step. The flat index becomes coordinates,
@@ -173,7 +173,7 @@ std::string emit_cuda_source(const KernelIR& ir, const std::string& kernel_name)
     s << "      " << T << " off[" << n_ops << "];\n";
     s << "#pragma unroll\n      for (int k = 0; k < " << n_ops << "; ++k) off[k] = 0;\n";
     s << "      " << T << " rest = i;\n";
-    s << "#pragma unroll" << unroll << "\n      for (int d = 0; d < " << kMaxKernelRank << "; ++d) {\n";
+    s << "#pragma unroll" << unroll << "\n      for (int d = 0; d < " << ir::kMaxKernelRank << "; ++d) {\n";
     s << "        if (d >= a.rank) break;\n";
     s << "        " << T << " c = rest;\n";
     s << "        if (d < a.rank - 1) {\n";
@@ -182,7 +182,7 @@ std::string emit_cuda_source(const KernelIR& ir, const std::string& kernel_name)
     s << "#pragma unroll\n        for (int k = 0; k < " << n_ops << "; ++k) off[k] += c * (" << T
       << ")a.strides[k][d];\n      }\n";
     body(
-        "      ", [&](const Expr& e) { return load_at(e, "off[" + std::to_string(e.index) + "]"); },
+        "      ", [&](const ir::Expr& e) { return load_at(e, "off[" + std::to_string(e.index) + "]"); },
         [](size_t k) { return "off[" + std::to_string(k) + "]"; });
     s << "    }\n";
   };
@@ -405,7 +405,7 @@ std::string cuda_device_architecture() {
   return "compute_" + std::to_string(d.major) + std::to_string(d.minor);
 }
 
-CudaKernel::CudaKernel(const KernelIR& ir) : ir_(ir) {
+CudaKernel::CudaKernel(const ir::KernelIR& ir) : ir_(ir) {
   const Driver& d = usable_driver();
   std::shared_ptr<const std::string> ptx = CompileCache::global().cuda_ptx(ir_, cuda_device_architecture());
   check(d.set_current(d.context), "cuCtxSetCurrent");
@@ -499,7 +499,7 @@ void CudaKernel::launch(std::span<const CudaOperand> inputs, std::span<const Cud
     const CudaOperand& operand = k < inputs.size() ? inputs[k] : outputs[k - inputs.size()];
     if (k < inputs.size() && !geometry.read[k]) continue;
     for (size_t j = 0; j < rank; ++j)
-      put(layout.strides_offset() + (k * kMaxKernelRank + j) * 8, geometry.strides[k][rank - 1 - j]);
+      put(layout.strides_offset() + (k * ir::kMaxKernelRank + j) * 8, geometry.strides[k][rank - 1 - j]);
     put(layout.pointers_offset() + 8 * k, operand.address);
   }
   void* params[] = {block.data()};

@@ -56,26 +56,26 @@ To convert_storage(From v) {
   }
 }
 
-template <typename T, ExprOp Op>
+template <typename T, ir::ExprOp Op>
 void unary_loop(const T* a, T* out, int64_t n) {
   for (int64_t j = 0; j < n; ++j) out[j] = scalar::unary<T>(Op, a[j]);
 }
 
-template <typename T, ExprOp Op>
+template <typename T, ir::ExprOp Op>
 void binary_loop(const T* a, const T* b, T* out, int64_t n) {
   for (int64_t j = 0; j < n; ++j) out[j] = scalar::binary<T>(Op, a[j], b[j]);
 }
 
-template <typename T, ExprOp Op>
+template <typename T, ir::ExprOp Op>
 void compare_loop(const T* a, const T* b, bool* out, int64_t n) {
   for (int64_t j = 0; j < n; ++j) out[j] = scalar::compare<T>(Op, a[j], b[j]);
 }
 
 template <typename T>
-void unary(ExprOp op, const T* a, T* out, int64_t n) {
+void unary(ir::ExprOp op, const T* a, T* out, int64_t n) {
   switch (op) {
 #define GRAFT_UNARY_CASE(name) \
-  case ExprOp::name: return unary_loop<T, ExprOp::name>(a, out, n);
+  case ir::ExprOp::name: return unary_loop<T, ir::ExprOp::name>(a, out, n);
     GRAFT_UNARY_CASE(neg)
     GRAFT_UNARY_CASE(abs)
     GRAFT_UNARY_CASE(exp)
@@ -99,10 +99,10 @@ void unary(ExprOp op, const T* a, T* out, int64_t n) {
 }
 
 template <typename T>
-void binary(ExprOp op, const T* a, const T* b, T* out, int64_t n) {
+void binary(ir::ExprOp op, const T* a, const T* b, T* out, int64_t n) {
   switch (op) {
 #define GRAFT_BINARY_CASE(name) \
-  case ExprOp::name: return binary_loop<T, ExprOp::name>(a, b, out, n);
+  case ir::ExprOp::name: return binary_loop<T, ir::ExprOp::name>(a, b, out, n);
     GRAFT_BINARY_CASE(add)
     GRAFT_BINARY_CASE(sub)
     GRAFT_BINARY_CASE(mul)
@@ -119,25 +119,25 @@ void binary(ExprOp op, const T* a, const T* b, T* out, int64_t n) {
 }
 
 template <typename T>
-void compare(ExprOp op, const T* a, const T* b, bool* out, int64_t n) {
+void compare(ir::ExprOp op, const T* a, const T* b, bool* out, int64_t n) {
   switch (op) {
-    case ExprOp::equal: return compare_loop<T, ExprOp::equal>(a, b, out, n);
-    case ExprOp::less: return compare_loop<T, ExprOp::less>(a, b, out, n);
-    case ExprOp::less_equal: return compare_loop<T, ExprOp::less_equal>(a, b, out, n);
-    case ExprOp::greater: return compare_loop<T, ExprOp::greater>(a, b, out, n);
-    case ExprOp::greater_equal: return compare_loop<T, ExprOp::greater_equal>(a, b, out, n);
+    case ir::ExprOp::equal: return compare_loop<T, ir::ExprOp::equal>(a, b, out, n);
+    case ir::ExprOp::less: return compare_loop<T, ir::ExprOp::less>(a, b, out, n);
+    case ir::ExprOp::less_equal: return compare_loop<T, ir::ExprOp::less_equal>(a, b, out, n);
+    case ir::ExprOp::greater: return compare_loop<T, ir::ExprOp::greater>(a, b, out, n);
+    case ir::ExprOp::greater_equal: return compare_loop<T, ir::ExprOp::greater_equal>(a, b, out, n);
     default: fail(ErrorKind::internal, "interpreter: ", to_string(op), " is not a comparison");
   }
 }
 
-bool is_comparison(ExprOp op) { return op >= ExprOp::equal && op <= ExprOp::greater_equal; }
+bool is_comparison(ir::ExprOp op) { return op >= ir::ExprOp::equal && op <= ir::ExprOp::greater_equal; }
 
 constexpr int64_t kL1Bytes = 32 * 1024;
 constexpr int64_t kSlotBytes = 8;
 
 }  // namespace
 
-Interpreter::Interpreter(KernelIR ir) : ir_(std::move(ir)) {
+Interpreter::Interpreter(ir::KernelIR ir) : ir_(std::move(ir)) {
   ir_.validate();
   int64_t nodes = std::max<int64_t>(1, static_cast<int64_t>(ir_.exprs.size()));
   tile_ = std::clamp<int64_t>(kL1Bytes / (kSlotBytes * nodes), 16, 1024) / 16 * 16;
@@ -157,11 +157,11 @@ void Interpreter::run_strided(int64_t n, void* const* ptrs, const int64_t* strid
   for (int64_t start = 0; start < n; start += tile_) {
     int64_t len = std::min(tile_, n - start);
     for (size_t i = 0; i < ir_.exprs.size(); ++i) {
-      const Expr& e = ir_.exprs[i];
+      const ir::Expr& e = ir_.exprs[i];
       char* out = tile_of(i);
       auto arg = [&](int k) { return tile_of(static_cast<size_t>(e.args[k])); };
       switch (e.op) {
-        case ExprOp::input:
+        case ir::ExprOp::input:
           visit_storage_dtype(e.dtype, [&]<typename T>() {
             const T* src = static_cast<const T*>(ptrs[e.index]);
             int64_t s = strides[e.index];
@@ -169,13 +169,13 @@ void Interpreter::run_strided(int64_t n, void* const* ptrs, const int64_t* strid
             for (int64_t j = 0; j < len; ++j) dst[j] = src[(start + j) * s];
           });
           break;
-        case ExprOp::constant:
+        case ir::ExprOp::constant:
           visit_kernel_dtype(e.dtype, [&]<typename T>() {
             T value = dtype_is_float(e.dtype) ? static_cast<T>(e.float_value) : static_cast<T>(e.int_value);
             std::fill_n(reinterpret_cast<T*>(out), len, value);
           });
           break;
-        case ExprOp::cast:
+        case ir::ExprOp::cast:
           visit_storage_dtype(ir_.exprs[static_cast<size_t>(e.args[0])].dtype, [&]<typename From>() {
             visit_storage_dtype(e.dtype, [&]<typename To>() {
               const From* a = reinterpret_cast<const From*>(arg(0));
@@ -184,7 +184,7 @@ void Interpreter::run_strided(int64_t n, void* const* ptrs, const int64_t* strid
             });
           });
           break;
-        case ExprOp::select:
+        case ir::ExprOp::select:
           visit_kernel_dtype(e.dtype, [&]<typename T>() {
             const bool* c = reinterpret_cast<const bool*>(arg(0));
             const T* a = reinterpret_cast<const T*>(arg(1));

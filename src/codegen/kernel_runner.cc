@@ -63,23 +63,23 @@ constexpr int64_t kStreamingBytes = int64_t(8) << 20;
 
 }  // namespace
 
-std::vector<Shape> kernel_output_shapes(const KernelIR& ir, std::span<const Shape> input_shapes) {
+std::vector<Shape> kernel_output_shapes(const ir::KernelIR& ir, std::span<const Shape> input_shapes) {
   if (input_shapes.size() != ir.input_dtypes.size())
     fail(ErrorKind::invalid_argument, "fused kernel: expected ", ir.input_dtypes.size(), " inputs, got ",
          input_shapes.size());
   std::vector<Shape> shapes(ir.exprs.size());
   for (size_t i = 0; i < ir.exprs.size(); ++i) {
-    const Expr& e = ir.exprs[i];
-    if (e.op == ExprOp::input) {
+    const ir::Expr& e = ir.exprs[i];
+    if (e.op == ir::ExprOp::input) {
       shapes[i] = input_shapes[static_cast<size_t>(e.index)];
-    } else if (e.op != ExprOp::constant) {
+    } else if (e.op != ir::ExprOp::constant) {
       Shape s = shapes[static_cast<size_t>(e.args[0])];
       for (int k = 1; k < arity(e.op); ++k) s = broadcast_pair(s, shapes[static_cast<size_t>(e.args[k])]);
       shapes[i] = std::move(s);
     }
-    if (shapes[i].size() > static_cast<size_t>(kMaxKernelRank))
+    if (shapes[i].size() > static_cast<size_t>(ir::kMaxKernelRank))
       fail(ErrorKind::invalid_argument, "fused kernel: rank ", shapes[i].size(), " is above the limit of ",
-           kMaxKernelRank);
+           ir::kMaxKernelRank);
   }
   std::vector<Shape> result;
   for (int32_t o : ir.outputs) result.push_back(shapes[static_cast<size_t>(o)]);
@@ -99,14 +99,14 @@ bool LaunchGeometry::dense() const {
   return true;
 }
 
-LaunchGeometry launch_geometry(const KernelIR& ir, std::span<const Shape> input_shapes,
+LaunchGeometry launch_geometry(const ir::KernelIR& ir, std::span<const Shape> input_shapes,
                                std::span<const Shape> output_shapes) {
   Shape domain;
   for (const Shape& s : output_shapes) domain = broadcast_pair(domain, s);
   LaunchGeometry g;
   g.read.assign(input_shapes.size(), false);
-  for (const Expr& e : ir.exprs)
-    if (e.op == ExprOp::input) g.read[static_cast<size_t>(e.index)] = true;
+  for (const ir::Expr& e : ir.exprs)
+    if (e.op == ir::ExprOp::input) g.read[static_cast<size_t>(e.index)] = true;
   const size_t n_ops = input_shapes.size() + output_shapes.size();
   std::vector<std::vector<int64_t>> strides(n_ops, std::vector<int64_t>(domain.size(), 0));
   for (size_t k = 0; k < n_ops; ++k) {
@@ -134,7 +134,7 @@ LaunchGeometry launch_geometry(const KernelIR& ir, std::span<const Shape> input_
   return g;
 }
 
-DeviceLaunchPlan plan_device_launch(const KernelIR& ir, std::span<const Shape> input_shapes,
+DeviceLaunchPlan plan_device_launch(const ir::KernelIR& ir, std::span<const Shape> input_shapes,
                                     std::span<const Shape> output_shapes, bool wide_indices, std::string_view device) {
   if (input_shapes.size() != ir.input_dtypes.size() || output_shapes.size() != ir.outputs.size())
     fail(ErrorKind::invalid_argument, device, ": ", input_shapes.size(), " inputs and ", output_shapes.size(),
@@ -153,7 +153,7 @@ DeviceLaunchPlan plan_device_launch(const KernelIR& ir, std::span<const Shape> i
   return plan;
 }
 
-std::vector<Shape> kernel_input_shapes(const KernelIR& ir, std::span<const Tensor> inputs) {
+std::vector<Shape> kernel_input_shapes(const ir::KernelIR& ir, std::span<const Tensor> inputs) {
   if (inputs.size() != ir.input_dtypes.size())
     fail(ErrorKind::invalid_argument, "fused kernel: expected ", ir.input_dtypes.size(), " inputs, got ",
          inputs.size());
@@ -167,13 +167,13 @@ std::vector<Shape> kernel_input_shapes(const KernelIR& ir, std::span<const Tenso
   return input_shapes;
 }
 
-std::vector<Tensor> run_kernel(const KernelIR& ir, const KernelRunner& runner, std::span<const Tensor> inputs,
+std::vector<Tensor> run_kernel(const ir::KernelIR& ir, const KernelRunner& runner, std::span<const Tensor> inputs,
                                ops::OutputAllocator& allocator) {
   const std::vector<Shape> input_shapes = kernel_input_shapes(ir, inputs);
   return run_kernel(ir, runner, inputs, input_shapes, kernel_output_shapes(ir, input_shapes), allocator);
 }
 
-std::vector<Tensor> run_kernel(const KernelIR& ir, const KernelRunner& runner, std::span<const Tensor> inputs,
+std::vector<Tensor> run_kernel(const ir::KernelIR& ir, const KernelRunner& runner, std::span<const Tensor> inputs,
                                std::span<const Shape> input_shapes, std::span<const Shape> output_shapes,
                                ops::OutputAllocator& allocator) {
   std::vector<DType> output_dtypes = ir.output_dtypes();

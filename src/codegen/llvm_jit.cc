@@ -170,7 +170,7 @@ constexpr int kStreamLanes = 16;
 /// Renders one kernel into an LLVM module.
 class Emitter {
  public:
-  Emitter(llvm::LLVMContext& context, llvm::Module& module, const KernelIR& ir, int lanes)
+  Emitter(llvm::LLVMContext& context, llvm::Module& module, const ir::KernelIR& ir, int lanes)
       : ctx_(context), module_(module), ir_(ir), b_(context), lanes_(lanes) {}
 
   /// True when a streaming variant makes sense: outputs of 4 or 8 bytes
@@ -218,8 +218,8 @@ class Emitter {
     std::vector<DType> operand_dtypes = ir_.input_dtypes;
     for (DType t : ir_.output_dtypes()) operand_dtypes.push_back(t);
     std::vector<bool> used(n_ops, false);
-    for (const Expr& e : ir_.exprs)
-      if (e.op == ExprOp::input) used[static_cast<size_t>(e.index)] = true;
+    for (const ir::Expr& e : ir_.exprs)
+      if (e.op == ir::ExprOp::input) used[static_cast<size_t>(e.index)] = true;
     for (size_t k = n_inputs; k < n_ops; ++k) used[k] = true;
     std::vector<llvm::Value*> pointers(n_ops, nullptr);
     for (size_t k = 0; k < n_ops; ++k) {
@@ -621,7 +621,7 @@ class Emitter {
 
   llvm::Value* cast(llvm::Value* x, DType from, DType to) {
     if (from == to) return x;
-    if (from == DType::float16) return half_to_float(x);  // to float32 (KernelIR::validate)
+    if (from == DType::float16) return half_to_float(x);  // to float32 (ir::KernelIR::validate)
     if (to == DType::float16) return float_to_half(x);    // from float32
     llvm::Type* target = value_type(to);
     if (to == DType::boolean)
@@ -646,39 +646,39 @@ class Emitter {
     return to == DType::int64 ? b_.CreateSExt(x, target) : b_.CreateTrunc(x, target);
   }
 
-  llvm::Value* emit_expr(const Expr& e, const std::vector<llvm::Value*>& v) {
+  llvm::Value* emit_expr(const ir::Expr& e, const std::vector<llvm::Value*>& v) {
     auto arg = [&](int k) { return v[static_cast<size_t>(e.args[k])]; };
     auto arg_dtype = [&](int k) { return ir_.exprs[static_cast<size_t>(e.args[k])].dtype; };
     llvm::Type* t = value_type(e.dtype);
     bool is_float = dtype_is_float(e.dtype);
     switch (e.op) {
-      case ExprOp::input: {
+      case ir::ExprOp::input: {
         llvm::Value* loaded = inputs_[static_cast<size_t>(e.index)];
         if (e.dtype == DType::boolean) return b_.CreateICmpNE(loaded, ci(loaded->getType(), 0));
         return loaded;
       }
-      case ExprOp::constant:
+      case ir::ExprOp::constant:
         if (is_float) return cf(t, e.float_value);
         if (e.dtype == DType::boolean) return ci(t, e.int_value ? 1 : 0);
         return ci(t, e.int_value);
-      case ExprOp::neg: return is_float ? b_.CreateFNeg(arg(0)) : b_.CreateSub(ci(t, 0), arg(0));
-      case ExprOp::abs:
+      case ir::ExprOp::neg: return is_float ? b_.CreateFNeg(arg(0)) : b_.CreateSub(ci(t, 0), arg(0));
+      case ir::ExprOp::abs:
         if (is_float) return intrinsic(llvm::Intrinsic::fabs, arg(0));
         return b_.CreateSelect(b_.CreateICmpSLT(arg(0), ci(t, 0)), b_.CreateSub(ci(t, 0), arg(0)), arg(0));
-      case ExprOp::exp: return exp_approx(arg(0));
-      case ExprOp::expm1: return expm1_approx(arg(0));
-      case ExprOp::log: return log_approx(arg(0));
-      case ExprOp::log1p: return log1p_approx(arg(0));
-      case ExprOp::sqrt: return intrinsic(llvm::Intrinsic::sqrt, arg(0));
-      case ExprOp::tanh: return tanh_approx(arg(0));
-      case ExprOp::sigmoid: return sigmoid_approx(arg(0));
-      case ExprOp::erf: return erf_approx(arg(0));
-      case ExprOp::sin: return libm_call(e.dtype == DType::float32 ? "sinf" : "sin", arg(0));
-      case ExprOp::cos: return libm_call(e.dtype == DType::float32 ? "cosf" : "cos", arg(0));
-      case ExprOp::floor: return intrinsic(llvm::Intrinsic::floor, arg(0));
-      case ExprOp::ceil: return intrinsic(llvm::Intrinsic::ceil, arg(0));
-      case ExprOp::round: return intrinsic(llvm::Intrinsic::roundeven, arg(0));
-      case ExprOp::sign: {
+      case ir::ExprOp::exp: return exp_approx(arg(0));
+      case ir::ExprOp::expm1: return expm1_approx(arg(0));
+      case ir::ExprOp::log: return log_approx(arg(0));
+      case ir::ExprOp::log1p: return log1p_approx(arg(0));
+      case ir::ExprOp::sqrt: return intrinsic(llvm::Intrinsic::sqrt, arg(0));
+      case ir::ExprOp::tanh: return tanh_approx(arg(0));
+      case ir::ExprOp::sigmoid: return sigmoid_approx(arg(0));
+      case ir::ExprOp::erf: return erf_approx(arg(0));
+      case ir::ExprOp::sin: return libm_call(e.dtype == DType::float32 ? "sinf" : "sin", arg(0));
+      case ir::ExprOp::cos: return libm_call(e.dtype == DType::float32 ? "cosf" : "cos", arg(0));
+      case ir::ExprOp::floor: return intrinsic(llvm::Intrinsic::floor, arg(0));
+      case ir::ExprOp::ceil: return intrinsic(llvm::Intrinsic::ceil, arg(0));
+      case ir::ExprOp::round: return intrinsic(llvm::Intrinsic::roundeven, arg(0));
+      case ir::ExprOp::sign: {
         llvm::Value* x = arg(0);
         if (is_float) {
           llvm::Value* r = b_.CreateSelect(b_.CreateFCmpOGT(x, cf(t, 0)), cf(t, 1),
@@ -687,18 +687,18 @@ class Emitter {
         }
         return b_.CreateSub(b_.CreateZExt(b_.CreateICmpSGT(x, ci(t, 0)), t), b_.CreateZExt(b_.CreateICmpSLT(x, ci(t, 0)), t));
       }
-      case ExprOp::logical_not: return b_.CreateNot(arg(0));
-      case ExprOp::cast: {
+      case ir::ExprOp::logical_not: return b_.CreateNot(arg(0));
+      case ir::ExprOp::cast: {
         // float32 -> float16 -> float32 (a float16 op's rounding): one step.
-        const Expr& source = ir_.exprs[static_cast<size_t>(e.args[0])];
-        if (arg_dtype(0) == DType::float16 && source.op == ExprOp::cast)
+        const ir::Expr& source = ir_.exprs[static_cast<size_t>(e.args[0])];
+        if (arg_dtype(0) == DType::float16 && source.op == ir::ExprOp::cast)
           return round_to_half(v[static_cast<size_t>(source.args[0])]);
         return cast(arg(0), arg_dtype(0), e.dtype);
       }
-      case ExprOp::add: return is_float ? b_.CreateFAdd(arg(0), arg(1)) : b_.CreateAdd(arg(0), arg(1));
-      case ExprOp::sub: return is_float ? b_.CreateFSub(arg(0), arg(1)) : b_.CreateSub(arg(0), arg(1));
-      case ExprOp::mul: return is_float ? b_.CreateFMul(arg(0), arg(1)) : b_.CreateMul(arg(0), arg(1));
-      case ExprOp::div: {
+      case ir::ExprOp::add: return is_float ? b_.CreateFAdd(arg(0), arg(1)) : b_.CreateAdd(arg(0), arg(1));
+      case ir::ExprOp::sub: return is_float ? b_.CreateFSub(arg(0), arg(1)) : b_.CreateSub(arg(0), arg(1));
+      case ir::ExprOp::mul: return is_float ? b_.CreateFMul(arg(0), arg(1)) : b_.CreateMul(arg(0), arg(1));
+      case ir::ExprOp::div: {
         if (is_float) return b_.CreateFDiv(arg(0), arg(1));
         llvm::Value* a = arg(0);
         llvm::Value* d = arg(1);
@@ -709,55 +709,55 @@ class Emitter {
         q = b_.CreateSelect(minus_one, b_.CreateSub(ci(t, 0), a), q);
         return b_.CreateSelect(zero, ci(t, 0), q);
       }
-      case ExprOp::pow: return is_float ? pow_approx(arg(0), arg(1)) : integer_pow(arg(0), arg(1));
-      case ExprOp::max:
-      case ExprOp::min: {
+      case ir::ExprOp::pow: return is_float ? pow_approx(arg(0), arg(1)) : integer_pow(arg(0), arg(1));
+      case ir::ExprOp::max:
+      case ir::ExprOp::min: {
         llvm::Value* a = arg(0);
         llvm::Value* c = arg(1);
-        bool is_max = e.op == ExprOp::max;
+        bool is_max = e.op == ir::ExprOp::max;
         if (is_float) {
           llvm::Value* pick_a = b_.CreateOr(is_nan(a), is_max ? b_.CreateFCmpOGT(a, c) : b_.CreateFCmpOLT(a, c));
           return b_.CreateSelect(pick_a, a, c);
         }
         return b_.CreateSelect(is_max ? b_.CreateICmpSGT(a, c) : b_.CreateICmpSLT(a, c), a, c);
       }
-      case ExprOp::equal:
-      case ExprOp::less:
-      case ExprOp::less_equal:
-      case ExprOp::greater:
-      case ExprOp::greater_equal: {
+      case ir::ExprOp::equal:
+      case ir::ExprOp::less:
+      case ir::ExprOp::less_equal:
+      case ir::ExprOp::greater:
+      case ir::ExprOp::greater_equal: {
         DType operand = arg_dtype(0);
         llvm::Value* a = arg(0);
         llvm::Value* c = arg(1);
         if (dtype_is_float(operand)) {
           switch (e.op) {
-            case ExprOp::equal: return b_.CreateFCmpOEQ(a, c);
-            case ExprOp::less: return b_.CreateFCmpOLT(a, c);
-            case ExprOp::less_equal: return b_.CreateFCmpOLE(a, c);
-            case ExprOp::greater: return b_.CreateFCmpOGT(a, c);
+            case ir::ExprOp::equal: return b_.CreateFCmpOEQ(a, c);
+            case ir::ExprOp::less: return b_.CreateFCmpOLT(a, c);
+            case ir::ExprOp::less_equal: return b_.CreateFCmpOLE(a, c);
+            case ir::ExprOp::greater: return b_.CreateFCmpOGT(a, c);
             default: return b_.CreateFCmpOGE(a, c);
           }
         }
         bool u = operand == DType::boolean;
         switch (e.op) {
-          case ExprOp::equal: return b_.CreateICmpEQ(a, c);
-          case ExprOp::less: return u ? b_.CreateICmpULT(a, c) : b_.CreateICmpSLT(a, c);
-          case ExprOp::less_equal: return u ? b_.CreateICmpULE(a, c) : b_.CreateICmpSLE(a, c);
-          case ExprOp::greater: return u ? b_.CreateICmpUGT(a, c) : b_.CreateICmpSGT(a, c);
+          case ir::ExprOp::equal: return b_.CreateICmpEQ(a, c);
+          case ir::ExprOp::less: return u ? b_.CreateICmpULT(a, c) : b_.CreateICmpSLT(a, c);
+          case ir::ExprOp::less_equal: return u ? b_.CreateICmpULE(a, c) : b_.CreateICmpSLE(a, c);
+          case ir::ExprOp::greater: return u ? b_.CreateICmpUGT(a, c) : b_.CreateICmpSGT(a, c);
           default: return u ? b_.CreateICmpUGE(a, c) : b_.CreateICmpSGE(a, c);
         }
       }
-      case ExprOp::logical_and: return b_.CreateAnd(arg(0), arg(1));
-      case ExprOp::logical_or: return b_.CreateOr(arg(0), arg(1));
-      case ExprOp::logical_xor: return b_.CreateXor(arg(0), arg(1));
-      case ExprOp::select: return b_.CreateSelect(arg(0), arg(1), arg(2));
+      case ir::ExprOp::logical_and: return b_.CreateAnd(arg(0), arg(1));
+      case ir::ExprOp::logical_or: return b_.CreateOr(arg(0), arg(1));
+      case ir::ExprOp::logical_xor: return b_.CreateXor(arg(0), arg(1));
+      case ir::ExprOp::select: return b_.CreateSelect(arg(0), arg(1), arg(2));
     }
     fail(ErrorKind::internal, "LLVM emitter: op ", to_string(e.op));
   }
 
   llvm::LLVMContext& ctx_;
   llvm::Module& module_;
-  const KernelIR& ir_;
+  const ir::KernelIR& ir_;
   llvm::IRBuilder<> b_;
   int lanes_;                         // elements per vector
   std::vector<llvm::Value*> inputs_;  // per input: this iteration's loaded vector
@@ -765,19 +765,19 @@ class Emitter {
 
 /// True when the kernel calls a transcendental function (its speed then
 /// depends on the quality of the generated code).
-bool is_compute_heavy(const KernelIR& ir) {
-  for (const Expr& e : ir.exprs) {
+bool is_compute_heavy(const ir::KernelIR& ir) {
+  for (const ir::Expr& e : ir.exprs) {
     switch (e.op) {
-      case ExprOp::exp:
-      case ExprOp::expm1:
-      case ExprOp::log:
-      case ExprOp::log1p:
-      case ExprOp::tanh:
-      case ExprOp::sigmoid:
-      case ExprOp::erf:
-      case ExprOp::sin:
-      case ExprOp::cos:
-      case ExprOp::pow:
+      case ir::ExprOp::exp:
+      case ir::ExprOp::expm1:
+      case ir::ExprOp::log:
+      case ir::ExprOp::log1p:
+      case ir::ExprOp::tanh:
+      case ir::ExprOp::sigmoid:
+      case ir::ExprOp::erf:
+      case ir::ExprOp::sin:
+      case ir::ExprOp::cos:
+      case ir::ExprOp::pow:
         return true;
       default:
         break;
@@ -789,7 +789,7 @@ bool is_compute_heavy(const KernelIR& ir) {
 /// The optimization pipeline of every kernel.
 constexpr const char* kPipeline = "function(early-cse,instcombine)";
 
-std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& context, const KernelIR& ir, const std::string& prefix) {
+std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& context, const ir::KernelIR& ir, const std::string& prefix) {
   ir.validate();
   auto module = std::make_unique<llvm::Module>(prefix, context);
   Host& h = host();
@@ -861,7 +861,7 @@ void fill_elements(const char* from, char* to, int64_t count, size_t size) {
 class JitRunner final : public KernelRunner {
  public:
   using Kernel = void (*)(int64_t, void* const*, int32_t);
-  JitRunner(Kernel kernel, int64_t lanes, int64_t streaming_lanes, const KernelIR& ir)
+  JitRunner(Kernel kernel, int64_t lanes, int64_t streaming_lanes, const ir::KernelIR& ir)
       : kernel_(kernel), lanes_(lanes), streaming_lanes_(streaming_lanes), inputs_(ir.input_dtypes.size()) {
     for (DType t : ir.input_dtypes) sizes_.push_back(dtype_size(t));
     for (DType t : ir.output_dtypes()) sizes_.push_back(dtype_size(t));
@@ -964,7 +964,7 @@ bool llvm_jit_available() {
 
 std::string llvm_target_id() { return usable_host().target_id; }
 
-std::string emit_llvm_ir(const KernelIR& ir, const std::string& symbol_prefix) {
+std::string emit_llvm_ir(const ir::KernelIR& ir, const std::string& symbol_prefix) {
   llvm::LLVMContext context;
   auto module = build_module(context, ir, symbol_prefix);
   std::string text;
@@ -973,7 +973,7 @@ std::string emit_llvm_ir(const KernelIR& ir, const std::string& symbol_prefix) {
   return os.str();
 }
 
-std::string compile_to_object(const KernelIR& ir, const std::string& symbol_prefix) {
+std::string compile_to_object(const ir::KernelIR& ir, const std::string& symbol_prefix) {
   Host& h = usable_host();
   llvm::LLVMContext context;
   auto module = build_module(context, ir, symbol_prefix);
@@ -1018,7 +1018,7 @@ std::string compile_to_object(const KernelIR& ir, const std::string& symbol_pref
   return std::string(buffer.begin(), buffer.end());
 }
 
-std::shared_ptr<const KernelRunner> load_object(const KernelIR& ir, const std::string& object,
+std::shared_ptr<const KernelRunner> load_object(const ir::KernelIR& ir, const std::string& object,
                                                 const std::string& symbol_prefix) {
   Host& h = usable_host();
   std::string name = "graft_kernel_" + std::to_string(h.next_dylib.fetch_add(1));
@@ -1058,13 +1058,13 @@ namespace graft::codegen {
 bool llvm_jit_available() { return false; }
 std::string llvm_jit_unavailable_reason() { return "graft was built without LLVM (GRAFT_WITH_LLVM=OFF)"; }
 std::string llvm_target_id() { fail(ErrorKind::unsupported, "graft was built without LLVM (GRAFT_WITH_LLVM=OFF)"); }
-std::string emit_llvm_ir(const KernelIR&, const std::string&) {
+std::string emit_llvm_ir(const ir::KernelIR&, const std::string&) {
   fail(ErrorKind::unsupported, "graft was built without LLVM (GRAFT_WITH_LLVM=OFF)");
 }
-std::string compile_to_object(const KernelIR&, const std::string&) {
+std::string compile_to_object(const ir::KernelIR&, const std::string&) {
   fail(ErrorKind::unsupported, "graft was built without LLVM (GRAFT_WITH_LLVM=OFF)");
 }
-std::shared_ptr<const KernelRunner> load_object(const KernelIR&, const std::string&, const std::string&) {
+std::shared_ptr<const KernelRunner> load_object(const ir::KernelIR&, const std::string&, const std::string&) {
   fail(ErrorKind::unsupported, "graft was built without LLVM (GRAFT_WITH_LLVM=OFF)");
 }
 

@@ -25,15 +25,15 @@ std::string llvm_jit_unavailable_reason();
 /// compile cache key.
 std::string llvm_target_id();
 /// The LLVM IR text of a kernel (unoptimized), for debugging and tests.
-std::string emit_llvm_ir(const KernelIR& ir, const std::string& symbol_prefix);
+std::string emit_llvm_ir(const ir::KernelIR& ir, const std::string& symbol_prefix);
 /// Emits and compiles a kernel for the host CPU to an object file: the
 /// function `<symbol_prefix>_kernel` (dense runs, a multiple of the vector
 /// width) and the constant `<symbol_prefix>_streaming_lanes`.
-std::string compile_to_object(const KernelIR& ir, const std::string& symbol_prefix);
+std::string compile_to_object(const ir::KernelIR& ir, const std::string& symbol_prefix);
 /// Links object code compiled from `ir` into the process (a fresh JITDylib)
 /// and returns a runner calling it (tails and strided runs go through scratch
 /// buffers). Throws graft::Error when the object is unusable.
-std::shared_ptr<const KernelRunner> load_object(const KernelIR& ir, const std::string& object,
+std::shared_ptr<const KernelRunner> load_object(const ir::KernelIR& ir, const std::string& object,
                                                 const std::string& symbol_prefix);
 
 /// The plugin's functions; its one exported symbol, `graft_llvm_jit_table`
@@ -43,9 +43,9 @@ struct LlvmJitTable {
   int abi_version = kAbiVersion;
   bool (*available)();
   std::string (*target_id)();
-  std::string (*emit_ir)(const KernelIR&, const std::string&);
-  std::string (*compile)(const KernelIR&, const std::string&);
-  std::shared_ptr<const KernelRunner> (*load)(const KernelIR&, const std::string&, const std::string&);
+  std::string (*emit_ir)(const ir::KernelIR&, const std::string&);
+  std::string (*compile)(const ir::KernelIR&, const std::string&);
+  std::shared_ptr<const KernelRunner> (*load)(const ir::KernelIR&, const std::string&, const std::string&);
 };
 
 }  // namespace graft::codegen

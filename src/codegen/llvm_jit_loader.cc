@@ -72,13 +72,13 @@ std::string llvm_jit_unavailable_reason() {
   return {};
 }
 std::string llvm_target_id() { return table_or_fail().target_id(); }
-std::string emit_llvm_ir(const KernelIR& ir, const std::string& symbol_prefix) {
+std::string emit_llvm_ir(const ir::KernelIR& ir, const std::string& symbol_prefix) {
   return table_or_fail().emit_ir(ir, symbol_prefix);
 }
-std::string compile_to_object(const KernelIR& ir, const std::string& symbol_prefix) {
+std::string compile_to_object(const ir::KernelIR& ir, const std::string& symbol_prefix) {
   return table_or_fail().compile(ir, symbol_prefix);
 }
-std::shared_ptr<const KernelRunner> load_object(const KernelIR& ir, const std::string& object,
+std::shared_ptr<const KernelRunner> load_object(const ir::KernelIR& ir, const std::string& object,
                                                 const std::string& symbol_prefix) {
   return table_or_fail().load(ir, object, symbol_prefix);
 }

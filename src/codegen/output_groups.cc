@@ -40,8 +40,8 @@ std::vector<std::vector<int32_t>> group_outputs_by_iteration_space(std::span<con
   return groups;
 }
 
-KernelIR kernel_for_outputs(const KernelIR& ir, std::span<const int32_t> outputs) {
-  KernelIR part = ir;
+ir::KernelIR kernel_for_outputs(const ir::KernelIR& ir, std::span<const int32_t> outputs) {
+  ir::KernelIR part = ir;
   part.outputs.clear();
   for (int32_t o : outputs) {
     GRAFT_CHECK(o >= 0 && static_cast<size_t>(o) < ir.outputs.size(), "kernel output ", o, " out of range");

@@ -9,7 +9,7 @@
 #include <limits>
 #include <type_traits>
 
-#include "graft/codegen/kernel_ir.h"
+#include "graft/ir/kernel_ir.h"
 
 namespace graft::codegen::scalar {
 
@@ -63,38 +63,38 @@ inline T integer_power(T base, T exponent) {
 }
 
 template <typename T>
-inline T unary(ExprOp op, T x) {
+inline T unary(ir::ExprOp op, T x) {
   if constexpr (std::is_same_v<T, bool>) {
-    return op == ExprOp::logical_not ? !x : x;
+    return op == ir::ExprOp::logical_not ? !x : x;
   } else if constexpr (is_int_v<T>) {
     switch (op) {
-      case ExprOp::neg: return static_cast<T>(wrap_t<T>(0) - static_cast<wrap_t<T>>(x));
-      case ExprOp::abs: return x < 0 ? static_cast<T>(wrap_t<T>(0) - static_cast<wrap_t<T>>(x)) : x;
-      case ExprOp::sign: return static_cast<T>((x > 0) - (x < 0));
+      case ir::ExprOp::neg: return static_cast<T>(wrap_t<T>(0) - static_cast<wrap_t<T>>(x));
+      case ir::ExprOp::abs: return x < 0 ? static_cast<T>(wrap_t<T>(0) - static_cast<wrap_t<T>>(x)) : x;
+      case ir::ExprOp::sign: return static_cast<T>((x > 0) - (x < 0));
       default: return x;
     }
   } else {
     switch (op) {
-      case ExprOp::neg: return -x;
-      case ExprOp::abs: return std::abs(x);
-      case ExprOp::exp: return std::exp(x);
-      case ExprOp::expm1: return std::expm1(x);
-      case ExprOp::log: return std::log(x);
-      case ExprOp::log1p: return std::log1p(x);
-      case ExprOp::sqrt: return std::sqrt(x);
-      case ExprOp::tanh: return std::tanh(x);
-      case ExprOp::sigmoid: {
+      case ir::ExprOp::neg: return -x;
+      case ir::ExprOp::abs: return std::abs(x);
+      case ir::ExprOp::exp: return std::exp(x);
+      case ir::ExprOp::expm1: return std::expm1(x);
+      case ir::ExprOp::log: return std::log(x);
+      case ir::ExprOp::log1p: return std::log1p(x);
+      case ir::ExprOp::sqrt: return std::sqrt(x);
+      case ir::ExprOp::tanh: return std::tanh(x);
+      case ir::ExprOp::sigmoid: {
         if (x >= T(0)) return T(1) / (T(1) + std::exp(-x));
         T e = std::exp(x);
         return e / (T(1) + e);
       }
-      case ExprOp::erf: return std::erf(x);
-      case ExprOp::sin: return std::sin(x);
-      case ExprOp::cos: return std::cos(x);
-      case ExprOp::floor: return std::floor(x);
-      case ExprOp::ceil: return std::ceil(x);
-      case ExprOp::round: return std::nearbyint(x);
-      case ExprOp::sign:
+      case ir::ExprOp::erf: return std::erf(x);
+      case ir::ExprOp::sin: return std::sin(x);
+      case ir::ExprOp::cos: return std::cos(x);
+      case ir::ExprOp::floor: return std::floor(x);
+      case ir::ExprOp::ceil: return std::ceil(x);
+      case ir::ExprOp::round: return std::nearbyint(x);
+      case ir::ExprOp::sign:
         if (std::isnan(x)) return x;
         return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0));
       default: return x;
@@ -103,51 +103,51 @@ inline T unary(ExprOp op, T x) {
 }
 
 template <typename T>
-inline T binary(ExprOp op, T a, T b) {
+inline T binary(ir::ExprOp op, T a, T b) {
   if constexpr (std::is_same_v<T, bool>) {
     switch (op) {
-      case ExprOp::logical_and: return a && b;
-      case ExprOp::logical_or: return a || b;
-      case ExprOp::logical_xor: return a != b;
+      case ir::ExprOp::logical_and: return a && b;
+      case ir::ExprOp::logical_or: return a || b;
+      case ir::ExprOp::logical_xor: return a != b;
       default: return a;
     }
   } else if constexpr (is_int_v<T>) {
     using W = wrap_t<T>;
     switch (op) {
-      case ExprOp::add: return static_cast<T>(static_cast<W>(a) + static_cast<W>(b));
-      case ExprOp::sub: return static_cast<T>(static_cast<W>(a) - static_cast<W>(b));
-      case ExprOp::mul: return static_cast<T>(static_cast<W>(a) * static_cast<W>(b));
-      case ExprOp::div:
+      case ir::ExprOp::add: return static_cast<T>(static_cast<W>(a) + static_cast<W>(b));
+      case ir::ExprOp::sub: return static_cast<T>(static_cast<W>(a) - static_cast<W>(b));
+      case ir::ExprOp::mul: return static_cast<T>(static_cast<W>(a) * static_cast<W>(b));
+      case ir::ExprOp::div:
         if (b == 0) return 0;
         if (b == -1) return static_cast<T>(W(0) - static_cast<W>(a));
         return static_cast<T>(a / b);
-      case ExprOp::pow: return integer_power(a, b);
-      case ExprOp::max: return a > b ? a : b;
-      case ExprOp::min: return a < b ? a : b;
+      case ir::ExprOp::pow: return integer_power(a, b);
+      case ir::ExprOp::max: return a > b ? a : b;
+      case ir::ExprOp::min: return a < b ? a : b;
       default: return a;
     }
   } else {
     switch (op) {
-      case ExprOp::add: return a + b;
-      case ExprOp::sub: return a - b;
-      case ExprOp::mul: return a * b;
-      case ExprOp::div: return a / b;
-      case ExprOp::pow: return std::pow(a, b);
-      case ExprOp::max: return (a != a || a > b) ? a : b;
-      case ExprOp::min: return (a != a || a < b) ? a : b;
+      case ir::ExprOp::add: return a + b;
+      case ir::ExprOp::sub: return a - b;
+      case ir::ExprOp::mul: return a * b;
+      case ir::ExprOp::div: return a / b;
+      case ir::ExprOp::pow: return std::pow(a, b);
+      case ir::ExprOp::max: return (a != a || a > b) ? a : b;
+      case ir::ExprOp::min: return (a != a || a < b) ? a : b;
       default: return a;
     }
   }
 }
 
 template <typename T>
-inline bool compare(ExprOp op, T a, T b) {
+inline bool compare(ir::ExprOp op, T a, T b) {
   switch (op) {
-    case ExprOp::equal: return a == b;
-    case ExprOp::less: return a < b;
-    case ExprOp::less_equal: return a <= b;
-    case ExprOp::greater: return a > b;
-    case ExprOp::greater_equal: return a >= b;
+    case ir::ExprOp::equal: return a == b;
+    case ir::ExprOp::less: return a < b;
+    case ir::ExprOp::less_equal: return a <= b;
+    case ir::ExprOp::greater: return a > b;
+    case ir::ExprOp::greater_equal: return a >= b;
     default: return false;
   }
 }

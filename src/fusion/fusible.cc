@@ -1,11 +1,9 @@
 // The fusible-node test: the op table's category (elementwise or broadcast)
-// and the code generator's op-to-expression table (codegen::is_fusible, which
-// also checks dtypes, ranks and attributes), so that the pass fuses exactly
-// what the `fuse` backend can compile.
+// and the op's pointwise expression (codegen::is_fusible, which also checks
+// dtypes, ranks and attributes), so that the pass fuses exactly what the
+// `fuse` backend can compile.
 #include "graft/fusion/fusible.h"
 
-#include <string_view>
-#include <unordered_set>
 #include <vector>
 
 #include "graft/codegen/op_expressions.h"
@@ -15,16 +13,14 @@ namespace graft::fusion {
 namespace {
 
 /// Per op of the op table (by position): elementwise or broadcast, implemented,
-/// and in the code generator's table. Built on first use, after static
+/// and with a pointwise expression. Built on first use, after static
 /// initialization has attached the semantics.
 bool op_is_pointwise(const ir::OpSchema& schema) {
   static const std::vector<bool> table = [] {
-    std::unordered_set<std::string_view> expressions;
-    for (std::string_view name : codegen::fusible_op_types()) expressions.insert(name);
     std::vector<bool> t;
     for (const ir::OpSchema& op : ir::all_ops())
       t.push_back((op.category == ir::OpCategory::elementwise || op.category == ir::OpCategory::broadcast) &&
-                  op.is_implemented() && op.domain.empty() && expressions.count(op.name) > 0);
+                  op.is_implemented() && op.pointwise != nullptr);
     return t;
   }();
   return table[ir::op_index(schema.id)];

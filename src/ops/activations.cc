@@ -7,6 +7,7 @@
 #include <numbers>
 
 #include "elementwise_kernels.h"
+#include "graft/ops/pointwise_expression.h"
 
 namespace graft::ops {
 namespace {
@@ -265,6 +266,127 @@ void prelu_kernel(KernelContext& ctx) {
 
 constexpr DTypeSet kFloat = DTypeSet::float_types;
 
+// Pointwise expressions (graft/ops/pointwise_expression.h), branch for branch
+// the functors above.
+
+using ir::ExprOp;
+
+int32_t relu_expression(PointwiseLowering& l) {
+  int32_t x = l.arg(0), zero = l.k(0);
+  return l.select(l.cmp(ExprOp::less, x, zero), zero, x);
+}
+
+int32_t leaky_relu_expression(PointwiseLowering& l) {
+  int32_t x = l.arg(0);
+  int32_t scaled = l.bin(ExprOp::mul, l.k(l.attr_float("alpha", 0.01f)), x);
+  return l.select(l.cmp(ExprOp::less, x, l.k(0)), scaled, x);
+}
+
+int32_t elu_expression(PointwiseLowering& l) {
+  int32_t x = l.arg(0);
+  int32_t negative = l.bin(ExprOp::mul, l.k(l.attr_float("alpha", 1.0f)), l.un(ExprOp::expm1, x));
+  return l.select(l.cmp(ExprOp::less, x, l.k(0)), negative, x);
+}
+
+int32_t celu_expression(PointwiseLowering& l) {
+  int32_t x = l.arg(0), zero = l.k(0);
+  int32_t a = l.k(l.attr_float("alpha", 1.0f));
+  int32_t negative = l.bin(ExprOp::mul, a, l.un(ExprOp::expm1, l.bin(ExprOp::div, x, a)));
+  return l.keep_nan(x, l.bin(ExprOp::add, l.std_max(zero, x), l.std_min(zero, negative)));
+}
+
+std::string check_celu(const ir::Node& node) {
+  return node.attributes.get_float("alpha", 1.0f) == 0.0f ? "alpha is 0" : "";
+}
+
+int32_t selu_expression(PointwiseLowering& l) {
+  int32_t x = l.arg(0);
+  int32_t alpha = l.k(l.attr_float("alpha", 1.67326319217681884765625f));
+  int32_t gamma = l.k(l.attr_float("gamma", 1.05070102214813232421875f));
+  int32_t negative =
+      l.bin(ExprOp::mul, gamma, l.bin(ExprOp::sub, l.bin(ExprOp::mul, alpha, l.un(ExprOp::exp, x)), alpha));
+  return l.select(l.cmp(ExprOp::greater, x, l.k(0)), l.bin(ExprOp::mul, gamma, x), negative);
+}
+
+int32_t softplus_expression(PointwiseLowering& l) { return l.softplus(l.arg(0)); }
+
+int32_t softsign_expression(PointwiseLowering& l) {
+  int32_t x = l.arg(0);
+  return l.bin(ExprOp::div, x, l.bin(ExprOp::add, l.k(1), l.un(ExprOp::abs, x)));
+}
+
+int32_t mish_expression(PointwiseLowering& l) {
+  return l.bin(ExprOp::mul, l.arg(0), l.un(ExprOp::tanh, l.softplus(l.arg(0))));
+}
+
+int32_t hard_sigmoid_expression(PointwiseLowering& l) {
+  int32_t x = l.arg(0);
+  int32_t v =
+      l.bin(ExprOp::add, l.bin(ExprOp::mul, l.k(l.attr_float("alpha", 0.2f)), x), l.k(l.attr_float("beta", 0.5f)));
+  return l.keep_nan(x, l.std_max(l.k(0), l.std_min(l.k(1), v)));
+}
+
+int32_t hard_swish_expression(PointwiseLowering& l) {
+  int32_t x = l.arg(0);
+  int32_t v = l.bin(ExprOp::add, l.bin(ExprOp::div, x, l.k(6)), l.k(0.5));
+  return l.bin(ExprOp::mul, x, l.std_max(l.k(0), l.std_min(l.k(1), v)));
+}
+
+int32_t thresholded_relu_expression(PointwiseLowering& l) {
+  int32_t x = l.arg(0);
+  return l.select(l.cmp(ExprOp::greater, x, l.k(l.attr_float("alpha", 1.0f))), x, l.k(0));
+}
+
+int32_t shrink_expression(PointwiseLowering& l) {
+  int32_t x = l.arg(0);
+  float lambd = l.attr_float("lambd", 0.5f), bias = l.attr_float("bias", 0.0f);
+  int32_t above = l.select(l.cmp(ExprOp::greater, x, l.k(lambd)), l.bin(ExprOp::sub, x, l.k(bias)), l.k(0));
+  return l.select(l.cmp(ExprOp::less, x, l.k(-lambd)), l.bin(ExprOp::add, x, l.k(bias)), above);
+}
+
+int32_t gelu_expression(PointwiseLowering& l) {
+  int32_t x = l.arg(0);
+  int32_t inner;
+  if (l.node.attributes.get_string("approximate", "none") == "tanh") {
+    int32_t cube = l.bin(ExprOp::mul, l.bin(ExprOp::mul, l.bin(ExprOp::mul, l.k(0.044715), x), x), x);
+    int32_t scale = l.k(std::numbers::sqrt2 * std::numbers::inv_sqrtpi);
+    inner = l.un(ExprOp::tanh, l.bin(ExprOp::mul, scale, l.bin(ExprOp::add, x, cube)));
+  } else {
+    inner = l.un(ExprOp::erf, l.bin(ExprOp::mul, x, l.k(std::numbers::sqrt2 / 2)));
+  }
+  return l.bin(ExprOp::mul, l.bin(ExprOp::mul, l.k(0.5), x), l.bin(ExprOp::add, l.k(1), inner));
+}
+
+std::string check_gelu(const ir::Node& node) {
+  std::string approximate = node.attributes.get_string("approximate", "none");
+  return approximate == "none" || approximate == "tanh" ? "" : "attribute 'approximate' is not none or tanh";
+}
+
+int32_t prelu_expression(PointwiseLowering& l) {
+  int32_t x = l.arg(0), slope = l.arg(1);
+  return l.select(l.cmp(ExprOp::less, x, l.k(0)), l.bin(ExprOp::mul, slope, x), x);
+}
+
+std::string check_prelu(const ir::Node& node) {
+  return effective_opset(node) < 7 ? "per-channel PRelu of opset < 7 is not fused" : "";
+}
+
+constexpr PointwiseExpression kReluExpression{PointwiseInputs::numeric, relu_expression};
+constexpr PointwiseExpression kSigmoidExpression{PointwiseInputs::floats, unary_expression<ExprOp::sigmoid>};
+constexpr PointwiseExpression kSoftplusExpression{PointwiseInputs::floats, softplus_expression};
+constexpr PointwiseExpression kSoftsignExpression{PointwiseInputs::floats, softsign_expression};
+constexpr PointwiseExpression kMishExpression{PointwiseInputs::floats, mish_expression};
+constexpr PointwiseExpression kEluExpression{PointwiseInputs::floats, elu_expression};
+constexpr PointwiseExpression kCeluExpression{PointwiseInputs::floats, celu_expression, check_celu};
+constexpr PointwiseExpression kSeluExpression{PointwiseInputs::floats, selu_expression};
+constexpr PointwiseExpression kLeakyReluExpression{PointwiseInputs::floats, leaky_relu_expression};
+constexpr PointwiseExpression kHardSigmoidExpression{PointwiseInputs::floats, hard_sigmoid_expression};
+constexpr PointwiseExpression kHardSwishExpression{PointwiseInputs::floats, hard_swish_expression};
+constexpr PointwiseExpression kThresholdedReluExpression{PointwiseInputs::floats, thresholded_relu_expression};
+constexpr PointwiseExpression kShrinkExpression{PointwiseInputs::floats, shrink_expression};
+constexpr PointwiseExpression kGeluExpression{PointwiseInputs::floats, gelu_expression, check_gelu};
+constexpr PointwiseExpression kPReluExpression{PointwiseInputs::numeric, prelu_expression, check_prelu};
+
 }  // namespace
 
 GRAFT_REGISTER_OP("", "Relu", infer_unary<DTypeSet::signed_numeric>, (unary_kernel<DTypeSet::signed_numeric, ReluOp>));
@@ -282,5 +404,21 @@ GRAFT_REGISTER_OP("", "ThresholdedRelu", infer_unary<kFloat>, (unary_kernel<kFlo
 GRAFT_REGISTER_OP("", "Shrink", infer_unary<DTypeSet::numeric>, (unary_kernel<DTypeSet::numeric, ShrinkOp>));
 GRAFT_REGISTER_OP("", "Gelu", infer_gelu, (unary_kernel<kFloat, GeluOp>));
 GRAFT_REGISTER_OP("", "PRelu", infer_prelu, prelu_kernel);
+
+GRAFT_REGISTER_POINTWISE(Relu, kReluExpression);
+GRAFT_REGISTER_POINTWISE(Sigmoid, kSigmoidExpression);
+GRAFT_REGISTER_POINTWISE(Softplus, kSoftplusExpression);
+GRAFT_REGISTER_POINTWISE(Softsign, kSoftsignExpression);
+GRAFT_REGISTER_POINTWISE(Mish, kMishExpression);
+GRAFT_REGISTER_POINTWISE(Elu, kEluExpression);
+GRAFT_REGISTER_POINTWISE(Celu, kCeluExpression);
+GRAFT_REGISTER_POINTWISE(Selu, kSeluExpression);
+GRAFT_REGISTER_POINTWISE(LeakyRelu, kLeakyReluExpression);
+GRAFT_REGISTER_POINTWISE(HardSigmoid, kHardSigmoidExpression);
+GRAFT_REGISTER_POINTWISE(HardSwish, kHardSwishExpression);
+GRAFT_REGISTER_POINTWISE(ThresholdedRelu, kThresholdedReluExpression);
+GRAFT_REGISTER_POINTWISE(Shrink, kShrinkExpression);
+GRAFT_REGISTER_POINTWISE(Gelu, kGeluExpression);
+GRAFT_REGISTER_POINTWISE(PRelu, kPReluExpression);
 
 }  // namespace graft::ops

@@ -15,6 +15,7 @@
 #include <cmath>
 
 #include "elementwise_kernels.h"
+#include "graft/ops/pointwise_expression.h"
 
 namespace graft::ops {
 namespace {
@@ -177,6 +178,44 @@ void pow_kernel(KernelContext& ctx) {
 
 constexpr DTypeSet kNumeric = DTypeSet::numeric;
 
+// Pointwise expressions (graft/ops/pointwise_expression.h).
+
+using ir::ExprOp;
+
+/// Pow with the kernel's choice of compute type, which follows the graph's
+/// dtypes (float16 operands are float32 values here).
+int32_t pow_expression(PointwiseLowering& l) {
+  int32_t base = l.arg(0), exponent = l.arg(1);
+  DType b = l.t(base), e = l.t(exponent);
+  if (l.dtypes.at(0) == l.dtypes.at(1)) return l.bin(ExprOp::pow, base, exponent);
+  if (dtype_is_float(b) || dtype_is_float(e)) {
+    int32_t r = l.bin(ExprOp::pow, l.cast(base, DType::float64), l.cast(exponent, DType::float64));
+    return l.cast(r, b);
+  }
+  int32_t r = l.bin(ExprOp::pow, l.cast(base, DType::int64), l.cast(exponent, DType::int64));
+  return l.cast(r, b);
+}
+
+/// Pow of operands of two dtypes computes in float64 and rounds once to the
+/// result's dtype: float16 is reached from float32 only.
+std::string check_pow(const ir::Node& node) {
+  std::string legacy = no_legacy_broadcast(node);
+  if (!legacy.empty()) return legacy;
+  DType base = input_dtype(node, 0), exponent = input_dtype(node, 1);
+  if (base != exponent && base == DType::float16) return "Pow of float16 by another dtype is not fused";
+  return {};
+}
+
+constexpr PointwiseExpression kAddExpression{PointwiseInputs::numeric, binary_expression<ExprOp::add>,
+                                             no_legacy_broadcast};
+constexpr PointwiseExpression kSubExpression{PointwiseInputs::numeric, binary_expression<ExprOp::sub>,
+                                             no_legacy_broadcast};
+constexpr PointwiseExpression kMulExpression{PointwiseInputs::numeric, binary_expression<ExprOp::mul>,
+                                             no_legacy_broadcast};
+constexpr PointwiseExpression kDivExpression{PointwiseInputs::numeric, binary_expression<ExprOp::div>,
+                                             no_legacy_broadcast};
+constexpr PointwiseExpression kPowExpression{PointwiseInputs::numeric, pow_expression, check_pow};
+
 }  // namespace
 
 GRAFT_REGISTER_OP("", "Add", infer_broadcast_same_dtype<kNumeric>, (binary_kernel<kNumeric, AddOp>));
@@ -185,5 +224,11 @@ GRAFT_REGISTER_OP("", "Mul", infer_broadcast_same_dtype<kNumeric>, (binary_kerne
 GRAFT_REGISTER_OP("", "Div", infer_broadcast_same_dtype<kNumeric>, (binary_kernel<kNumeric, DivOp>));
 GRAFT_REGISTER_OP("", "Mod", infer_mod, (binary_kernel<kNumeric, ModOp>));
 GRAFT_REGISTER_OP("", "Pow", infer_pow, pow_kernel);
+
+GRAFT_REGISTER_POINTWISE(Add, kAddExpression);
+GRAFT_REGISTER_POINTWISE(Sub, kSubExpression);
+GRAFT_REGISTER_POINTWISE(Mul, kMulExpression);
+GRAFT_REGISTER_POINTWISE(Div, kDivExpression);
+GRAFT_REGISTER_POINTWISE(Pow, kPowExpression);
 
 }  // namespace graft::ops

@@ -4,6 +4,7 @@
 // float16/bfloat16 rounds to nearest even, anything to bool is `!= 0`. Strings
 // are not stored by graft, so casts from or to string are unsupported.
 #include "elementwise_kernels.h"
+#include "graft/ops/pointwise_expression.h"
 
 namespace graft::ops {
 namespace {
@@ -59,9 +60,36 @@ void cast_kernel(KernelContext& ctx) {
 
 void cast_like_kernel(KernelContext& ctx) { cast_tensor(ctx, ctx.input(0), ctx.input(1).dtype()); }
 
+// Pointwise expressions (graft/ops/pointwise_expression.h).
+
+int32_t cast_expression(PointwiseLowering& l) { return l.cast(l.arg(0), l.out); }
+
+std::string check_cast(const ir::Node& node) {
+  if (!node.attributes.has("to")) return "attribute 'to' is missing";
+  int64_t to = node.attributes.get_int("to");
+  if (to < 0 || to > 16 || !ir::is_kernel_dtype(static_cast<DType>(to))) return "Cast to this dtype is not fused";
+  // Kernels reach float16 from float32 only; float64 through float32 would
+  // round twice, where the kernel rounds once.
+  if (static_cast<DType>(to) == DType::float16 && input_dtype(node, 0) == DType::float64)
+    return "Cast from float64 to float16 is not fused";
+  return {};
+}
+
+std::string check_cast_like(const ir::Node& node) {
+  return node.output_types[0].dtype == DType::float16 && input_dtype(node, 0) == DType::float64
+             ? "CastLike from float64 to float16 is not fused"
+             : "";
+}
+
+constexpr PointwiseExpression kCastExpression{PointwiseInputs::any, cast_expression, check_cast};
+constexpr PointwiseExpression kCastLikeExpression{PointwiseInputs::any, cast_expression, check_cast_like};
+
 }  // namespace
 
 GRAFT_REGISTER_OP("", "Cast", infer_cast, cast_kernel);
 GRAFT_REGISTER_OP("", "CastLike", infer_cast_like, cast_like_kernel);
+
+GRAFT_REGISTER_POINTWISE(Cast, kCastExpression);
+GRAFT_REGISTER_POINTWISE(CastLike, kCastLikeExpression);
 
 }  // namespace graft::ops

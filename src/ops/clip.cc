@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "elementwise_kernels.h"
+#include "graft/ops/pointwise_expression.h"
 
 namespace graft::ops {
 namespace {
@@ -69,8 +70,42 @@ void clip_kernel(KernelContext& ctx) {
   });
 }
 
+// The pointwise expression (graft/ops/pointwise_expression.h): the bounds as
+// the kernel reads them, std::min(std::max(x, low), high).
+int32_t clip_expression(PointwiseLowering& l) {
+  int32_t x = l.arg(0);
+  DType t = l.t(x);
+  int32_t low, high;
+  if (effective_opset(l.node) < 11) {
+    low = l.k(l.attr_float("min", std::numeric_limits<float>::lowest()));
+    high = l.k(l.attr_float("max", std::numeric_limits<float>::max()));
+  } else {
+    auto bound = [&](size_t i, bool is_low) {
+      if (i < l.args.size() && l.args[i] >= 0) return l.args[i];
+      switch (t) {
+        case DType::float32:
+          return l.k(is_low ? std::numeric_limits<float>::lowest() : std::numeric_limits<float>::max());
+        case DType::float64:
+          return l.k(is_low ? std::numeric_limits<double>::lowest() : std::numeric_limits<double>::max());
+        case DType::int32:
+          return l.k_int(is_low ? std::numeric_limits<int32_t>::min() : std::numeric_limits<int32_t>::max(), t);
+        default:
+          return l.k_int(is_low ? std::numeric_limits<int64_t>::min() : std::numeric_limits<int64_t>::max(), t);
+      }
+    };
+    low = bound(1, true);
+    high = bound(2, false);
+  }
+  return l.std_min(l.std_max(x, low), high);
+}
+
+constexpr PointwiseExpression kClipExpression{PointwiseInputs::numeric, clip_expression, nullptr,
+                                              /*takes_absent_inputs=*/true};
+
 }  // namespace
 
 GRAFT_REGISTER_OP("", "Clip", infer_clip, clip_kernel);
+
+GRAFT_REGISTER_POINTWISE(Clip, kClipExpression);
 
 }  // namespace graft::ops

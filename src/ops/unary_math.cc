@@ -3,8 +3,10 @@
 // predicates. Float types compute in compute_t (float for float16/bfloat16);
 // integer inputs, where ONNX allows them, use wrapping integer arithmetic.
 #include <cmath>
+#include <limits>
 
 #include "elementwise_kernels.h"
+#include "graft/ops/pointwise_expression.h"
 
 namespace graft::ops {
 namespace {
@@ -123,6 +125,55 @@ void isinf_kernel(KernelContext& ctx) {
 
 constexpr DTypeSet kFloat = DTypeSet::float_types;
 
+// Pointwise expressions (graft/ops/pointwise_expression.h).
+
+using ir::ExprOp;
+
+/// Erf of an integer: in float64, truncated, as the kernel.
+int32_t erf_expression(PointwiseLowering& l) {
+  int32_t x = l.arg(0);
+  if (dtype_is_float(l.t(x))) return l.un(ExprOp::erf, x);
+  return l.cast(l.un(ExprOp::erf, l.cast(x, DType::float64)), l.t(x));
+}
+
+int32_t reciprocal_expression(PointwiseLowering& l) { return l.bin(ExprOp::div, l.k(1), l.arg(0)); }
+
+int32_t isnan_expression(PointwiseLowering& l) {
+  return l.ir.add_op(ExprOp::logical_not, DType::boolean, l.cmp(ExprOp::equal, l.arg(0), l.arg(0)));
+}
+
+int32_t isinf_expression(PointwiseLowering& l) {
+  int32_t x = l.arg(0);
+  DType t = l.t(x);
+  int32_t result = -1;
+  auto detect = [&](double infinity) {
+    int32_t is = l.cmp(ExprOp::equal, x, l.k(infinity, t));
+    result = result < 0 ? is : l.bin(ExprOp::logical_or, result, is);
+  };
+  if (l.node.attributes.get_int("detect_positive", 1) != 0) detect(std::numeric_limits<double>::infinity());
+  if (l.node.attributes.get_int("detect_negative", 1) != 0) detect(-std::numeric_limits<double>::infinity());
+  // Detecting neither: x < x, false for every x (NaN included) in x's shape,
+  // where a constant false would be a scalar.
+  return result < 0 ? l.cmp(ExprOp::less, x, x) : result;
+}
+
+constexpr PointwiseExpression kAbsExpression{PointwiseInputs::numeric, unary_expression<ExprOp::abs>};
+constexpr PointwiseExpression kNegExpression{PointwiseInputs::numeric, unary_expression<ExprOp::neg>};
+constexpr PointwiseExpression kExpExpression{PointwiseInputs::floats, unary_expression<ExprOp::exp>};
+constexpr PointwiseExpression kLogExpression{PointwiseInputs::floats, unary_expression<ExprOp::log>};
+constexpr PointwiseExpression kSqrtExpression{PointwiseInputs::floats, unary_expression<ExprOp::sqrt>};
+constexpr PointwiseExpression kTanhExpression{PointwiseInputs::floats, unary_expression<ExprOp::tanh>};
+constexpr PointwiseExpression kSinExpression{PointwiseInputs::floats, unary_expression<ExprOp::sin>};
+constexpr PointwiseExpression kCosExpression{PointwiseInputs::floats, unary_expression<ExprOp::cos>};
+constexpr PointwiseExpression kFloorExpression{PointwiseInputs::floats, unary_expression<ExprOp::floor>};
+constexpr PointwiseExpression kCeilExpression{PointwiseInputs::floats, unary_expression<ExprOp::ceil>};
+constexpr PointwiseExpression kRoundExpression{PointwiseInputs::floats, unary_expression<ExprOp::round>};
+constexpr PointwiseExpression kSignExpression{PointwiseInputs::numeric, unary_expression<ExprOp::sign>};
+constexpr PointwiseExpression kErfExpression{PointwiseInputs::numeric, erf_expression};
+constexpr PointwiseExpression kReciprocalExpression{PointwiseInputs::floats, reciprocal_expression};
+constexpr PointwiseExpression kIsNaNExpression{PointwiseInputs::floats, isnan_expression};
+constexpr PointwiseExpression kIsInfExpression{PointwiseInputs::floats, isinf_expression};
+
 }  // namespace
 
 GRAFT_REGISTER_OP("", "Acos", infer_unary<kFloat>, (unary_kernel<kFloat, AcosOp>));
@@ -150,5 +201,22 @@ GRAFT_REGISTER_OP("", "Sign", infer_unary<DTypeSet::numeric>, (unary_kernel<DTyp
 GRAFT_REGISTER_OP("", "Erf", infer_unary<DTypeSet::numeric>, (unary_kernel<DTypeSet::numeric, ErfOp>));
 GRAFT_REGISTER_OP("", "IsNaN", infer_unary_to_bool<kFloat>, isnan_kernel);
 GRAFT_REGISTER_OP("", "IsInf", infer_unary_to_bool<kFloat>, isinf_kernel);
+
+GRAFT_REGISTER_POINTWISE(Abs, kAbsExpression);
+GRAFT_REGISTER_POINTWISE(Neg, kNegExpression);
+GRAFT_REGISTER_POINTWISE(Exp, kExpExpression);
+GRAFT_REGISTER_POINTWISE(Log, kLogExpression);
+GRAFT_REGISTER_POINTWISE(Sqrt, kSqrtExpression);
+GRAFT_REGISTER_POINTWISE(Tanh, kTanhExpression);
+GRAFT_REGISTER_POINTWISE(Sin, kSinExpression);
+GRAFT_REGISTER_POINTWISE(Cos, kCosExpression);
+GRAFT_REGISTER_POINTWISE(Floor, kFloorExpression);
+GRAFT_REGISTER_POINTWISE(Ceil, kCeilExpression);
+GRAFT_REGISTER_POINTWISE(Round, kRoundExpression);
+GRAFT_REGISTER_POINTWISE(Sign, kSignExpression);
+GRAFT_REGISTER_POINTWISE(Erf, kErfExpression);
+GRAFT_REGISTER_POINTWISE(Reciprocal, kReciprocalExpression);
+GRAFT_REGISTER_POINTWISE(IsNaN, kIsNaNExpression);
+GRAFT_REGISTER_POINTWISE(IsInf, kIsInfExpression);
 
 }  // namespace graft::ops

@@ -3,6 +3,7 @@
 // output may reuse the buffer of input 0 or 1 (never a later input, which
 // would be overwritten before it is read). Max and Min propagate NaN.
 #include "elementwise_kernels.h"
+#include "graft/ops/pointwise_expression.h"
 
 namespace graft::ops {
 namespace {
@@ -64,11 +65,40 @@ void variadic_kernel(KernelContext& ctx) {
 constexpr DTypeSet kNumeric = DTypeSet::numeric;
 constexpr DTypeSet kFloat = DTypeSet::float_types;
 
+// Pointwise expressions (graft/ops/pointwise_expression.h).
+
+using ir::ExprOp;
+
+/// As the kernel: pairwise, the result of each step stored in the node's
+/// dtype (the last one is rounded by lower_pointwise).
+int32_t fold(PointwiseLowering& l, ExprOp op) {
+  int32_t acc = l.arg(0);
+  for (size_t i = 1; i < l.args.size(); ++i) acc = l.bin(op, i > 1 ? l.rounded(acc) : acc, l.arg(i));
+  return acc;
+}
+
+int32_t sum_expression(PointwiseLowering& l) { return fold(l, ExprOp::add); }
+int32_t max_expression(PointwiseLowering& l) { return fold(l, ExprOp::max); }
+int32_t min_expression(PointwiseLowering& l) { return fold(l, ExprOp::min); }
+int32_t mean_expression(PointwiseLowering& l) {
+  return l.bin(ExprOp::div, l.rounded(fold(l, ExprOp::add)), l.k(static_cast<double>(l.args.size())));
+}
+
+constexpr PointwiseExpression kSumExpression{PointwiseInputs::numeric, sum_expression};
+constexpr PointwiseExpression kMeanExpression{PointwiseInputs::floats, mean_expression};
+constexpr PointwiseExpression kMaxExpression{PointwiseInputs::numeric, max_expression};
+constexpr PointwiseExpression kMinExpression{PointwiseInputs::numeric, min_expression};
+
 }  // namespace
 
 GRAFT_REGISTER_OP("", "Sum", infer_broadcast_same_dtype<kNumeric>, (variadic_kernel<kNumeric, SumOp>));
 GRAFT_REGISTER_OP("", "Mean", infer_broadcast_same_dtype<kFloat>, (variadic_kernel<kFloat, SumOp, true>));
 GRAFT_REGISTER_OP("", "Max", infer_broadcast_same_dtype<kNumeric>, (variadic_kernel<kNumeric, MaxOp>));
 GRAFT_REGISTER_OP("", "Min", infer_broadcast_same_dtype<kNumeric>, (variadic_kernel<kNumeric, MinOp>));
+
+GRAFT_REGISTER_POINTWISE(Sum, kSumExpression);
+GRAFT_REGISTER_POINTWISE(Mean, kMeanExpression);
+GRAFT_REGISTER_POINTWISE(Max, kMaxExpression);
+GRAFT_REGISTER_POINTWISE(Min, kMinExpression);
 
 }  // namespace graft::ops

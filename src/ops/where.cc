@@ -1,6 +1,7 @@
 // Where: out = condition ? X : Y, the three inputs broadcast together; the
 // output has X's dtype (X and Y must agree) and may reuse X's or Y's buffer.
 #include "elementwise_kernels.h"
+#include "graft/ops/pointwise_expression.h"
 
 namespace graft::ops {
 namespace {
@@ -31,8 +32,15 @@ void where_kernel(KernelContext& ctx) {
   });
 }
 
+// The pointwise expression (graft/ops/pointwise_expression.h).
+int32_t where_expression(PointwiseLowering& l) { return l.select(l.arg(0), l.arg(1), l.arg(2)); }
+
+constexpr PointwiseExpression kWhereExpression{PointwiseInputs::boolean, where_expression};
+
 }  // namespace
 
 GRAFT_REGISTER_OP("", "Where", infer_where, where_kernel);
+
+GRAFT_REGISTER_POINTWISE(Where, kWhereExpression);
 
 }  // namespace graft::ops

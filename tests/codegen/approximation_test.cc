@@ -16,7 +16,7 @@ namespace graft::codegen {
 namespace {
 
 struct Sweep {
-  ExprOp op;
+  ir::ExprOp op;
   double lo, hi;
   bool logarithmic;           // points spaced evenly in log(x) (positive ranges)
   double max_ulp_float32;     // bound in units in the last place of the float32 result
@@ -24,24 +24,24 @@ struct Sweep {
   double abs_floor;           // below this |reference|, compare absolute error to abs_floor * ulp
 };
 
-double reference(ExprOp op, long double x, long double y = 0) {
+double reference(ir::ExprOp op, long double x, long double y = 0) {
   switch (op) {
-    case ExprOp::exp: return static_cast<double>(std::exp(x));
-    case ExprOp::expm1: return static_cast<double>(std::expm1(x));
-    case ExprOp::log: return static_cast<double>(std::log(x));
-    case ExprOp::log1p: return static_cast<double>(std::log1p(x));
-    case ExprOp::tanh: return static_cast<double>(std::tanh(x));
-    case ExprOp::sigmoid: return static_cast<double>(1.0L / (1.0L + std::exp(-x)));
-    case ExprOp::erf: return static_cast<double>(std::erf(x));
-    case ExprOp::pow: return static_cast<double>(std::pow(x, y));
+    case ir::ExprOp::exp: return static_cast<double>(std::exp(x));
+    case ir::ExprOp::expm1: return static_cast<double>(std::expm1(x));
+    case ir::ExprOp::log: return static_cast<double>(std::log(x));
+    case ir::ExprOp::log1p: return static_cast<double>(std::log1p(x));
+    case ir::ExprOp::tanh: return static_cast<double>(std::tanh(x));
+    case ir::ExprOp::sigmoid: return static_cast<double>(1.0L / (1.0L + std::exp(-x)));
+    case ir::ExprOp::erf: return static_cast<double>(std::erf(x));
+    case ir::ExprOp::pow: return static_cast<double>(std::pow(x, y));
     default: return NAN;
   }
 }
 
 /// Max error of one op over `n` points of [lo, hi] (binary ops: y sweeps [-4, 4]).
 double measure(const Sweep& s, DType dtype, int64_t n) {
-  KernelIR ir;
-  bool binary = s.op == ExprOp::pow;
+  ir::KernelIR ir;
+  bool binary = s.op == ir::ExprOp::pow;
   ir.input_dtypes = binary ? std::vector<DType>{dtype, dtype} : std::vector<DType>{dtype};
   int32_t x = ir.add_input(0, dtype);
   int32_t y = binary ? ir.add_op(s.op, dtype, x, ir.add_input(1, dtype)) : ir.add_op(s.op, dtype, x);
@@ -93,18 +93,18 @@ double measure(const Sweep& s, DType dtype, int64_t n) {
 
 TEST(Approximations, MaxErrorWithinStatedBounds) {
   const Sweep sweeps[] = {
-      {ExprOp::exp, -103, 88.7, false, 1, 3e-16, 0},
-      {ExprOp::expm1, -20, 20, false, 3, 5e-16, 0},
-      {ExprOp::log, 1e-40, 3e38, true, 3, 5e-16, 0},
-      {ExprOp::log, 0.5, 2, false, 3, 5e-16, 0},
-      {ExprOp::log1p, 1e-9, 1e6, true, 4, 7e-16, 0},
-      {ExprOp::log1p, -0.999, 1, false, 4, 7e-16, 0},
-      {ExprOp::tanh, -12, 12, false, 3.5, 6e-16, 0},
-      {ExprOp::tanh, 1e-8, 1, true, 3.5, 6e-16, 0},
-      {ExprOp::sigmoid, -80, 80, false, 2.5, 5e-16, 0},
-      {ExprOp::erf, -5, 5, false, 0.55, 3e-16, 0},
-      {ExprOp::erf, 1e-10, 1, true, 0.55, 3e-16, 0},
-      {ExprOp::pow, 1e-3, 1e3, true, 1, 3e-15, 0},
+      {ir::ExprOp::exp, -103, 88.7, false, 1, 3e-16, 0},
+      {ir::ExprOp::expm1, -20, 20, false, 3, 5e-16, 0},
+      {ir::ExprOp::log, 1e-40, 3e38, true, 3, 5e-16, 0},
+      {ir::ExprOp::log, 0.5, 2, false, 3, 5e-16, 0},
+      {ir::ExprOp::log1p, 1e-9, 1e6, true, 4, 7e-16, 0},
+      {ir::ExprOp::log1p, -0.999, 1, false, 4, 7e-16, 0},
+      {ir::ExprOp::tanh, -12, 12, false, 3.5, 6e-16, 0},
+      {ir::ExprOp::tanh, 1e-8, 1, true, 3.5, 6e-16, 0},
+      {ir::ExprOp::sigmoid, -80, 80, false, 2.5, 5e-16, 0},
+      {ir::ExprOp::erf, -5, 5, false, 0.55, 3e-16, 0},
+      {ir::ExprOp::erf, 1e-10, 1, true, 0.55, 3e-16, 0},
+      {ir::ExprOp::pow, 1e-3, 1e3, true, 1, 3e-15, 0},
   };
   for (const Sweep& s : sweeps) {
     for (DType dtype : {DType::float32, DType::float64}) {
@@ -121,9 +121,9 @@ TEST(Approximations, MaxErrorWithinStatedBounds) {
 /// Error in float32 ulps of the JIT's erf at the given points, against the C
 /// library's erf in double.
 std::vector<double> erf_ulp_errors(const std::vector<float>& points) {
-  KernelIR ir;
+  ir::KernelIR ir;
   ir.input_dtypes = {DType::float32};
-  ir.outputs = {ir.add_op(ExprOp::erf, DType::float32, ir.add_input(0, DType::float32))};
+  ir.outputs = {ir.add_op(ir::ExprOp::erf, DType::float32, ir.add_input(0, DType::float32))};
   ir = canonicalize(ir);
   auto runner = CompileCache::global().cpu_runner(ir);
   if (std::string(runner->kind()) != "llvm") return {};
@@ -165,9 +165,9 @@ TEST(Approximations, Float32ErfSpecialValues) {
   const float inf = std::numeric_limits<float>::infinity();
   const std::vector<float> points = {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(),
                                      1e-45f, -1e-45f, 1e-38f, 3.95f, -3.95f, 4.0f, 4.0001f, 10.0f, -1e30f};
-  KernelIR ir;
+  ir::KernelIR ir;
   ir.input_dtypes = {DType::float32};
-  ir.outputs = {ir.add_op(ExprOp::erf, DType::float32, ir.add_input(0, DType::float32))};
+  ir.outputs = {ir.add_op(ir::ExprOp::erf, DType::float32, ir.add_input(0, DType::float32))};
   ir = canonicalize(ir);
   auto runner = CompileCache::global().cpu_runner(ir);
   if (std::string(runner->kind()) != "llvm") GTEST_SKIP() << "the LLVM JIT is not available";

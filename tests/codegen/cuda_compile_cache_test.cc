@@ -17,7 +17,7 @@ namespace graft::codegen {
 namespace {
 
 /// The body tanh(x) * c + x on an input of `shape`, lowered to kernel IR.
-KernelIR kernel_of(double c, const Shape& shape) {
+ir::KernelIR kernel_of(double c, const Shape& shape) {
   ir::Graph g;
   g.opset_imports[""] = 17;
   ir::Value x = g.add_input("x", ir::ValueType::of(DType::float32, shape))->output(0);
@@ -40,7 +40,7 @@ class CudaCompileCache : public ::testing::Test {
     unsetenv("GRAFT_CACHE_DIR");
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
-  std::filesystem::path entry_of(const KernelIR& ir, const std::string& architecture) {
+  std::filesystem::path entry_of(const ir::KernelIR& ir, const std::string& architecture) {
     return std::filesystem::path(dir_) / (CompileCache::global().cuda_key(ir, architecture) + ".ptx");
   }
   std::string dir_;
@@ -51,7 +51,7 @@ TEST_F(CudaCompileCache, ASecondShapeOrRequestCompilesNothing) {
   cache.clear_memory();
   CompileCounters& n = cache.counters();
   uint64_t compiles = n.cuda_compiles, hits = n.cuda_memory_hits;
-  KernelIR small = kernel_of(0.375, {4}), large = kernel_of(0.375, {64, 1000});
+  ir::KernelIR small = kernel_of(0.375, {4}), large = kernel_of(0.375, {64, 1000});
   EXPECT_EQ(cache.cuda_key(small, "compute_75"), cache.cuda_key(large, "compute_75"));
   std::shared_ptr<const std::string> ptx = cache.cuda_ptx(small, "compute_75");
   EXPECT_NE(ptx->find(".entry graft_kernel("), std::string::npos);
@@ -70,7 +70,7 @@ TEST_F(CudaCompileCache, DiskEntriesAreReusedAndDamagedOnesRewritten) {
   setenv("GRAFT_CACHE_DIR", dir_.c_str(), 1);
   CompileCache& cache = CompileCache::global();
   CompileCounters& n = cache.counters();
-  KernelIR ir = kernel_of(0.625, {8});
+  ir::KernelIR ir = kernel_of(0.625, {8});
   cache.clear_memory();
   uint64_t compiles = n.cuda_compiles, disk_hits = n.cuda_disk_hits;
   std::string first = *cache.cuda_ptx(ir, "compute_75");

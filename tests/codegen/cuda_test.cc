@@ -22,7 +22,7 @@ using graft::testing::make_random_dag;
 using graft::testing::RandomDag;
 
 /// Interpreter results of `ir` on `inputs` (the CPU side of every comparison).
-std::vector<Tensor> cpu_results(const KernelIR& ir, const std::vector<Tensor>& inputs) {
+std::vector<Tensor> cpu_results(const ir::KernelIR& ir, const std::vector<Tensor>& inputs) {
   static backend::BufferPool pool;
   Interpreter interpreter(ir);
   return run_kernel(ir, interpreter, inputs, pool);
@@ -39,7 +39,7 @@ TEST(CudaEmitter, EveryOpKernelCompilesToPtx) {
   std::map<uint64_t, size_t> kernel_of_hash;
   std::vector<size_t> kernel_of_case;
   for (size_t i = 0; i < cases.size(); ++i) {
-    KernelIR ir = lower_body(*cases[i].graph).ir;
+    ir::KernelIR ir = lower_body(*cases[i].graph).ir;
     auto [it, fresh] = kernel_of_hash.emplace(stable_hash(ir), kernel_of_hash.size());
     kernel_of_case.push_back(it->second);
     if (!fresh) continue;
@@ -73,7 +73,7 @@ TEST(CudaEmitter, KernelsRunOnTheGpuAndMatchTheCpu) {
   if (!why.empty()) GTEST_SKIP() << "no GPU: " << why;
   backend::BufferPool pool;
   for (const auto& c : graft::testing::build_op_cases()) {
-    KernelIR ir = lower_body(*c.graph).ir;
+    ir::KernelIR ir = lower_body(*c.graph).ir;
     CudaKernel kernel(ir);
     std::vector<Tensor> got = kernel.run(c.inputs);
     Interpreter interpreter(ir);
@@ -102,7 +102,7 @@ TEST(CudaEmitter, RandomDagsRunOnTheGpuAndMatchTheReference) {
   if (!why.empty()) GTEST_SKIP() << "no GPU: " << why;
   for (uint64_t seed = 20000; seed < 20300; ++seed) {
     RandomDag dag = make_random_dag(seed, false);
-    KernelIR ir = lower_body(*dag.graph).ir;
+    ir::KernelIR ir = lower_body(*dag.graph).ir;
     CudaKernel kernel(ir);
     std::vector<Tensor> want = graft::testing::run_reference(*dag.graph, dag.inputs);
     // Every third DAG also through the 64-bit index path of large tensors.
@@ -137,7 +137,7 @@ TEST(CudaEmitter, TypedRandomDagsRunOnTheGpuAndMatchTheReference) {
   if (!why.empty()) GTEST_SKIP() << "no GPU: " << why;
   for (uint64_t seed = 30000; seed < 30300; ++seed) {
     graft::testing::TypedDag dag = graft::testing::make_typed_dag(seed);
-    KernelIR ir = lower_body(*dag.graph).ir;
+    ir::KernelIR ir = lower_body(*dag.graph).ir;
     CudaKernel kernel(ir);
     std::vector<Tensor> want = graft::testing::run_reference(*dag.graph, dag.inputs);
     for (bool wide : {false, true}) {
@@ -169,7 +169,7 @@ std::unique_ptr<ir::Graph> swish_bias_tanh() {
 TEST(CudaEmitter, OneKernelRunsOnDeviceBuffersAtEveryShape) {
   std::string why = cuda_device_unavailable_reason();
   if (!why.empty()) GTEST_SKIP() << "no GPU: " << why;
-  KernelIR ir = lower_body(*swish_bias_tanh()).ir;
+  ir::KernelIR ir = lower_body(*swish_bias_tanh()).ir;
   CudaKernel kernel(ir);  // compiled once; shapes are launch arguments
   // The last shape has more elements than one grid of 65535 blocks of 256
   // threads covers, so threads take several elements each.
@@ -193,7 +193,7 @@ TEST(CudaEmitter, OneKernelRunsOnDeviceBuffersAtEveryShape) {
   // Dense operands take the path of 4 elements per thread: sizes around its
   // edges, and one of several steps of the whole grid.
   std::unique_ptr<ir::Graph> unary = swish_bias_tanh();
-  KernelIR dense_ir = lower_body(*unary).ir;
+  ir::KernelIR dense_ir = lower_body(*unary).ir;
   CudaKernel dense(dense_ir);
   for (int64_t n : {1, 3, 4, 5, 1023, 1025, 70000001}) {
     Shape shape{n}, b_shape{1};

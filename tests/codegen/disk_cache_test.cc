@@ -17,18 +17,18 @@ namespace graft::codegen {
 namespace {
 
 /// y = tanh(x) * c + x, with a constant that makes the key unique per test.
-KernelIR kernel_with_constant(double c) {
-  KernelIR ir;
+ir::KernelIR kernel_with_constant(double c) {
+  ir::KernelIR ir;
   ir.input_dtypes = {DType::float32};
   int32_t x = ir.add_input(0, DType::float32);
-  int32_t t = ir.add_op(ExprOp::tanh, DType::float32, x);
-  int32_t m = ir.add_op(ExprOp::mul, DType::float32, t, ir.add_constant(DType::float32, c));
-  ir.outputs = {ir.add_op(ExprOp::add, DType::float32, m, x)};
+  int32_t t = ir.add_op(ir::ExprOp::tanh, DType::float32, x);
+  int32_t m = ir.add_op(ir::ExprOp::mul, DType::float32, t, ir.add_constant(DType::float32, c));
+  ir.outputs = {ir.add_op(ir::ExprOp::add, DType::float32, m, x)};
   return canonicalize(ir);
 }
 
 /// True when the runner computes the kernel correctly on a few values.
-bool runs_correctly(const KernelRunner& runner, const KernelIR& ir, double c) {
+bool runs_correctly(const KernelRunner& runner, const ir::KernelIR& ir, double c) {
   Tensor x = Tensor::from_vector<float>({-2.0f, -0.5f, 0.0f, 0.25f, 3.0f}, {5});
   backend::BufferPool pool;
   Tensor y = run_kernel(ir, runner, {&x, 1}, pool)[0];
@@ -53,7 +53,7 @@ class DiskCache : public ::testing::Test {
     unsetenv("GRAFT_CACHE_DIR");
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
-  std::filesystem::path entry_of(const KernelIR& ir) {
+  std::filesystem::path entry_of(const ir::KernelIR& ir) {
     return std::filesystem::path(dir_) / (CompileCache::global().cpu_key(ir) + ".gko");
   }
   std::string dir_;
@@ -61,7 +61,7 @@ class DiskCache : public ::testing::Test {
 
 TEST_F(DiskCache, SecondLoadIsADiskHitAndDamagedEntriesAreRewritten) {
   CompileCache& cache = CompileCache::global();
-  KernelIR ir = kernel_with_constant(0.125);
+  ir::KernelIR ir = kernel_with_constant(0.125);
   cache.clear_memory();
   uint64_t compiles = cache.counters().compiles, hits = cache.counters().disk_hits;
   auto first = cache.cpu_runner(ir);
@@ -102,7 +102,7 @@ TEST_F(DiskCache, SecondLoadIsADiskHitAndDamagedEntriesAreRewritten) {
 }
 
 TEST_F(DiskCache, TwoProcessesCompilingTheSameKernelBothSucceed) {
-  KernelIR ir = kernel_with_constant(0.75);
+  ir::KernelIR ir = kernel_with_constant(0.75);
   CompileCache::global().clear_memory();
   pid_t children[2];
   for (pid_t& child : children) {

@@ -18,20 +18,20 @@ namespace graft::codegen {
 namespace {
 
 /// The kernel `cast(x, to)` of one input of dtype `from`.
-KernelIR cast_kernel(DType from, DType to) {
-  KernelIR ir;
+ir::KernelIR cast_kernel(DType from, DType to) {
+  ir::KernelIR ir;
   ir.input_dtypes = {from};
   int32_t x = ir.add_input(0, from);
-  ir.outputs = {ir.add_op(ExprOp::cast, to, x)};
+  ir.outputs = {ir.add_op(ir::ExprOp::cast, to, x)};
   return ir;
 }
 
 /// float32 -> float16 -> float32: the rounding after a float16 op.
-KernelIR round_trip_kernel() {
-  KernelIR ir;
+ir::KernelIR round_trip_kernel() {
+  ir::KernelIR ir;
   ir.input_dtypes = {DType::float32};
   int32_t x = ir.add_input(0, DType::float32);
-  ir.outputs = {ir.add_op(ExprOp::cast, DType::float32, ir.add_op(ExprOp::cast, DType::float16, x))};
+  ir.outputs = {ir.add_op(ir::ExprOp::cast, DType::float32, ir.add_op(ir::ExprOp::cast, DType::float16, x))};
   return ir;
 }
 
@@ -65,7 +65,7 @@ Tensor float32_probes() {
 }
 
 /// The runners to check: the interpreter, and the JIT where it is built in.
-std::vector<std::shared_ptr<const KernelRunner>> runners(const KernelIR& ir) {
+std::vector<std::shared_ptr<const KernelRunner>> runners(const ir::KernelIR& ir) {
   std::vector<std::shared_ptr<const KernelRunner>> result{std::make_shared<Interpreter>(ir)};
   auto jit = CompileCache::global().cpu_runner(ir);
   if (std::string(jit->kind()) == "llvm") result.push_back(jit);
@@ -75,7 +75,7 @@ std::vector<std::shared_ptr<const KernelRunner>> runners(const KernelIR& ir) {
 TEST(Float16Kernels, FromFloat32RoundsToNearestEvenAsTheReference) {
   backend::BufferPool pool;
   Tensor x = float32_probes();
-  for (const KernelIR& ir : {cast_kernel(DType::float32, DType::float16), round_trip_kernel()}) {
+  for (const ir::KernelIR& ir : {cast_kernel(DType::float32, DType::float16), round_trip_kernel()}) {
     for (const auto& runner : runners(ir)) {
       Tensor got = run_kernel(ir, *runner, std::vector<Tensor>{x}, pool)[0];
       for (int64_t i = 0; i < x.numel(); ++i) {
@@ -97,7 +97,7 @@ TEST(Float16Kernels, ToFloat32IsExactForEveryValue) {
   backend::BufferPool pool;
   Tensor h(DType::float16, {0x10000});
   for (uint32_t bits = 0; bits < 0x10000; ++bits) h.data<float16_t>()[bits].bits = static_cast<uint16_t>(bits);
-  KernelIR ir = cast_kernel(DType::float16, DType::float32);
+  ir::KernelIR ir = cast_kernel(DType::float16, DType::float32);
   for (const auto& runner : runners(ir)) {
     Tensor got = run_kernel(ir, *runner, std::vector<Tensor>{h}, pool)[0];
     for (uint32_t bits = 0; bits < 0x10000; ++bits) {

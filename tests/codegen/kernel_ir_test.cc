@@ -6,7 +6,7 @@
 
 #include "codegen_test_util.h"
 #include "graft/codegen/interpreter.h"
-#include "graft/codegen/kernel_ir.h"
+#include "graft/ir/kernel_ir.h"
 #include "graft/backend/buffer_pool.h"
 
 namespace graft::codegen {
@@ -16,25 +16,25 @@ using graft::testing::close_enough;
 using graft::testing::random_of;
 
 /// (a + b) * sigmoid(a), built with the nodes listed in a chosen order.
-KernelIR sample_ir(bool swapped) {
-  KernelIR ir;
+ir::KernelIR sample_ir(bool swapped) {
+  ir::KernelIR ir;
   ir.input_dtypes = {DType::float32, DType::float32};
   int32_t a = ir.add_input(0, DType::float32);
   int32_t b = ir.add_input(1, DType::float32);
-  int32_t sum = swapped ? ir.add_op(ExprOp::add, DType::float32, b, a) : ir.add_op(ExprOp::add, DType::float32, a, b);
-  int32_t unused = ir.add_op(ExprOp::exp, DType::float32, a);
+  int32_t sum = swapped ? ir.add_op(ir::ExprOp::add, DType::float32, b, a) : ir.add_op(ir::ExprOp::add, DType::float32, a, b);
+  int32_t unused = ir.add_op(ir::ExprOp::exp, DType::float32, a);
   (void)unused;
-  int32_t s = ir.add_op(ExprOp::sigmoid, DType::float32, a);
-  int32_t s2 = ir.add_op(ExprOp::sigmoid, DType::float32, a);  // duplicate, merged
-  int32_t m = ir.add_op(ExprOp::mul, DType::float32, sum, s);
-  int32_t m2 = ir.add_op(ExprOp::mul, DType::float32, s2, sum);
+  int32_t s = ir.add_op(ir::ExprOp::sigmoid, DType::float32, a);
+  int32_t s2 = ir.add_op(ir::ExprOp::sigmoid, DType::float32, a);  // duplicate, merged
+  int32_t m = ir.add_op(ir::ExprOp::mul, DType::float32, sum, s);
+  int32_t m2 = ir.add_op(ir::ExprOp::mul, DType::float32, s2, sum);
   ir.outputs = {m, m2};
   return ir;
 }
 
 TEST(KernelIr, CanonicalFormIgnoresOrderDuplicatesAndDeadNodes) {
-  KernelIR one = canonicalize(sample_ir(false));
-  KernelIR two = canonicalize(sample_ir(true));
+  ir::KernelIR one = canonicalize(sample_ir(false));
+  ir::KernelIR two = canonicalize(sample_ir(true));
   EXPECT_EQ(one, two);
   EXPECT_EQ(stable_hash(one), stable_hash(two));
   EXPECT_EQ(one.exprs.size(), 5u) << to_string(one);
@@ -42,51 +42,51 @@ TEST(KernelIr, CanonicalFormIgnoresOrderDuplicatesAndDeadNodes) {
 }
 
 TEST(KernelIr, BinaryFormRoundTripsAndRejectsDamage) {
-  KernelIR ir = canonicalize(sample_ir(false));
+  ir::KernelIR ir = canonicalize(sample_ir(false));
   std::string bytes = serialize(ir);
   std::istringstream in(bytes);
-  EXPECT_EQ(read_kernel_ir(in), ir);
+  EXPECT_EQ(ir::read_kernel_ir(in), ir);
   for (size_t cut : {size_t(0), size_t(3), size_t(10), bytes.size() - 1}) {
     std::istringstream truncated(bytes.substr(0, cut));
-    EXPECT_THROW(read_kernel_ir(truncated), Error) << cut;
+    EXPECT_THROW(ir::read_kernel_ir(truncated), Error) << cut;
   }
   std::string bad = bytes;
   bad[16] = 0x7f;  // a node's op byte
   std::istringstream damaged(bad);
-  EXPECT_THROW(read_kernel_ir(damaged), Error);
+  EXPECT_THROW(ir::read_kernel_ir(damaged), Error);
 }
 
 TEST(KernelIr, ValidateRejectsOutOfOrderArguments) {
-  KernelIR ir;
+  ir::KernelIR ir;
   ir.input_dtypes = {DType::float32};
-  ir.add_op(ExprOp::neg, DType::float32, 0);
+  ir.add_op(ir::ExprOp::neg, DType::float32, 0);
   ir.outputs = {0};
   EXPECT_THROW(ir.validate(), Error);
 }
 
 TEST(KernelIr, Float16IsOnlyLoadedStoredAndConvertedToAndFromFloat32) {
-  auto with = [](const std::function<void(KernelIR&, int32_t)>& add) {
-    KernelIR ir;
+  auto with = [](const std::function<void(ir::KernelIR&, int32_t)>& add) {
+    ir::KernelIR ir;
     ir.input_dtypes = {DType::float16};
     int32_t h = ir.add_input(0, DType::float16);
     add(ir, h);
     ir.outputs = {static_cast<int32_t>(ir.exprs.size()) - 1};
     return ir;
   };
-  KernelIR fine = with([](KernelIR& ir, int32_t h) {
-    int32_t f = ir.add_op(ExprOp::cast, DType::float32, h);
-    ir.add_op(ExprOp::cast, DType::float16, ir.add_op(ExprOp::exp, DType::float32, f));
+  ir::KernelIR fine = with([](ir::KernelIR& ir, int32_t h) {
+    int32_t f = ir.add_op(ir::ExprOp::cast, DType::float32, h);
+    ir.add_op(ir::ExprOp::cast, DType::float16, ir.add_op(ir::ExprOp::exp, DType::float32, f));
   });
   EXPECT_NO_THROW(fine.validate());
-  for (const auto& bad : std::vector<std::function<void(KernelIR&, int32_t)>>{
-           [](KernelIR& ir, int32_t h) { ir.add_op(ExprOp::exp, DType::float16, h); },
-           [](KernelIR& ir, int32_t h) { ir.add_op(ExprOp::cast, DType::float64, h); },
-           [](KernelIR& ir, int32_t h) { ir.add_op(ExprOp::less, DType::boolean, h, h); },
-           [](KernelIR& ir, int32_t h) {
-             ir.add_op(ExprOp::cast, DType::float16, ir.add_op(ExprOp::cast, DType::int32,
-                                                               ir.add_op(ExprOp::cast, DType::float32, h)));
+  for (const auto& bad : std::vector<std::function<void(ir::KernelIR&, int32_t)>>{
+           [](ir::KernelIR& ir, int32_t h) { ir.add_op(ir::ExprOp::exp, DType::float16, h); },
+           [](ir::KernelIR& ir, int32_t h) { ir.add_op(ir::ExprOp::cast, DType::float64, h); },
+           [](ir::KernelIR& ir, int32_t h) { ir.add_op(ir::ExprOp::less, DType::boolean, h, h); },
+           [](ir::KernelIR& ir, int32_t h) {
+             ir.add_op(ir::ExprOp::cast, DType::float16, ir.add_op(ir::ExprOp::cast, DType::int32,
+                                                               ir.add_op(ir::ExprOp::cast, DType::float32, h)));
            }}) {
-    KernelIR ir = with(bad);
+    ir::KernelIR ir = with(bad);
     EXPECT_THROW(ir.validate(), Error) << to_string(ir);
   }
 }

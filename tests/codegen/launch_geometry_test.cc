@@ -44,7 +44,7 @@ TEST(LaunchGeometry, CollapsedOffsetsAreBroadcastOffsets) {
     ir::Value y = g.add_input("b", ir::ValueType::of(DType::float32, b))->output(0);
     g.add_output(g.add_node("Add", {x, y})->output(0), "c");
     ops::infer_types(g);
-    KernelIR ir = lower_body(g).ir;
+    ir::KernelIR ir = lower_body(g).ir;
     std::vector<Shape> in = {a, b};
     std::vector<Shape> out = kernel_output_shapes(ir, in);
     LaunchGeometry geometry = launch_geometry(ir, in, out);
@@ -80,9 +80,9 @@ TEST(LaunchGeometry, CollapsedOffsetsAreBroadcastOffsets) {
 
 TEST(LaunchGeometry, UnreadInputsGetNoStrides) {
   // y = tanh(x0): input 1 is not read and may have any shape, even a larger rank.
-  KernelIR ir;
+  ir::KernelIR ir;
   ir.input_dtypes = {DType::float32, DType::float32};
-  ir.outputs = {ir.add_op(ExprOp::tanh, DType::float32, ir.add_input(0, DType::float32))};
+  ir.outputs = {ir.add_op(ir::ExprOp::tanh, DType::float32, ir.add_input(0, DType::float32))};
   std::vector<Shape> in = {{4, 5}, {2, 3, 7, 9}};
   LaunchGeometry geometry = launch_geometry(ir, in, kernel_output_shapes(ir, in));
   EXPECT_FALSE(geometry.read[1]);
@@ -93,10 +93,10 @@ TEST(LaunchGeometry, UnreadInputsGetNoStrides) {
 
 TEST(LaunchGeometry, DeviceLaunchPlansPickTheIndexModeAndRefuseWhatDoesNotFit) {
   // y = x0 + x1. Plans need shapes only: no tensor of 2^32 elements is made.
-  KernelIR ir;
+  ir::KernelIR ir;
   ir.input_dtypes = {DType::float32, DType::float32};
   ir.outputs = {
-      ir.add_op(ExprOp::add, DType::float32, ir.add_input(0, DType::float32), ir.add_input(1, DType::float32))};
+      ir.add_op(ir::ExprOp::add, DType::float32, ir.add_input(0, DType::float32), ir.add_input(1, DType::float32))};
   auto plan = [&](std::vector<Shape> in, bool wide = false) {
     return plan_device_launch(ir, in, kernel_output_shapes(ir, in), wide, "test kernel");
   };

@@ -32,7 +32,7 @@ TEST(OpenClEmitter, EveryOpCaseMatchesTheReference) {
   SKIP_WITHOUT_OPENCL();
   std::printf("OpenCL device: %s\n", opencl_device_description().c_str());
   std::vector<graft::testing::BuiltCase> cases = graft::testing::build_op_cases();
-  std::vector<KernelIR> irs;
+  std::vector<ir::KernelIR> irs;
   for (const auto& c : cases) irs.push_back(lower_body(*c.graph).ir);
   std::vector<std::unique_ptr<OpenClKernel>> kernels = OpenClKernel::build_all(irs);  // one program
   ASSERT_EQ(kernels.size(), cases.size());
@@ -52,7 +52,7 @@ TEST(OpenClEmitter, RandomDagsMatchTheReference) {
   // 80 float32 DAGs and 80 over every dtype, as two programs.
   std::vector<graft::testing::RandomDag> dags;
   std::vector<graft::testing::TypedDag> typed;
-  std::vector<KernelIR> irs, typed_irs;
+  std::vector<ir::KernelIR> irs, typed_irs;
   for (uint64_t seed = 40000; seed < 40080; ++seed) {
     dags.push_back(graft::testing::make_random_dag(seed, false));
     irs.push_back(lower_body(*dags.back().graph).ir);
@@ -97,7 +97,7 @@ TEST(OpenClEmitter, OneKernelServesEveryShapeAndRefusesWrongInputs) {
   ir::Value b = g.add_input("b", ir::ValueType::of(DType::float32, {1}))->output(0);
   g.add_output(g.add_node("Tanh", {g.add_node("Add", {x, b})->output(0)})->output(0), "y");
   ops::infer_types(g);
-  KernelIR ir = lower_body(g).ir;
+  ir::KernelIR ir = lower_body(g).ir;
   OpenClKernel kernel(ir);  // built once; shapes are run arguments
   backend::BufferPool pool;
   Interpreter interpreter(ir);
@@ -132,7 +132,7 @@ TEST(OpenClEmitter, OneKernelRunsOnDeviceBuffersAtEveryShape) {
   ir::Value s = g.add_node("Mul", {x, g.add_node("Sigmoid", {x})->output(0)})->output(0);
   g.add_output(g.add_node("Tanh", {g.add_node("Add", {s, b})->output(0)})->output(0), "y");
   ops::infer_types(g);
-  KernelIR ir = lower_body(g).ir;
+  ir::KernelIR ir = lower_body(g).ir;
   OpenClKernel kernel(ir);
   backend::BufferPool pool;
   Interpreter interpreter(ir);
@@ -190,7 +190,7 @@ TEST(OpenClEmitter, EachQueueRunsItsWorkInOrder) {
   ir::Value one = g.add_constant("one", Tensor::scalar<float>(1.0f))->output(0);
   g.add_output(g.add_node("Add", {g.add_node("Tanh", {x})->output(0), one})->output(0), "y");
   ops::infer_types(g);
-  KernelIR ir = lower_body(g).ir;
+  ir::KernelIR ir = lower_body(g).ir;
   OpenClKernel kernel(ir);
   backend::BufferPool pool;
   Interpreter interpreter(ir);

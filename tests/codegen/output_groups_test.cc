@@ -30,39 +30,39 @@ TEST(OutputGroups, OutputsThatDoNotBroadcastGoToSeparateGroups) {
 }
 
 /// y = -s; a = max(y, x); b = z - y; c = exp(w) (reads only w).
-KernelIR three_output_ir() {
-  KernelIR ir;
+ir::KernelIR three_output_ir() {
+  ir::KernelIR ir;
   ir.input_dtypes = {DType::float32, DType::float32, DType::float32, DType::float32};
   int32_t s = ir.add_input(0, DType::float32), x = ir.add_input(1, DType::float32);
   int32_t z = ir.add_input(2, DType::float32), w = ir.add_input(3, DType::float32);
-  int32_t y = ir.add_op(ExprOp::neg, DType::float32, s);
-  int32_t a = ir.add_op(ExprOp::max, DType::float32, y, x);
-  int32_t b = ir.add_op(ExprOp::sub, DType::float32, z, y);
-  int32_t c = ir.add_op(ExprOp::exp, DType::float32, w);
+  int32_t y = ir.add_op(ir::ExprOp::neg, DType::float32, s);
+  int32_t a = ir.add_op(ir::ExprOp::max, DType::float32, y, x);
+  int32_t b = ir.add_op(ir::ExprOp::sub, DType::float32, z, y);
+  int32_t c = ir.add_op(ir::ExprOp::exp, DType::float32, w);
   ir.outputs = {a, b, c};
   return ir;
 }
 
 TEST(OutputGroups, PartialKernelKeepsOnlyWhatItsOutputsRead) {
-  KernelIR ir = three_output_ir();
-  KernelIR part = kernel_for_outputs(ir, std::vector<int32_t>{1});
+  ir::KernelIR ir = three_output_ir();
+  ir::KernelIR part = kernel_for_outputs(ir, std::vector<int32_t>{1});
   part.validate();
   EXPECT_EQ(part.input_dtypes, ir.input_dtypes);  // input slots unchanged
   ASSERT_EQ(part.outputs.size(), 1u);
   EXPECT_EQ(part.exprs.size(), 4u) << to_string(part);  // s, z, -s, z - y
-  for (const Expr& e : part.exprs) EXPECT_TRUE(e.op != ExprOp::input || e.index == 0 || e.index == 2);
+  for (const ir::Expr& e : part.exprs) EXPECT_TRUE(e.op != ir::ExprOp::input || e.index == 0 || e.index == 2);
   // Outputs in the order asked.
-  KernelIR swapped = kernel_for_outputs(ir, std::vector<int32_t>{2, 0});
+  ir::KernelIR swapped = kernel_for_outputs(ir, std::vector<int32_t>{2, 0});
   ASSERT_EQ(swapped.outputs.size(), 2u);
-  EXPECT_EQ(swapped.exprs[static_cast<size_t>(swapped.outputs[0])].op, ExprOp::exp);
-  EXPECT_EQ(swapped.exprs[static_cast<size_t>(swapped.outputs[1])].op, ExprOp::max);
+  EXPECT_EQ(swapped.exprs[static_cast<size_t>(swapped.outputs[0])].op, ir::ExprOp::exp);
+  EXPECT_EQ(swapped.exprs[static_cast<size_t>(swapped.outputs[1])].op, ir::ExprOp::max);
 }
 
 TEST(OutputGroups, PartialKernelsComputeWhatTheWholeKernelDoes) {
   // With shapes that all broadcast, the whole kernel runs; each partial
   // kernel's outputs must equal its. Inputs a partial kernel does not read
   // may have any shape: here they are given shapes that would not broadcast.
-  KernelIR ir = three_output_ir();
+  ir::KernelIR ir = three_output_ir();
   backend::BufferPool pool;
   std::vector<Tensor> inputs = {graft::testing::random_of(DType::float32, {}, 1),
                                 graft::testing::random_of(DType::float32, {4, 5}, 2),
@@ -71,12 +71,12 @@ TEST(OutputGroups, PartialKernelsComputeWhatTheWholeKernelDoes) {
   Interpreter whole(ir);
   std::vector<Tensor> want = run_kernel(ir, whole, inputs, pool);
   for (const std::vector<int32_t>& outputs : Groups{{0}, {1}, {2}, {0, 2}, {1, 0}}) {
-    KernelIR part = kernel_for_outputs(ir, outputs);
+    ir::KernelIR part = kernel_for_outputs(ir, outputs);
     Interpreter runner(part);
     std::vector<Tensor> odd = inputs;
     for (int32_t slot = 0; slot < 4; ++slot) {
       bool read = false;
-      for (const Expr& e : part.exprs) read |= e.op == ExprOp::input && e.index == slot;
+      for (const ir::Expr& e : part.exprs) read |= e.op == ir::ExprOp::input && e.index == slot;
       if (!read) odd[static_cast<size_t>(slot)] = graft::testing::random_of(DType::float32, {3, 7}, 9);
     }
     std::vector<Tensor> got = run_kernel(part, runner, odd, pool);

@@ -39,7 +39,7 @@ TEST(RandomDags, JitMatchesReferenceOnSample) {
   backend::BufferPool pool;
   for (uint64_t seed = 10000; seed < 10060; ++seed) {
     RandomDag dag = make_random_dag(seed, true);
-    KernelIR ir = lower_body(*dag.graph).ir;
+    ir::KernelIR ir = lower_body(*dag.graph).ir;
     std::shared_ptr<const KernelRunner> runner = CompileCache::global().cpu_runner(ir);
     if (std::string(runner->kind()) != "llvm") GTEST_SKIP() << "the LLVM JIT is not available";
     std::vector<Tensor> got = run_kernel(ir, *runner, dag.inputs, pool);

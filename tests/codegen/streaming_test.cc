@@ -12,12 +12,12 @@ namespace graft::codegen {
 namespace {
 
 TEST(StreamingStores, LargeDenseKernelMatchesInterpreter) {
-  KernelIR ir;
+  ir::KernelIR ir;
   ir.input_dtypes = {DType::float32, DType::float32};
   int32_t a = ir.add_input(0, DType::float32);
   int32_t b = ir.add_input(1, DType::float32);
-  int32_t s = ir.add_op(ExprOp::sigmoid, DType::float32, ir.add_op(ExprOp::add, DType::float32, a, b));
-  int32_t wide = ir.add_op(ExprOp::cast, DType::float64, ir.add_op(ExprOp::mul, DType::float32, s, a));
+  int32_t s = ir.add_op(ir::ExprOp::sigmoid, DType::float32, ir.add_op(ir::ExprOp::add, DType::float32, a, b));
+  int32_t wide = ir.add_op(ir::ExprOp::cast, DType::float64, ir.add_op(ir::ExprOp::mul, DType::float32, s, a));
   ir.outputs = {s, wide};
   ir = canonicalize(ir);
   auto runner = CompileCache::global().cpu_runner(ir);

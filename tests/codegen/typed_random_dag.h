@@ -213,9 +213,9 @@ inline double typed_dag_rtol(DType t, DType coarsest) {
   return coarsest == DType::float16 ? 4e-3 : coarsest == DType::float32 ? 1e-4 : 1e-10;
 }
 inline double typed_dag_atol(DType t, DType coarsest) { return typed_dag_rtol(t, coarsest) * 0.1; }
-inline DType coarsest_float(const codegen::KernelIR& ir) {
+inline DType coarsest_float(const ir::KernelIR& ir) {
   DType c = DType::float64;
-  for (const codegen::Expr& e : ir.exprs)
+  for (const ir::Expr& e : ir.exprs)
     if (e.dtype == DType::float16) return DType::float16;
     else if (e.dtype == DType::float32) c = DType::float32;
   return c;
@@ -228,7 +228,7 @@ inline DType coarsest_float(const ir::Graph& g) {
       else if (t.dtype == DType::float32) c = DType::float32;
   return c;
 }
-inline double typed_dag_rtol(DType t, const codegen::KernelIR& ir) { return typed_dag_rtol(t, coarsest_float(ir)); }
-inline double typed_dag_atol(DType t, const codegen::KernelIR& ir) { return typed_dag_atol(t, coarsest_float(ir)); }
+inline double typed_dag_rtol(DType t, const ir::KernelIR& ir) { return typed_dag_rtol(t, coarsest_float(ir)); }
+inline double typed_dag_atol(DType t, const ir::KernelIR& ir) { return typed_dag_atol(t, coarsest_float(ir)); }
 
 }  // namespace graft::testing

@@ -36,7 +36,7 @@ TEST(TypedRandomDags, JitMatchesReference) {
   backend::BufferPool pool;
   for (uint64_t seed = 100000; seed < 100300; ++seed) {
     TypedDag dag = make_typed_dag(seed);
-    KernelIR ir = lower_body(*dag.graph).ir;
+    ir::KernelIR ir = lower_body(*dag.graph).ir;
     std::shared_ptr<const KernelRunner> runner = CompileCache::global().cpu_runner(ir);
     if (std::string(runner->kind()) != "llvm") GTEST_SKIP() << "the LLVM JIT is not available";
     std::vector<Tensor> got = run_kernel(ir, *runner, dag.inputs, pool);

@@ -23,26 +23,26 @@ namespace {
 ///   c xor (a > 0)                   bool
 ///   cast(b, int64) * 3              int64
 ///   d * cast(a, float64) + exp(d)   float64
-KernelIR mixed_kernel() {
-  KernelIR ir;
+ir::KernelIR mixed_kernel() {
+  ir::KernelIR ir;
   ir.input_dtypes = {DType::float32, DType::int32, DType::boolean, DType::float64};
   int32_t a = ir.add_input(0, DType::float32);
   int32_t b = ir.add_input(1, DType::int32);
   int32_t c = ir.add_input(2, DType::boolean);
   int32_t d = ir.add_input(3, DType::float64);
-  int32_t s = ir.add_op(ExprOp::sigmoid, DType::float32, a);
-  int32_t f = ir.add_op(ExprOp::add, DType::float32,
-                        ir.add_op(ExprOp::mul, DType::float32, s, ir.add_constant(DType::float32, 2)),
-                        ir.add_op(ExprOp::erf, DType::float32, a));
-  int32_t q = ir.add_op(ExprOp::div, DType::int32, b,
-                        ir.add_op(ExprOp::sub, DType::int32, b, ir.add_constant(DType::int32, 1)));
-  int32_t positive = ir.add_op(ExprOp::greater, DType::boolean, a, ir.add_constant(DType::float32, 0));
-  int32_t x = ir.add_op(ExprOp::logical_xor, DType::boolean, c, positive);
-  int32_t wide = ir.add_op(ExprOp::mul, DType::int64, ir.add_op(ExprOp::cast, DType::int64, b),
+  int32_t s = ir.add_op(ir::ExprOp::sigmoid, DType::float32, a);
+  int32_t f = ir.add_op(ir::ExprOp::add, DType::float32,
+                        ir.add_op(ir::ExprOp::mul, DType::float32, s, ir.add_constant(DType::float32, 2)),
+                        ir.add_op(ir::ExprOp::erf, DType::float32, a));
+  int32_t q = ir.add_op(ir::ExprOp::div, DType::int32, b,
+                        ir.add_op(ir::ExprOp::sub, DType::int32, b, ir.add_constant(DType::int32, 1)));
+  int32_t positive = ir.add_op(ir::ExprOp::greater, DType::boolean, a, ir.add_constant(DType::float32, 0));
+  int32_t x = ir.add_op(ir::ExprOp::logical_xor, DType::boolean, c, positive);
+  int32_t wide = ir.add_op(ir::ExprOp::mul, DType::int64, ir.add_op(ir::ExprOp::cast, DType::int64, b),
                            ir.add_constant(DType::int64, 3));
-  int32_t g = ir.add_op(ExprOp::add, DType::float64,
-                        ir.add_op(ExprOp::mul, DType::float64, d, ir.add_op(ExprOp::cast, DType::float64, a)),
-                        ir.add_op(ExprOp::exp, DType::float64, d));
+  int32_t g = ir.add_op(ir::ExprOp::add, DType::float64,
+                        ir.add_op(ir::ExprOp::mul, DType::float64, d, ir.add_op(ir::ExprOp::cast, DType::float64, a)),
+                        ir.add_op(ir::ExprOp::exp, DType::float64, d));
   ir.outputs = {f, q, x, wide, g};
   return canonicalize(ir);
 }
@@ -57,7 +57,7 @@ struct Buffers {
   std::vector<void*> ptrs;
   std::vector<size_t> sizes;
 
-  Buffers(const KernelIR& ir, int64_t capacity, const std::vector<int64_t>& strides, uint64_t seed) {
+  Buffers(const ir::KernelIR& ir, int64_t capacity, const std::vector<int64_t>& strides, uint64_t seed) {
     std::vector<DType> dtypes = ir.input_dtypes;
     for (DType t : ir.output_dtypes()) dtypes.push_back(t);
     for (size_t k = 0; k < dtypes.size(); ++k) {
@@ -78,7 +78,7 @@ struct Buffers {
 
 /// Equal output bytes everywhere (written elements and guards); floats within
 /// a relative 1e-5 (the JIT's approximations against the C library).
-::testing::AssertionResult same_outputs(const KernelIR& ir, const Buffers& got, const Buffers& want) {
+::testing::AssertionResult same_outputs(const ir::KernelIR& ir, const Buffers& got, const Buffers& want) {
   std::vector<DType> dtypes = ir.output_dtypes();
   for (size_t o = 0; o < dtypes.size(); ++o) {
     size_t k = ir.input_dtypes.size() + o;
@@ -112,7 +112,7 @@ struct Buffers {
 }
 
 TEST(VectorTails, DenseRunsOfEveryLengthAroundTheVectorWidths) {
-  KernelIR ir = mixed_kernel();
+  ir::KernelIR ir = mixed_kernel();
   auto runner = CompileCache::global().cpu_runner(ir);
   if (std::string(runner->kind()) != "llvm") GTEST_SKIP() << "the LLVM JIT is not available";
   Interpreter interpreter(ir);
@@ -126,9 +126,9 @@ TEST(VectorTails, DenseRunsOfEveryLengthAroundTheVectorWidths) {
 }
 
 TEST(VectorTails, UnusedInputsMayBeNull) {
-  KernelIR ir;
+  ir::KernelIR ir;
   ir.input_dtypes = {DType::float32, DType::float32};
-  ir.outputs = {ir.add_op(ExprOp::tanh, DType::float32, ir.add_input(1, DType::float32))};
+  ir.outputs = {ir.add_op(ir::ExprOp::tanh, DType::float32, ir.add_input(1, DType::float32))};
   ir = canonicalize(ir);
   auto runner = CompileCache::global().cpu_runner(ir);
   std::vector<float> x = {-1, 0.5f, 2}, y(3, 0);
@@ -141,7 +141,7 @@ TEST(VectorTails, UnusedInputsMayBeNull) {
 }
 
 TEST(VectorTails, StridedRunsAroundTheBlockSize) {
-  KernelIR ir = mixed_kernel();
+  ir::KernelIR ir = mixed_kernel();
   auto runner = CompileCache::global().cpu_runner(ir);
   if (std::string(runner->kind()) != "llvm") GTEST_SKIP() << "the LLVM JIT is not available";
   Interpreter interpreter(ir);
@@ -162,11 +162,11 @@ TEST(VectorTails, StridedRunsAroundTheBlockSize) {
 }
 
 TEST(VectorTails, StreamingRunsEqualDenseRuns) {
-  KernelIR ir;
+  ir::KernelIR ir;
   ir.input_dtypes = {DType::float32};
   int32_t x = ir.add_input(0, DType::float32);
-  int32_t s = ir.add_op(ExprOp::sigmoid, DType::float32, x);
-  ir.outputs = {s, ir.add_op(ExprOp::cast, DType::float64, s)};
+  int32_t s = ir.add_op(ir::ExprOp::sigmoid, DType::float32, x);
+  ir.outputs = {s, ir.add_op(ir::ExprOp::cast, DType::float64, s)};
   ir = canonicalize(ir);
   auto runner = CompileCache::global().cpu_runner(ir);
   if (runner->streaming_lanes() == 0) GTEST_SKIP() << "no streaming variant on this host";

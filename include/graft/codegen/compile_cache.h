@@ -70,7 +70,7 @@ class CompileCache {
   /// A runner for `ir` (canonical form expected) on the CPU: the JIT-compiled
   /// kernel from memory, disk or a fresh compile, or the interpreter when the
   /// JIT is disabled, unavailable or fails.
-  std::shared_ptr<const KernelRunner> cpu_runner(const KernelIR& ir);
+  std::shared_ptr<const KernelRunner> cpu_runner(const ir::KernelIR& ir);
   /// What fused modules use: a runner that interprets `ir` until cpu_runner()
   /// has produced its kernel on a background thread (loading LLVM and
   /// compiling: 5-30 ms the first run of a process would otherwise wait for),
@@ -80,7 +80,7 @@ class CompileCache {
   /// errors (GRAFT_JIT, GRAFT_CACHE_DIR) are thrown here, not in the
   /// background. Destroying the runner cancels its compile if it has not
   /// started and waits for it if it has.
-  std::shared_ptr<const KernelRunner> cpu_runner_in_background(const KernelIR& ir);
+  std::shared_ptr<const KernelRunner> cpu_runner_in_background(const ir::KernelIR& ir);
   /// Lets queued and future background compiles run (from now on, for the
   /// rest of the process).
   void start_background_compiles();
@@ -88,17 +88,17 @@ class CompileCache {
   /// finished (tests and benchmarks that count compiles or need the kernel).
   void wait_for_background_compiles();
   /// The cache key of `ir` on the CPU target (hex), or "" without a JIT.
-  std::string cpu_key(const KernelIR& ir) const;
+  std::string cpu_key(const ir::KernelIR& ir) const;
 
   /// PTX of `ir` for the CUDA virtual architecture `architecture`
   /// ("compute_90"), from memory, GRAFT_CACHE_DIR or a fresh NVRTC compile
   /// (then kept in both). What CudaKernel loads. Throws unsupported without
   /// NVRTC and internal with NVRTC's log when the kernel does not compile
   /// (there is no interpreter to fall back to on a GPU).
-  std::shared_ptr<const std::string> cuda_ptx(const KernelIR& ir, const std::string& architecture);
+  std::shared_ptr<const std::string> cuda_ptx(const ir::KernelIR& ir, const std::string& architecture);
   /// The cache key of `ir` on the CUDA target (hex); throws unsupported
   /// without NVRTC (its version is part of the key).
-  std::string cuda_key(const KernelIR& ir, const std::string& architecture) const;
+  std::string cuda_key(const ir::KernelIR& ir, const std::string& architecture) const;
 
   CompileCounters& counters() { return counters_; }
   /// Drops the in-memory entries, CPU and CUDA (tests: forces disk or compile
@@ -110,7 +110,7 @@ class CompileCache {
   void reset_warning_for_testing() { warned_ = false; }
 
  private:
-  std::shared_ptr<const KernelRunner> compile_or_load(const KernelIR& ir, const std::string& key);
+  std::shared_ptr<const KernelRunner> compile_or_load(const ir::KernelIR& ir, const std::string& key);
   void warn_once(const std::string& message);
 
   std::mutex mutex_;

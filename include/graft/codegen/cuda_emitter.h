@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "graft/codegen/kernel_ir.h"
+#include "graft/ir/kernel_ir.h"
 #include "graft/core/tensor.h"
 
 namespace graft::codegen {
@@ -21,7 +21,7 @@ namespace graft::codegen {
 /// `kernel_name` taking a by-value argument block (element count, collapsed
 /// extents and per-operand strides, operand pointers), with a grid-stride loop.
 /// Semantics are the reference kernels' (libdevice math functions).
-std::string emit_cuda_source(const KernelIR& ir, const std::string& kernel_name);
+std::string emit_cuda_source(const ir::KernelIR& ir, const std::string& kernel_name);
 
 /// Empty when NVRTC can be opened; otherwise why not.
 std::string nvrtc_unavailable_reason();
@@ -93,7 +93,7 @@ class CudaKernel {
   /// Compiles `ir` for the device (through the compile cache: memory, then
   /// GRAFT_CACHE_DIR, then NVRTC) and loads it. Throws unsupported without a
   /// device.
-  explicit CudaKernel(const KernelIR& ir);
+  explicit CudaKernel(const ir::KernelIR& ir);
   ~CudaKernel();
   CudaKernel(const CudaKernel&) = delete;
   CudaKernel& operator=(const CudaKernel&) = delete;
@@ -108,7 +108,7 @@ class CudaKernel {
               const CudaLaunchOptions& options = {}) const;
 
  private:
-  KernelIR ir_;
+  ir::KernelIR ir_;
   void* module_ = nullptr;
   void* function_ = nullptr;
 };

@@ -13,7 +13,7 @@ namespace graft::codegen {
 class Interpreter final : public KernelRunner {
  public:
   /// Validates `ir` (throws invalid_model on malformed IR).
-  explicit Interpreter(KernelIR ir);
+  explicit Interpreter(ir::KernelIR ir);
   void run_contiguous(int64_t n, void* const* ptrs) const override;
   void run_strided(int64_t n, void* const* ptrs, const int64_t* strides) const override;
   const char* kind() const override { return "interpreter"; }
@@ -21,7 +21,7 @@ class Interpreter final : public KernelRunner {
   int64_t tile_size() const { return tile_; }
 
  private:
-  KernelIR ir_;
+  ir::KernelIR ir_;
   int64_t tile_;
 };
 

@@ -10,7 +10,7 @@
 #include <string_view>
 #include <vector>
 
-#include "graft/codegen/kernel_ir.h"
+#include "graft/ir/kernel_ir.h"
 #include "graft/core/tensor.h"
 #include "graft/ops/op_context.h"
 
@@ -41,13 +41,13 @@ class KernelRunner {
 /// Shape of each kernel output for the given input shapes (numpy broadcasting
 /// through the DAG). Throws invalid_argument naming the shapes when they do
 /// not broadcast, or when the iteration space has rank above kMaxKernelRank.
-std::vector<Shape> kernel_output_shapes(const KernelIR& ir, std::span<const Shape> input_shapes);
+std::vector<Shape> kernel_output_shapes(const ir::KernelIR& ir, std::span<const Shape> input_shapes);
 
 /// The shapes of `inputs` after checking them against the kernel: one
 /// defined tensor per kernel input, of the dtype the IR says. Throws
 /// invalid_argument naming the input otherwise. Every host-tensor entry point
 /// (run_kernel, CudaKernel::run, OpenClKernel::run) starts here.
-std::vector<Shape> kernel_input_shapes(const KernelIR& ir, std::span<const Tensor> inputs);
+std::vector<Shape> kernel_input_shapes(const ir::KernelIR& ir, std::span<const Tensor> inputs);
 
 /// Where each operand's elements lie in a kernel's iteration space (what
 /// run_kernel splits over threads, and what the CUDA and OpenCL launches
@@ -67,7 +67,7 @@ struct LaunchGeometry {
 
 /// The geometry of `ir` on inputs of `input_shapes` giving outputs of
 /// `output_shapes` (kernel_output_shapes of them).
-LaunchGeometry launch_geometry(const KernelIR& ir, std::span<const Shape> input_shapes,
+LaunchGeometry launch_geometry(const ir::KernelIR& ir, std::span<const Shape> input_shapes,
                                std::span<const Shape> output_shapes);
 
 /// How a GPU launch (CUDA, OpenCL) turns flat indices into element offsets.
@@ -89,17 +89,17 @@ struct DeviceLaunchPlan {
 /// the collapsed geometry, and the index mode (`wide_indices` forces 64 bits
 /// on a broadcasting launch). Throws invalid_argument, its message starting
 /// with `device` ("CUDA kernel"), naming what does not fit.
-DeviceLaunchPlan plan_device_launch(const KernelIR& ir, std::span<const Shape> input_shapes,
+DeviceLaunchPlan plan_device_launch(const ir::KernelIR& ir, std::span<const Shape> input_shapes,
                                     std::span<const Shape> output_shapes, bool wide_indices, std::string_view device);
 
 /// Runs the kernel over `inputs` (one tensor per kernel input, dtypes as the
 /// IR says; throws invalid_argument otherwise) and returns its outputs,
 /// allocated from `allocator`. Splits the work over current_num_threads().
-std::vector<Tensor> run_kernel(const KernelIR& ir, const KernelRunner& runner, std::span<const Tensor> inputs,
+std::vector<Tensor> run_kernel(const ir::KernelIR& ir, const KernelRunner& runner, std::span<const Tensor> inputs,
                                ops::OutputAllocator& allocator);
 /// run_kernel for a caller that already has the shapes kernel_input_shapes
 /// and kernel_output_shapes give for `inputs` (computed once, not again).
-std::vector<Tensor> run_kernel(const KernelIR& ir, const KernelRunner& runner, std::span<const Tensor> inputs,
+std::vector<Tensor> run_kernel(const ir::KernelIR& ir, const KernelRunner& runner, std::span<const Tensor> inputs,
                                std::span<const Shape> input_shapes, std::span<const Shape> output_shapes,
                                ops::OutputAllocator& allocator);
 

@@ -1,16 +1,15 @@
 /// \file
-/// The one op-to-expression table: how each fusible ONNX op is written as a
-/// small expression of kernel IR primitives (attributes become constants).
-/// The fusion pass asks is_fusible() and code generation calls lower_body(),
-/// so both always agree on what can be fused.
+/// Fused bodies to kernel IR. Each op's pointwise expression is declared with
+/// its semantics (OpSchema::pointwise, graft/ops/pointwise_expression.h);
+/// the fusion pass asks is_fusible() and code generation calls lower_body(),
+/// which read those expressions, so both always agree on what can be fused.
 #pragma once
 
 #include <string>
-#include <string_view>
 #include <vector>
 
-#include "graft/codegen/kernel_ir.h"
 #include "graft/core/tensor.h"
+#include "graft/ir/kernel_ir.h"
 
 namespace graft::ir {
 class Graph;
@@ -19,28 +18,22 @@ class Node;
 
 namespace graft::codegen {
 
-/// True for the dtypes fused kernels take: float32, float64, int32, int64,
-/// bool, and float16 (loaded and stored as such, computed in float32 and
-/// rounded to float16 after every op, as the reference kernels do).
-bool is_kernel_dtype(DType dtype);
-
 /// True when `node` (with inferred input and output dtypes) can be part of a
-/// fused pointwise kernel: its op is in the table, every input and output
-/// dtype is a kernel dtype the op accepts, its attributes are supported (no
-/// legacy broadcast attributes, Cast to a kernel dtype, ...) and every known
+/// fused pointwise kernel: its op has a pointwise expression, every input and
+/// output dtype is a kernel dtype the expression accepts, its attributes are
+/// supported (no legacy broadcast attributes, Cast to a kernel dtype, ...:
+/// the expression's check) and every known
 /// rank is at most kMaxKernelRank. Constant nodes holding a kernel dtype are
 /// fusible too (they become constants or captured inputs).
 bool is_fusible(const ir::Node& node);
 /// Empty when is_fusible(node); otherwise why not (for reports and messages).
 std::string why_not_fusible(const ir::Node& node);
-/// Every op type ("Add", "Sigmoid", ...) the table knows.
-std::vector<std::string_view> fusible_op_types();
 
 /// A fused body lowered to kernel IR.
 struct LoweredKernel {
   /// Canonical IR. Its first inputs are the body's inputs, in order; the rest
   /// are `captured` tensors.
-  KernelIR ir;
+  ir::KernelIR ir;
   /// Non-scalar Constant nodes of the body, passed as extra kernel inputs.
   std::vector<Tensor> captured;
 };

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "graft/codegen/kernel_ir.h"
+#include "graft/ir/kernel_ir.h"
 #include "graft/core/tensor.h"
 
 namespace graft::codegen {
@@ -22,7 +22,7 @@ namespace graft::codegen {
 /// per-operand strides, innermost first), the element count, rank and index
 /// mode, then one buffer per operand (inputs, then outputs), with a
 /// grid-stride loop. Needs cl_khr_fp64.
-std::string emit_opencl_source(const KernelIR& ir, const std::string& kernel_name);
+std::string emit_opencl_source(const ir::KernelIR& ir, const std::string& kernel_name);
 
 /// Empty when an OpenCL device with double precision was found (the first
 /// such device of the first platform that has one); otherwise why not
@@ -112,10 +112,10 @@ class OpenClKernel {
   /// second kernel of the same IR reuses the program: CompileCounters::
   /// opencl_builds and opencl_memory_hits). Throws unsupported without a
   /// device, and internal with the build log when the program does not build.
-  explicit OpenClKernel(const KernelIR& ir);
+  explicit OpenClKernel(const ir::KernelIR& ir);
   /// Builds every kernel of `irs` as one OpenCL program: one compiler
   /// invocation instead of one each (a model's fused kernels, or a test's).
-  static std::vector<std::unique_ptr<OpenClKernel>> build_all(std::span<const KernelIR> irs);
+  static std::vector<std::unique_ptr<OpenClKernel>> build_all(std::span<const ir::KernelIR> irs);
   ~OpenClKernel();
   OpenClKernel(const OpenClKernel&) = delete;
   OpenClKernel& operator=(const OpenClKernel&) = delete;
@@ -133,8 +133,8 @@ class OpenClKernel {
               const OpenClLaunchOptions& options = {}) const;
 
  private:
-  OpenClKernel(const KernelIR& ir, std::shared_ptr<void> program, const std::string& name);
-  KernelIR ir_;
+  OpenClKernel(const ir::KernelIR& ir, std::shared_ptr<void> program, const std::string& name);
+  ir::KernelIR ir_;
   std::shared_ptr<void> program_;  ///< the cl_program, shared by the kernels built with it
   void* kernel_ = nullptr;         ///< the cl_kernel
 };

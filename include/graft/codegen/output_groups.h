@@ -15,7 +15,7 @@
 #include <span>
 #include <vector>
 
-#include "graft/codegen/kernel_ir.h"
+#include "graft/ir/kernel_ir.h"
 #include "graft/core/shape.h"
 
 namespace graft::codegen {
@@ -31,6 +31,6 @@ std::vector<std::vector<int32_t>> group_outputs_by_iteration_space(std::span<con
 /// `ir.outputs`, in the order given) of `ir`, in canonical form (see
 /// canonicalize): the expressions they read, and every input slot of `ir`
 /// (an input no expression reads is never touched, so it may have any shape).
-KernelIR kernel_for_outputs(const KernelIR& ir, std::span<const int32_t> outputs);
+ir::KernelIR kernel_for_outputs(const ir::KernelIR& ir, std::span<const int32_t> outputs);
 
 }  // namespace graft::codegen

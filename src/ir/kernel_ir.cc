@@ -7,7 +7,7 @@
 // post-order, visiting outputs in order and arguments left to right. The
 // result depends only on the computed DAG, not on the order in which the body
 // graph listed its nodes.
-#include "graft/codegen/kernel_ir.h"
+#include "graft/ir/kernel_ir.h"
 
 #include <algorithm>
 #include <cstring>
@@ -19,7 +19,7 @@
 
 #include "graft/core/error.h"
 
-namespace graft::codegen {
+namespace graft::ir {
 
 std::string_view to_string(ExprOp op) {
   switch (op) {
@@ -114,12 +114,12 @@ bool is_float_only(ExprOp op) {
   }
 }
 
-bool is_valid_kernel_dtype(DType t) {
+}  // namespace
+
+bool is_kernel_dtype(DType t) {
   return t == DType::float32 || t == DType::float64 || t == DType::int32 || t == DType::int64 ||
          t == DType::boolean || t == DType::float16;
 }
-
-}  // namespace
 
 int32_t KernelIR::add(Expr e) {
   exprs.push_back(e);
@@ -163,11 +163,11 @@ void KernelIR::validate() const {
   };
   if (outputs.empty()) fail(ErrorKind::invalid_model, "kernel IR has no outputs");
   for (DType t : input_dtypes)
-    if (!is_valid_kernel_dtype(t)) fail(ErrorKind::invalid_model, "kernel IR input dtype ", dtype_name(t), " is not supported");
+    if (!is_kernel_dtype(t)) fail(ErrorKind::invalid_model, "kernel IR input dtype ", dtype_name(t), " is not supported");
   for (size_t i = 0; i < exprs.size(); ++i) {
     const Expr& e = exprs[i];
     if (static_cast<int>(e.op) >= kNumExprOps) bad(i, "unknown op ", static_cast<int>(e.op));
-    if (!is_valid_kernel_dtype(e.dtype)) bad(i, "dtype ", dtype_name(e.dtype), " is not supported");
+    if (!is_kernel_dtype(e.dtype)) bad(i, "dtype ", dtype_name(e.dtype), " is not supported");
     int n = arity(e.op);
     for (int k = 0; k < 3; ++k) {
       if (k < n) {
@@ -400,4 +400,4 @@ std::string to_string(const KernelIR& ir) {
   return os.str();
 }
 
-}  // namespace graft::codegen
+}  // namespace graft::ir

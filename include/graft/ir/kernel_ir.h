@@ -9,6 +9,8 @@
 /// table (graft/codegen/op_expressions.h), brought to a canonical form (common
 /// subexpressions merged, dead nodes dropped, commutative operands ordered,
 /// nodes numbered in a fixed depth-first order) and hashed for the compile cache.
+/// It is part of the ir component, below ops, so that an op's semantics can say
+/// which expression the op lowers to; codegen renders it for each target.
 #pragma once
 
 #include <cstdint>
@@ -19,7 +21,7 @@
 
 #include "graft/core/dtype.h"
 
-namespace graft::codegen {
+namespace graft::ir {
 
 /// Primitive operations of the kernel IR. Every emitter and the interpreter
 /// implement each of them; the op table composes ONNX ops out of them.
@@ -85,6 +87,11 @@ struct Expr {
   bool operator==(const Expr&) const = default;
 };
 
+/// True for the dtypes kernels take: float32, float64, int32, int64, bool,
+/// and float16 (loaded and stored as such, computed in float32 and rounded to
+/// float16 after every op, as the reference kernels do).
+bool is_kernel_dtype(DType dtype);
+
 /// Maximum rank of the iteration space a kernel accepts.
 inline constexpr int kMaxKernelRank = 8;
 
@@ -129,4 +136,4 @@ std::string serialize(const KernelIR& ir);
 /// Human-readable listing, one node a line ("%3 = add float32 %1, %2").
 std::string to_string(const KernelIR& ir);
 
-}  // namespace graft::codegen
+}  // namespace graft::ir
