@@ -23,7 +23,10 @@ $(BUILD_DIR)/build.ninja:
 build: deps $(BUILD_DIR)/build.ninja
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
-demo: build
+# The demo needs the library, its JIT plugin and the graft tool only (graft_cli
+# depends on the plugin); the tests and benchmarks build under `make test`.
+demo: deps $(BUILD_DIR)/build.ninja
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target graft_cli
 	$(GRAFT) zoo resnet50 -o $(BUILD_DIR)/resnet50.onnx
 	$(GRAFT) run $(BUILD_DIR)/resnet50.onnx --repeat 5 --stats
 
