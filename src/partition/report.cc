@@ -119,7 +119,7 @@ std::string PartitionReport::to_text() const {
       os << ")";
     }
     if (!s.unavailable.empty()) os << " [unavailable: " << s.unavailable << "]";
-    else if (!s.has_property && s.nodes > 0) os << " [claimed after partitioning]";
+    else if (!s.has_property && s.backend != fallback && s.nodes > 0) os << " [claimed after partitioning]";
     else if (!s.has_property && s.backend != fallback) os << " [no SubgraphProperty: claims nothing when partitioning]";
     os << "\n";
   }

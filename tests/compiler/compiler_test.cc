@@ -65,6 +65,9 @@ TEST(Compiler, PreparedPlanRunsAsTheReference) {
   EXPECT_EQ(count_nodes(*prepared.graph, ir::OpId::FusedPointwise), 1u);
   EXPECT_EQ(prepared.report.nodes_per_backend()["fuse"], 4u);
   EXPECT_EQ(prepared.report.fallback, backend::fallback_backend().name());
+  const std::string text = prepared.report.to_text();
+  EXPECT_NE(text.find("fuse: 4 nodes in 1 subgraphs (sizes 4) [claimed after partitioning]"), std::string::npos) << text;
+  EXPECT_NE(text.find("ref: 1 nodes\n"), std::string::npos) << text;  // the MatMul; the fallback claims nothing itself
 
   compiler::Plan plan = compiler::specialize(prepared, {model->inputs()[0]->output_types[0]}, options);
   EXPECT_FALSE(plan.generic);
