@@ -9,8 +9,11 @@
 // distinct buffers keep the C easy to read). Reshape-like ops alias their
 // input instead of copying, unless their result is a subgraph output.
 //
-// Each op becomes a loop nest. Pointwise ops (elementwise and broadcast) take
-// their per-element expression from the op table (c_op_table.cc); the loop
+// Each op becomes a loop nest. A pointwise op (one with a pointwise
+// expression) is lowered to kernel IR by that expression, as for fused
+// kernels, and the IR rendered as C by codegen's C dialect
+// (graft/codegen/c_kernel_source.h); scalar constant operands become
+// literals. The loop
 // nest is the output's shape with each operand's broadcast strides, after
 // merging dimensions that are contiguous for every operand, so a bias add over
 // [128, 768] is two loops and a same-shape op one. MatMul and Gemm are row
@@ -25,14 +28,18 @@
 #include <functional>
 #include <map>
 #include <numeric>
+#include <optional>
 #include <set>
 #include <sstream>
 
 #include "c_op_table.h"
 #include "graft/backends/ccodegen.h"
+#include "graft/codegen/c_kernel_source.h"
 #include "graft/core/error.h"
 #include "graft/ir/graph.h"
 #include "graft/ir/indexed_graph.h"
+#include "graft/ir/kernel_ir.h"
+#include "graft/ops/pointwise_expression.h"
 
 namespace graft::backends {
 
@@ -131,7 +138,7 @@ class CEmitter {
     for (size_t i = 0; i < result_.output_shapes.size(); ++i)
       file << " *   output " << i << ": " << graft_label(graph_.output_names()[i]) << " "
            << shape_to_string(result_.output_shapes[i]) << "\n";
-    file << " */\n#include <math.h>\n#include <stdint.h>\n#include <string.h>\n\n";
+    file << " */\n#include <string.h>\n" << codegen::c_kernel_prelude();
     file << kMathHelpers;
     if (uses_dot_) file << kDotHelper;
     file << "void " << entry_name()
@@ -145,56 +152,9 @@ class CEmitter {
   }
 
  private:
-  // exp, erf and tanh without libm calls, branch-free so that -O3 vectorizes
-  // the loops around them (glibc's vector math is only declared under
-  // -ffast-math, which would also change NaN and rounding semantics).
+  // The reductions' helpers (the pointwise helpers, graft_expf & co., come
+  // with codegen's C prelude).
   static constexpr const char* kMathHelpers =
-      "/* cond ? a : b on the bits: GCC if-converts (and so vectorizes) this where it keeps a branch for ?:. */\n"
-      "static inline float graft_select(int cond, float a, float b) {\n"
-      "  union { float f; int32_t i; } ua, ub, r;\n"
-      "  ua.f = a;\n"
-      "  ub.f = b;\n"
-      "  const int32_t mask = -cond;\n"
-      "  r.i = (ua.i & mask) | (ub.i & ~mask);\n"
-      "  return r.f;\n"
-      "}\n"
-      "/* exp: Cephes range reduction and degree-6 polynomial (about 1 ulp); the power of two is applied in\n"
-      " * two halves so that results near the top of the range and denormals come out right. */\n"
-      "static inline float graft_expf(float x) {\n"
-      "  float c = graft_select(x > 88.7228394f, 88.7228394f, x);\n"
-      "  c = graft_select(c < -103.972084f, -103.972084f, c);\n"
-      "  const float t = c * 1.44269504088896341f;\n"
-      "  const int32_t n = (int32_t)(t + (t < 0.0f ? -0.5f : 0.5f));  /* round to nearest */\n"
-      "  const float r = c - (float)n * 0.693359375f + (float)n * 2.12194440e-4f;\n"
-      "  float p = 1.9875691500e-4f;\n"
-      "  p = p * r + 1.3981999507e-3f;\n"
-      "  p = p * r + 8.3334519073e-3f;\n"
-      "  p = p * r + 4.1665795894e-2f;\n"
-      "  p = p * r + 1.6666665459e-1f;\n"
-      "  p = p * r + 5.0000001201e-1f;\n"
-      "  p = p * r * r + r + 1.0f;\n"
-      "  const int32_t half = n >> 1;\n"
-      "  union { int32_t i; float f; } s1, s2;\n"
-      "  s1.i = (half + 127) << 23;\n"
-      "  s2.i = (n - half + 127) << 23;\n"
-      "  const float y = p * s1.f * s2.f;\n"
-      "  return graft_select(x > 88.7228394f, INFINITY, graft_select(x < -103.972084f, 0.0f, y));\n"
-      "}\n"
-      "/* erf: Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7). */\n"
-      "static inline float graft_erff(float x) {\n"
-      "  const float a = fabsf(x);\n"
-      "  const float t = 1.0f / (1.0f + 0.3275911f * a);\n"
-      "  const float poly = t * (0.254829592f + t * (-0.284496736f + t * (1.421413741f + t * (-1.453152027f + t * 1.061405429f))));\n"
-      "  const float y = 1.0f - poly * graft_expf(-a * a);\n"
-      "  return copysignf(y, x);\n"
-      "}\n"
-      "/* tanh from exp; a cubic near 0 keeps the relative error small there. */\n"
-      "static inline float graft_tanhf(float x) {\n"
-      "  const float a = fabsf(x);\n"
-      "  const float big = 1.0f - 2.0f / (graft_expf(2.0f * a) + 1.0f);\n"
-      "  const float y = graft_select(a < 0.004f, a * (1.0f - a * a * (1.0f / 3.0f)), big);\n"
-      "  return copysignf(y, x);\n"
-      "}\n"
       "/* Largest of n floats `stride` apart, compared as integers whose order is the floats' order (a NaN\n"
       " * sorts above +inf, so it wins and reaches the result), which GCC vectorizes; -INFINITY for n = 0. */\n"
       "static inline float graft_max(const float* x, int64_t n, int64_t stride) {\n"
@@ -359,9 +319,8 @@ class CEmitter {
   }
 
   void emit_node(uint32_t id, const ir::Node& node) {
-    const COp* op = find_c_op(node.schema().name);
-    if (!op || node.schema().domain != "")
-      fail(ErrorKind::unsupported, "ccodegen: ", node.describe(), ": op not supported by ccodegen");
+    std::optional<COp> op = find_c_op(node.op());
+    if (!op) fail(ErrorKind::unsupported, "ccodegen: ", node.describe(), ": op not supported by ccodegen");
     if (node.num_outputs() != 1)
       fail(ErrorKind::unsupported, "ccodegen: ", node.describe(), ": only single-output ops");
     Shape out_shape = concrete_float_shape(node, 0);
@@ -404,56 +363,70 @@ class CEmitter {
     auto consumers = indexed_.consumers(id);
     if (consumers.size() != 1) return false;
     const ir::Node& consumer = indexed_.node(consumers[0]);
-    const COp* op = find_c_op(consumer.schema().name);
-    if (!op || op->kind != COpKind::pointwise || consumer.schema().domain != "" || consumer.num_outputs() != 1)
-      return false;
+    std::optional<COp> op = find_c_op(consumer.op());
+    if (!op || op->kind != COpKind::pointwise || consumer.num_outputs() != 1) return false;
     auto consumer_shape = consumer.output_types[0].concrete_shape();
-    if (!consumer_shape || *consumer_shape != shape) return false;
-    // Only as a data operand (not, say, Clip's bound).
-    auto inputs = indexed_.inputs(consumers[0]);
-    for (size_t k = static_cast<size_t>(num_data_inputs(consumer)); k < inputs.size(); ++k)
-      if (inputs[k].present() && indexed_.entry_id(inputs[k]) == entry) return false;
-    return true;
+    return consumer_shape && *consumer_shape == shape;
   }
 
   /// Pointwise ops are chained: a result whose only reader is another
   /// pointwise op of the same shape is not stored but recomputed as a local
   /// inside that reader's loop, so a chain like GELU is one loop.
   void emit_pointwise(uint32_t id, const ir::Node& node, const Shape& out_shape) {
-    if (node.attributes.has("broadcast") || node.attributes.has("axis"))
-      fail(ErrorKind::unsupported, "ccodegen: ", node.describe(), ": legacy broadcast attributes");
-    const int n = num_data_inputs(node);
+    std::string refusal = c_op_refusal(node);
+    if (!refusal.empty()) fail(ErrorKind::unsupported, "ccodegen: ", node.describe(), ": ", refusal);
     auto inputs = indexed_.inputs(id);
     PointwiseChain chain{out_shape, {}, {}, {}};
+    // The node's kernel IR: an IR input per operand (a loaded leaf or a
+    // chained result, named in `operands`), a literal per scalar constant.
+    ir::KernelIR kernel;
+    std::vector<int32_t> args;
+    std::vector<DType> dtypes;
     std::vector<std::string> operands;
     std::vector<uint32_t> merged;  // deferred entries already in the chain (Mul(x, x) reads one twice)
-    for (int k = 0; k < n; ++k) {
-      if (static_cast<size_t>(k) < inputs.size() && inputs[static_cast<size_t>(k)].present()) {
-        const uint32_t entry = indexed_.entry_id(inputs[static_cast<size_t>(k)]);
-        auto deferred = deferred_.find(entry);
-        if (deferred != deferred_.end() && deferred->second.shape == out_shape) {
-          PointwiseChain& inner = deferred->second;
-          if (std::find(merged.begin(), merged.end(), entry) == merged.end()) {
-            merged.push_back(entry);
-            chain.leaves.insert(chain.leaves.end(), inner.leaves.begin(), inner.leaves.end());
-            chain.statements.insert(chain.statements.end(), inner.statements.begin(), inner.statements.end());
-          }
-          operands.push_back(inner.result);
-          continue;
-        }
+    for (size_t k = 0; k < inputs.size(); ++k) {
+      if (!inputs[k].present()) {
+        args.push_back(-1);
+        dtypes.push_back(DType::undefined);
+        continue;
       }
-      const Buffer& b = data_input(id, static_cast<size_t>(k));
-      if (b.shape.size() > out_shape.size())
-        fail(ErrorKind::internal, "ccodegen: ", node.describe(), ": operand of higher rank than its output");
-      std::string name = "a" + std::to_string(local_counter_++);
-      chain.leaves.push_back(Leaf{b.var, broadcast_strides(b.shape, out_shape), name});
-      operands.push_back(name);
+      dtypes.push_back(DType::float32);
+      const ir::Node& producer = indexed_.node(inputs[k].node_id);
+      if (producer.op() == ir::OpId::Constant && producer.constant_value.dtype() == DType::float32 &&
+          producer.constant_value.numel() == 1) {
+        args.push_back(kernel.add_constant(DType::float32, producer.constant_value.data<float>()[0]));
+        continue;
+      }
+      const uint32_t entry = indexed_.entry_id(inputs[k]);
+      auto deferred = deferred_.find(entry);
+      if (deferred != deferred_.end() && deferred->second.shape == out_shape) {
+        PointwiseChain& inner = deferred->second;
+        if (std::find(merged.begin(), merged.end(), entry) == merged.end()) {
+          merged.push_back(entry);
+          chain.leaves.insert(chain.leaves.end(), inner.leaves.begin(), inner.leaves.end());
+          chain.statements.insert(chain.statements.end(), inner.statements.begin(), inner.statements.end());
+        }
+        operands.push_back(inner.result);
+      } else {
+        const Buffer& b = data_input(id, k);
+        if (b.shape.size() > out_shape.size())
+          fail(ErrorKind::internal, "ccodegen: ", node.describe(), ": operand of higher rank than its output");
+        std::string name = "a" + std::to_string(local_counter_++);
+        chain.leaves.push_back(Leaf{b.var, broadcast_strides(b.shape, out_shape), name});
+        operands.push_back(name);
+      }
+      kernel.input_dtypes.push_back(DType::float32);
+      args.push_back(kernel.add_input(static_cast<int32_t>(operands.size() - 1), DType::float32));
     }
-    std::string reason;
-    auto expr = pointwise_expression(node, operands, &reason);
-    if (!expr) fail(ErrorKind::unsupported, "ccodegen: ", node.describe(), ": ", reason);
-    chain.result = "t" + std::to_string(local_counter_++);
-    chain.statements.push_back("const float " + chain.result + " = " + *expr + ";");
+    kernel.outputs.push_back(ops::lower_pointwise(kernel, node, args, dtypes));
+    kernel = ir::canonicalize(kernel);
+    const std::string prefix = "t" + std::to_string(local_counter_++) + "_";
+    std::ostringstream values;
+    codegen::emit_c_kernel_values(values, kernel, "", prefix,
+                                  [&](const ir::Expr& e) { return operands[static_cast<size_t>(e.index)]; });
+    std::istringstream lines(values.str());
+    for (std::string line; std::getline(lines, line);) chain.statements.push_back(line);
+    chain.result = prefix + std::to_string(kernel.outputs[0]);
     if (can_defer(id, out_shape)) {
       body_ << "  /* computed inside its reader's loop */\n";
       deferred_[indexed_.entry_id(id, 0)] = std::move(chain);

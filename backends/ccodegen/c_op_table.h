@@ -1,13 +1,15 @@
-// ccodegen's op table: which ops it emits, how (a kind), and for pointwise
-// ops the C expression of one element (tinygrad's code_for_op). The support
-// checker and the emitter both read this one table.
+// ccodegen's op table, keyed by OpId: which ops it emits, how (a kind) and
+// which inputs carry float data. Every op with a pointwise expression
+// (OpSchema::pointwise) is a pointwise op here: its kernel IR is rendered as C
+// by codegen (graft/codegen/c_kernel_source.h), so ccodegen has no expression
+// table of its own. The support checker and the emitter both read this table.
 #pragma once
 
 #include <optional>
-#include <span>
 #include <string>
-#include <string_view>
 #include <vector>
+
+#include "graft/ir/op_id.h"
 
 namespace graft::ir {
 class Node;
@@ -17,7 +19,7 @@ namespace graft::backends {
 
 /// How the emitter writes an op.
 enum class COpKind {
-  pointwise,  ///< out[i] = expression of the (broadcast) inputs' elements
+  pointwise,  ///< out[i] = the op's kernel IR over the (broadcast) inputs' elements
   matmul,
   gemm,
   softmax,     ///< Softmax and LogSoftmax
@@ -27,25 +29,30 @@ enum class COpKind {
   layer_norm,  ///< LayerNormalization (output Y only)
 };
 
+/// One row of the table.
 struct COp {
-  std::string_view name;
+  ir::OpId op;
   COpKind kind;
+  /// Leading inputs that carry float data, -1 for all (the reductions' axes
+  /// and the shape inputs of the copies are read at compile time).
+  int data_inputs = -1;
 };
 
-/// Every op ccodegen emits.
-std::span<const COp> c_ops();
-/// The ccodegen row of an ONNX op, or nullptr when ccodegen does not emit it.
-const COp* find_c_op(std::string_view op_name);
+/// ccodegen's row of `op`, or nullopt when it does not emit the op.
+std::optional<COp> find_c_op(ir::OpId op);
+/// Every op that may have a row: the ones listed, and every ONNX op of
+/// category elementwise or broadcast (a row when it has a pointwise
+/// expression, which is attached during static initialization and so is
+/// looked at only when a node is checked).
+std::vector<ir::OpId> c_op_candidates();
 
-/// The C expression for one element of a pointwise node, given the C
-/// expressions of its operands (already float values). nullopt with `reason`
-/// set when an attribute or constant input is not one the emitter handles.
-std::optional<std::string> pointwise_expression(const ir::Node& node, const std::vector<std::string>& operands,
-                                                std::string* reason);
-
-/// Number of leading inputs that carry float data (Clip's min/max and the
-/// reductions' axes are read at compile time).
+/// Number of leading inputs of `node` that carry float data.
 int num_data_inputs(const ir::Node& node);
+
+/// Whether ccodegen's table and emitter take `node` (op, float32 dtypes,
+/// attributes, constant inputs): "" when they do, else why not. The C
+/// compiler's availability is ccodegen_supports' to check.
+std::string c_op_refusal(const ir::Node& node);
 
 /// A float as a C literal ("0.5f", "INFINITY", "(-INFINITY)", "NAN").
 std::string c_float_literal(float value);

@@ -238,36 +238,8 @@ CcodegenSupport ccodegen_supports(const ir::Node& node) {
   // Looked up each time (a few stat calls): CC may change while the process runs.
   const std::string unavailable = CcodegenBackend().unavailable_reason();
   if (!unavailable.empty()) return {false, unavailable};
-  if (node.schema().domain != "") return {false, "ccodegen emits ONNX ops only"};
-  const COp* op = find_c_op(node.schema().name);
-  if (!op) return {false, "ccodegen has no C emitter for " + node.op_type()};
-  if (node.num_outputs() != 1) return {false, "ccodegen emits single-output ops only"};
-  auto float_or_unknown = [](const ir::ValueType& t) {
-    return t.dtype == DType::float32 || t.dtype == DType::undefined;
-  };
-  if (!float_or_unknown(node.output_types[0])) return {false, "output is " + node.output_types[0].to_string() + " (ccodegen: float32 only)"};
-  const int data_inputs = num_data_inputs(node);
-  for (int k = 0; k < data_inputs && k < static_cast<int>(node.inputs.size()); ++k) {
-    const ir::Value& v = node.inputs[static_cast<size_t>(k)];
-    if (!v) continue;
-    const ir::ValueType& t = v.node->output_types[static_cast<size_t>(v.index)];
-    if (!float_or_unknown(t)) return {false, "input " + std::to_string(k) + " is " + t.to_string() + " (ccodegen: float32 only)"};
-  }
-  if (op->kind == COpKind::pointwise) {
-    if (node.attributes.has("broadcast") || node.attributes.has("axis"))
-      return {false, "legacy broadcast attributes (opset < 7)"};
-    if (node.op() == ir::OpId::PRelu && node.opset_version > 0 && node.opset_version < 7)
-      return {false, "per-channel PRelu of opset < 7"};
-    std::string reason;
-    std::vector<std::string> operands(static_cast<size_t>(std::max(data_inputs, 1)), "x");
-    if (!pointwise_expression(node, operands, &reason)) return {false, reason};
-  }
-  if (op->kind == COpKind::layer_norm && node.attributes.get_int("stash_type", 1) != 1)
-    return {false, "LayerNormalization with a stash_type other than float"};
-  if (op->kind == COpKind::reduce && node.inputs.size() > 1 && node.inputs[1] &&
-      node.inputs[1].node->op() != ir::OpId::Constant)
-    return {false, "reduction axes are not a constant"};
-  return {true, {}};
+  std::string refusal = c_op_refusal(node);
+  return {refusal.empty(), refusal};
 }
 
 GRAFT_REGISTER_BACKEND(CcodegenBackend);

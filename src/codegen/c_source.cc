@@ -1,5 +1,5 @@
-// The C-family rendering of kernel IR shared by the CUDA and OpenCL emitters
-// (see c_source.h).
+// The C-family rendering of kernel IR shared by the CUDA, OpenCL and C
+// emitters (see c_source.h).
 #include "c_source.h"
 
 #include <cinttypes>
@@ -11,14 +11,43 @@
 
 namespace graft::codegen {
 
-const CDialect kCudaDialect{
-    "CUDA", "long long", "unsigned long long", "ULL", "0ULL", "__longlong_as_double", "LL", true, true, true, false};
-const CDialect kOpenClDialect{"OpenCL", "long", "ulong", "UL", "(ulong)0", "as_double", "L", false, false, false, true};
+const CDialect kCudaDialect{.name = "CUDA",
+                            .int64 = "long long",
+                            .uint64 = "unsigned long long",
+                            .u64_literal = "ULL",
+                            .u64_zero = "0ULL",
+                            .bits_to_double = "__longlong_as_double",
+                            .bits_literal = "LL",
+                            .suffixed_math = true,
+                            .template_helpers = true,
+                            .guard_selects = true};
+const CDialect kOpenClDialect{.name = "OpenCL",
+                              .int64 = "long",
+                              .uint64 = "ulong",
+                              .u64_literal = "UL",
+                              .u64_zero = "(ulong)0",
+                              .bits_to_double = "as_double",
+                              .bits_literal = "L",
+                              .vload_half = true};
+const CDialect kC99Dialect{.name = "C",
+                           .int64 = "int64_t",
+                           .uint64 = "uint64_t",
+                           .u64_literal = "ULL",
+                           .u64_zero = "(uint64_t)0",
+                           .bits_to_double = "",
+                           .bits_literal = "LL",
+                           .suffixed_math = true,
+                           .decimal_float_literals = true,
+                           .approximate_float32_math = true,
+                           .helper_qualifier = "static inline ",
+                           .float16 = false};
 
 std::string c_type(DType t, const CDialect& dialect) {
   switch (t) {
-    case DType::float32:
     case DType::float16:
+      if (!dialect.float16) fail(ErrorKind::internal, dialect.name, " emitter: no float16");
+      return "float";
+    case DType::float32:
       return "float";
     case DType::float64:
       return "double";
@@ -53,28 +82,47 @@ std::string store_element(DType t, const std::string& pointer, const std::string
 }
 
 std::string constant_literal(const ir::Expr& e, const CDialect& dialect) {
-  char hex[24];
+  char text[40];
+  if (dtype_is_float(e.dtype) && dialect.decimal_float_literals) {
+    const double v = e.float_value;
+    std::string literal;
+    if (std::isnan(v)) {
+      literal = "NAN";
+    } else if (std::isinf(v)) {
+      literal = v > 0 ? "INFINITY" : "(-INFINITY)";
+    } else {
+      std::snprintf(text, sizeof text, "%.17g", v);
+      literal = text;
+      if (literal.find_first_of(".e") == std::string::npos) literal += ".0";
+    }
+    return "((" + c_type(e.dtype, dialect) + ")" + literal + ")";
+  }
   if (dtype_is_float(e.dtype)) {
     uint64_t bits;
     std::memcpy(&bits, &e.float_value, sizeof bits);
-    std::snprintf(hex, sizeof hex, "0x%016" PRIx64, bits);
-    return "((" + c_type(e.dtype, dialect) + ")" + std::string(dialect.bits_to_double) + "(" + hex +
+    std::snprintf(text, sizeof text, "0x%016" PRIx64, bits);
+    return "((" + c_type(e.dtype, dialect) + ")" + std::string(dialect.bits_to_double) + "(" + text +
            std::string(dialect.bits_literal) + "))";
   }
   if (e.dtype == DType::boolean) return e.int_value ? "true" : "false";
-  std::snprintf(hex, sizeof hex, "0x%016" PRIx64, static_cast<uint64_t>(e.int_value));
-  return "((" + c_type(e.dtype, dialect) + ")(" + std::string(dialect.int64) + ")" + hex +
+  std::snprintf(text, sizeof text, "0x%016" PRIx64, static_cast<uint64_t>(e.int_value));
+  return "((" + c_type(e.dtype, dialect) + ")(" + std::string(dialect.int64) + ")" + text +
          std::string(dialect.u64_literal) + ")";
 }
 
-std::string render_expression(const ir::KernelIR& ir, const ir::Expr& e, const CDialect& dialect) {
-  auto a = [&](int k) { return "v" + std::to_string(e.args[k]); };
+std::string render_expression(const ir::KernelIR& ir, const ir::Expr& e, const CDialect& dialect,
+                              std::string_view prefix) {
+  auto a = [&](int k) { return std::string(prefix) + std::to_string(e.args[k]); };
   auto arg_dtype = [&](int k) { return ir.exprs[static_cast<size_t>(e.args[k])].dtype; };
   DType t = e.dtype;
   std::string T = c_type(t, dialect);
   bool is_float = dtype_is_float(t);
-  // "expf" for float32 in CUDA, "exp" otherwise.
+  // "expf" for float32 in CUDA and C, "exp" otherwise; graft_expf where the
+  // dialect approximates.
   auto math = [&](const char* name, DType type) {
+    const std::string_view n = name;
+    if (dialect.approximate_float32_math && type == DType::float32 && (n == "exp" || n == "tanh" || n == "erf"))
+      return "graft_" + std::string(n) + "f";
     return std::string(name) + (dialect.suffixed_math && type == DType::float32 ? "f" : "");
   };
   const std::string u64 = "(" + std::string(dialect.uint64) + ")", zero = std::string(dialect.u64_zero);
@@ -190,7 +238,8 @@ std::string render_expression(const ir::KernelIR& ir, const ir::Expr& e, const C
       for (int k = 0; k < 2; ++k) {
         const ir::Expr& operand = ir.exprs[static_cast<size_t>(cond.args[k])];
         if (operand.op == ir::ExprOp::constant && !std::isnan(operand.float_value)) continue;
-        tests += (tests.empty() ? "graft_isnan(v" : " || graft_isnan(v") + std::to_string(cond.args[k]) + ")";
+        tests += (tests.empty() ? "graft_isnan(" : " || graft_isnan(") + std::string(prefix) +
+                 std::to_string(cond.args[k]) + ")";
       }
       if (tests.empty()) return plain;
       return "((" + tests + ") ? " + a(2) + " : " + plain + ")";
@@ -200,19 +249,62 @@ std::string render_expression(const ir::KernelIR& ir, const ir::Expr& e, const C
 }
 
 void emit_values(std::ostream& out, const ir::KernelIR& ir, const CDialect& dialect, const std::string& indent,
-                 const std::function<std::string(const ir::Expr&)>& load) {
+                 const std::function<std::string(const ir::Expr&)>& load, std::string_view prefix) {
   for (size_t i = 0; i < ir.exprs.size(); ++i) {
     const ir::Expr& e = ir.exprs[i];
-    out << indent << "const " << c_type(e.dtype, dialect) << " v" << i << " = ";
+    out << indent << "const " << c_type(e.dtype, dialect) << " " << prefix << i << " = ";
     if (e.op == ir::ExprOp::input) {
       out << load(e);
     } else if (e.op == ir::ExprOp::constant) {
       out << constant_literal(e, dialect);
     } else {
-      out << render_expression(ir, e, dialect);
+      out << render_expression(ir, e, dialect, prefix);
     }
     out << ";\n";
   }
+}
+
+std::string integer_helpers(const CDialect& dialect) {
+  GRAFT_CHECK(!dialect.template_helpers, "the dialect's integer helpers are templates");
+  // $Q: qualifier, $L/$U: the 64-bit types, $S: suffix of signed 64-bit literals, $Z: unsigned zero.
+  std::string text = R"($Qint graft_idiv_i32(int a, int b) {
+  if (b == 0) return 0;
+  if (b == -1) return (int)($Z - ($U)a);
+  return a / b;
+}
+$Q$L graft_idiv_i64($L a, $L b) {
+  if (b == 0) return 0;
+  if (b == -1) return ($L)($Z - ($U)a);
+  return a / b;
+}
+$Q$U graft_upow($U f, $L e) {
+  $U r = 1, u = ($U)e;
+  while (u) { if (u & 1$P) r *= f; f *= f; u >>= 1; }
+  return r;
+}
+$Qint graft_ipow_i32(int base, int e) {
+  if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
+  return (int)graft_upow(($U)base, e);
+}
+$Q$L graft_ipow_i64($L base, $L e) {
+  if (e < 0) return base == 1 ? 1 : base == -1 ? ((e & 1) ? -1 : 1) : 0;
+  return ($L)graft_upow(($U)base, e);
+}
+$Q$L graft_f2i(double v) {
+  if (isnan(v)) return 0;
+  v = trunc(v);
+  if (v >= 9223372036854775808.0) return 0x7fffffffffffffff$S;
+  if (v < -9223372036854775808.0) return -0x7fffffffffffffff$S - 1;
+  return ($L)v;
+}
+)";
+  const std::pair<std::string_view, std::string_view> substitutions[] = {
+      {"$Q", dialect.helper_qualifier}, {"$L", dialect.int64},        {"$U", dialect.uint64},
+      {"$S", dialect.bits_literal},     {"$P", dialect.u64_literal},  {"$Z", dialect.u64_zero}};
+  for (const auto& [from, to] : substitutions)
+    for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+      text.replace(at, from.size(), to);
+  return text;
 }
 
 }  // namespace graft::codegen

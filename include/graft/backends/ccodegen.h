@@ -6,9 +6,10 @@
 /// and calls its entry function. Its CompiledModule saves the shared object's
 /// bytes, so an artifact restores it without running the compiler again.
 ///
-/// Float32 only. Ops: the elementwise and broadcast arithmetic ops, MatMul,
-/// Gemm, Softmax/LogSoftmax, ReduceSum/Mean/Max/Min, LayerNormalization, Reshape, Flatten,
-/// Squeeze, Unsqueeze, Identity and Transpose.
+/// Float32 only. Ops: every op with a pointwise expression (its kernel IR
+/// rendered as C, graft/codegen/c_kernel_source.h), MatMul, Gemm,
+/// Softmax/LogSoftmax, ReduceSum/Mean/Max/Min, LayerNormalization, Reshape,
+/// Flatten, Squeeze, Unsqueeze, Identity and Transpose.
 #pragma once
 
 #include <cstddef>
