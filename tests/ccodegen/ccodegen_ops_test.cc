@@ -7,7 +7,7 @@
 
 #include "codegen/op_cases.h"
 #include "graft/backends/ccodegen.h"
-#include "graft/runtime/backend.h"
+#include "graft/backend/backend.h"
 
 namespace graft::backends {
 namespace {
@@ -37,16 +37,16 @@ TEST(CcodegenOps, EveryFloat32OpOfTheSharedList) {
     g.add_output(n->output(0), "y" + std::to_string(labels.size()));
     labels.push_back(c.label);
   }
-  ir::infer_types(g);
+  ops::infer_types(g);
   for (size_t k = 0; k < labels.size(); ++k) {
     CcodegenSupport support = ccodegen_supports(*g.outputs()[k].node);
     EXPECT_TRUE(support.supported) << labels[k] << ": " << support.reason;
   }
   ASSERT_GT(labels.size(), 40u);
   std::vector<Tensor> want = run_reference(g, inputs);
-  auto module = runtime::get_backend("ccodegen").compile(g, {});
-  runtime::BufferPool pool;
-  runtime::ModuleRunContext context{pool, 2, nullptr};
+  auto module = backend::get_backend("ccodegen").compile(g, {});
+  backend::BufferPool pool;
+  backend::ModuleRunContext context{pool, 2, nullptr};
   std::vector<Tensor> got = module->run(inputs, context);
   ASSERT_EQ(got.size(), want.size());
   // The tolerances of ccodegen's other tests; its exp, erf and tanh are
