@@ -22,9 +22,9 @@ enum class COpKind {
   pointwise,  ///< out[i] = the op's kernel IR over the (broadcast) inputs' elements
   matmul,
   gemm,
-  softmax,     ///< Softmax and LogSoftmax
-  reduce,      ///< ReduceSum/Mean/Max/Min
-  copy,        ///< Reshape, Flatten, Squeeze, Unsqueeze, Identity: same bytes, new shape
+  softmax,  ///< Softmax and LogSoftmax
+  reduce,   ///< ReduceSum/Mean/Max/Min
+  copy,     ///< Reshape, Flatten, Squeeze, Unsqueeze, Identity: same bytes, new shape
   transpose,
   layer_norm,  ///< LayerNormalization (output Y only)
 };

@@ -41,14 +41,14 @@ std::string c_op_refusal(const ir::Node& node) {
     const ir::Value& v = node.inputs[static_cast<size_t>(k)];
     if (!v) continue;
     const ir::ValueType& t = v.node->output_types[static_cast<size_t>(v.index)];
-    if (!float_or_unknown(t)) return "input " + std::to_string(k) + " is " + t.to_string() + " (ccodegen: float32 only)";
+    if (!float_or_unknown(t))
+      return "input " + std::to_string(k) + " is " + t.to_string() + " (ccodegen: float32 only)";
   }
   switch (op->kind) {
     case COpKind::pointwise:
       return pointwise_refusal(node);
     case COpKind::layer_norm:
-      if (node.attributes.get_int("stash_type", 1) != 1)
-        return "LayerNormalization with a stash_type other than float";
+      if (node.attributes.get_int("stash_type", 1) != 1) return "LayerNormalization with a stash_type other than float";
       break;
     case COpKind::reduce:
       if (node.inputs.size() > 1 && node.inputs[1] && node.inputs[1].node->op() != ir::OpId::Constant)

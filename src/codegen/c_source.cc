@@ -28,7 +28,8 @@ const CDialect kOpenClDialect{.name = "OpenCL",
                               .u64_zero = "(ulong)0",
                               .bits_to_double = "as_double",
                               .bits_literal = "L",
-                              .vload_half = true};
+                              .vload_half = true,
+                              .saturating_tanh = true};
 const CDialect kC99Dialect{.name = "C",
                            .int64 = "int64_t",
                            .uint64 = "uint64_t",
@@ -152,6 +153,12 @@ std::string render_expression(const ir::KernelIR& ir, const ir::Expr& e, const C
     case ir::ExprOp::sqrt:
       return math("sqrt", t) + "(" + a(0) + ")";
     case ir::ExprOp::tanh:
+      if (dialect.saturating_tanh && is_float) {
+        // The smallest |x| whose tanh rounds to 1: atanh(1 - 2^-25), atanh(1 - 2^-54).
+        const std::string bound = t == DType::float64 ? "19.061547465398498" : "9.0109133f";
+        return "(" + math("fabs", t) + "(" + a(0) + ") > " + bound + " ? " + math("copysign", t) + "((" + T + ")1, " +
+               a(0) + ") : " + math("tanh", t) + "(" + a(0) + "))";
+      }
       return math("tanh", t) + "(" + a(0) + ")";
     case ir::ExprOp::erf:
       return math("erf", t) + "(" + a(0) + ")";

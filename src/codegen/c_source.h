@@ -41,6 +41,11 @@ struct CDialect {
   /// graft_expf, graft_tanhf and graft_erff, which GCC vectorizes where
   /// libm's calls keep a loop scalar. Their error bounds are in c_kernel_source.h.
   bool approximate_float32_math = false;
+  /// Float tanh is exactly +-1 where the correctly rounded result is (|x|
+  /// above 9.0109 for float32, 19.0615 for float64) instead of the device's
+  /// tanh: PoCL's tanhf returns 0.99999994 even at infinity, which Gelu's
+  /// tanh form multiplies by x (-3e22 for -0 at x = -1e30).
+  bool saturating_tanh = false;
   /// Qualifier of the helper functions of integer_helpers(): "" or "static inline ".
   std::string_view helper_qualifier = {};
   /// False where the dialect cannot hold float16 values (C: no half type).

@@ -1,8 +1,9 @@
 // Activation functions: Relu, Sigmoid, Softplus, Softsign, Elu, Celu, Selu,
-// LeakyRelu, HardSigmoid, HardSwish, ThresholdedRelu, Shrink, Mish, Gelu and
-// PRelu (whose slope broadcasts unidirectionally to X). Attribute defaults
-// follow the ONNX specification. Sigmoid and Softplus use the forms that do
-// not overflow for large |x|.
+// LeakyRelu, HardSigmoid, HardSwish, ThresholdedRelu, Shrink, Mish, Gelu,
+// Swish and PRelu (whose slope broadcasts unidirectionally to X). Attribute
+// defaults follow the ONNX specification. Sigmoid, Softplus and Swish use the
+// forms that do not overflow for large |x|. Each op's pointwise expression
+// (for fusion and code generation) follows its functor branch for branch.
 #include <cmath>
 #include <numbers>
 
@@ -29,14 +30,31 @@ C softplus(C x) {
   return x > C(0) ? x + std::log1p(std::exp(-x)) : std::log1p(std::exp(x));
 }
 
+/// 1 / (1 + exp(-x)) without overflow (the kernel IR's sigmoid).
+template <typename C>
+C sigmoid(C x) {
+  if (x >= C(0)) return C(1) / (C(1) + std::exp(-x));
+  C e = std::exp(x);
+  return e / (C(1) + e);
+}
+
 struct SigmoidOp {
   static constexpr int64_t grain = kCostlyGrain;
   explicit SigmoidOp(const KernelContext&) {}
   template <typename C>
   C operator()(C x) const {
-    if (x >= C(0)) return C(1) / (C(1) + std::exp(-x));
-    C e = std::exp(x);
-    return e / (C(1) + e);
+    return sigmoid(x);
+  }
+};
+
+/// Swish (opset 24): x * sigmoid(alpha * x); alpha = 1 is SiLU.
+struct SwishOp {
+  static constexpr int64_t grain = kCostlyGrain;
+  float alpha;
+  explicit SwishOp(const KernelContext& ctx) : alpha(ctx.attrs().get_float("alpha", 1.0f)) {}
+  template <typename C>
+  C operator()(C x) const {
+    return x * sigmoid(C(alpha) * x);
   }
 };
 
@@ -362,6 +380,11 @@ std::string check_gelu(const ir::Node& node) {
   return approximate == "none" || approximate == "tanh" ? "" : "attribute 'approximate' is not none or tanh";
 }
 
+int32_t swish_expression(PointwiseLowering& l) {
+  int32_t x = l.arg(0);
+  return l.bin(ExprOp::mul, x, l.un(ExprOp::sigmoid, l.bin(ExprOp::mul, l.k(l.attr_float("alpha", 1.0f)), x)));
+}
+
 int32_t prelu_expression(PointwiseLowering& l) {
   int32_t x = l.arg(0), slope = l.arg(1);
   return l.select(l.cmp(ExprOp::less, x, l.k(0)), l.bin(ExprOp::mul, slope, x), x);
@@ -385,6 +408,7 @@ constexpr PointwiseExpression kHardSwishExpression{PointwiseInputs::floats, hard
 constexpr PointwiseExpression kThresholdedReluExpression{PointwiseInputs::floats, thresholded_relu_expression};
 constexpr PointwiseExpression kShrinkExpression{PointwiseInputs::floats, shrink_expression};
 constexpr PointwiseExpression kGeluExpression{PointwiseInputs::floats, gelu_expression, check_gelu};
+constexpr PointwiseExpression kSwishExpression{PointwiseInputs::floats, swish_expression};
 constexpr PointwiseExpression kPReluExpression{PointwiseInputs::numeric, prelu_expression, check_prelu};
 
 }  // namespace
@@ -403,6 +427,7 @@ GRAFT_REGISTER_OP("", "HardSwish", infer_unary<kFloat>, (unary_kernel<kFloat, Ha
 GRAFT_REGISTER_OP("", "ThresholdedRelu", infer_unary<kFloat>, (unary_kernel<kFloat, ThresholdedReluOp>));
 GRAFT_REGISTER_OP("", "Shrink", infer_unary<DTypeSet::numeric>, (unary_kernel<DTypeSet::numeric, ShrinkOp>));
 GRAFT_REGISTER_OP("", "Gelu", infer_gelu, (unary_kernel<kFloat, GeluOp>));
+GRAFT_REGISTER_OP("", "Swish", infer_unary<kFloat>, (unary_kernel<kFloat, SwishOp>));
 GRAFT_REGISTER_OP("", "PRelu", infer_prelu, prelu_kernel);
 
 GRAFT_REGISTER_POINTWISE(Relu, kReluExpression);
@@ -419,6 +444,7 @@ GRAFT_REGISTER_POINTWISE(HardSwish, kHardSwishExpression);
 GRAFT_REGISTER_POINTWISE(ThresholdedRelu, kThresholdedReluExpression);
 GRAFT_REGISTER_POINTWISE(Shrink, kShrinkExpression);
 GRAFT_REGISTER_POINTWISE(Gelu, kGeluExpression);
+GRAFT_REGISTER_POINTWISE(Swish, kSwishExpression);
 GRAFT_REGISTER_POINTWISE(PRelu, kPReluExpression);
 
 }  // namespace graft::ops

@@ -11,10 +11,14 @@ namespace graft::ops {
 
 bool accepts(PointwiseInputs inputs, DType dtype) {
   switch (inputs) {
-    case PointwiseInputs::floats: return dtype == DType::float32 || dtype == DType::float64 || dtype == DType::float16;
-    case PointwiseInputs::numeric: return dtype != DType::boolean && ir::is_kernel_dtype(dtype);
-    case PointwiseInputs::boolean: return dtype == DType::boolean;
-    case PointwiseInputs::any: return ir::is_kernel_dtype(dtype);
+    case PointwiseInputs::floats:
+      return dtype == DType::float32 || dtype == DType::float64 || dtype == DType::float16;
+    case PointwiseInputs::numeric:
+      return dtype != DType::boolean && ir::is_kernel_dtype(dtype);
+    case PointwiseInputs::boolean:
+      return dtype == DType::boolean;
+    case PointwiseInputs::any:
+      return ir::is_kernel_dtype(dtype);
   }
   return false;
 }

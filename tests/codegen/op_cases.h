@@ -43,6 +43,7 @@ inline std::vector<OpCase> op_cases() {
       {"HardSwish", 1, floats, -5, 5},
       {"Gelu", 1, floats, -5, 5},   {"Gelu", 1, floats, -5, 5, attrs({{"approximate", std::string("tanh")}}), "tanh"},
       {"Mish", 1, floats, -10, 10}, {"ThresholdedRelu", 1, floats},
+      {"Swish", 1, floats, -30, 30}, {"Swish", 1, floats, -10, 10, attrs({{"alpha", 1.702f}}), "alpha"},
       {"Shrink", 1, floats, -3, 3, attrs({{"bias", 0.5f}, {"lambd", 1.0f}})},
       {"IsNaN", 1, floats},         {"IsInf", 1, floats},
       {"Identity", 1, {f32, f64, f16, i32, i64, boolean}},

@@ -89,6 +89,30 @@ TEST(OpenClEmitter, RandomDagsMatchTheReference) {
   }
 }
 
+TEST(OpenClEmitter, TanhIsOneWhereTheReferenceIs) {
+  // PoCL's tanhf gives 0.99999994 even at infinity; a product with a large
+  // value (Gelu's tanh form at -1e30) turned that into -3e22 for -0.
+  SKIP_WITHOUT_OPENCL();
+  for (DType t : {DType::float32, DType::float64}) {
+    ir::Graph g;
+    g.opset_imports[""] = 20;
+    ir::Node* x = g.add_input("x", ir::ValueType::of(t, {9}));
+    ir::Node* tanh = g.add_node("Tanh", {x->output(0)}, 1, "tanh");
+    ir::Node* gelu = g.add_node("Gelu", {x->output(0)}, 1, "gelu");
+    gelu->attributes.set("approximate", std::string("tanh"));
+    g.add_output(tanh->output(0), "y");
+    g.add_output(gelu->output(0), "z");
+    ops::infer_types(g);
+    std::vector<double> values = {-INFINITY, -1e30, -300, -20, -9, 9.5, 20, 1e30, INFINITY};
+    Tensor input = t == DType::float32 ? Tensor::from_vector<float>(std::vector<float>(values.begin(), values.end()), {9})
+                                       : Tensor::from_vector<double>(values, {9});
+    std::vector<Tensor> inputs{input};
+    std::vector<Tensor> got = OpenClKernel(lower_body(g).ir).run(inputs);
+    std::vector<Tensor> want = graft::testing::run_reference(g, inputs);
+    for (size_t k = 0; k < 2; ++k) EXPECT_TRUE(close_enough(got[k], want[k], 1e-6, 0)) << dtype_name(t) << " output " << k;
+  }
+}
+
 TEST(OpenClEmitter, OneKernelServesEveryShapeAndRefusesWrongInputs) {
   SKIP_WITHOUT_OPENCL();
   ir::Graph g;

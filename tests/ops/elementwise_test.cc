@@ -71,6 +71,7 @@ TEST(Elementwise, MathFunctionsMatchFormulas) {
       {"Softsign", -5, 5, [](double x) { return x / (1.0 + std::abs(x)); }},
       {"Mish", -5, 5, [](double x) { return x * std::tanh(std::log1p(std::exp(x))); }},
       {"HardSwish", -5, 5, [](double x) { return x * std::max(0.0, std::min(1.0, x / 6 + 0.5)); }},
+      {"Swish", -20, 20, [](double x) { return x / (1.0 + std::exp(-x)); }},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.op);
@@ -142,6 +143,8 @@ TEST(Elementwise, ActivationDefaultsAndAttributes) {
                  return 0.5 * v * (1 + std::tanh(std::sqrt(2 / M_PI) * (v + 0.044715 * v * v * v)));
                }));
   EXPECT_THROW(run1("Gelu", x, attrs({{"approximate", std::string("fast")}}), 20), Error);
+  expect_close(run1("Swish", x, attrs({{"alpha", 1.702f}}), 24),
+               apply_float(x, [](double v) { return v / (1.0 + std::exp(-double(1.702f) * v)); }));
 }
 
 TEST(Elementwise, ActivationsStayFiniteAtExtremes) {
@@ -155,6 +158,9 @@ TEST(Elementwise, ActivationsStayFiniteAtExtremes) {
   Tensor mish = run1("Mish", x);
   EXPECT_EQ(mish.data<float>()[3], 1000.0f);
   EXPECT_FALSE(std::isnan(mish.data<float>()[0]));
+  Tensor swish = run1("Swish", x);
+  EXPECT_EQ(swish.data<float>()[0], -0.0f);
+  EXPECT_EQ(swish.data<float>()[3], 1000.0f);
 }
 
 TEST(Elementwise, ActivationsKeepNaN) {
@@ -163,7 +169,7 @@ TEST(Elementwise, ActivationsKeepNaN) {
   const float nan = std::numeric_limits<float>::quiet_NaN();
   Tensor x = Tensor::from_vector<float>({nan, -1.0f, 2.0f}, {3});
   for (const char* op : {"Celu", "HardSigmoid", "HardSwish", "Elu", "Selu", "LeakyRelu", "Relu", "Softplus", "Softsign",
-                         "Sigmoid", "Tanh", "Mish"}) {
+                         "Sigmoid", "Tanh", "Mish", "Swish"}) {
     SCOPED_TRACE(op);
     Tensor y = run1(op, x);
     EXPECT_TRUE(std::isnan(y.data<float>()[0])) << y.data<float>()[0];

@@ -101,10 +101,10 @@ using PointwiseAttributeCheck = std::string (*)(const ir::Node&);
 /// OpSchema::pointwise from any translation unit, during static
 /// initialization included).
 struct PointwiseExpression {
-  PointwiseInputs first_input;            ///< dtypes the first input may have
-  PointwiseBuilder build;                 ///< writes the op in kernel IR
+  PointwiseInputs first_input;              ///< dtypes the first input may have
+  PointwiseBuilder build;                   ///< writes the op in kernel IR
   PointwiseAttributeCheck check = nullptr;  ///< optional: which attributes are handled
-  bool takes_absent_inputs = false;       ///< optional inputs may be absent (Clip's bounds)
+  bool takes_absent_inputs = false;         ///< optional inputs may be absent (Clip's bounds)
 };
 
 /// True when the expression of `node`'s op (which must have one) takes the
