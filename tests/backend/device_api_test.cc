@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "graft/codegen/opencl_runtime.h"
 #include "graft/core/error.h"
 
 using namespace graft;
@@ -188,6 +189,68 @@ TEST_P(DeviceApiTest, WrongDeviceIsAnError) {
   DeviceType other = GetParam() == DeviceType::cpu ? DeviceType::opencl : DeviceType::cpu;
   EXPECT_THROW(api_->allocate(Device{other, 0}, 16), Error);
   EXPECT_THROW(api_->create_queue(api_->device_count()), Error);
+}
+
+/// A kernel adding 1 to each of `bytes` bytes of `buffer`, on the buffer's
+/// device: a host function on the CPU, a cl_kernel on OpenCL.
+class AddOne {
+ public:
+  AddOne(const DeviceBuffer& buffer, size_t bytes) {
+    if (buffer.device().type == DeviceType::cpu) {
+      auto* data = static_cast<unsigned char*>(buffer.handle());
+      kernel_.host = [data, bytes] {
+        for (size_t i = 0; i < bytes; ++i) data[i] = static_cast<unsigned char>(data[i] + 1);
+      };
+      return;
+    }
+#ifdef GRAFT_HAVE_OPENCL_HEADERS
+    const codegen::OpenClFunctions& cl = codegen::opencl_functions();
+    size_t id = static_cast<size_t>(buffer.device().id);
+    const char* source = "__kernel void add_one(__global uchar* p) { size_t i = get_global_id(0); p[i] += 1; }";
+    cl_int status = CL_SUCCESS;
+    program_ = cl.create_program(codegen::opencl_context(id), 1, &source, nullptr, &status);
+    EXPECT_EQ(status, CL_SUCCESS);
+    cl_device_id device = codegen::opencl_device_id(id);
+    EXPECT_EQ(cl.build_program(program_, 1, &device, "", nullptr, nullptr), CL_SUCCESS);
+    kernel_object_ = cl.create_kernel(program_, "add_one", &status);
+    EXPECT_EQ(status, CL_SUCCESS);
+    cl_mem memory = static_cast<cl_mem>(buffer.handle());
+    EXPECT_EQ(cl.set_arg(kernel_object_, 0, sizeof memory, &memory), CL_SUCCESS);
+    kernel_.native = kernel_object_;
+    kernel_.global = {bytes, 1, 1};
+#endif
+  }
+  ~AddOne() {
+#ifdef GRAFT_HAVE_OPENCL_HEADERS
+    if (kernel_object_) codegen::opencl_functions().release_kernel(kernel_object_);
+    if (program_) codegen::opencl_functions().release_program(program_);
+#endif
+  }
+  const DeviceKernel& kernel() const { return kernel_; }
+
+ private:
+  DeviceKernel kernel_;
+#ifdef GRAFT_HAVE_OPENCL_HEADERS
+  cl_program program_ = nullptr;
+  cl_kernel kernel_object_ = nullptr;
+#endif
+};
+
+TEST_P(DeviceApiTest, KernelsAndCopiesRunInQueueOrder) {
+  auto queue = api_->create_queue(device_.id);
+  const size_t bytes = 4096;
+  std::vector<unsigned char> in = pattern(bytes, 5), out(bytes, 0), expected(bytes);
+  DeviceBuffer a = api_->allocate(device_, bytes), b = api_->allocate(device_, bytes);
+  AddOne add_a(a, bytes), add_b(b, bytes);
+  api_->copy_to_device(*queue, a, 0, in.data(), bytes);
+  api_->enqueue_kernel(*queue, add_a.kernel());      // a = in + 1
+  api_->copy_on_device(*queue, b, 0, a, 0, bytes);   // b = in + 1
+  api_->enqueue_kernel(*queue, add_b.kernel());      // b = in + 2
+  api_->enqueue_kernel(*queue, add_b.kernel());      // b = in + 3
+  api_->copy_to_host(*queue, out.data(), b, 0, bytes);
+  api_->synchronize(*queue);
+  for (size_t i = 0; i < bytes; ++i) expected[i] = static_cast<unsigned char>(in[i] + 3);
+  EXPECT_EQ(out, expected);
 }
 
 std::string type_name(const ::testing::TestParamInfo<DeviceType>& info) {
