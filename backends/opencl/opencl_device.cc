@@ -132,6 +132,13 @@ class OpenClDeviceAPI : public DeviceAPI {
     cl_event e = event_of(event);
     check(opencl_functions().wait_for_events(1, &e), "clWaitForEvents");
   }
+  bool event_completed(const DeviceEvent& event) override {
+    cl_int state = CL_QUEUED;
+    check(opencl_functions().get_event_info(event_of(event), CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof state, &state,
+                                            nullptr),
+          "clGetEventInfo");
+    return state == CL_COMPLETE || state < 0;  // < 0: the work ended in an error (reported where it was queued)
+  }
 
  protected:
   void* device_allocate(int id, size_t bytes) override {
@@ -194,6 +201,7 @@ class OpenClDeviceAPI : public DeviceAPI {
   std::unique_ptr<DeviceEvent> record_event(DeviceQueue& queue) override { none(queue.device().id); }
   void wait_event(DeviceQueue& queue, const DeviceEvent&) override { none(queue.device().id); }
   void synchronize(const DeviceEvent& event) override { none(event.device().id); }
+  bool event_completed(const DeviceEvent& event) override { none(event.device().id); }
 
  protected:
   void* device_allocate(int id, size_t) override { none(id); }

@@ -38,12 +38,40 @@ struct DevicePool {
   Device device;
   std::mutex mutex;
   std::unordered_map<size_t, std::vector<void*>> free_blocks;  ///< by size class
+  /// A block given back by release_after: free once `event` completes.
+  struct Pending {
+    void* handle;
+    size_t size_class;
+    std::unique_ptr<DeviceEvent> event;
+  };
+  std::vector<Pending> pending;  ///< in release order
   DevicePoolStats stats;
   uint64_t limit = 0;     ///< set_memory_limit; 0: none
   uint64_t capacity = 0;  ///< the device's global memory; 0: unknown
 
-  /// Returns every cached block to the device (mutex held).
+  /// Moves the pending blocks whose work has finished (all of them, waiting
+  /// for each, when `wait`) to the free lists (mutex held).
+  void collect_pending_locked(bool wait) {
+    size_t kept = 0;
+    for (size_t i = 0; i < pending.size(); ++i) {
+      Pending& p = pending[i];
+      if (wait)
+        api->synchronize(*p.event);
+      else if (!api->event_completed(*p.event)) {
+        if (kept != i) pending[kept] = std::move(p);
+        ++kept;
+        continue;
+      }
+      stats.bytes_pending -= p.size_class;
+      stats.bytes_cached += p.size_class;
+      free_blocks[p.size_class].push_back(p.handle);
+    }
+    pending.resize(kept);
+  }
+
+  /// Returns every cached block to the device, waiting for the pending ones (mutex held).
   void release_cached_locked() {
+    collect_pending_locked(true);
     for (auto& [size_class, blocks] : free_blocks) {
       for (void* block : blocks) {
         api->device_free(device.id, block);
@@ -56,7 +84,7 @@ struct DevicePool {
 
   /// A block from the device, or null past the limit or when it is out of memory (mutex held).
   void* device_allocate_locked(size_t size_class) {
-    uint64_t held = stats.bytes_in_use + stats.bytes_cached;
+    uint64_t held = stats.bytes_in_use + stats.bytes_cached + stats.bytes_pending;
     if (limit != 0 && held + size_class > limit) return nullptr;
     if (capacity != 0 && held + size_class > capacity) return nullptr;  // more than the device has
     return api->device_allocate(device.id, size_class);
@@ -193,6 +221,7 @@ DeviceBuffer DeviceAPI::allocate(Device device, size_t bytes) {
   void* handle = nullptr;
   {
     std::lock_guard<std::mutex> lock(p->mutex);
+    if (!p->pending.empty()) p->collect_pending_locked(false);
     auto it = p->free_blocks.find(size_class);
     if (it != p->free_blocks.end() && !it->second.empty()) {
       handle = it->second.back();
@@ -236,6 +265,23 @@ void DeviceAPI::empty_cache(int id) {
   std::shared_ptr<detail::DevicePool> p = pool(id);
   std::lock_guard<std::mutex> lock(p->mutex);
   p->release_cached_locked();
+}
+
+void DeviceAPI::release_after(DeviceQueue& queue, DeviceBuffer& buffer) {
+  if (!buffer) return;
+  if (!(buffer.device() == queue.device()))
+    fail(ErrorKind::invalid_argument, "release_after: a buffer on ", to_string(buffer.device()), " with a queue of ",
+         to_string(queue.device()));
+  std::unique_ptr<DeviceEvent> event = record_event(queue);
+  std::shared_ptr<detail::DevicePool> p = std::move(buffer.pool_);
+  void* handle = std::exchange(buffer.handle_, nullptr);
+  size_t size_class = std::exchange(buffer.capacity_, 0);
+  buffer.size_ = 0;
+  if (!p) return;
+  std::lock_guard<std::mutex> lock(p->mutex);
+  p->stats.bytes_in_use -= size_class;
+  p->stats.bytes_pending += size_class;
+  p->pending.push_back({handle, size_class, std::move(event)});
 }
 
 void DeviceAPI::set_memory_limit(int id, uint64_t bytes) {
@@ -389,6 +435,7 @@ class CpuDeviceAPI : public DeviceAPI {
   std::unique_ptr<DeviceEvent> record_event(DeviceQueue&) override { return std::make_unique<CpuEvent>(); }
   void wait_event(DeviceQueue&, const DeviceEvent&) override {}
   void synchronize(const DeviceEvent&) override {}
+  bool event_completed(const DeviceEvent&) override { return true; }
 
  protected:
   void* device_allocate(int, size_t bytes) override {

@@ -95,6 +95,7 @@ Runtime& runtime() {
     resolve(handle, cl.enqueue_barrier, "clEnqueueBarrierWithWaitList", missing);
     resolve(handle, cl.wait_for_events, "clWaitForEvents", missing);
     resolve(handle, cl.release_event, "clReleaseEvent", missing);
+    resolve(handle, cl.get_event_info, "clGetEventInfo", missing);
     if (missing) {
       r->error = "libOpenCL.so.1 lacks an expected function (graft needs OpenCL 1.2)";
       return r;

@@ -103,6 +103,26 @@ TEST_P(DeviceApiTest, AllocationLargerThanTheDeviceIsAnError) {
   EXPECT_TRUE(after);
 }
 
+TEST_P(DeviceApiTest, ReleaseAfterQueuedWorkReusesTheBlockOnceItIsDone) {
+  auto queue = api_->create_queue(device_.id);
+  const size_t bytes = 3 << 20;
+  std::vector<unsigned char> in = pattern(bytes, 11), out(bytes, 0);
+  DeviceBuffer a = api_->allocate(device_, bytes), b = api_->allocate(device_, bytes);
+  api_->copy_to_device(*queue, a, 0, in.data(), bytes);
+  api_->copy_on_device(*queue, b, 0, a, 0, bytes);
+  api_->release_after(*queue, a);  // the copy may still be reading it
+  EXPECT_FALSE(a);
+  api_->copy_to_host(*queue, out.data(), b, 0, bytes);
+  api_->synchronize(*queue);
+  EXPECT_EQ(in, out);
+  DevicePoolStats before = api_->pool_stats(device_.id);
+  DeviceBuffer c = api_->allocate(device_, bytes);  // the work is done: a's block
+  DevicePoolStats after = api_->pool_stats(device_.id);
+  EXPECT_EQ(after.device_allocations, before.device_allocations);
+  EXPECT_EQ(after.reuses, before.reuses + 1);
+  EXPECT_EQ(after.bytes_pending, 0u);
+}
+
 TEST_P(DeviceApiTest, OutOfMemoryReturnsCachedBlocksAndRetries) {
   api_->empty_cache(device_.id);
   DevicePoolStats start = api_->pool_stats(device_.id);
@@ -283,6 +303,97 @@ TEST(DeviceApiRegistry, SizeClassesAndByteCounts) {
   EXPECT_EQ(format_bytes(1000), "1000 bytes");
   EXPECT_EQ(format_bytes(64 << 20), "64 MiB");
   EXPECT_EQ(format_bytes(uint64_t{1288490189}), "1.2 GiB");
+}
+
+}  // namespace
+
+namespace {
+
+/// A device whose queued work finishes when the test says so: to check that
+/// the pool never hands out a block released after unfinished work.
+class FakeDeviceAPI : public DeviceAPI {
+ public:
+  struct Queue : DeviceQueue {
+    Queue() : DeviceQueue(Device{DeviceType::cuda, 0}) {}
+    std::shared_ptr<bool> done = std::make_shared<bool>(false);  ///< the work queued so far has finished
+  };
+  struct Event : DeviceEvent {
+    explicit Event(std::shared_ptr<bool> done) : DeviceEvent(Device{DeviceType::cuda, 0}), done(std::move(done)) {}
+    std::shared_ptr<bool> done;
+  };
+  int waits = 0;  ///< synchronize(event) calls
+
+  DeviceType type() const override { return DeviceType::cuda; }
+  int device_count() const override { return 1; }
+  DeviceProperties properties(int) const override {
+    DeviceProperties p;
+    p.name = "fake";
+    p.global_memory_bytes = 1 << 30;
+    p.max_allocation_bytes = 1 << 30;
+    return p;
+  }
+  std::unique_ptr<DeviceQueue> create_queue(int) override { return std::make_unique<Queue>(); }
+  void enqueue_kernel(DeviceQueue& queue, const DeviceKernel&) override { queued(queue); }
+  void synchronize(DeviceQueue& queue) override { *static_cast<Queue&>(queue).done = true; }
+  std::unique_ptr<DeviceEvent> record_event(DeviceQueue& queue) override {
+    return std::make_unique<Event>(static_cast<Queue&>(queue).done);
+  }
+  void wait_event(DeviceQueue&, const DeviceEvent&) override {}
+  void synchronize(const DeviceEvent& event) override {
+    ++waits;
+    *static_cast<const Event&>(event).done = true;
+  }
+  bool event_completed(const DeviceEvent& event) override { return *static_cast<const Event&>(event).done; }
+
+ protected:
+  void* device_allocate(int, size_t bytes) override { return std::malloc(bytes); }
+  void device_free(int, void* handle) override { std::free(handle); }
+  void do_copy_to_device(DeviceQueue& queue, void*, size_t, const void*, size_t) override { queued(queue); }
+  void do_copy_to_host(DeviceQueue& queue, void*, void*, size_t, size_t) override { queued(queue); }
+  void do_copy_on_device(DeviceQueue& queue, void*, size_t, void*, size_t, size_t) override { queued(queue); }
+
+ private:
+  /// New work: not finished until the test finishes it.
+  static void queued(DeviceQueue& queue) { static_cast<Queue&>(queue).done = std::make_shared<bool>(false); }
+};
+
+TEST(DevicePool, ABlockReleasedAfterUnfinishedWorkIsNotReusedUntilItFinishes) {
+  FakeDeviceAPI api;
+  Device device{DeviceType::cuda, 0};
+  auto queue = api.create_queue(0);
+  DeviceBuffer a = api.allocate(device, 1000);
+  void* block = a.handle();
+  DeviceKernel kernel;
+  api.enqueue_kernel(*queue, kernel);
+  auto work = static_cast<FakeDeviceAPI::Queue&>(*queue).done;
+  api.release_after(*queue, a);
+  EXPECT_EQ(api.pool_stats(0).bytes_pending, 1024u);
+  DeviceBuffer b = api.allocate(device, 1000);  // the kernel still runs: another block
+  EXPECT_NE(b.handle(), block);
+  EXPECT_EQ(api.pool_stats(0).device_allocations, 2u);
+  *work = true;  // the kernel finishes
+  DeviceBuffer c = api.allocate(device, 1000);
+  EXPECT_EQ(c.handle(), block);
+  EXPECT_EQ(api.pool_stats(0).bytes_pending, 0u);
+  EXPECT_EQ(api.pool_stats(0).device_allocations, 2u);
+}
+
+TEST(DevicePool, OutOfMemoryWaitsForPendingBlocks) {
+  FakeDeviceAPI api;
+  Device device{DeviceType::cuda, 0};
+  api.set_memory_limit(0, 1 << 20);
+  auto queue = api.create_queue(0);
+  DeviceBuffer a = api.allocate(device, 600 << 10);
+  DeviceKernel kernel;
+  api.enqueue_kernel(*queue, kernel);
+  api.release_after(*queue, a);
+  DeviceBuffer b = api.allocate(device, 700 << 10);  // only once a's block is back: waits for the kernel
+  EXPECT_TRUE(b);
+  EXPECT_EQ(api.waits, 1);
+  DevicePoolStats s = api.pool_stats(0);
+  EXPECT_EQ(s.bytes_pending, 0u);
+  EXPECT_EQ(s.device_frees, 1u);
+  EXPECT_EQ(s.bytes_in_use, 768u << 10);
 }
 
 }  // namespace

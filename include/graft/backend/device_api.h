@@ -59,12 +59,14 @@ struct DevicePoolStats {
   uint64_t failed_allocations = 0;  ///< device allocations that failed (before or after the retry)
   uint64_t bytes_in_use = 0;        ///< bytes of the blocks held by live DeviceBuffers
   uint64_t bytes_cached = 0;        ///< bytes of the freed blocks the pool keeps for reuse
+  uint64_t bytes_pending = 0;       ///< bytes released after queued work that has not finished (release_after)
   uint64_t peak_bytes_in_use = 0;   ///< the most bytes_in_use has been
 };
 
 /// Memory on a device, taken from its DeviceAPI's caching pool and given back
-/// to the pool when the buffer is destroyed or reset (move-only). The caller
-/// waits for the queued work that uses a buffer before dropping it.
+/// to the pool when the buffer is destroyed or reset (move-only), for
+/// immediate reuse: the caller has waited for the queued work that uses it.
+/// DeviceAPI::release_after gives it back without waiting instead.
 class DeviceBuffer {
  public:
   /// An empty buffer (no memory).
@@ -174,7 +176,8 @@ class DeviceAPI {
   DeviceBuffer allocate(Device device, size_t bytes);
   /// The pool counters of device `id`.
   DevicePoolStats pool_stats(int id) const;
-  /// Returns device `id`'s cached (free) blocks to the device.
+  /// Returns device `id`'s cached (free) blocks to the device, after waiting
+  /// for the blocks released with release_after.
   void empty_cache(int id);
   /// Caps the bytes the pool of device `id` holds from the device (in use
   /// plus cached); 0 removes the cap. An allocation past the cap fails as
@@ -206,6 +209,15 @@ class DeviceAPI {
   virtual void wait_event(DeviceQueue& queue, const DeviceEvent& event) = 0;
   /// Waits on the host until `event` completes.
   virtual void synchronize(const DeviceEvent& event) = 0;
+  /// True when `event` has completed (does not wait).
+  virtual bool event_completed(const DeviceEvent& event) = 0;
+
+  /// Gives `buffer` back to its pool once the work queued on `queue` so far
+  /// has finished, without waiting for it: the block is reused only after an
+  /// event recorded now completes (checked at each allocation; an allocation
+  /// that finds the device out of memory waits for such blocks). `buffer`
+  /// becomes empty. For values that die while a queue still reads them.
+  void release_after(DeviceQueue& queue, DeviceBuffer& buffer);
 
  protected:
   /// Allocates `bytes` (> 0) on device `id`; null when the device is out of

@@ -79,6 +79,7 @@ struct OpenClFunctions {
   decltype(&clEnqueueBarrierWithWaitList) enqueue_barrier = nullptr;
   decltype(&clWaitForEvents) wait_for_events = nullptr;
   decltype(&clReleaseEvent) release_event = nullptr;
+  decltype(&clGetEventInfo) get_event_info = nullptr;
 };
 
 /// The loaded entry points. Throws unsupported ("OpenCL unavailable: ...")
