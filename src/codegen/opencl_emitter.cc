@@ -146,6 +146,7 @@ struct OpenCl {
   cl_context context = nullptr;
   cl_device_id device = nullptr;
   cl_command_queue queue = nullptr;
+  size_t index = 0;  ///< of the device in opencl_devices()
   decltype(&clGetProgramBuildInfo) build_info = nullptr;
   decltype(&clCreateProgramWithSource) create_program = nullptr;
   decltype(&clBuildProgram) build_program = nullptr;
@@ -201,6 +202,7 @@ const OpenCl& opencl() {
       cl.context = context;
       cl.device = opencl_device_id(i);
       cl.queue = queue;
+      cl.index = i;
       cl.description = devices[i].platform + ": " + devices[i].name;
       return cl;
     }
@@ -235,6 +237,8 @@ std::mutex& launch_mutex() {
 std::string opencl_unavailable_reason() { return opencl().error; }
 
 std::string opencl_device_description() { return usable_opencl().description; }
+
+size_t opencl_kernel_device_index() { return usable_opencl().index; }
 
 namespace {
 
@@ -312,18 +316,31 @@ OpenClBuffer::OpenClBuffer(size_t bytes) : size_(bytes) {
     fail(ErrorKind::internal, "OpenCL cannot allocate ", bytes, " bytes on ", cl.description, " (error ", status, ")");
 }
 
+OpenClBuffer OpenClBuffer::borrow(void* memory, size_t bytes) {
+  usable_opencl();
+  if (!memory) fail(ErrorKind::invalid_argument, "OpenClBuffer::borrow: a null cl_mem");
+  OpenClBuffer view;
+  view.handle_ = memory;
+  view.size_ = bytes;
+  view.owned_ = false;
+  return view;
+}
+
 OpenClBuffer::~OpenClBuffer() {
-  if (handle_) opencl().release_buffer(static_cast<cl_mem>(handle_));
+  if (handle_ && owned_) opencl().release_buffer(static_cast<cl_mem>(handle_));
 }
 
 OpenClBuffer::OpenClBuffer(OpenClBuffer&& other) noexcept
-    : handle_(std::exchange(other.handle_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+    : handle_(std::exchange(other.handle_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      owned_(std::exchange(other.owned_, true)) {}
 
 OpenClBuffer& OpenClBuffer::operator=(OpenClBuffer&& other) noexcept {
   if (this != &other) {
-    if (handle_) opencl().release_buffer(static_cast<cl_mem>(handle_));
+    if (handle_ && owned_) opencl().release_buffer(static_cast<cl_mem>(handle_));
     handle_ = std::exchange(other.handle_, nullptr);
     size_ = std::exchange(other.size_, 0);
+    owned_ = std::exchange(other.owned_, true);
   }
   return *this;
 }
@@ -374,8 +391,14 @@ OpenClQueue::OpenClQueue() {
   check(status, "clCreateCommandQueue");
 }
 
+std::unique_ptr<OpenClQueue> OpenClQueue::borrow(void* queue) {
+  usable_opencl();
+  if (!queue) fail(ErrorKind::invalid_argument, "OpenClQueue::borrow: a null cl_command_queue");
+  return std::unique_ptr<OpenClQueue>(new OpenClQueue(Borrowed{}, queue));
+}
+
 OpenClQueue::~OpenClQueue() {
-  if (!handle_) return;
+  if (!handle_ || !owned_) return;
   const OpenCl& cl = opencl();
   cl.finish(static_cast<cl_command_queue>(handle_));  // work queued on it may still read its buffers
   cl.release_queue(static_cast<cl_command_queue>(handle_));
@@ -504,7 +527,19 @@ void OpenClBuffer::download(void*, size_t, const OpenClQueue*) const { opencl_de
 void OpenClBuffer::copy_from(const OpenClBuffer&, size_t, const OpenClQueue*) { opencl_device_description(); }
 void opencl_finish() { opencl_device_description(); }
 OpenClQueue::OpenClQueue() { opencl_device_description(); }
+std::unique_ptr<OpenClQueue> OpenClQueue::borrow(void*) {
+  opencl_device_description();
+  return nullptr;
+}
 OpenClQueue::~OpenClQueue() = default;
+size_t opencl_kernel_device_index() {
+  opencl_device_description();
+  return 0;
+}
+OpenClBuffer OpenClBuffer::borrow(void*, size_t) {
+  opencl_device_description();
+  return {};
+}
 void OpenClQueue::finish() const { opencl_device_description(); }
 
 #endif

@@ -11,7 +11,11 @@
 #include <thread>
 #include <vector>
 
+#include "graft/codegen/op_expressions.h"
+#include "graft/codegen/opencl_emitter.h"
 #include "graft/codegen/opencl_runtime.h"
+#include "graft/ir/graph.h"
+#include "graft/ops/type_inference.h"
 #include "graft/core/error.h"
 
 using namespace graft;
@@ -273,6 +277,44 @@ TEST_P(DeviceApiTest, KernelsAndCopiesRunInQueueOrder) {
   EXPECT_EQ(out, expected);
 }
 
+TEST(OpenClDeviceApi, EmitterKernelsRunOnDeviceApiBuffersAndQueues) {
+  if (std::string why = codegen::opencl_unavailable_reason(); !why.empty())
+    GTEST_SKIP() << "skipped: no OpenCL device for kernels here (" << why << ")";
+  // y = x * 2 + 1 from the kernel IR, launched by the emitter on memory and a
+  // queue of the DeviceAPI (the same device and context), between its copies.
+  ir::Graph g;
+  g.opset_imports[""] = 17;
+  ir::Value x = g.add_input("x", ir::ValueType::of(DType::float32, {1000}))->output(0);
+  ir::Value two = g.add_constant("two", Tensor::scalar<float>(2.0f))->output(0);
+  ir::Value one = g.add_constant("one", Tensor::scalar<float>(1.0f))->output(0);
+  g.add_output(g.add_node("Add", {g.add_node("Mul", {x, two})->output(0), one})->output(0), "y");
+  ops::infer_types(g);
+  codegen::OpenClKernel kernel(codegen::lower_body(g).ir);
+
+  DeviceAPI& api = device_api(DeviceType::opencl);
+  Device device{DeviceType::opencl, static_cast<int32_t>(codegen::opencl_kernel_device_index())};
+  const size_t bytes = 1000 * sizeof(float);
+  std::vector<float> in(1000), out(1000, 0.0f);
+  for (size_t i = 0; i < in.size(); ++i) in[i] = static_cast<float>(i) * 0.5f - 100.0f;
+  DeviceBuffer a = api.allocate(device, bytes), b = api.allocate(device, bytes);
+  auto queue = api.create_queue(device.id);
+  api.copy_to_device(*queue, a, 0, in.data(), bytes);
+  codegen::OpenClBuffer a_view = codegen::OpenClBuffer::borrow(a.handle(), a.size());
+  codegen::OpenClBuffer b_view = codegen::OpenClBuffer::borrow(b.handle(), b.size());
+  std::unique_ptr<codegen::OpenClQueue> queue_view = codegen::OpenClQueue::borrow(queue->native_handle());
+  codegen::OpenClOperand input{&a_view, {1000}}, output{&b_view, {1000}};
+  kernel.launch({&input, 1}, {&output, 1}, codegen::OpenClLaunchOptions{.queue = queue_view.get()});
+  api.copy_to_host(*queue, out.data(), b, 0, bytes);
+  api.synchronize(*queue);
+  for (size_t i = 0; i < in.size(); ++i) ASSERT_EQ(out[i], in[i] * 2.0f + 1.0f) << i;
+  // The views release nothing: the pool still owns the memory and the queue.
+  a_view = codegen::OpenClBuffer::borrow(b.handle(), b.size());
+  queue_view.reset();
+  api.copy_to_host(*queue, out.data(), a, 0, bytes);
+  api.synchronize(*queue);
+  EXPECT_EQ(out, in);
+}
+
 std::string type_name(const ::testing::TestParamInfo<DeviceType>& info) {
   return info.param == DeviceType::cpu ? "cpu" : info.param == DeviceType::opencl ? "opencl" : "cuda";
 }
@@ -309,22 +351,24 @@ TEST(DeviceApiRegistry, SizeClassesAndByteCounts) {
 
 namespace {
 
-/// A device whose queued work finishes when the test says so: to check that
-/// the pool never hands out a block released after unfinished work.
+/// Two devices of host memory whose queued work finishes when the test says
+/// so: to check that the pool never hands out a block released after
+/// unfinished work, and copies between two devices of one type.
 class FakeDeviceAPI : public DeviceAPI {
  public:
   struct Queue : DeviceQueue {
-    Queue() : DeviceQueue(Device{DeviceType::cuda, 0}) {}
+    explicit Queue(int id) : DeviceQueue(Device{DeviceType::cuda, id}) {}
     std::shared_ptr<bool> done = std::make_shared<bool>(false);  ///< the work queued so far has finished
   };
   struct Event : DeviceEvent {
     explicit Event(std::shared_ptr<bool> done) : DeviceEvent(Device{DeviceType::cuda, 0}), done(std::move(done)) {}
     std::shared_ptr<bool> done;
   };
-  int waits = 0;  ///< synchronize(event) calls
+  int waits = 0;                 ///< synchronize(event) calls
+  int same_device_copies = 0;    ///< do_copy_on_device calls
 
   DeviceType type() const override { return DeviceType::cuda; }
-  int device_count() const override { return 1; }
+  int device_count() const override { return 2; }
   DeviceProperties properties(int) const override {
     DeviceProperties p;
     p.name = "fake";
@@ -332,7 +376,7 @@ class FakeDeviceAPI : public DeviceAPI {
     p.max_allocation_bytes = 1 << 30;
     return p;
   }
-  std::unique_ptr<DeviceQueue> create_queue(int) override { return std::make_unique<Queue>(); }
+  std::unique_ptr<DeviceQueue> create_queue(int id) override { return std::make_unique<Queue>(id); }
   void enqueue_kernel(DeviceQueue& queue, const DeviceKernel&) override { queued(queue); }
   void synchronize(DeviceQueue& queue) override { *static_cast<Queue&>(queue).done = true; }
   std::unique_ptr<DeviceEvent> record_event(DeviceQueue& queue) override {
@@ -348,9 +392,22 @@ class FakeDeviceAPI : public DeviceAPI {
  protected:
   void* device_allocate(int, size_t bytes) override { return std::malloc(bytes); }
   void device_free(int, void* handle) override { std::free(handle); }
-  void do_copy_to_device(DeviceQueue& queue, void*, size_t, const void*, size_t) override { queued(queue); }
-  void do_copy_to_host(DeviceQueue& queue, void*, void*, size_t, size_t) override { queued(queue); }
-  void do_copy_on_device(DeviceQueue& queue, void*, size_t, void*, size_t, size_t) override { queued(queue); }
+  void do_copy_to_device(DeviceQueue& queue, void* destination, size_t offset, const void* source,
+                         size_t bytes) override {
+    std::memcpy(static_cast<char*>(destination) + offset, source, bytes);
+    queued(queue);
+  }
+  void do_copy_to_host(DeviceQueue& queue, void* destination, void* source, size_t offset, size_t bytes) override {
+    std::memcpy(destination, static_cast<char*>(source) + offset, bytes);
+    queued(queue);
+  }
+  void do_copy_on_device(DeviceQueue& queue, void* destination, size_t destination_offset, void* source,
+                         size_t source_offset, size_t bytes) override {
+    std::memcpy(static_cast<char*>(destination) + destination_offset, static_cast<char*>(source) + source_offset,
+                bytes);
+    same_device_copies++;
+    queued(queue);
+  }
 
  private:
   /// New work: not finished until the test finishes it.
@@ -394,6 +451,22 @@ TEST(DevicePool, OutOfMemoryWaitsForPendingBlocks) {
   EXPECT_EQ(s.bytes_pending, 0u);
   EXPECT_EQ(s.device_frees, 1u);
   EXPECT_EQ(s.bytes_in_use, 768u << 10);
+}
+
+TEST(DevicePool, CopiesBetweenTwoDevicesOfOneTypeGoThroughTheHost) {
+  FakeDeviceAPI api;
+  std::vector<unsigned char> in = pattern(5000, 2), out(5000, 0);
+  DeviceBuffer on0 = api.allocate(Device{DeviceType::cuda, 0}, 5000);
+  DeviceBuffer on1 = api.allocate(Device{DeviceType::cuda, 1}, 5000);
+  auto queue0 = api.create_queue(0);
+  auto queue1 = api.create_queue(1);
+  api.copy_to_device(*queue1, on1, 0, in.data(), 5000);
+  api.copy_on_device(*queue0, on0, 0, on1, 0, 5000);  // to device 0 from device 1
+  api.copy_to_host(*queue0, out.data(), on0, 0, 5000);
+  EXPECT_EQ(in, out);
+  EXPECT_EQ(api.same_device_copies, 0);
+  EXPECT_EQ(api.pool_stats(1).device_allocations, 1u);  // one pool per device
+  EXPECT_THROW(api.copy_on_device(*queue0, on1, 0, on0, 0, 10), Error);  // destination not on the queue's device
 }
 
 }  // namespace
