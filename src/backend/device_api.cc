@@ -317,6 +317,10 @@ void DeviceAPI::copy_on_device(DeviceQueue& queue, const DeviceBuffer& destinati
   if (source.device().type != type())
     fail(ErrorKind::invalid_argument, "device copy: the source is on ", to_string(source.device()), ", not ",
          type_name(type()));
+  if (source.handle() == destination.handle() && source_offset < destination_offset + bytes &&
+      destination_offset < source_offset + bytes)
+    fail(ErrorKind::invalid_argument, "device copy: bytes [", source_offset, ", ", source_offset + bytes, ") onto [",
+         destination_offset, ", ", destination_offset + bytes, ") of the same buffer overlap");
   if (source.device() == queue.device()) {
     do_copy_on_device(queue, destination.handle(), destination_offset, source.handle(), source_offset, bytes);
     return;
@@ -405,6 +409,11 @@ std::string cpu_model_name() {
 /// every queue runs its work as it is enqueued.
 class CpuDeviceAPI : public DeviceAPI {
  public:
+  /// Refuses a queue of another device type.
+  static void check_queue(const DeviceQueue& queue) {
+    if (queue.device().type != DeviceType::cpu)
+      fail(ErrorKind::invalid_argument, "a queue of ", to_string(queue.device()), " given to the cpu DeviceAPI");
+  }
   CpuDeviceAPI() {
     long pages = sysconf(_SC_PHYS_PAGES);
     long page_size = sysconf(_SC_PAGE_SIZE);
@@ -427,13 +436,17 @@ class CpuDeviceAPI : public DeviceAPI {
     if (id != 0) fail(ErrorKind::invalid_argument, "no device cpu:", id, " (1 cpu device)");
     return std::make_unique<CpuQueue>();
   }
-  void enqueue_kernel(DeviceQueue&, const DeviceKernel& kernel) override {
+  void enqueue_kernel(DeviceQueue& queue, const DeviceKernel& kernel) override {
+    check_queue(queue);
     if (!kernel.host) fail(ErrorKind::invalid_argument, "a cpu queue runs host kernels only (DeviceKernel::host)");
     kernel.host();
   }
-  void synchronize(DeviceQueue&) override {}
-  std::unique_ptr<DeviceEvent> record_event(DeviceQueue&) override { return std::make_unique<CpuEvent>(); }
-  void wait_event(DeviceQueue&, const DeviceEvent&) override {}
+  void synchronize(DeviceQueue& queue) override { check_queue(queue); }
+  std::unique_ptr<DeviceEvent> record_event(DeviceQueue& queue) override {
+    check_queue(queue);
+    return std::make_unique<CpuEvent>();
+  }
+  void wait_event(DeviceQueue& queue, const DeviceEvent&) override { check_queue(queue); }
   void synchronize(const DeviceEvent&) override {}
   bool event_completed(const DeviceEvent&) override { return true; }
 
@@ -452,7 +465,7 @@ class CpuDeviceAPI : public DeviceAPI {
   }
   void do_copy_on_device(DeviceQueue&, void* destination, size_t destination_offset, void* source, size_t source_offset,
                          size_t bytes) override {
-    std::memmove(static_cast<unsigned char*>(destination) + destination_offset,
+    std::memcpy(static_cast<unsigned char*>(destination) + destination_offset,
                  static_cast<const unsigned char*>(source) + source_offset, bytes);
   }
 

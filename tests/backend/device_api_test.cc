@@ -67,6 +67,12 @@ TEST_P(DeviceApiTest, RoundTripHostDeviceDeviceHost) {
   EXPECT_EQ(0, std::memcmp(out.data(), in.data() + 333, 10));
   EXPECT_THROW(api_->copy_to_host(*queue, out.data(), a, 995, 10), Error);
   EXPECT_THROW(api_->copy_to_device(*queue, a, 1001, in.data(), 0), Error);
+  // Within one buffer: apart is a copy, overlapping is an Error on every device.
+  api_->copy_on_device(*queue, a, 500, a, 0, 500);
+  api_->copy_to_host(*queue, out.data(), a, 500, 10);
+  api_->synchronize(*queue);
+  EXPECT_EQ(0, std::memcmp(out.data(), in.data(), 10));
+  EXPECT_THROW(api_->copy_on_device(*queue, a, 100, a, 0, 200), Error);
 }
 
 TEST_P(DeviceApiTest, PoolReusesFreedBlocks) {

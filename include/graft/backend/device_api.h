@@ -196,7 +196,9 @@ class DeviceAPI {
   void copy_to_host(DeviceQueue& queue, void* destination, const DeviceBuffer& source, size_t offset, size_t bytes);
   /// Queues a copy of `bytes` from `source` at `source_offset` to
   /// `destination` at `destination_offset`. Both buffers are of this device
-  /// type; on another device id than the queue's, through the host.
+  /// type; overlapping ranges of one buffer are an invalid_argument Error. A
+  /// source on another device id than the queue's is copied through the host
+  /// and the call waits (the caller has ordered the source's writes first).
   void copy_on_device(DeviceQueue& queue, const DeviceBuffer& destination, size_t destination_offset,
                       const DeviceBuffer& source, size_t source_offset, size_t bytes);
   /// Queues `kernel` (DeviceKernel says what runs).
