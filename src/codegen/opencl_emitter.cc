@@ -9,20 +9,14 @@
 // the OpenCL dialect) and stores the outputs. Integer rules come from a small
 // prelude, as in CUDA; float math uses the device's built-in functions.
 //
-// Runtime: the ICD loader (libOpenCL.so.1) is opened with dlopen and its
-// entry points looked up by name, so nothing links against OpenCL. One
-// context and in-order queue on the first device with double precision,
-// made on first use and kept for the process: buffers, launches and copies
-// are queued on it in order.
+// Runtime: the loader of opencl_runtime.h (libOpenCL.so.1 opened with
+// dlopen, so nothing links against OpenCL). Kernels run on the first device
+// with double precision, in that device's context (the one the OpenCL
+// DeviceAPI's buffers on that device share), with one in-order default queue
+// made on first use and kept for the process.
 #include "graft/codegen/opencl_emitter.h"
 
-#include <dlfcn.h>
-
-#if __has_include(<CL/cl.h>)
-#define GRAFT_HAVE_OPENCL_HEADERS 1
-#define CL_TARGET_OPENCL_VERSION 120
-#include <CL/cl.h>
-#endif
+#include "graft/codegen/opencl_runtime.h"
 
 #include <algorithm>
 #include <cstring>
@@ -143,17 +137,16 @@ std::string emit_opencl_source(const ir::KernelIR& ir, const std::string& kernel
 
 namespace {
 
-template <typename F>
-F symbol(void* handle, const char* name) {
-  return reinterpret_cast<F>(dlsym(handle, name));
-}
-
+/// The emitter's device: the loader's entry points (copied from the table of
+/// opencl_runtime.h under the names the code below uses), and the first
+/// device with double precision, its context and default queue.
 struct OpenCl {
   std::string error;
   std::string description;
   cl_context context = nullptr;
   cl_device_id device = nullptr;
   cl_command_queue queue = nullptr;
+  size_t index = 0;  ///< of the device in opencl_devices()
   decltype(&clGetProgramBuildInfo) build_info = nullptr;
   decltype(&clCreateProgramWithSource) create_program = nullptr;
   decltype(&clBuildProgram) build_program = nullptr;
@@ -172,78 +165,46 @@ struct OpenCl {
   decltype(&clReleaseProgram) release_program = nullptr;
 };
 
-std::string info_string(decltype(&clGetPlatformInfo) get, cl_platform_id platform, cl_platform_info what) {
-  char buffer[256] = {};
-  get(platform, what, sizeof buffer - 1, buffer, nullptr);
-  return buffer;
-}
-
 const OpenCl& opencl() {
   static const OpenCl library = [] {
     OpenCl cl;
-    void* handle = dlopen("libOpenCL.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!handle) handle = dlopen("libOpenCL.so", RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-      cl.error = "libOpenCL.so.1 not found (install an OpenCL ICD loader and a driver, e.g. pocl-opencl-icd)";
-      return cl;
-    }
-    auto platforms_of = symbol<decltype(&clGetPlatformIDs)>(handle, "clGetPlatformIDs");
-    auto platform_info = symbol<decltype(&clGetPlatformInfo)>(handle, "clGetPlatformInfo");
-    auto devices_of = symbol<decltype(&clGetDeviceIDs)>(handle, "clGetDeviceIDs");
-    auto device_info = symbol<decltype(&clGetDeviceInfo)>(handle, "clGetDeviceInfo");
-    auto create_context = symbol<decltype(&clCreateContext)>(handle, "clCreateContext");
-    cl.create_queue = symbol<decltype(&clCreateCommandQueue)>(handle, "clCreateCommandQueue");
-    cl.release_queue = symbol<decltype(&clReleaseCommandQueue)>(handle, "clReleaseCommandQueue");
-    cl.build_info = symbol<decltype(&clGetProgramBuildInfo)>(handle, "clGetProgramBuildInfo");
-    cl.create_program = symbol<decltype(&clCreateProgramWithSource)>(handle, "clCreateProgramWithSource");
-    cl.build_program = symbol<decltype(&clBuildProgram)>(handle, "clBuildProgram");
-    cl.create_kernel = symbol<decltype(&clCreateKernel)>(handle, "clCreateKernel");
-    cl.set_arg = symbol<decltype(&clSetKernelArg)>(handle, "clSetKernelArg");
-    cl.create_buffer = symbol<decltype(&clCreateBuffer)>(handle, "clCreateBuffer");
-    cl.read_buffer = symbol<decltype(&clEnqueueReadBuffer)>(handle, "clEnqueueReadBuffer");
-    cl.write_buffer = symbol<decltype(&clEnqueueWriteBuffer)>(handle, "clEnqueueWriteBuffer");
-    cl.copy_buffer = symbol<decltype(&clEnqueueCopyBuffer)>(handle, "clEnqueueCopyBuffer");
-    cl.enqueue_kernel = symbol<decltype(&clEnqueueNDRangeKernel)>(handle, "clEnqueueNDRangeKernel");
-    cl.finish = symbol<decltype(&clFinish)>(handle, "clFinish");
-    cl.release_buffer = symbol<decltype(&clReleaseMemObject)>(handle, "clReleaseMemObject");
-    cl.release_kernel = symbol<decltype(&clReleaseKernel)>(handle, "clReleaseKernel");
-    cl.release_program = symbol<decltype(&clReleaseProgram)>(handle, "clReleaseProgram");
-    if (!platforms_of || !platform_info || !devices_of || !device_info || !create_context || !cl.create_queue ||
-        !cl.release_queue || !cl.build_info || !cl.create_program || !cl.build_program || !cl.create_kernel ||
-        !cl.set_arg || !cl.create_buffer || !cl.read_buffer || !cl.write_buffer || !cl.copy_buffer ||
-        !cl.enqueue_kernel || !cl.finish || !cl.release_buffer || !cl.release_kernel || !cl.release_program) {
-      cl.error = "libOpenCL.so.1 lacks an expected function";
-      return cl;
-    }
-    cl_uint count = 0;
-    if (platforms_of(0, nullptr, &count) != CL_SUCCESS || count == 0) {
-      cl.error = "no OpenCL platform";
-      return cl;
-    }
-    std::vector<cl_platform_id> platforms(count);
-    platforms_of(count, platforms.data(), nullptr);
-    for (cl_platform_id platform : platforms) {
-      cl_uint n = 0;
-      if (devices_of(platform, CL_DEVICE_TYPE_ALL, 0, nullptr, &n) != CL_SUCCESS || n == 0) continue;
-      std::vector<cl_device_id> devices(n);
-      devices_of(platform, CL_DEVICE_TYPE_ALL, n, devices.data(), nullptr);
-      for (cl_device_id device : devices) {
-        cl_device_fp_config fp64 = 0;
-        if (device_info(device, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof fp64, &fp64, nullptr) != CL_SUCCESS || fp64 == 0)
-          continue;
-        cl_int status = CL_SUCCESS;
-        cl_context context = create_context(nullptr, 1, &device, nullptr, nullptr, &status);
-        if (status != CL_SUCCESS) continue;
-        cl_command_queue queue = cl.create_queue(context, device, 0, &status);
-        if (status != CL_SUCCESS) continue;
-        char name[256] = {};
-        device_info(device, CL_DEVICE_NAME, sizeof name - 1, name, nullptr);
-        cl.context = context;
-        cl.device = device;
-        cl.queue = queue;
-        cl.description = info_string(platform_info, platform, CL_PLATFORM_NAME) + ": " + name;
-        return cl;
+    cl.error = opencl_runtime_unavailable_reason();
+    if (!cl.error.empty()) return cl;
+    const OpenClFunctions& f = opencl_functions();
+    cl.create_queue = f.create_queue;
+    cl.release_queue = f.release_queue;
+    cl.build_info = f.build_info;
+    cl.create_program = f.create_program;
+    cl.build_program = f.build_program;
+    cl.create_kernel = f.create_kernel;
+    cl.set_arg = f.set_arg;
+    cl.create_buffer = f.create_buffer;
+    cl.read_buffer = f.read_buffer;
+    cl.write_buffer = f.write_buffer;
+    cl.copy_buffer = f.copy_buffer;
+    cl.enqueue_kernel = f.enqueue_kernel;
+    cl.finish = f.finish;
+    cl.release_buffer = f.release_buffer;
+    cl.release_kernel = f.release_kernel;
+    cl.release_program = f.release_program;
+    const std::vector<OpenClDeviceInfo>& devices = opencl_devices();
+    for (size_t i = 0; i < devices.size(); ++i) {
+      if (!devices[i].fp64) continue;
+      cl_context context = nullptr;
+      try {
+        context = opencl_context(i);
+      } catch (const Error&) {
+        continue;
       }
+      cl_int status = CL_SUCCESS;
+      cl_command_queue queue = cl.create_queue(context, opencl_device_id(i), 0, &status);
+      if (status != CL_SUCCESS) continue;
+      cl.context = context;
+      cl.device = opencl_device_id(i);
+      cl.queue = queue;
+      cl.index = i;
+      cl.description = devices[i].platform + ": " + devices[i].name;
+      return cl;
     }
     cl.error = "no OpenCL device with double precision (cl_khr_fp64)";
     return cl;
@@ -276,6 +237,8 @@ std::mutex& launch_mutex() {
 std::string opencl_unavailable_reason() { return opencl().error; }
 
 std::string opencl_device_description() { return usable_opencl().description; }
+
+size_t opencl_kernel_device_index() { return usable_opencl().index; }
 
 namespace {
 
@@ -353,18 +316,31 @@ OpenClBuffer::OpenClBuffer(size_t bytes) : size_(bytes) {
     fail(ErrorKind::internal, "OpenCL cannot allocate ", bytes, " bytes on ", cl.description, " (error ", status, ")");
 }
 
+OpenClBuffer OpenClBuffer::borrow(void* memory, size_t bytes) {
+  usable_opencl();
+  if (!memory) fail(ErrorKind::invalid_argument, "OpenClBuffer::borrow: a null cl_mem");
+  OpenClBuffer view;
+  view.handle_ = memory;
+  view.size_ = bytes;
+  view.owned_ = false;
+  return view;
+}
+
 OpenClBuffer::~OpenClBuffer() {
-  if (handle_) opencl().release_buffer(static_cast<cl_mem>(handle_));
+  if (handle_ && owned_) opencl().release_buffer(static_cast<cl_mem>(handle_));
 }
 
 OpenClBuffer::OpenClBuffer(OpenClBuffer&& other) noexcept
-    : handle_(std::exchange(other.handle_, nullptr)), size_(std::exchange(other.size_, 0)) {}
+    : handle_(std::exchange(other.handle_, nullptr)),
+      size_(std::exchange(other.size_, 0)),
+      owned_(std::exchange(other.owned_, true)) {}
 
 OpenClBuffer& OpenClBuffer::operator=(OpenClBuffer&& other) noexcept {
   if (this != &other) {
-    if (handle_) opencl().release_buffer(static_cast<cl_mem>(handle_));
+    if (handle_ && owned_) opencl().release_buffer(static_cast<cl_mem>(handle_));
     handle_ = std::exchange(other.handle_, nullptr);
     size_ = std::exchange(other.size_, 0);
+    owned_ = std::exchange(other.owned_, true);
   }
   return *this;
 }
@@ -415,8 +391,14 @@ OpenClQueue::OpenClQueue() {
   check(status, "clCreateCommandQueue");
 }
 
+std::unique_ptr<OpenClQueue> OpenClQueue::borrow(void* queue) {
+  usable_opencl();
+  if (!queue) fail(ErrorKind::invalid_argument, "OpenClQueue::borrow: a null cl_command_queue");
+  return std::unique_ptr<OpenClQueue>(new OpenClQueue(Borrowed{}, queue));
+}
+
 OpenClQueue::~OpenClQueue() {
-  if (!handle_) return;
+  if (!handle_ || !owned_) return;
   const OpenCl& cl = opencl();
   cl.finish(static_cast<cl_command_queue>(handle_));  // work queued on it may still read its buffers
   cl.release_queue(static_cast<cl_command_queue>(handle_));
@@ -545,7 +527,19 @@ void OpenClBuffer::download(void*, size_t, const OpenClQueue*) const { opencl_de
 void OpenClBuffer::copy_from(const OpenClBuffer&, size_t, const OpenClQueue*) { opencl_device_description(); }
 void opencl_finish() { opencl_device_description(); }
 OpenClQueue::OpenClQueue() { opencl_device_description(); }
+std::unique_ptr<OpenClQueue> OpenClQueue::borrow(void*) {
+  opencl_device_description();
+  return nullptr;
+}
 OpenClQueue::~OpenClQueue() = default;
+size_t opencl_kernel_device_index() {
+  opencl_device_description();
+  return 0;
+}
+OpenClBuffer OpenClBuffer::borrow(void*, size_t) {
+  opencl_device_description();
+  return {};
+}
 void OpenClQueue::finish() const { opencl_device_description(); }
 
 #endif

@@ -14,6 +14,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "graft/backend/device_api.h"
 #include "graft/frontend/load_model.h"
 #include "graft/core/tensor.h"
 #include "graft/frontend/npy.h"
@@ -413,6 +414,16 @@ TEST_F(CliTest, DevicesDescribesWhatGraftCanUseHere) {
        {"cpu ", "backend ref ", "backend fuse ", "fused kernels ", "compile cache ", "cuda ", "opencl "})
     EXPECT_NE(("\n" + r.out).find(std::string("\n") + line), std::string::npos) << line << " in:\n" << r.out;
   EXPECT_NE(graft("devices", "GRAFT_JIT=0").out.find("interpreter (GRAFT_JIT=0)"), std::string::npos);
+  // Every OpenCL device, with its memory and compute units; none without a platform.
+  if (graft::backend::device_api(graft::DeviceType::opencl).device_count() > 0) {
+    EXPECT_NE(r.out.find("\nopencl:0 "), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("global memory"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("compute units"), std::string::npos) << r.out;
+  }
+  CommandResult no_platform = graft("devices", "OCL_ICD_VENDORS=/nonexistent");
+  EXPECT_EQ(no_platform.exit_code, 0) << no_platform.err;
+  EXPECT_EQ(no_platform.out.find("\nopencl:0 "), std::string::npos) << no_platform.out;
+  EXPECT_NE(no_platform.out.find("no OpenCL platform"), std::string::npos) << no_platform.out;
   CommandResult cached = graft("devices", "GRAFT_CACHE_DIR=" + quote(path("devices_cache")));
   EXPECT_NE(cached.out.find(path("devices_cache") + " (GRAFT_CACHE_DIR)"), std::string::npos) << cached.out;
   expect_one_line_error(graft("devices", "GRAFT_JIT=2"), "GRAFT_JIT", "GRAFT_JIT=2");

@@ -1,6 +1,8 @@
 // graft devices: what this machine offers graft — the CPU and its threads,
 // the backends (and why any is unavailable), the CPU JIT of fused kernels and
-// its compile cache, and the CUDA and OpenCL targets of the kernel emitters.
+// its compile cache, the CUDA and OpenCL targets of the kernel emitters, and
+// every OpenCL platform and device (the OpenCL DeviceAPI's opencl:N) with its
+// memory and compute units.
 // What to attach to a bug report or to compare two machines.
 #include <iostream>
 #include <sstream>
@@ -12,6 +14,7 @@
 #include "graft/codegen/opencl_emitter.h"
 #include "graft/core/parallel.h"
 #include "graft/backend/backend.h"
+#include "graft/backend/device_api.h"
 #include "graft/runtime/cpu_features.h"
 
 namespace graft::cli {
@@ -56,7 +59,16 @@ int run_devices() {
   line("cuda", (nvrtc.empty() ? "NVRTC " + codegen::nvrtc_version() : "no NVRTC (" + nvrtc + ")") + "; " +
                    (gpu.empty() ? "device 0: " + codegen::cuda_device_architecture() : "no device (" + gpu + ")"));
   std::string opencl = codegen::opencl_unavailable_reason();
-  line("opencl", opencl.empty() ? codegen::opencl_device_description() : "no device (" + opencl + ")");
+  line("opencl", opencl.empty() ? "kernels on " + codegen::opencl_device_description() : "no device (" + opencl + ")");
+  backend::DeviceAPI& devices = backend::device_api(DeviceType::opencl);
+  for (int id = 0; id < devices.device_count(); ++id) {
+    backend::DeviceProperties p = devices.properties(id);
+    line(to_string(Device{DeviceType::opencl, id}),
+         p.platform + ": " + p.name + " (" + p.kind + (p.version.empty() ? "" : ", " + p.version) + "), " +
+             backend::format_bytes(p.global_memory_bytes) + " global memory (largest allocation " +
+             backend::format_bytes(p.max_allocation_bytes) + "), " + std::to_string(p.compute_units) +
+             " compute units");
+  }
   for (const auto& [what, text] : lines)
     std::cout << what << std::string(what.size() < 18 ? 18 - what.size() : 1, ' ') << text << "\n";
   return 0;

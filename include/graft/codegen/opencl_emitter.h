@@ -31,6 +31,11 @@ std::string opencl_unavailable_reason();
 /// "<platform>: <device>" of the device kernels run on (throws unsupported
 /// without one).
 std::string opencl_device_description();
+/// The index in opencl_devices() (opencl_runtime.h; the OpenCL DeviceAPI's
+/// opencl:N) of the device kernels run on (throws unsupported without one).
+/// Buffers and queues of the DeviceAPI on that device share the kernels'
+/// context: OpenClBuffer::borrow and OpenClQueue::borrow launch on them.
+size_t opencl_kernel_device_index();
 
 /// An in-order command queue on the OpenCL device: the work queued on one
 /// queue runs in the order it was queued; queues run independently, so work
@@ -41,6 +46,10 @@ class OpenClQueue {
  public:
   /// A new queue on the device (throws unsupported without one).
   OpenClQueue();
+  /// A view of a queue another owner holds (a DeviceQueue's
+  /// cl_command_queue on the kernels' device, opencl_kernel_device_index):
+  /// neither waited for nor released with the view.
+  static std::unique_ptr<OpenClQueue> borrow(void* cl_command_queue);
   ~OpenClQueue();
   OpenClQueue(const OpenClQueue&) = delete;
   OpenClQueue& operator=(const OpenClQueue&) = delete;
@@ -50,7 +59,10 @@ class OpenClQueue {
   void* handle() const { return handle_; }
 
  private:
+  struct Borrowed {};
+  OpenClQueue(Borrowed, void* handle) : handle_(handle), owned_(false) {}
   void* handle_ = nullptr;
+  bool owned_ = true;
 };
 
 /// Memory on the OpenCL device, freed with the object (move-only). Copies are
@@ -60,6 +72,10 @@ class OpenClBuffer {
   /// Allocates `bytes` (at least 1). Throws unsupported without a device,
   /// internal when the device cannot allocate it.
   explicit OpenClBuffer(size_t bytes);
+  /// A view of `bytes` of memory another owner holds (a DeviceBuffer's
+  /// cl_mem on the kernels' device, opencl_kernel_device_index): not
+  /// released with the view.
+  static OpenClBuffer borrow(void* cl_mem, size_t bytes);
   ~OpenClBuffer();
   OpenClBuffer(OpenClBuffer&& other) noexcept;
   OpenClBuffer& operator=(OpenClBuffer&& other) noexcept;
@@ -79,8 +95,10 @@ class OpenClBuffer {
   void copy_from(const OpenClBuffer& source, size_t bytes, const OpenClQueue* queue = nullptr);
 
  private:
+  OpenClBuffer() = default;
   void* handle_ = nullptr;
   size_t size_ = 0;
+  bool owned_ = true;
 };
 
 /// Waits until everything queued on the device's default queue has finished.
