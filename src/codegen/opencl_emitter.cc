@@ -137,32 +137,16 @@ std::string emit_opencl_source(const ir::KernelIR& ir, const std::string& kernel
 
 namespace {
 
-/// The emitter's device: the loader's entry points (copied from the table of
-/// opencl_runtime.h under the names the code below uses), and the first
-/// device with double precision, its context and default queue.
-struct OpenCl {
+/// The emitter's device: the loader's entry points (opencl_runtime.h's
+/// table), and the first device with double precision, its context and
+/// default queue.
+struct OpenCl : OpenClFunctions {
   std::string error;
   std::string description;
   cl_context context = nullptr;
   cl_device_id device = nullptr;
   cl_command_queue queue = nullptr;
   size_t index = 0;  ///< of the device in opencl_devices()
-  decltype(&clGetProgramBuildInfo) build_info = nullptr;
-  decltype(&clCreateProgramWithSource) create_program = nullptr;
-  decltype(&clBuildProgram) build_program = nullptr;
-  decltype(&clCreateKernel) create_kernel = nullptr;
-  decltype(&clSetKernelArg) set_arg = nullptr;
-  decltype(&clCreateBuffer) create_buffer = nullptr;
-  decltype(&clEnqueueReadBuffer) read_buffer = nullptr;
-  decltype(&clEnqueueWriteBuffer) write_buffer = nullptr;
-  decltype(&clEnqueueCopyBuffer) copy_buffer = nullptr;
-  decltype(&clEnqueueNDRangeKernel) enqueue_kernel = nullptr;
-  decltype(&clFinish) finish = nullptr;
-  decltype(&clCreateCommandQueue) create_queue = nullptr;
-  decltype(&clReleaseCommandQueue) release_queue = nullptr;
-  decltype(&clReleaseMemObject) release_buffer = nullptr;
-  decltype(&clReleaseKernel) release_kernel = nullptr;
-  decltype(&clReleaseProgram) release_program = nullptr;
 };
 
 const OpenCl& opencl() {
@@ -170,23 +154,7 @@ const OpenCl& opencl() {
     OpenCl cl;
     cl.error = opencl_runtime_unavailable_reason();
     if (!cl.error.empty()) return cl;
-    const OpenClFunctions& f = opencl_functions();
-    cl.create_queue = f.create_queue;
-    cl.release_queue = f.release_queue;
-    cl.build_info = f.build_info;
-    cl.create_program = f.create_program;
-    cl.build_program = f.build_program;
-    cl.create_kernel = f.create_kernel;
-    cl.set_arg = f.set_arg;
-    cl.create_buffer = f.create_buffer;
-    cl.read_buffer = f.read_buffer;
-    cl.write_buffer = f.write_buffer;
-    cl.copy_buffer = f.copy_buffer;
-    cl.enqueue_kernel = f.enqueue_kernel;
-    cl.finish = f.finish;
-    cl.release_buffer = f.release_buffer;
-    cl.release_kernel = f.release_kernel;
-    cl.release_program = f.release_program;
+    static_cast<OpenClFunctions&>(cl) = opencl_functions();
     const std::vector<OpenClDeviceInfo>& devices = opencl_devices();
     for (size_t i = 0; i < devices.size(); ++i) {
       if (!devices[i].fp64) continue;
