@@ -10,7 +10,7 @@ export CCACHE_BASEDIR ?= $(CURDIR)
 # working directory into every debug-info object and miss in every new clone.
 export CCACHE_NOHASHDIR ?= 1
 
-.PHONY: all deps build demo test unit-test asan-test conformance compare ort-check clean
+.PHONY: all deps build demo test unit-test asan-test conformance compare ort-check install clean
 
 all: build
 
@@ -74,6 +74,13 @@ ort-check: deps $(BUILD_DIR)/build.ninja
 	cd tests/ort && /usr/bin/python3 opset_changes.py --graft $(abspath $(GRAFT)) --workdir $(abspath $(ORT_CHECK_DIR))/opsets
 	cd tests/ort && /usr/bin/python3 opt_outputs.py --graft $(abspath $(GRAFT)) --workdir $(abspath $(ORT_CHECK_DIR))/opt \
 	  $(ORT_TESTDATA)/node $(ORT_TESTDATA)/simple $(ORT_TESTDATA)/pytorch-converted $(ORT_TESTDATA)/pytorch-operator
+
+# The headers, libgraft.so with its JIT plugin, the graft tool, a CMake package
+# and a pkg-config file under PREFIX (docs/embedding.md).
+PREFIX ?= /usr/local
+install: deps $(BUILD_DIR)/build.ninja
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target graft_cli
+	cmake --install $(BUILD_DIR) --prefix $(PREFIX)
 
 clean:
 	rm -rf $(BUILD_DIR) $(ASAN_DIR)
