@@ -31,6 +31,7 @@ LAYERS = [
     ["compiler"],
     ["runtime"],
     ["frontend", "zoo", "tools", "python"],
+    ["capi"],
 ]
 # Edges between peers of one level, each one way only, so that the component
 # graph stays acyclic: fusion builds on codegen's op expressions, passes run
