@@ -634,7 +634,8 @@ TEST_F(CliTest, MissingJitPluginIsAWarningNotASilentFallback) {
   std::string model = write_relu_sigmoid_mlp();
   fs::path lonely = dir_ / "lib_without_plugin";
   fs::create_directories(lonely);
-  fs::copy_file(fs::path(GRAFT_BINARY_DIR) / "libgraft.so", lonely / "libgraft.so", fs::copy_options::overwrite_existing);
+  // Under its soname, the name the graft binary asks the loader for (copy_file follows the links).
+  fs::copy_file(fs::path(GRAFT_BINARY_DIR) / "libgraft.so", lonely / "libgraft.so.0", fs::copy_options::overwrite_existing);
   // The binary's RUNPATH names the build folder; LD_LIBRARY_PATH comes first.
   CommandResult r = graft("run " + quote(model) + " --backends ref --repeat 2", "LD_LIBRARY_PATH=" + quote(lonely.string()));
   ASSERT_EQ(r.exit_code, 0) << r.err;
