@@ -41,6 +41,7 @@ struct graft_session {
     bool is_tensor = true;
     int64_t rank = -1;
     std::vector<int64_t> dims;
+    std::vector<std::string> dim_names;  ///< "" for a known or unnamed dimension
   };
   std::unique_ptr<graft::runtime::Session> session;
   std::vector<Io> inputs, outputs;
@@ -122,7 +123,10 @@ graft_session::Io describe(const graft::runtime::ValueInfo& info) {
   io.is_tensor = info.type.is_tensor();
   if (info.type.has_rank) {
     io.rank = static_cast<int64_t>(info.type.dims.size());
-    for (const graft::ir::Dim& dim : info.type.dims) io.dims.push_back(dim.is_known() ? dim.value : -1);
+    for (const graft::ir::Dim& dim : info.type.dims) {
+      io.dims.push_back(dim.is_known() ? dim.value : -1);
+      io.dim_names.push_back(dim.is_known() || dim.symbol.empty() ? std::string() : dim.symbol.str());
+    }
   }
   return io;
 }
@@ -184,6 +188,8 @@ extern "C" {
 const char* graft_version(void) { return GRAFT_VERSION; }
 
 int graft_c_api_version(void) { return GRAFT_C_API_VERSION; }
+
+int graft_artifact_format_version(void) { return static_cast<int>(graft::runtime::kArtifactFormatVersion); }
 
 const char* graft_error_kind_name(graft_error_kind kind) {
   switch (kind) {
@@ -376,6 +382,34 @@ graft_status* graft_session_output_shape(const graft_session* session, size_t in
                                          int64_t* rank) {
   return guarded([&] {
     write_shape(io_at(session, index, false, "graft_session_output_shape"), dims, rank, "graft_session_output_shape");
+  });
+}
+
+namespace {
+void write_dim_name(const graft_session::Io& io, size_t dim, const char** out, const char* function) {
+  require(out, function, "out");
+  if (!io.is_tensor)
+    fail(ErrorKind::unsupported, function, ": '", io.name, "' is a sequence or an optional, which the C API cannot pass");
+  if (io.rank < 0) fail(ErrorKind::invalid_argument, function, ": the rank of '", io.name, "' is unknown");
+  if (dim >= io.dim_names.size())
+    fail(ErrorKind::invalid_argument, function, ": dimension ", dim, " of '", io.name, "' is out of range (rank ",
+         io.rank, ")");
+  *out = io.dim_names[dim].c_str();
+}
+}  // namespace
+
+graft_status* graft_session_input_dim_name(const graft_session* session, size_t index, size_t dim, const char** out) {
+  return guarded([&] {
+    const char* function = "graft_session_input_dim_name";
+    write_dim_name(io_at(session, index, true, function), dim, out, function);
+  });
+}
+
+graft_status* graft_session_output_dim_name(const graft_session* session, size_t index, size_t dim,
+                                            const char** out) {
+  return guarded([&] {
+    const char* function = "graft_session_output_dim_name";
+    write_dim_name(io_at(session, index, false, function), dim, out, function);
   });
 }
 

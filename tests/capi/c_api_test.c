@@ -13,6 +13,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifndef __STDC_NO_THREADS__
+#include <threads.h>
+#endif
 
 #include "graft/capi/c_api.h"
 
@@ -118,6 +121,10 @@ static void check_description(const graft_session* session, int64_t batch) {
     CHECK(rank == 2);
     if (rank == 2) CHECK(dims[0] == batch && dims[1] == 10);
   }
+  /* The symbolic dimension is named; a known one is not. */
+  if (OK(graft_session_input_dim_name(session, 0, 0, &name))) CHECK(strcmp(name, batch < 0 ? "batch" : "") == 0);
+  if (OK(graft_session_input_dim_name(session, 0, 1, &name))) CHECK(strcmp(name, "") == 0);
+  if (OK(graft_session_output_dim_name(session, 0, 0, &name))) CHECK(strcmp(name, batch < 0 ? "batch" : "") == 0);
 }
 
 /* Runs `session` with a graft-owned input and with a caller-owned one,
@@ -185,6 +192,7 @@ static void test_versions(void) {
   const char* version = graft_version();
   CHECK(version != NULL && strcmp(version, GRAFT_VERSION) == 0);
   CHECK(graft_c_api_version() == GRAFT_C_API_VERSION);
+  CHECK(graft_artifact_format_version() >= 4);
   CHECK(strcmp(graft_error_kind_name(GRAFT_ERROR_INVALID_MODEL), "invalid_model") == 0);
   CHECK(strcmp(graft_error_kind_name(GRAFT_ERROR_UNSUPPORTED), "unsupported") == 0);
   CHECK(strcmp(graft_error_kind_name(GRAFT_ERROR_INVALID_ARGUMENT), "invalid_argument") == 0);
@@ -293,6 +301,11 @@ static void test_session_errors(graft_session* session) {
   FAILS(graft_session_input_shape(session, 0, &dims, NULL), GRAFT_ERROR_INVALID_ARGUMENT, "rank is NULL");
   FAILS(graft_session_output_shape(session, 1, &dims, &rank), GRAFT_ERROR_INVALID_ARGUMENT, "out of range");
   FAILS(graft_session_output_shape(NULL, 0, &dims, &rank), GRAFT_ERROR_INVALID_ARGUMENT, "session is NULL");
+  FAILS(graft_session_input_dim_name(NULL, 0, 0, &name), GRAFT_ERROR_INVALID_ARGUMENT, "session is NULL");
+  FAILS(graft_session_input_dim_name(session, 1, 0, &name), GRAFT_ERROR_INVALID_ARGUMENT, "input index 1");
+  FAILS(graft_session_input_dim_name(session, 0, 2, &name), GRAFT_ERROR_INVALID_ARGUMENT,
+        "dimension 2 of 'input' is out of range (rank 2)");
+  FAILS(graft_session_output_dim_name(session, 0, 0, NULL), GRAFT_ERROR_INVALID_ARGUMENT, "out is NULL");
 }
 
 static void test_tensor_errors(void) {
@@ -419,6 +432,116 @@ static void test_run_errors(graft_session* session) {
   graft_tensor_release(int_output);
 }
 
+/* Outputs that are an input passed through, twice, and a weight: each is the
+ * caller's own memory, shared with nothing (writing one changes nothing else). */
+static void test_passthrough(const char* dir) {
+  char path[4096];
+  graft_session* session = NULL;
+  snprintf(path, sizeof path, "%s/passthrough.onnx", dir);
+  if (!OK(graft_session_create_from_path(path, NULL, &session))) return;
+  size_t count = 0;
+  if (OK(graft_session_output_count(session, &count))) CHECK(count == 3);
+  float x[6] = {1, 2, 3, 4, 5, 6};
+  const int64_t dims[2] = {2, 3};
+  graft_tensor* input = NULL;
+  graft_tensor* outputs[3] = {NULL, NULL, NULL};
+  if (OK(graft_tensor_create_over(GRAFT_DTYPE_FLOAT32, dims, 2, x, sizeof x, &input))) {
+    const graft_tensor* inputs[1] = {input};
+    for (int run = 0; run < 2; ++run) {
+      if (!OK(graft_session_run(session, inputs, 1, outputs, 3))) break;
+      float* y = NULL;
+      float* y2 = NULL;
+      float* c = NULL;
+      OK(graft_tensor_data(outputs[0], (void**)&y));
+      OK(graft_tensor_data(outputs[1], (void**)&y2));
+      OK(graft_tensor_data(outputs[2], (void**)&c));
+      CHECK(y != NULL && y2 != NULL && c != NULL && y != x && y2 != x && y != y2);
+      if (y && y2 && c) {
+        CHECK(y[0] == 1 && y[5] == 6 && y2[0] == 1 && y2[5] == 6);
+        CHECK(c[0] == 1 && c[1] == 2 && c[2] == 3);  /* the weight, unchanged by the run before */
+        y[0] = 100;
+        c[0] = 100;
+        CHECK(x[0] == 1 && y2[0] == 1);
+      }
+      for (int i = 0; i < 3; ++i) {
+        graft_tensor_release(outputs[i]);
+        outputs[i] = NULL;
+      }
+    }
+    graft_tensor_release(input);
+  }
+  graft_session_release(session);
+}
+
+/* A model whose output is a sequence: described, but not passed through the C API. */
+static void test_sequence_output(const char* dir) {
+  char path[4096];
+  graft_session* session = NULL;
+  snprintf(path, sizeof path, "%s/sequence.onnx", dir);
+  if (!OK(graft_session_create_from_path(path, NULL, &session))) return;
+  const int64_t* dims = NULL;
+  int64_t rank = 0;
+  const char* name = NULL;
+  FAILS(graft_session_output_shape(session, 0, &dims, &rank), GRAFT_ERROR_UNSUPPORTED,
+        "'s' is a sequence or an optional");
+  FAILS(graft_session_output_dim_name(session, 0, 0, &name), GRAFT_ERROR_UNSUPPORTED, "'s' is a sequence");
+  const int64_t shape[2] = {2, 3};
+  graft_tensor* input = NULL;
+  graft_tensor* output = NULL;
+  if (OK(graft_tensor_create(GRAFT_DTYPE_FLOAT32, shape, 2, &input))) {
+    const graft_tensor* inputs[1] = {input};
+    FAILS(graft_session_run(session, inputs, 1, &output, 1), GRAFT_ERROR_UNSUPPORTED,
+          "output 's' is sequence<float32>");
+    CHECK(output == NULL);
+    graft_tensor_release(input);
+  }
+  graft_session_release(session);
+}
+
+#ifndef __STDC_NO_THREADS__
+/* Runs on one session from several threads at once, each with its own tensors. */
+static int run_in_thread(void* arg) {
+  const graft_session* session = arg;
+  int good = 1;
+  for (int run = 0; run < 5 && good; ++run) {
+    graft_tensor* input = NULL;
+    graft_tensor* output = NULL;
+    void* data = NULL;
+    graft_status* status = graft_tensor_create(GRAFT_DTYPE_FLOAT32, input_dims, 2, &input);
+    if (!status) status = graft_tensor_data(input, &data);
+    if (!status) {
+      memcpy(data, input_values, sizeof(float) * 2 * 784);
+      const graft_tensor* inputs[1] = {input};
+      status = graft_session_run(session, inputs, 1, &output, 1);
+    }
+    if (!status) status = graft_tensor_data(output, &data);
+    good = !status && matches_reference(data);
+    graft_status_release(status);
+    graft_tensor_release(output);
+    graft_tensor_release(input);
+  }
+  return good;
+}
+
+static void test_threads(const char* dir) {
+  char path[4096];
+  graft_session* session = NULL;
+  snprintf(path, sizeof path, "%s/mlp.onnx", dir);
+  if (!OK(graft_session_create_from_path(path, NULL, &session))) return;
+  thrd_t threads[4];
+  int started = 0;
+  for (int i = 0; i < 4; ++i)
+    if (thrd_create(&threads[i], run_in_thread, session) == thrd_success) ++started;
+  CHECK(started == 4);
+  for (int i = 0; i < started; ++i) {
+    int good = 0;
+    thrd_join(threads[i], &good);
+    CHECK(good);
+  }
+  graft_session_release(session);
+}
+#endif
+
 int main(int argc, char** argv) {
   if (argc != 2) {
     fprintf(stderr, "usage: c_api_tests DIR (written by c_api_reference)\n");
@@ -506,6 +629,17 @@ int main(int argc, char** argv) {
     graft_session_release(session);
     session = NULL;
   }
+
+  /* The artifact's header holds the format version this graft writes. */
+  uint32_t format = 0;
+  memcpy(&format, artifact + 8, sizeof format);
+  CHECK(format == (uint32_t)graft_artifact_format_version());
+
+  test_passthrough(dir);
+  test_sequence_output(dir);
+#ifndef __STDC_NO_THREADS__
+  test_threads(dir);
+#endif
 
   free(onnx);
   free(artifact);

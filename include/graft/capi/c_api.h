@@ -87,6 +87,10 @@ typedef enum graft_dtype {
 const char* graft_version(void);
 /* The GRAFT_C_API_VERSION the library was built with. */
 int graft_c_api_version(void);
+/* The compiled-artifact (.graft) format this graft writes, and the newest it
+ * reads: it reads every format from 1 up to this one, and refuses a newer
+ * one as unsupported (docs/artifact-format.md). */
+int graft_artifact_format_version(void);
 /* "invalid_model", "unsupported", "invalid_argument", "io", "internal";
  * "unknown" for another value. A static string: never freed. */
 const char* graft_error_kind_name(graft_error_kind kind);
@@ -157,7 +161,7 @@ graft_status* graft_session_output_count(const graft_session* session, size_t* o
  * owned by the session, valid until it is released. */
 graft_status* graft_session_input_name(const graft_session* session, size_t index, const char** out);
 graft_status* graft_session_output_name(const graft_session* session, size_t index, const char** out);
-/* The element type of input / output `index`. */
+/* The element type of input / output `index` (of its items, for a sequence). */
 graft_status* graft_session_input_dtype(const graft_session* session, size_t index, graft_dtype* out);
 graft_status* graft_session_output_dtype(const graft_session* session, size_t index, graft_dtype* out);
 /* The declared shape of input / output `index`: `*rank` dimensions at
@@ -169,6 +173,13 @@ graft_status* graft_session_input_shape(const graft_session* session, size_t ind
                                         int64_t* rank);
 graft_status* graft_session_output_shape(const graft_session* session, size_t index, const int64_t** dims,
                                          int64_t* rank);
+/* The symbolic name of dimension `dim` of input / output `index` ("batch"),
+ * or "" when the dimension is known or unnamed: a NUL-terminated string owned
+ * by the session, valid until it is released. `dim` must be below the rank
+ * graft_session_*_shape reports (invalid_argument otherwise, and for a value
+ * of unknown rank). */
+graft_status* graft_session_input_dim_name(const graft_session* session, size_t index, size_t dim, const char** out);
+graft_status* graft_session_output_dim_name(const graft_session* session, size_t index, size_t dim, const char** out);
 
 /* Runs the model on `num_inputs` tensors, one per input in input order
  * (graft_session_input_count; their dtypes and shapes must fit the declared
