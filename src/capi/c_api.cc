@@ -198,6 +198,7 @@ const char* graft_error_kind_name(graft_error_kind kind) {
     case GRAFT_ERROR_INVALID_ARGUMENT: return "invalid_argument";
     case GRAFT_ERROR_IO: return "io";
     case GRAFT_ERROR_INTERNAL: return "internal";
+    default: break;
   }
   return "unknown";
 }

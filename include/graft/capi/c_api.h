@@ -57,7 +57,11 @@ typedef enum graft_error_kind {
   GRAFT_ERROR_UNSUPPORTED = 2,      /* valid input graft cannot run (an op, a dtype, a feature) */
   GRAFT_ERROR_INVALID_ARGUMENT = 3, /* a value the caller passed is wrong */
   GRAFT_ERROR_IO = 4,               /* a file could not be read or written */
-  GRAFT_ERROR_INTERNAL = 5          /* a bug inside graft, or memory ran out */
+  GRAFT_ERROR_INTERNAL = 5,         /* a bug inside graft, or memory ran out */
+  /* Not kinds: they make the enum span int in C and C++ alike, so that any
+   * int a caller passes is a value of it (graft answers "unknown"). */
+  GRAFT_ERROR_KIND_INT_MIN_ = -2147483647 - 1,
+  GRAFT_ERROR_KIND_INT_MAX_ = 2147483647
 } graft_error_kind;
 
 /* Element types; the values are ONNX's TensorProto.DataType (and graft::DType). */
@@ -78,7 +82,11 @@ typedef enum graft_dtype {
   GRAFT_DTYPE_UINT64 = 13,
   GRAFT_DTYPE_COMPLEX64 = 14,  /* never in a tensor */
   GRAFT_DTYPE_COMPLEX128 = 15, /* never in a tensor */
-  GRAFT_DTYPE_BFLOAT16 = 16
+  GRAFT_DTYPE_BFLOAT16 = 16,
+  /* Not dtypes: they make the enum span int in C and C++ alike, so that any
+   * int a caller passes is a value of it (graft refuses it by name). */
+  GRAFT_DTYPE_INT_MIN_ = -2147483647 - 1,
+  GRAFT_DTYPE_INT_MAX_ = 2147483647
 } graft_dtype;
 
 /* ---- Versions and names ------------------------------------------------ */
