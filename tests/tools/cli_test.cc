@@ -18,6 +18,7 @@
 #include "graft/frontend/load_model.h"
 #include "graft/core/tensor.h"
 #include "graft/frontend/npy.h"
+#include "graft/runtime/artifact.h"
 #include "graft/frontend/onnx_import.h"
 #include "graft/ir/graph.h"
 #include "graft/runtime/session.h"
@@ -140,6 +141,13 @@ class CliTest : public ::testing::Test {
 std::string checksum_line(const std::string& out) {
   size_t at = out.find("checksum:");
   return at == std::string::npos ? "" : out.substr(at, out.find('\n', at) - at);
+}
+
+TEST_F(CliTest, VersionNamesTheReleaseAndTheArtifactFormat) {
+  CommandResult r = graft("--version");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out, std::string("graft ") + GRAFT_VERSION + " (artifact format " +
+                       std::to_string(graft::runtime::kArtifactFormatVersion) + ")\n");
 }
 
 TEST_F(CliTest, ZooListNamesEveryModel) {

@@ -5,6 +5,7 @@
 #include "cli_support.h"
 #include "command.h"
 #include "graft/core/error.h"
+#include "graft/runtime/artifact.h"
 
 namespace graft::cli {
 
@@ -27,6 +28,8 @@ const std::vector<CommandSetup>& commands() { return registry(); }
 int main(int argc, char** argv) {
   CLI::App app{"graft: partition, fuse, compile and run neural networks (ONNX)"};
   app.require_subcommand(1);
+  app.set_version_flag("--version", std::string("graft ") + GRAFT_VERSION + " (artifact format " +
+                                        std::to_string(graft::runtime::kArtifactFormatVersion) + ")");
   // Usage errors read like every other error: one line, exit code 2. Set
   // before the commands register so that their subcommands inherit it.
   app.failure_message(
