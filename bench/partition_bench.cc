@@ -97,7 +97,7 @@ double partition_ms(std::unique_ptr<ir::Graph>& graph, const std::vector<partiti
   // CPU time of this (single-threaded) process: on a shared machine it is
   // steadier than the wall clock, which also counts time other jobs run.
   std::clock_t start = std::clock();
-  partition::PartitionReport report = partition::partition_graph(graph, backends, {}, detailed);
+  partition::PartitionReport report = partition::partition_graph(graph, backends, "ref", {}, detailed);
   double ms = 1000.0 * static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC;
   if (out) *out = std::move(report);
   return ms;

@@ -60,7 +60,7 @@ partition::PartitionReport partition(std::unique_ptr<ir::Graph>& graph, const Co
     entry.unavailable = b.unavailable_reason();
     entries.push_back(std::move(entry));
   }
-  partition::PartitionReport report = partition::partition_graph(graph, entries, options.annotations, true, fallback);
+  partition::PartitionReport report = partition::partition_graph(graph, entries, fallback, options.annotations);
   // Backends claimed their subgraphs above; claims of their own (fusion) take what is left.
   if (fusion::fusion_enabled(options.fusion)) {
     for (const backend::Backend* b : backend::all_backends()) {

@@ -155,7 +155,7 @@ void Partitioner::add_region(const Region& region, size_t index) {
   std::string what = region.name.empty() ? "region " + std::to_string(index) : "region '" + region.name + "'";
   if (region.nodes.empty()) fail(ErrorKind::invalid_argument, what, " has no nodes");
   int b = backend_index(region.backend, what);
-  if (b < 0) fail(ErrorKind::invalid_argument, what, " must name a backend other than ref");
+  if (b < 0) fail(ErrorKind::invalid_argument, what, " must name a backend other than ", fallback_);
   if (!backends_[static_cast<size_t>(b)].property)
     fail(ErrorKind::invalid_argument, what, ": backend '", region.backend, "' takes no subgraphs (it has no SubgraphProperty)");
   std::vector<uint32_t> ids;
@@ -449,10 +449,10 @@ PartitionReport Partitioner::report() const {
     report.subgraphs.push_back(std::move(info));
   }
   std::vector<size_t> taken(backends_.size(), 0);
-  size_t on_ref = 0;
+  size_t on_fallback = 0;
   for (uint32_t id = 0; id < graph_.num_nodes(); ++id) {
     const ir::Node& node = graph_.node(id);
-    if (!is_source(node)) (taken_by_[id] >= 0 ? taken[static_cast<size_t>(taken_by_[id])] : on_ref)++;
+    if (!is_source(node)) (taken_by_[id] >= 0 ? taken[static_cast<size_t>(taken_by_[id])] : on_fallback)++;
     if (!detailed_) continue;
     NodePlacement p;
     p.name = node.name.empty() ? node.describe() : node.name;
@@ -465,17 +465,17 @@ PartitionReport Partitioner::report() const {
     report.nodes.push_back(std::move(p));
     for (uint32_t c : graph_.consumers(id)) report.edges.emplace_back(id, c);
   }
-  bool ref_listed = false;
+  bool fallback_listed = false;
   for (size_t b = 0; b < backends_.size(); ++b) {
     BackendSummary s;
     s.backend = backends_[b].name;
     s.has_property = backends_[b].property != nullptr;
     s.unavailable = backends_[b].unavailable;
-    s.nodes = s.backend == fallback_ ? on_ref : taken[b];
-    ref_listed = ref_listed || s.backend == fallback_;
+    s.nodes = s.backend == fallback_ ? on_fallback : taken[b];
+    fallback_listed = fallback_listed || s.backend == fallback_;
     report.summaries.push_back(std::move(s));
   }
-  if (!ref_listed) report.summaries.push_back(BackendSummary{fallback_, false, {}, on_ref, {}});
+  if (!fallback_listed) report.summaries.push_back(BackendSummary{fallback_, false, {}, on_fallback, {}});
   report.fallback = fallback_;
   for (const SubgraphInfo& info : report.subgraphs)
     for (BackendSummary& s : report.summaries)
@@ -486,7 +486,7 @@ PartitionReport Partitioner::report() const {
 }  // namespace
 
 PartitionReport partition_graph(std::unique_ptr<ir::Graph>& graph, const std::vector<BackendEntry>& backends,
-                                const Annotations& annotations, bool detailed_report, const std::string& fallback) {
+                                const std::string& fallback, const Annotations& annotations, bool detailed_report) {
   GRAFT_CHECK(graph, "partition_graph needs a graph");
   auto start = std::chrono::steady_clock::now();
   Annotations all = annotations;

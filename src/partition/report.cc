@@ -39,9 +39,9 @@ size_t PartitionReport::record_claimed_subgraphs(const ir::Graph& graph, const s
       if (s.backend == backend) return s;
     BackendSummary added;
     added.backend = backend;
-    auto ref =
+    auto fallback_summary =
         std::find_if(summaries.begin(), summaries.end(), [&](const BackendSummary& s) { return s.backend == fallback; });
-    return *summaries.insert(ref, added);
+    return *summaries.insert(fallback_summary, added);
   };
   size_t moved = 0;
   for (const auto& node : graph.nodes()) {

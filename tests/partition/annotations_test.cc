@@ -63,7 +63,7 @@ std::string error_of(F&& f, ErrorKind expected_kind = ErrorKind::invalid_argumen
 }
 
 partition::PartitionReport partition_with(std::unique_ptr<Graph>& g, const std::string& json) {
-  return partition::partition_graph(g, backends(), partition::parse_annotations(json, "test.json"));
+  return partition::partition_graph(g, backends(), "ref", partition::parse_annotations(json, "test.json"));
 }
 
 }  // namespace
@@ -208,7 +208,7 @@ TEST(Annotations, NodeAttributesPinAndDeclareRegions) {
     if (node->name == "e") node->attributes.set("graft_forbid", std::string("one,two"));
   }
   auto g = original->clone();
-  auto report = partition::partition_graph(g, backends());
+  auto report = partition::partition_graph(g, backends(), "ref");
   expect_partition_guarantees(*original, *g, report);
   EXPECT_EQ(report.subgraphs[0].nodes, (std::vector<std::string>{"b", "c"}));
   EXPECT_EQ(placement(report, "e").backend, "ref");
@@ -217,6 +217,6 @@ TEST(Annotations, NodeAttributesPinAndDeclareRegions) {
   for (const auto& node : original->nodes())
     if (node->name == "c") node->attributes.set("graft_backend", std::string("two"));
   auto bad = original->clone();
-  std::string message = error_of([&] { partition::partition_graph(bad, backends()); }, ErrorKind::invalid_model);
+  std::string message = error_of([&] { partition::partition_graph(bad, backends(), "ref"); }, ErrorKind::invalid_model);
   EXPECT_NE(message.find("'mine'"), std::string::npos) << message;
 }

@@ -123,7 +123,7 @@ TEST(OpSupport, OneConvexSupportedRegionGivesExactlyOneSubgraph) {
     auto property = std::make_shared<partition::ContainOpProperty>(std::set<std::string, std::less<>>{"Add", "Neg"}, table);
     property->set_backend_name("region");
     auto original = g->clone();
-    auto report = partition::partition_graph(g, {BackendEntry{"region", property, {}}});
+    auto report = partition::partition_graph(g, {BackendEntry{"region", property, {}}}, "ref");
     expect_partition_guarantees(*original, *g, report);
     ASSERT_EQ(report.subgraphs.size(), 1u) << "trial " << trial;
     ASSERT_EQ(report.subgraphs[0].nodes.size(), wanted->size()) << "trial " << trial;

@@ -57,7 +57,7 @@ const Node* find_node(const Graph& g, const std::string& op) {
 TEST(Partitioner, ContainOpSelectorMakesSubgraphNodesThatComputeTheSame) {
   auto original = chain_graph();
   auto graph = original->clone();
-  auto report = partition::partition_graph(graph, relu_add_backend());
+  auto report = partition::partition_graph(graph, relu_add_backend(), "ref");
   expect_partition_guarantees(*original, *graph, report);
   ASSERT_EQ(report.subgraphs.size(), 2u);
   EXPECT_EQ(report.subgraphs[0].nodes, (std::vector<std::string>{"r1", "a1"}));
@@ -79,7 +79,7 @@ TEST(Partitioner, ContainOpSelectorMakesSubgraphNodesThatComputeTheSame) {
 
 TEST(Partitioner, ReportsWhyANodeWasNotTaken) {
   auto graph = chain_graph();
-  auto report = partition::partition_graph(graph, relu_add_backend());
+  auto report = partition::partition_graph(graph, relu_add_backend(), "ref");
   const auto& ng = report.nodes[3];
   ASSERT_EQ(ng.name, "ng");
   EXPECT_EQ(ng.backend, "ref");
@@ -94,7 +94,7 @@ TEST(Partitioner, ReportsWhyANodeWasNotTaken) {
 TEST(Partitioner, MinimumSubgraphSizeLeavesSmallSubgraphs) {
   auto original = chain_graph();
   auto graph = original->clone();
-  auto report = partition::partition_graph(graph, relu_add_backend(2));
+  auto report = partition::partition_graph(graph, relu_add_backend(2), "ref");
   expect_partition_guarantees(*original, *graph, report);
   ASSERT_EQ(report.subgraphs.size(), 1u);
   EXPECT_EQ(report.nodes[4].name, "r2");
@@ -113,7 +113,7 @@ TEST(Partitioner, NonConvexSelectionIsTrimmedAndReported) {
   ops::infer_types(*original);
   auto graph = original->clone();
   auto property = predicate_property("ac", [](const Node& n) { return named(n, {"a", "c"}); });
-  auto report = partition::partition_graph(graph, {BackendEntry{"ac", property, {}}});
+  auto report = partition::partition_graph(graph, {BackendEntry{"ac", property, {}}}, "ref");
   expect_partition_guarantees(*original, *graph, report);
   ASSERT_EQ(report.subgraphs.size(), 2u);  // {a}, then {c} on its own
   EXPECT_EQ(report.subgraphs[0].nodes, std::vector<std::string>{"a"});
@@ -142,7 +142,7 @@ TEST(Partitioner, NodesDroppedByManyEarlierSetsStillSeedTheirOwn) {
   original->add_output(x, "y");
   ops::infer_types(*original);
   auto graph = original->clone();
-  auto report = partition::partition_graph(graph, relu_add_backend());
+  auto report = partition::partition_graph(graph, relu_add_backend(), "ref");
   expect_partition_guarantees(*original, *graph, report);
   auto per_backend = report.nodes_per_backend();
   EXPECT_EQ(per_backend["reluadd"], 36u) << report.to_text();
@@ -157,7 +157,7 @@ TEST(Partitioner, SubgraphsOfTwoBackendsFormNoCycle) {
   auto graph = original->clone();
   auto first = predicate_property("A", [](const Node& n) { return named(n, {"x", "a1", "a2"}); });
   auto second = predicate_property("B", [](const Node& n) { return named(n, {"y", "b1", "b2", "b3"}); });
-  auto report = partition::partition_graph(graph, {BackendEntry{"A", first, {}}, BackendEntry{"B", second, {}}});
+  auto report = partition::partition_graph(graph, {BackendEntry{"A", first, {}}, BackendEntry{"B", second, {}}}, "ref");
   expect_partition_guarantees(*original, *graph, report);
   // B's first subgraph {y, b2} had to leave b1 and b3 out (with A contracted,
   // A -> B -> A would be a cycle); they form a second B subgraph.
@@ -189,7 +189,7 @@ TEST(Partitioner, FilterIsAppliedAndReported) {
   };
   auto property = std::make_shared<graft::testing::LambdaProperty>([] { return std::make_unique<DropAdd>(); });
   property->set_backend_name("noadd");
-  auto report = partition::partition_graph(graph, {BackendEntry{"noadd", property, {}}});
+  auto report = partition::partition_graph(graph, {BackendEntry{"noadd", property, {}}}, "ref");
   expect_partition_guarantees(*original, *graph, report);
   EXPECT_EQ(report.nodes[2].name, "a1");
   EXPECT_EQ(report.nodes[2].backend, "ref");
@@ -207,7 +207,7 @@ TEST(Partitioner, ConstantsAreCopiedIntoTheBodies) {
   original->add_output(relu->output(0), "y");
   ops::infer_types(*original);
   auto graph = original->clone();
-  auto report = partition::partition_graph(graph, relu_add_backend());
+  auto report = partition::partition_graph(graph, relu_add_backend(), "ref");
   expect_partition_guarantees(*original, *graph, report);
   EXPECT_EQ(find_node(*graph, "Constant"), nullptr);  // only the body reads it
   const Node* sub = find_node(*graph, "graft.Subgraph");
@@ -224,7 +224,7 @@ TEST(Partitioner, LaterBackendsSeeOnlyUntakenNodes) {
   auto relu_only = predicate_property("first", [](const Node& n) { return n.op_type() == "Relu"; });
   auto everything = predicate_property("second", [](const Node&) { return true; });
   auto report = partition::partition_graph(
-      graph, {BackendEntry{"first", relu_only, {}}, BackendEntry{"second", everything, {}}});
+      graph, {BackendEntry{"first", relu_only, {}}, BackendEntry{"second", everything, {}}}, "ref");
   expect_partition_guarantees(*original, *graph, report);
   auto counts = report.nodes_per_backend();
   EXPECT_EQ(counts["first"], 2u);
@@ -237,7 +237,7 @@ TEST(Partitioner, UnavailableBackendDeclinesEverythingWithItsReason) {
   auto graph = chain_graph();
   auto entries = relu_add_backend();
   entries[0].unavailable = "no such device";
-  auto report = partition::partition_graph(graph, entries);
+  auto report = partition::partition_graph(graph, entries, "ref");
   EXPECT_TRUE(report.subgraphs.empty());
   EXPECT_EQ(report.nodes[1].declined[0].kind, DeclineKind::unavailable);
   EXPECT_EQ(report.nodes[1].declined[0].detail, "no such device");

@@ -208,7 +208,7 @@ TEST(RandomPartition, TenThousandGraphsKeepTheGuaranteesAndTheOutputs) {
       }
     }
     auto graph = case_.graph->clone();
-    partition::PartitionReport report = partition::partition_graph(graph, backends, annotations);
+    partition::PartitionReport report = partition::partition_graph(graph, backends, "ref", annotations);
     expect_partition_guarantees(*case_.graph, *graph, report);
     subgraphs += report.subgraphs.size();
     for (const auto& p : report.nodes) {

@@ -40,15 +40,16 @@ struct BackendEntry {
 /// Partitions `graph` in place among `backends`, in priority order (replacing
 /// the graph by the partitioned graph when any subgraph is formed). Selectors
 /// see dtypes and shapes: types are inferred first unless every value already
-/// has a dtype. User annotations are `annotations` plus those carried by node
-/// attributes. `detailed_report`: per-node placements and reasons (and node
-/// names per subgraph) in the report; false keeps only the per-backend counts
-/// and subgraph sizes. `fallback` names the backend that runs what no backend
-/// takes (the report lists those nodes under it; annotations may pin nodes to
-/// it); the caller says which one it is. Throws graft::Error for invalid
-/// annotations (naming the nodes).
+/// has a dtype. `fallback` names the backend that runs what no backend takes:
+/// the report lists those nodes under it, and annotations may pin nodes to it
+/// (the compiler passes backend::fallback_backend(); the partitioner names no
+/// backend of its own). User annotations are `annotations` plus those carried
+/// by node attributes. `detailed_report`: per-node placements and reasons (and
+/// node names per subgraph) in the report; false keeps only the per-backend
+/// counts and subgraph sizes. Throws graft::Error for invalid annotations
+/// (naming the nodes).
 PartitionReport partition_graph(std::unique_ptr<ir::Graph>& graph, const std::vector<BackendEntry>& backends,
-                                const Annotations& annotations = {}, bool detailed_report = true,
-                                const std::string& fallback = "ref");  // the compiler passes backend::fallback_backend()
+                                const std::string& fallback, const Annotations& annotations = {},
+                                bool detailed_report = true);
 
 }  // namespace graft::partition

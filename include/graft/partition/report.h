@@ -70,7 +70,7 @@ struct PartitionReport {
   std::vector<NodePlacement> nodes;   ///< every node, in topological order (detailed reports)
   std::vector<SubgraphInfo> subgraphs;
   std::vector<BackendSummary> summaries;  ///< one per backend in `backends`, then the fallback
-  std::string fallback = "ref";           ///< the backend that runs what no backend took (set by the partitioner)
+  std::string fallback;                   ///< the backend that runs what no backend took (set by the partitioner)
   double milliseconds = 0;                ///< time spent partitioning, in all (wall clock)
   /// Where the time went (wall clock, ms): building the indexed view,
   /// selecting and trimming (all backends), the report, and building the
