@@ -4,7 +4,6 @@
 // into a graft_status, so none crosses the C boundary.
 #include "graft/capi/c_api.h"
 
-#include <cstring>
 #include <exception>
 #include <memory>
 #include <new>
@@ -298,16 +297,7 @@ graft_status* graft_session_create_from_bytes(const void* data, size_t size, con
     if (size == 0) fail(ErrorKind::invalid_model, function, ": no bytes (size 0) is not a model");
     graft::runtime::SessionOptions session_options = options ? options->options : graft::runtime::SessionOptions{};
     const std::string_view bytes(static_cast<const char*>(data), size);
-    const bool artifact = size >= sizeof(graft::runtime::kArtifactMagic) &&
-                          std::memcmp(data, graft::runtime::kArtifactMagic, sizeof(graft::runtime::kArtifactMagic)) == 0;
-    std::unique_ptr<graft::runtime::Session> session;
-    if (artifact)
-      session = std::make_unique<graft::runtime::Session>(
-          graft::runtime::load_artifact_from_memory(bytes, "<artifact bytes>"), std::move(session_options));
-    else
-      session = std::make_unique<graft::runtime::Session>(
-          graft::frontend::load_onnx_from_memory(std::string(bytes), "", "<ONNX bytes>"), std::move(session_options));
-    *out = wrap(std::move(session));
+    *out = wrap(graft::frontend::load_model_from_memory(bytes, std::move(session_options)));
   });
 }
 

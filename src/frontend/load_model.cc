@@ -17,6 +17,14 @@ std::unique_ptr<runtime::Session> load_model(const std::string& path, runtime::S
   return std::make_unique<runtime::Session>(load_onnx(path), std::move(options));
 }
 
+std::unique_ptr<runtime::Session> load_model_from_memory(std::string_view bytes, runtime::SessionOptions options) {
+  if (runtime::has_artifact_magic(bytes))
+    return std::make_unique<runtime::Session>(runtime::load_artifact_from_memory(bytes, "<artifact bytes>"),
+                                              std::move(options));
+  return std::make_unique<runtime::Session>(load_onnx_from_memory(std::string(bytes), "", "<ONNX bytes>"),
+                                            std::move(options));
+}
+
 runtime::ArtifactInfo compile_artifact(const std::string& onnx_path, const std::string& artifact_path,
                               const runtime::ArtifactCompileOptions& options) {
   if (runtime::is_artifact_file(onnx_path))

@@ -505,10 +505,14 @@ RestoredPlan restore(ArtifactBytes bytes, const std::string& what) {
 
 }  // namespace
 
+bool has_artifact_magic(std::string_view bytes) {
+  return bytes.size() >= sizeof(kArtifactMagic) && std::memcmp(bytes.data(), kArtifactMagic, sizeof(kArtifactMagic)) == 0;
+}
+
 bool is_artifact_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   char magic[sizeof(kArtifactMagic)] = {};
-  return in.read(magic, sizeof(magic)) && std::memcmp(magic, kArtifactMagic, sizeof(magic)) == 0;
+  return in.read(magic, sizeof(magic)) && has_artifact_magic(std::string_view(magic, sizeof(magic)));
 }
 
 RestoredPlan load_artifact(const std::string& path) { return restore(map_file(path), "artifact '" + path + "'"); }

@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "graft/runtime/artifact.h"
 #include "graft/runtime/session.h"
@@ -16,6 +17,11 @@ namespace graft::frontend {
 /// named *.graft or starts with the artifact magic, else an ONNX model.
 /// Throws graft::Error naming the file on any problem with it.
 std::unique_ptr<runtime::Session> load_model(const std::string& path, runtime::SessionOptions options = {});
+
+/// The same from a model's bytes in memory: a compiled artifact when they
+/// start with the artifact magic, else an ONNX model (external data, if any,
+/// cannot be found). Errors name them "<ONNX bytes>" or "<artifact bytes>".
+std::unique_ptr<runtime::Session> load_model_from_memory(std::string_view bytes, runtime::SessionOptions options = {});
 
 /// Loads an ONNX model, prepares it like a Session (passes, partitioning,
 /// fusion), plans it for the given input shapes (compiling every compiled

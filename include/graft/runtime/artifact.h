@@ -67,6 +67,8 @@ struct RestoredPlan {
   ArtifactInfo info;
 };
 
+/// True when `bytes` start with kArtifactMagic.
+bool has_artifact_magic(std::string_view bytes);
 /// True when the file exists and starts with kArtifactMagic.
 bool is_artifact_file(const std::string& path);
 
