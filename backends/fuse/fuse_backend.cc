@@ -21,6 +21,7 @@
 #include "graft/core/parallel.h"
 #include "graft/fusion/explain_unfused.h"
 #include "graft/fusion/fuse_pointwise.h"
+#include "graft/fusion/fusible.h"
 #include "graft/ir/graph.h"
 #include "graft/backend/backend.h"
 
@@ -129,7 +130,7 @@ class FuseModule final : public CompiledModule {
 
 class FuseBackend final : public Backend {
  public:
-  std::string name() const override { return "fuse"; }
+  std::string name() const override { return std::string(fusion::kFuseBackend); }
   int default_rank() const override { return 50; }
   /// The pointwise chains no backend took become graft.FusedPointwise nodes
   /// (the linear-time fusion pass, src/fusion), after every property-based backend.

@@ -275,7 +275,7 @@ class FusedGraphBuilder {
     }
     GRAFT_CHECK(fused->num_outputs() > 0, "fusion: subset of ", first.describe(), " has no output used outside");
     fused->subgraph = std::move(body);
-    fused->backend = "fuse";
+    fused->backend = kFuseBackend;
     fused->is_backward = first.is_backward;
     fused->device = first.device;
     fused_.push_back(fused);

@@ -35,7 +35,7 @@ std::vector<UnfusedNode> explain_unfused(const ir::Graph& fused_graph) {
   std::vector<UnfusedNode> out;
   for (uint32_t id = 0; id < graph.num_nodes(); ++id) {
     const ir::Node& node = graph.node(id);
-    if (!is_pointwise_op(node) || (!node.backend.empty() && node.backend != "fuse")) continue;
+    if (!is_pointwise_op(node) || (!node.backend.empty() && node.backend != kFuseBackend)) continue;
     UnfusedNode entry;
     entry.node = &node;
     if (!is_fusible(node)) {
@@ -81,13 +81,13 @@ std::vector<UnfusedNode> explain_unfused(const ir::Graph& fused_graph) {
 }
 
 void record_fusion_in_report(const ir::Graph& fused_graph, partition::PartitionReport& report) {
-  report.record_claimed_subgraphs(fused_graph, "fuse");
+  report.record_claimed_subgraphs(fused_graph, std::string(kFuseBackend));
   for (const UnfusedNode& unfused : explain_unfused(fused_graph)) {
     partition::DeclineKind kind = partition::DeclineKind::unsupported;
     if (unfused.reason == UnfusedNode::Reason::alone) kind = partition::DeclineKind::below_min_size;
     if (unfused.reason == UnfusedNode::Reason::cycle) kind = partition::DeclineKind::convexity;
     report.record_decline(unfused.node->name, unfused.node->op_type(),
-                          partition::Decline{"fuse", kind, unfused.detail});
+                          partition::Decline{std::string(kFuseBackend), kind, unfused.detail});
   }
 }
 

@@ -30,7 +30,7 @@ bool op_is_pointwise(const ir::OpSchema& schema) {
 
 bool is_fusible_op(const ir::Node& node) {
   if (!op_is_pointwise(node.schema())) return false;
-  if (!node.backend.empty() && node.backend != "fuse") return false;
+  if (!node.backend.empty() && node.backend != kFuseBackend) return false;
   return !node.subgraph && node.num_outputs() == 1;
 }
 

@@ -4,9 +4,15 @@
 /// expression (OpSchema::pointwise, read by graft/codegen/op_expressions.h).
 #pragma once
 
+#include <string_view>
+
 #include "graft/ir/graph.h"
 
 namespace graft::fusion {
+
+/// The backend that runs the fused nodes (Node::backend of every
+/// graft.FusedPointwise node the pass makes, and the name its report entries carry).
+inline constexpr std::string_view kFuseBackend = "fuse";
 
 /// True when `node` may be fused: is_fusible_op(node), and its op's pointwise
 /// expression accepts it with its inferred dtypes, ranks and attributes
@@ -15,7 +21,7 @@ bool is_fusible(const ir::Node& node);
 
 /// The cheap half of is_fusible: the op is of category elementwise or
 /// broadcast, implemented, has a pointwise expression, and the node is free to
-/// be fused (no backend claimed it: Node::backend empty or "fuse"; one output;
+/// be fused (no backend claimed it: Node::backend empty or kFuseBackend; one output;
 /// no body).
 bool is_fusible_op(const ir::Node& node);
 
