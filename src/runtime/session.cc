@@ -41,6 +41,19 @@ int max_specialized_plans(std::optional<int> option) {
 }
 
 namespace {
+/// What the compiler is told of a session's options.
+compiler::CompileOptions compile_options_of(const SessionOptions& options, int num_threads) {
+  compiler::CompileOptions compile;
+  compile.backends = options.backends;
+  compile.annotations = options.annotations;
+  compile.fusion = options.fusion;
+  compile.passes = options.passes;
+  compile.verify_after_each_pass = options.verify_after_each_pass;
+  compile.num_threads = num_threads;
+  compile.emit_source_dir = options.emit_source_dir;
+  return compile;
+}
+
 /// The plan cache key of one set of input types.
 std::string signature(const std::vector<DType>& dtypes, const std::vector<Shape>& shapes) {
   std::string key;
@@ -76,13 +89,7 @@ void Session::set_threads() {
   num_threads_ = options_.num_threads > 0 ? options_.num_threads : default_num_threads();
   max_specialized_plans_ = max_specialized_plans(options_.max_specialized_plans);
   plans_ = std::make_unique<PlanCache<Plan>>(static_cast<size_t>(max_specialized_plans_));
-  compile_options_.backends = options_.backends;
-  compile_options_.annotations = options_.annotations;
-  compile_options_.fusion = options_.fusion;
-  compile_options_.passes = options_.passes;
-  compile_options_.verify_after_each_pass = options_.verify_after_each_pass;
-  compile_options_.num_threads = num_threads_;
-  compile_options_.emit_source_dir = options_.emit_source_dir;
+  compile_options_ = compile_options_of(options_, num_threads_);
 }
 
 void Session::describe_io() {
