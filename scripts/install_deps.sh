@@ -7,7 +7,7 @@ packages=(
   libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
   nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   libdnnl-dev llvm-14-dev libssl-dev zlib1g-dev libzstd-dev libtinfo-dev
-  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd
+  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev
   python3 python3-numpy python3-torch python3-torchvision
   # `make ort-check` builds ONNX models by hand (tests/ort/) with it.
   python3-onnx

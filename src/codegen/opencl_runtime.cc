@@ -96,6 +96,10 @@ Runtime& runtime() {
     resolve(handle, cl.wait_for_events, "clWaitForEvents", missing);
     resolve(handle, cl.release_event, "clReleaseEvent", missing);
     resolve(handle, cl.get_event_info, "clGetEventInfo", missing);
+    resolve(handle, cl.get_program_info, "clGetProgramInfo", missing);
+    resolve(handle, cl.create_program_with_binary, "clCreateProgramWithBinary", missing);
+    resolve(handle, cl.get_event_profiling_info, "clGetEventProfilingInfo", missing);
+    resolve(handle, cl.retain_buffer, "clRetainMemObject", missing);
     if (missing) {
       r->error = "libOpenCL.so.1 lacks an expected function (graft needs OpenCL 1.2)";
       return r;

@@ -66,6 +66,9 @@ Storage::~Storage() {
 
 Tensor::Tensor(DType dtype, Shape shape, Device device)
     : dtype_(dtype), shape_(std::move(shape)), device_(device) {
+  if (device_.type != DeviceType::cpu)
+    fail(ErrorKind::invalid_argument, "cannot allocate a ", to_string(device_),
+         " tensor on the host: device memory comes from the device's backend");
   if (!dtype_is_storable(dtype_))
     fail(ErrorKind::unsupported, "tensors of dtype ", dtype_name(dtype_), " are not supported");
   numel_ = shape_numel(shape_);
@@ -90,10 +93,19 @@ Tensor::Tensor(DType dtype, Shape shape, std::shared_ptr<Storage> storage, size_
               "tensor view ", type_string(), " does not fit its storage");
 }
 
+namespace {
+[[noreturn]] void refuse_host_access(const Tensor& t) {
+  fail(ErrorKind::invalid_argument, "tensor ", t.type_string(), " is on ", to_string(t.device()),
+       ": its bytes are device memory; copy it to the host first (backend::copy_to_host)");
+}
+}  // namespace
+
 void* Tensor::raw_data() {
+  if (on_device()) refuse_host_access(*this);
   return storage_ ? static_cast<char*>(storage_->data()) + byte_offset_ : nullptr;
 }
 const void* Tensor::raw_data() const {
+  if (on_device()) refuse_host_access(*this);
   return storage_ ? static_cast<const char*>(storage_->data()) + byte_offset_ : nullptr;
 }
 

@@ -80,6 +80,10 @@ struct OpenClFunctions {
   decltype(&clWaitForEvents) wait_for_events = nullptr;
   decltype(&clReleaseEvent) release_event = nullptr;
   decltype(&clGetEventInfo) get_event_info = nullptr;
+  decltype(&clGetProgramInfo) get_program_info = nullptr;
+  decltype(&clCreateProgramWithBinary) create_program_with_binary = nullptr;
+  decltype(&clGetEventProfilingInfo) get_event_profiling_info = nullptr;
+  decltype(&clRetainMemObject) retain_buffer = nullptr;
 };
 
 /// The loaded entry points. Throws unsupported ("OpenCL unavailable: ...")

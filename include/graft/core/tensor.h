@@ -74,14 +74,22 @@ class Storage {
 
 /// A dense, row-major tensor. Copies share storage (like a shared_ptr); use
 /// clone() for a deep copy.
+///
+/// A tensor on a device (device().type is not cpu) views a Storage whose
+/// data() is the device's handle (an OpenCL cl_mem), made by the device's
+/// backend (backend::make_device_tensor). Its bytes are not host memory:
+/// raw_data(), data<T>(), the value accessors, clone() and copy_from() throw
+/// invalid_argument; host access is an explicit copy (backend::copy_to_host).
 class Tensor {
  public:
   /// An empty tensor with undefined dtype (is_defined() is false).
   Tensor() = default;
-  /// Allocates a zero-filled tensor. Throws invalid_argument on a negative or
-  /// overflowing shape, unsupported on a non-storable dtype.
+  /// Allocates a zero-filled host tensor. Throws invalid_argument on a
+  /// negative or overflowing shape or a device other than the CPU (device
+  /// memory comes from the device's backend), unsupported on a non-storable dtype.
   Tensor(DType dtype, Shape shape, Device device = {});
-  /// A tensor viewing `storage` at `byte_offset`; checks the view fits.
+  /// A tensor viewing `storage` at `byte_offset`; checks the view fits. With
+  /// a device other than the CPU, `storage` holds that device's handle.
   Tensor(DType dtype, Shape shape, std::shared_ptr<Storage> storage, size_t byte_offset = 0,
          Device device = {});
 
@@ -125,7 +133,10 @@ class Tensor {
   const std::shared_ptr<Storage>& storage() const { return storage_; }
   size_t byte_offset() const { return byte_offset_; }
 
-  /// Raw data pointers (nullptr for an empty tensor).
+  /// True when the bytes are on a device, not in host memory.
+  bool on_device() const { return device_.type != DeviceType::cpu; }
+  /// Raw data pointers (nullptr for an empty tensor). Throw invalid_argument
+  /// for a tensor on a device.
   void* raw_data();
   const void* raw_data() const;
   /// Typed pointers; GRAFT_CHECKs that T matches the dtype.

@@ -1,0 +1,382 @@
+// The OpenCL node-kernel plumbing (opencl_kernel.h): the per-device program
+// cache (memory, then GRAFT_CACHE_DIR binaries), kernel launches, the kernel
+// registry and the single-node test runner.
+#include "opencl_kernel.h"
+
+#ifdef GRAFT_HAVE_OPENCL_HEADERS
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <thread>
+
+#include "graft/codegen/compile_cache.h"
+#include "graft/core/error.h"
+#include "graft/ir/kernel_ir.h"
+
+namespace graft::opencl {
+
+namespace {
+
+void check(cl_int status, const char* what) {
+  if (status != CL_SUCCESS) fail(ErrorKind::internal, what, " failed with OpenCL error ", status);
+}
+
+int64_t count(const Shape& shape) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::string hex(uint64_t value) {
+  static const char* digits = "0123456789abcdef";
+  std::string text(16, '0');
+  for (int i = 15; i >= 0; --i, value >>= 4) text[static_cast<size_t>(i)] = digits[value & 15];
+  return text;
+}
+
+/// GRAFT_CACHE_DIR's file for a program: keyed by the device (name, driver
+/// version), the options and the source.
+std::filesystem::path binary_path(const std::string& directory, const std::string& device_key,
+                                  const std::string& key) {
+  std::string material = device_key + '\0' + key;
+  return std::filesystem::path(directory) /
+         ("opencl-" + hex(ir::fnv1a(material)) + hex(ir::fnv1a(material, 0x84222325cbf29ce4ull)) + ".bin");
+}
+
+constexpr char kBinaryMagic[8] = {'G', 'R', 'A', 'F', 'T', 'C', 'L', 'B'};
+
+/// The binary in `path` when its header and checksum hold, else empty.
+std::string read_binary(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  char magic[8];
+  uint64_t size = 0, checksum = 0;
+  in.read(magic, 8);
+  in.read(reinterpret_cast<char*>(&size), 8);
+  in.read(reinterpret_cast<char*>(&checksum), 8);
+  if (!in || std::memcmp(magic, kBinaryMagic, 8) != 0 || size == 0 || size > (1ull << 30)) return {};
+  std::string bytes(size, '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(size));
+  if (static_cast<uint64_t>(in.gcount()) != size || ir::fnv1a(bytes) != checksum) return {};
+  return bytes;
+}
+
+void write_binary(const std::filesystem::path& path, const std::string& bytes) {
+  static std::atomic<uint64_t> counter{0};
+  std::ostringstream name;
+  name << "." << path.filename().string() << "." << ::getpid() << "." << counter.fetch_add(1) << ".tmp";
+  std::filesystem::path temporary = path.parent_path() / name.str();
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out) return;  // an unwritable cache only costs a rebuild next time
+    uint64_t size = bytes.size(), checksum = ir::fnv1a(bytes);
+    out.write(kBinaryMagic, 8);
+    out.write(reinterpret_cast<const char*>(&size), 8);
+    out.write(reinterpret_cast<const char*>(&checksum), 8);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out) {
+      std::error_code ignored;
+      std::filesystem::remove(temporary, ignored);
+      return;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(temporary, path, ec);
+  if (ec) std::filesystem::remove(temporary, ec);
+}
+
+std::string build_log(const codegen::OpenClFunctions& cl, cl_program program, cl_device_id device) {
+  size_t size = 0;
+  cl.build_info(program, device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size);
+  std::string log(size, '\0');
+  if (size) cl.build_info(program, device, CL_PROGRAM_BUILD_LOG, size, log.data(), nullptr);
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  return log;
+}
+
+std::map<ir::OpId, KernelRegistration>& registry() {
+  static std::map<ir::OpId, KernelRegistration> kernels;
+  return kernels;
+}
+
+}  // namespace
+
+int64_t ClTensor::numel() const { return count(shape); }
+int64_t ClType::numel() const { return count(shape); }
+
+// ---- ClDevice ---------------------------------------------------------------
+
+ClDevice& ClDevice::get(int index) {
+  static std::mutex mutex;
+  static std::map<int, ClDevice*> devices;  // kept for the process, like the contexts
+  std::lock_guard lock(mutex);
+  auto it = devices.find(index);
+  if (it != devices.end()) return *it->second;
+  auto* device = new ClDevice(index);
+  devices.emplace(index, device);
+  return *device;
+}
+
+ClDevice::ClDevice(int index) : index_(index) {
+  if (index < 0) fail(ErrorKind::invalid_argument, "no device opencl:", index);
+  functions_ = &codegen::opencl_functions();
+  device_ = codegen::opencl_device_id(static_cast<size_t>(index));
+  context_ = codegen::opencl_context(static_cast<size_t>(index));
+}
+
+cl_program ClDevice::program(const std::string& source, const std::string& options) {
+  std::string key = options + '\0' + source;
+  std::lock_guard lock(mutex_);
+  for (auto& [k, p] : programs_)
+    if (k == key) return p;
+  const codegen::OpenClFunctions& cl = *functions_;
+  std::optional<std::string> directory = codegen::cache_directory_from_environment();
+  const codegen::OpenClDeviceInfo& info = codegen::opencl_devices().at(static_cast<size_t>(index_));
+  std::string device_key = info.platform + '\0' + info.platform_version + '\0' + info.name + '\0' + info.version;
+  cl_program program = nullptr;
+  if (directory) {
+    std::string binary = read_binary(binary_path(*directory, device_key, key));
+    if (!binary.empty()) {
+      const auto* data = reinterpret_cast<const unsigned char*>(binary.data());
+      size_t size = binary.size();
+      cl_int status = CL_SUCCESS, binary_status = CL_SUCCESS;
+      program = cl.create_program_with_binary(context_, 1, &device_, &size, &data, &binary_status, &status);
+      if (status == CL_SUCCESS && binary_status == CL_SUCCESS &&
+          cl.build_program(program, 1, &device_, options.c_str(), nullptr, nullptr) == CL_SUCCESS) {
+        ++loaded_;
+      } else {
+        if (program) cl.release_program(program);
+        program = nullptr;  // a stale or foreign binary: build from source below
+      }
+    }
+  }
+  if (!program) {
+    const char* text = source.c_str();
+    size_t length = source.size();
+    cl_int status = CL_SUCCESS;
+    program = cl.create_program(context_, 1, &text, &length, &status);
+    check(status, "clCreateProgramWithSource");
+    if (cl.build_program(program, 1, &device_, options.c_str(), nullptr, nullptr) != CL_SUCCESS) {
+      std::string log = build_log(cl, program, device_);
+      cl.release_program(program);
+      fail(ErrorKind::internal, "OpenCL program does not build on opencl:", index_, " (", info.name, "): ", log);
+    }
+    ++built_;
+    codegen::CompileCache::global().counters().opencl_builds++;
+    if (directory) {
+      size_t size = 0;
+      if (cl.get_program_info(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) == CL_SUCCESS &&
+          size > 0) {
+        std::string binary(size, '\0');
+        unsigned char* data = reinterpret_cast<unsigned char*>(binary.data());
+        if (cl.get_program_info(program, CL_PROGRAM_BINARIES, sizeof data, &data, nullptr) == CL_SUCCESS)
+          write_binary(binary_path(*directory, device_key, key), binary);
+      }
+    }
+  }
+  programs_.emplace_back(std::move(key), program);
+  return program;
+}
+
+// ---- ClKernel ---------------------------------------------------------------
+
+ClKernel::ClKernel(ClDevice& device, cl_program program, const std::string& name)
+    : device_(&device), mutex_(std::make_unique<std::mutex>()) {
+  cl_int status = CL_SUCCESS;
+  kernel_ = device.cl().create_kernel(program, name.c_str(), &status);
+  if (status != CL_SUCCESS || !kernel_)
+    fail(ErrorKind::internal, "OpenCL program has no kernel '", name, "' (error ", status, ")");
+}
+
+ClKernel::~ClKernel() {
+  if (kernel_) device_->cl().release_kernel(kernel_);
+}
+
+ClKernel::ClKernel(ClKernel&& other) noexcept
+    : device_(other.device_), kernel_(other.kernel_), mutex_(std::move(other.mutex_)) {
+  other.kernel_ = nullptr;
+}
+
+ClKernel& ClKernel::operator=(ClKernel&& other) noexcept {
+  if (this != &other) {
+    if (kernel_) device_->cl().release_kernel(kernel_);
+    device_ = other.device_;
+    kernel_ = other.kernel_;
+    mutex_ = std::move(other.mutex_);
+    other.kernel_ = nullptr;
+  }
+  return *this;
+}
+
+void ClKernel::set_raw(cl_uint index, size_t size, const void* value) const {
+  cl_int status = device_->cl().set_arg(kernel_, index, size, value);
+  if (status != CL_SUCCESS) fail(ErrorKind::internal, "clSetKernelArg ", index, " failed with OpenCL error ", status);
+}
+
+void ClKernel::enqueue(cl_command_queue queue, const ClRange& range) const {
+  if (range.dims < 1 || range.dims > 3) fail(ErrorKind::internal, "OpenCL launch of ", range.dims, " dimensions");
+  for (uint32_t d = 0; d < range.dims; ++d)
+    if (range.global[d] == 0) return;  // nothing to do
+  bool local = range.local[0] != 0;
+  check(device_->cl().enqueue_kernel(queue, kernel_, range.dims, nullptr, range.global.data(),
+                                     local ? range.local.data() : nullptr, 0, nullptr, nullptr),
+        "clEnqueueNDRangeKernel");
+}
+
+// ---- ClLaunchContext --------------------------------------------------------
+
+ClLaunchContext::ClLaunchContext(ClDevice& device, backend::DeviceQueue& queue) : device_(device), queue_(queue) {}
+
+ClLaunchContext::~ClLaunchContext() {
+  backend::DeviceAPI& api = backend::device_api(DeviceType::opencl);
+  for (backend::DeviceBuffer& buffer : scratch_) api.release_after(queue_, buffer);
+}
+
+cl_mem ClLaunchContext::scratch(size_t bytes) {
+  backend::DeviceAPI& api = backend::device_api(DeviceType::opencl);
+  scratch_.push_back(api.allocate(Device{DeviceType::opencl, device_.index()}, std::max<size_t>(bytes, 1)));
+  return static_cast<cl_mem>(scratch_.back().handle());
+}
+
+ClTensor ClLaunchContext::scratch_tensor(DType dtype, const Shape& shape) {
+  ClTensor t{nullptr, dtype, shape};
+  t.buffer = scratch(t.nbytes());
+  return t;
+}
+
+// ---- registry ---------------------------------------------------------------
+
+bool register_kernel(ir::OpId op, KernelSupport support, KernelFactory factory) {
+  auto [it, inserted] = registry().emplace(op, KernelRegistration{support, factory});
+  GRAFT_CHECK(inserted, "a second OpenCL kernel for ", ir::op_schema(op).qualified_name());
+  return true;
+}
+
+const KernelRegistration* find_kernel(ir::OpId op) {
+  auto it = registry().find(op);
+  return it == registry().end() ? nullptr : &it->second;
+}
+
+KernelRequest make_kernel_request(const ir::Node& node) {
+  KernelRequest request{node, {}, {}, {}};
+  for (const ir::Value& input : node.inputs) {
+    if (!input) {
+      request.inputs.push_back({});
+      request.constants.push_back(nullptr);
+      continue;
+    }
+    const ir::ValueType& type = node.graph().type_of(input);
+    std::optional<Shape> shape = type.concrete_shape();
+    if (!shape)
+      fail(ErrorKind::invalid_argument, node.describe(), ": input '", node.graph().value_name(input), "' is ",
+           type.to_string(), ", not a concrete tensor type");
+    request.inputs.push_back({type.dtype, *shape});
+    request.constants.push_back(input.node->op() == ir::OpId::Constant ? &input.node->constant_value : nullptr);
+  }
+  for (const ir::ValueType& type : node.output_types) {
+    std::optional<Shape> shape = type.concrete_shape();
+    if (!shape)
+      fail(ErrorKind::invalid_argument, node.describe(), ": an output is ", type.to_string(),
+           ", not a concrete tensor type");
+    request.outputs.push_back({type.dtype, *shape});
+  }
+  return request;
+}
+
+std::string kernel_support(const ir::Node& node) {
+  const KernelRegistration* kernel = find_kernel(node.op());
+  if (!kernel) return "no OpenCL kernel for " + node.op_type();
+  if (ir::touches_non_tensor(node)) return "a sequence or optional value";
+  for (const ir::Value& input : node.inputs)
+    if (input && !node.graph().type_of(input).is_concrete()) return "an input shape not known at plan time";
+  for (const ir::ValueType& type : node.output_types)
+    if (!type.is_concrete()) return "an output shape not known at plan time";
+  return kernel->support(make_kernel_request(node));
+}
+
+const char* cl_type_name(DType dtype) {
+  switch (dtype) {
+    case DType::float32: return "float";
+    case DType::float64: return "double";
+    case DType::float16: return "half";
+    case DType::int8: return "char";
+    case DType::uint8: return "uchar";
+    case DType::boolean: return "uchar";
+    case DType::int16: return "short";
+    case DType::uint16: return "ushort";
+    case DType::int32: return "int";
+    case DType::uint32: return "uint";
+    case DType::int64: return "long";
+    case DType::uint64: return "ulong";
+    default: fail(ErrorKind::unsupported, "no OpenCL C type for ", dtype_name(dtype));
+  }
+}
+
+// ---- single-node runner -----------------------------------------------------
+
+std::vector<Tensor> run_node_for_test(const ir::Node& node, std::span<const Tensor> inputs, int device_index) {
+  std::string why = kernel_support(node);
+  if (!why.empty()) fail(ErrorKind::unsupported, node.describe(), " cannot run on OpenCL: ", why);
+  KernelRequest request = make_kernel_request(node);
+  ClDevice& device = ClDevice::get(device_index);
+  backend::DeviceAPI& api = backend::device_api(DeviceType::opencl);
+  Device where{DeviceType::opencl, device_index};
+  std::unique_ptr<backend::DeviceQueue> queue = api.create_queue(device_index);
+
+  std::vector<backend::DeviceBuffer> buffers;
+  std::vector<ClTensor> device_inputs;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const ClType& type = request.inputs[i];
+    if (type.dtype == DType::undefined) {
+      device_inputs.push_back({});
+      continue;
+    }
+    const Tensor* host = request.constants[i] ? request.constants[i] : (i < inputs.size() ? &inputs[i] : nullptr);
+    GRAFT_CHECK(host && host->is_defined(), node.describe(), ": no value for input ", i);
+    ClTensor t{nullptr, type.dtype, type.shape};
+    if (t.nbytes() > 0) {
+      buffers.push_back(api.allocate(where, t.nbytes()));
+      api.copy_to_device(*queue, buffers.back(), 0, host->raw_data(), t.nbytes());
+      t.buffer = static_cast<cl_mem>(buffers.back().handle());
+    }
+    device_inputs.push_back(t);
+  }
+  std::unique_ptr<NodeKernel> kernel = find_kernel(node.op())->factory(request);
+  kernel->compile(device);
+  std::vector<ClTensor> device_outputs;
+  for (size_t o = 0; o < request.outputs.size(); ++o) {
+    ClTensor t{nullptr, request.outputs[o].dtype, request.outputs[o].shape};
+    if (o == 0 && kernel->aliased_input() >= 0) {
+      t.buffer = device_inputs.at(static_cast<size_t>(kernel->aliased_input())).buffer;
+    } else if (t.nbytes() > 0) {
+      buffers.push_back(api.allocate(where, t.nbytes()));
+      t.buffer = static_cast<cl_mem>(buffers.back().handle());
+    }
+    device_outputs.push_back(t);
+  }
+  {
+    ClLaunchContext context(device, *queue);
+    kernel->enqueue(context, device_inputs, device_outputs);
+  }
+  std::vector<Tensor> outputs;
+  for (const ClTensor& t : device_outputs) {
+    Tensor host(t.dtype, t.shape);
+    if (t.nbytes() > 0) {
+      for (const backend::DeviceBuffer& b : buffers)
+        if (b.handle() == t.buffer) api.copy_to_host(*queue, host.raw_data(), b, 0, t.nbytes());
+    }
+    outputs.push_back(host);
+  }
+  api.synchronize(*queue);
+  return outputs;
+}
+
+}  // namespace graft::opencl
+
+#endif  // GRAFT_HAVE_OPENCL_HEADERS
