@@ -18,6 +18,7 @@
 #include "graft/codegen/compile_cache.h"
 #include "graft/core/error.h"
 #include "graft/ir/kernel_ir.h"
+#include "graft/partition/op_support.h"
 
 namespace graft::opencl {
 
@@ -255,6 +256,11 @@ ClTensor ClLaunchContext::scratch_tensor(DType dtype, const Shape& shape) {
 bool register_kernel(ir::OpId op, KernelSupport support, KernelFactory factory) {
   auto [it, inserted] = registry().emplace(op, KernelRegistration{support, factory});
   GRAFT_CHECK(inserted, "a second OpenCL kernel for ", ir::op_schema(op).qualified_name());
+  // The backend's op-support checker (partition/op_support.h): the partitioner asks it.
+  partition::register_op_support("opencl", ir::op_schema(op).qualified_name(), [](const ir::Node& node) {
+    std::string why = kernel_support(node);
+    return why.empty() ? partition::Support::yes() : partition::Support::no(why);
+  });
   return true;
 }
 

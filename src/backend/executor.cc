@@ -1,9 +1,29 @@
 #include "graft/backend/executor.h"
 
 #include "graft/backend/backend.h"
+#include "graft/backend/device_tensor.h"
 #include "graft/core/parallel.h"
 
 namespace graft::backend {
+
+/// The run's queues, one per device, made on first use. The host waits for
+/// all of them before the run returns (and, should it throw, as they are
+/// destroyed).
+class RunQueues {
+ public:
+  const std::shared_ptr<DeviceQueue>& on(Device device) {
+    for (auto& [d, q] : queues_)
+      if (d == device) return q;
+    queues_.emplace_back(device, std::shared_ptr<DeviceQueue>(device_api(device.type).create_queue(device.id)));
+    return queues_.back().second;
+  }
+  void synchronize_all() {
+    for (auto& [d, q] : queues_) device_api(d.type).synchronize(*q);
+  }
+
+ private:
+  std::vector<std::pair<Device, std::shared_ptr<DeviceQueue>>> queues_;
+};
 
 Executor::Executor(const ir::Graph& graph) : Executor(graph, ModuleTable{}) {}
 
@@ -21,6 +41,10 @@ Executor::Executor(const ir::Graph& graph, ModuleTable modules)
       if (e.present()) last_use_[indexed_.entry_id(e)] = id;
   }
   for (const ir::Entry& e : indexed_.outputs()) keep_[indexed_.entry_id(e)] = true;
+  sync_after_.assign(indexed_.num_nodes(), false);
+  for (uint32_t id = 0; id < indexed_.num_nodes(); ++id)
+    if (indexed_.node(id).op() == ir::OpId::CopyToHost)
+      sync_after_[id] = last_use_[indexed_.entry_id(id, 0)] != ir::Entry::kAbsent;
   const auto& inputs = graph.inputs();
   for (size_t i = 0; i < inputs.size(); ++i) input_position_[indexed_.id_of(*inputs[i])] = static_cast<int32_t>(i);
 }
@@ -31,6 +55,9 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, BufferPool& po
               graph_.inputs().size());
   ScopedNumThreads threads(options.num_threads);
   if (!options.nested) pool.begin_run();
+  RunQueues queues;
+  std::vector<Tensor> pinned;  // host values whose copy to a device may still be reading them
+  uint64_t bytes_to_device = 0, bytes_to_host = 0;
   std::vector<Tensor> values(indexed_.num_entries());
   ops::SubgraphRunner run_body = [&pool, &options](const ir::Graph& body, const std::vector<Tensor>& body_inputs) {
     Executor body_executor(body);
@@ -62,8 +89,13 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, BufferPool& po
     }
     auto start = options.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     std::vector<Tensor> outs;
-    if (module) {
-      ModuleRunContext module_context{pool, options.num_threads, nullptr};
+    if (n.op() == ir::OpId::CopyToDevice || n.op() == ir::OpId::CopyToHost) {
+      outs.push_back(copy_across(n, node_inputs.at(0), queues, pinned));
+      (n.op() == ir::OpId::CopyToDevice ? bytes_to_device : bytes_to_host) += node_inputs[0].nbytes();
+      if (sync_after_[id]) device_api(node_inputs[0].device().type).synchronize(*queues.on(node_inputs[0].device()));
+    } else if (module) {
+      ModuleRunContext module_context{pool, options.num_threads,
+                                      n.device.type == DeviceType::cpu ? nullptr : queues.on(n.device)};
       outs = module->run(node_inputs, module_context);
       if (outs.size() != static_cast<size_t>(n.num_outputs()))
         fail(ErrorKind::internal, n.describe(), ": module '", module->type_key(), "' returned ", outs.size(),
@@ -97,6 +129,8 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, BufferPool& po
       if (!keep_[entry] && last_use_[entry] == ir::Entry::kAbsent) values[entry] = Tensor();
     }
   }
+  queues.synchronize_all();
+  pinned.clear();
   std::vector<Tensor> results;
   results.reserve(indexed_.outputs().size());
   for (const ir::Entry& e : indexed_.outputs()) {
@@ -106,8 +140,46 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, BufferPool& po
            "' was not computed");
     results.push_back(t);
   }
-  if (stats) stats->memory = pool.stats();
+  if (stats) {
+    stats->memory = pool.stats();
+    stats->bytes_to_device += bytes_to_device;
+    stats->bytes_to_host += bytes_to_host;
+  }
   return results;
+}
+
+Tensor Executor::copy_across(const ir::Node& node, const Tensor& value, RunQueues& queues,
+                             std::vector<Tensor>& pinned) const {
+  if (!value.is_defined() || value.is_sequence() || value.is_none())
+    fail(ErrorKind::invalid_argument, node.describe(), ": only tensors cross a device boundary, got ",
+         value.is_defined() ? value.type_string() : "no value");
+  if (node.op() == ir::OpId::CopyToDevice) {
+    const Device device = node.device;
+    if (device.type == DeviceType::cpu) fail(ErrorKind::internal, node.describe(), ": a copy to the host device");
+    const std::shared_ptr<DeviceQueue>& queue = queues.on(device);
+    if (value.on_device()) {
+      if (value.device() == device) return value;
+      // Another device: its queue's work first, then through this device's API.
+      device_api(value.device().type).synchronize(*queues.on(value.device()));
+    }
+    Tensor out = make_device_tensor(value.dtype(), value.shape(), device, queue);
+    if (value.nbytes() == 0) return out;
+    DeviceAPI& api = device_api(device.type);
+    if (value.on_device() && value.device().type == device.type) {
+      api.copy_on_device(*queue, device_buffer(out), 0, device_buffer(value), 0, value.nbytes());
+    } else {
+      Tensor host = value.on_device() ? copy_to_host(value, *queues.on(value.device())) : value;
+      api.copy_to_device(*queue, device_buffer(out), 0, host.raw_data(), host.nbytes());
+      pinned.push_back(host);
+    }
+    return out;
+  }
+  if (!value.on_device()) return value;  // already on the host
+  Tensor host(value.dtype(), value.shape());
+  if (value.nbytes())
+    device_api(value.device().type)
+        .copy_to_host(*queues.on(value.device()), host.raw_data(), device_buffer(value), 0, value.nbytes());
+  return host;
 }
 
 }  // namespace graft::backend

@@ -1,6 +1,7 @@
 // The compiler driver: passes, partitioning and claims after it, and plans
 // (DESIGN.md section 1). See include/graft/compiler/compiler.h.
 #include "graft/compiler/compiler.h"
+#include "graft/compiler/device_placement.h"
 
 #include <algorithm>
 
@@ -23,6 +24,7 @@ backend::CompileOptions module_options(const CompileOptions& options) {
   backend::CompileOptions module;
   module.num_threads = std::max(1, options.num_threads);
   module.emit_source_dir = options.emit_source_dir;
+  module.device_id = options.device_id;
   return module;
 }
 
@@ -68,6 +70,7 @@ partition::PartitionReport partition(std::unique_ptr<ir::Graph>& graph, const Co
       if (b->claim_remaining(graph, &report) && options.verify_after_each_pass) ir::verify(*graph);
     }
   }
+  if (place_on_devices(*graph, options.device_id, &report) && options.verify_after_each_pass) ir::verify(*graph);
   return report;
 }
 

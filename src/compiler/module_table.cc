@@ -45,6 +45,11 @@ backend::ModuleTable compile_modules(ir::Graph& graph, const backend::CompileOpt
       table[node->index()] = backend.compile(*node->subgraph, options);
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::unsupported) throw;
+      // A subgraph placed on a device reads and writes device values: the
+      // host's reference kernels cannot stand in for it.
+      if (node->device.type != DeviceType::cpu)
+        fail(ErrorKind::unsupported, node->describe(), " on ", to_string(node->device), ": backend '",
+             node->backend, "' cannot compile it: ", e.what());
       // Shapes known only when it runs: compiled then, once per input shapes.
       if (ShapeSpecializedModule::worth_specializing(*node->subgraph)) {
         table[node->index()] = std::make_shared<ShapeSpecializedModule>(backend, *node->subgraph, options);

@@ -101,6 +101,7 @@ std::string PartitionReport::summary_line() const {
       os << " in " << s.subgraph_sizes.size() << (s.subgraph_sizes.size() == 1 ? " subgraph" : " subgraphs");
     first = false;
   }
+  if (!copies.empty()) os << "; " << copies.size() << (copies.size() == 1 ? " device copy" : " device copies");
   return os.str();
 }
 
@@ -122,6 +123,11 @@ std::string PartitionReport::to_text() const {
     else if (!s.has_property && s.backend != fallback && s.nodes > 0) os << " [claimed after partitioning]";
     else if (!s.has_property && s.backend != fallback) os << " [no SubgraphProperty: claims nothing when partitioning]";
     os << "\n";
+  }
+  if (!copies.empty()) {
+    os << "device copies:\n";
+    for (const DeviceCopy& c : copies)
+      os << "  " << c.value << ": " << c.from << " -> " << c.to << " [" << c.node << "]\n";
   }
   os << "nodes:\n";
   for (const NodePlacement& p : nodes) {
@@ -160,6 +166,10 @@ std::string PartitionReport::to_json() const {
                     {"nodes", info.nodes},
                     {"from_annotation", info.from_annotation}});
   doc["subgraphs"] = subs;
+  nlohmann::json copy_list = nlohmann::json::array();
+  for (const DeviceCopy& c : copies)
+    copy_list.push_back({{"value", c.value}, {"from", c.from}, {"to", c.to}, {"node", c.node}});
+  doc["device_copies"] = copy_list;
   nlohmann::json list = nlohmann::json::array();
   for (const NodePlacement& p : nodes) {
     nlohmann::json entry = {{"name", p.name}, {"op", p.op_type}, {"backend", p.backend}, {"source", p.is_source}};

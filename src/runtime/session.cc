@@ -7,6 +7,7 @@
 #include <optional>
 
 #include "converted_weights.h"
+#include "graft/backend/backend.h"
 #include "graft/codegen/compile_cache.h"
 #include "graft/core/parallel.h"
 #include "graft/runtime/artifact.h"
@@ -40,8 +41,25 @@ int max_specialized_plans(std::optional<int> option) {
   return check(value, "GRAFT_MAX_PLANS='" + shown + "'");
 }
 
-namespace {
-/// What the compiler is told of a session's options.
+Device parse_device(const std::string& text) {
+  std::string type = text, id_text;
+  if (size_t colon = text.find(':'); colon != std::string::npos) {
+    type = text.substr(0, colon);
+    id_text = text.substr(colon + 1);
+  }
+  Device device;
+  if (type == "cpu") device.type = DeviceType::cpu;
+  else if (type == "opencl") device.type = DeviceType::opencl;
+  else if (type == "cuda") device.type = DeviceType::cuda;
+  else fail(ErrorKind::invalid_argument, "device '", text, "': the type is cpu, opencl or cuda");
+  if (text.find(':') != std::string::npos) {
+    if (id_text.empty() || id_text.size() > 4 || id_text.find_first_not_of("0123456789") != std::string::npos)
+      fail(ErrorKind::invalid_argument, "device '", text, "': the id after ':' is a number (opencl:0)");
+    device.id = std::stoi(id_text);
+  }
+  return device;
+}
+
 compiler::CompileOptions compile_options_of(const SessionOptions& options, int num_threads) {
   compiler::CompileOptions compile;
   compile.backends = options.backends;
@@ -51,8 +69,24 @@ compiler::CompileOptions compile_options_of(const SessionOptions& options, int n
   compile.verify_after_each_pass = options.verify_after_each_pass;
   compile.num_threads = num_threads;
   compile.emit_source_dir = options.emit_source_dir;
+  compile.device_id = options.device.id;
+  if (options.device.type != DeviceType::cpu && compile.backends.empty()) {
+    // The device's backend first, then what the host would run.
+    const backend::Backend* device_backend = nullptr;
+    for (const backend::Backend* b : backend::all_backends())
+      if (b->device().type == options.device.type) device_backend = b;
+    if (!device_backend)
+      fail(ErrorKind::unsupported, "no backend runs on ", to_string(options.device), " in this build");
+    std::string why = device_backend->unavailable_reason();
+    if (!why.empty()) fail(ErrorKind::unsupported, "device ", to_string(options.device), " is unavailable: ", why);
+    compile.backends.push_back(device_backend->name());
+    for (const std::string& name : backend::resolve_backend_order({}))
+      if (name != device_backend->name()) compile.backends.push_back(name);
+  }
   return compile;
 }
+
+namespace {
 
 /// The plan cache key of one set of input types.
 std::string signature(const std::vector<DType>& dtypes, const std::vector<Shape>& shapes) {

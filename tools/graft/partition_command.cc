@@ -29,6 +29,7 @@ namespace {
 struct PartitionCommandOptions {
   std::string model;
   std::string backends;
+  std::string device;
   std::string annotations;
   std::string format = "text";
   std::string fusion;
@@ -43,6 +44,7 @@ partition::PartitionReport plan_partition(const PartitionCommandOptions& options
   runtime::SessionOptions session_options;
   session_options.backends = backends;
   session_options.fusion = fusion;
+  if (!options.device.empty()) session_options.device = runtime::parse_device(options.device);
   if (!options.annotations.empty()) session_options.annotations = partition::load_annotations(options.annotations);
   std::unique_ptr<runtime::Session> loaded = frontend::load_model(options.model, session_options);
   runtime::Session& session = *loaded;
@@ -53,8 +55,10 @@ int partition_model(const PartitionCommandOptions& options) {
   if (options.format != "text" && options.format != "json")
     fail(ErrorKind::invalid_argument, "--format '", options.format, "' is not text or json");
   std::optional<bool> fusion = parse_on_off(options.fusion, "--fusion");
-  compiler::CompileOptions compile_options;
-  if (!options.backends.empty()) compile_options.backends = parse_name_list(options.backends, "--backends");
+  runtime::SessionOptions session_options;
+  if (!options.backends.empty()) session_options.backends = parse_name_list(options.backends, "--backends");
+  if (!options.device.empty()) session_options.device = runtime::parse_device(options.device);
+  compiler::CompileOptions compile_options = runtime::compile_options_of(session_options, 1);
   compile_options.backends = backend::resolve_backend_order(compile_options.backends);
   if (!options.annotations.empty()) compile_options.annotations = partition::load_annotations(options.annotations);
   compile_options.fusion = fusion;
@@ -87,6 +91,7 @@ std::function<int()> setup_partition(CLI::App& app) {
   sub->add_option("model", options->model, "the .onnx model")->required();
   sub->add_option("--backends", options->backends,
                   "backends in priority order, comma-separated (default: GRAFT_BACKENDS, else all available)");
+  sub->add_option("--device", options->device, "partition for this device: opencl[:N] (default: cpu)");
   sub->add_option("--annotations", options->annotations,
                   "JSON file pinning nodes, forbidding backends, declaring regions");
   sub->add_option("--fusion", options->fusion,

@@ -51,6 +51,7 @@ struct RunCommandOptions {
   uint64_t seed = 0;
   bool stats = false;
   std::string backends;
+  std::string device;
   std::string annotations;
   bool report = false;
   bool profile = false;
@@ -157,6 +158,7 @@ int run_model(const RunCommandOptions& options) {
   }
 
   if (!options.backends.empty()) session_options.backends = parse_name_list(options.backends, "--backends");
+  if (!options.device.empty()) session_options.device = runtime::parse_device(options.device);
   if (!options.annotations.empty()) session_options.annotations = partition::load_annotations(options.annotations);
   std::unique_ptr<runtime::Session> loaded = frontend::load_model(options.model, session_options);
   runtime::Session& session = *loaded;
@@ -328,6 +330,9 @@ std::function<int()> setup_run(CLI::App& app) {
   sub->add_option("--show", options->show, "how many leading values of each output to print (default 8)");
   sub->add_option("--backends", options->backends,
                   "backends in priority order, comma-separated (default: GRAFT_BACKENDS, else all available)");
+  sub->add_option("--device", options->device,
+                  "run on this device: opencl[:N] puts the OpenCL backend first, the CPU backends run the rest "
+                  "(default: cpu; see graft devices)");
   sub->add_option("--annotations", options->annotations, "JSON file pinning nodes, forbidding backends, declaring regions");
   sub->add_flag("--report", options->report,
                 "print how many nodes each backend runs (see graft partition), the subgraphs a backend "

@@ -41,6 +41,8 @@ struct CompileOptions {
   /// Where a backend that generates source (ccodegen) also writes it, one file
   /// per subgraph; empty: nowhere.
   std::string emit_source_dir;
+  /// The device id a device backend's module runs on (its device() type, this id).
+  int device_id = 0;
 };
 
 class Backend {

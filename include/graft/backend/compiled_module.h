@@ -12,6 +12,7 @@
 
 #include "graft/core/tensor.h"
 #include "graft/backend/buffer_pool.h"
+#include "graft/backend/device_api.h"
 
 namespace graft::ir {
 class Graph;
@@ -19,15 +20,14 @@ class Graph;
 
 namespace graft::backend {
 
-/// A device queue (asynchronous, FIFO). CPU modules get nullptr and run
-/// synchronously; device plugins pass their own queue.
-class Queue;
-
 /// What a module sees while it runs.
 struct ModuleRunContext {
   BufferPool& pool;       ///< allocate outputs and scratch here (64-byte aligned, liveness-reused)
   int num_threads = 1;    ///< intra-op threads (OpenMP is already set to this)
-  Queue* queue = nullptr; ///< device queue, nullptr on the CPU
+  /// The run's queue on the module's device (Node::device), null on the CPU.
+  /// A device module takes and returns device tensors (device_tensor.h),
+  /// queues its work here and returns without waiting for it.
+  std::shared_ptr<DeviceQueue> queue = nullptr;
 };
 
 /// One compiled subgraph. Immutable after creation as far as callers can

@@ -42,10 +42,23 @@ struct RunStats {
   /// Set by Session::run: the run used the session's shape-generic plan
   /// rather than one specialized to its input shapes (docs/dynamic-shapes.md).
   bool generic_plan = false;
+  /// Bytes the run's copy nodes moved from the host to devices and back
+  /// (graft.CopyToDevice / graft.CopyToHost at device boundaries).
+  uint64_t bytes_to_device = 0;
+  uint64_t bytes_to_host = 0;
 };
+
+class RunQueues;  // the device queues of one run (executor.cc)
 
 /// Executes one graph. Immutable after construction, so one Executor serves
 /// concurrent runs (each with its own BufferPool).
+///
+/// Nodes placed on a device (Node::device) run their module with the run's
+/// queue on that device, one per device per run, made on first use: device
+/// work is queued, not waited for. graft.CopyToDevice and graft.CopyToHost
+/// nodes are run here through the device's DeviceAPI. The host waits for a
+/// queue only where a host node reads a value copied back, and once at the
+/// end of the run for the outputs.
 class Executor {
  public:
   /// Builds the indexed view and the last-use table. The graph must outlive
@@ -63,11 +76,15 @@ class Executor {
   const ir::IndexedGraph& indexed() const { return indexed_; }
 
  private:
+  /// Runs a graft.CopyToDevice / graft.CopyToHost node on `value`.
+  Tensor copy_across(const ir::Node& node, const Tensor& value, RunQueues& queues,
+                     std::vector<Tensor>& pinned) const;
   const ir::Graph& graph_;
   ir::IndexedGraph indexed_;
   std::vector<uint32_t> last_use_;    // per entry: id of the last node reading it
   std::vector<bool> keep_;            // per entry: graph output or source value
   std::vector<int32_t> input_position_;  // per node: position among graph inputs, or -1
+  std::vector<bool> sync_after_;         // per node: a CopyToHost whose value a node reads (not only an output)
   ModuleTable modules_;                  // per Node::index(): compiled module or null
 };
 

@@ -42,11 +42,15 @@ struct CompileOptions {
   int num_threads = 1;
   /// Where backends that generate source (ccodegen's C files) also write it; empty: nowhere.
   std::string emit_source_dir;
+  /// The id of the device that device backends (opencl) run on: opencl:N.
+  int device_id = 0;
 };
 
 /// Partitions `graph` among `options.backends` (resolved), then lets every
 /// available backend claim what is left when fusion is on
-/// (backend::Backend::claim_remaining), recording it all in the report.
+/// (backend::Backend::claim_remaining), then places the nodes of device
+/// backends on their device with copies at the boundaries
+/// (device_placement.h), recording it all in the report.
 partition::PartitionReport partition(std::unique_ptr<ir::Graph>& graph, const CompileOptions& options);
 
 /// A graph after the passes and partitioning, ready to be specialized to

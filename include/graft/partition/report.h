@@ -65,6 +65,14 @@ struct BackendSummary {
   std::vector<size_t> subgraph_sizes;
 };
 
+/// A value crossing a device boundary: the copy node placement inserted.
+struct DeviceCopy {
+  std::string value;  ///< the value copied (its name in the partitioned graph)
+  std::string from;   ///< "cpu:0", "opencl:0"
+  std::string to;
+  std::string node;   ///< the graft.CopyToDevice / graft.CopyToHost node's name
+};
+
 struct PartitionReport {
   std::vector<std::string> backends;  ///< the priority order used
   std::vector<NodePlacement> nodes;   ///< every node, in topological order (detailed reports)
@@ -104,6 +112,9 @@ struct PartitionReport {
   /// topological order, when a name repeats). Returns false when there is
   /// none. For backends that decide after partitioning.
   bool record_decline(const std::string& name, const std::string& op_type, Decline decline);
+  /// Copies at device boundaries, in the order placement inserted them
+  /// (empty when everything runs on the host).
+  std::vector<DeviceCopy> copies;
   /// Edges of the original graph as indices into `nodes` (filled by the partitioner).
   std::vector<std::pair<size_t, size_t>> edges;
   /// to_dot(edges).

@@ -48,7 +48,26 @@ struct SessionOptions {
   /// kDefaultMaxSpecializedPlans. At most 1024.
   std::optional<int> max_specialized_plans;
   static constexpr int kDefaultMaxSpecializedPlans = 4;
+  /// The device to run on (docs/devices.md). The host (cpu:0, the default)
+  /// runs on the CPU backends. A device such as opencl:0 puts its backend
+  /// first: with `backends` empty, the order is that backend, then the
+  /// default CPU order; with `backends` given, they are used as they are and
+  /// the device only picks the id (opencl:N) their device backends run on.
+  /// What the device's backend does not take runs on the CPU backends, with
+  /// copies at the boundaries (the partition report lists them).
+  Device device;
 };
+
+/// What the compiler is told of a session's options (the backend order
+/// with SessionOptions::device applied, the device id, ...), with
+/// `num_threads` resolved. Throws unsupported when the device's backend is
+/// missing or unavailable.
+compiler::CompileOptions compile_options_of(const SessionOptions& options, int num_threads);
+
+/// "cpu", "opencl", "opencl:1" as a Device (no id: 0). Throws
+/// invalid_argument naming the text when the type is not cpu, opencl or cuda
+/// or the id is not a small non-negative integer.
+Device parse_device(const std::string& text);
 
 /// The number of specialized plans a session keeps: `option` when set, else
 /// GRAFT_MAX_PLANS, else SessionOptions::kDefaultMaxSpecializedPlans. Throws
