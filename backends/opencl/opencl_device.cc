@@ -33,10 +33,11 @@ void check(cl_int status, const char* what) {
 /// An in-order cl_command_queue on one device.
 class OpenClDeviceQueue : public DeviceQueue {
  public:
-  explicit OpenClDeviceQueue(int id) : DeviceQueue(Device{DeviceType::opencl, id}) {
+  OpenClDeviceQueue(int id, bool profiling) : DeviceQueue(Device{DeviceType::opencl, id}) {
     cl_int status = CL_SUCCESS;
     queue_ = opencl_functions().create_queue(codegen::opencl_context(static_cast<size_t>(id)),
-                                             codegen::opencl_device_id(static_cast<size_t>(id)), 0, &status);
+                                             codegen::opencl_device_id(static_cast<size_t>(id)),
+                                             profiling ? CL_QUEUE_PROFILING_ENABLE : 0, &status);
     check(status, "clCreateCommandQueue");
   }
   ~OpenClDeviceQueue() override {
@@ -94,7 +95,20 @@ class OpenClDeviceAPI : public DeviceAPI {
   }
   std::unique_ptr<DeviceQueue> create_queue(int id) override {
     device_info(id);
-    return std::make_unique<OpenClDeviceQueue>(id);
+    return std::make_unique<OpenClDeviceQueue>(id, false);
+  }
+  std::unique_ptr<DeviceQueue> create_profiled_queue(int id) override {
+    device_info(id);
+    return std::make_unique<OpenClDeviceQueue>(id, true);
+  }
+  double elapsed_microseconds(const DeviceEvent& begin, const DeviceEvent& end) override {
+    const codegen::OpenClFunctions& cl = opencl_functions();
+    cl_ulong from = 0, to = 0;
+    if (cl.get_event_profiling_info(event_of(begin), CL_PROFILING_COMMAND_END, sizeof from, &from, nullptr) !=
+            CL_SUCCESS ||
+        cl.get_event_profiling_info(event_of(end), CL_PROFILING_COMMAND_END, sizeof to, &to, nullptr) != CL_SUCCESS)
+      return -1;  // a queue made without profiling
+    return to >= from ? static_cast<double>(to - from) / 1000.0 : 0.0;
   }
   void enqueue_kernel(DeviceQueue& queue, const DeviceKernel& kernel) override {
     cl_command_queue q = queue_of(queue);

@@ -34,73 +34,6 @@ int64_t count(const Shape& shape) {
   return n;
 }
 
-std::string hex(uint64_t value) {
-  static const char* digits = "0123456789abcdef";
-  std::string text(16, '0');
-  for (int i = 15; i >= 0; --i, value >>= 4) text[static_cast<size_t>(i)] = digits[value & 15];
-  return text;
-}
-
-/// GRAFT_CACHE_DIR's file for a program: keyed by the device (name, driver
-/// version), the options and the source.
-std::filesystem::path binary_path(const std::string& directory, const std::string& device_key,
-                                  const std::string& key) {
-  std::string material = device_key + '\0' + key;
-  return std::filesystem::path(directory) /
-         ("opencl-" + hex(ir::fnv1a(material)) + hex(ir::fnv1a(material, 0x84222325cbf29ce4ull)) + ".bin");
-}
-
-constexpr char kBinaryMagic[8] = {'G', 'R', 'A', 'F', 'T', 'C', 'L', 'B'};
-
-/// The binary in `path` when its header and checksum hold, else empty.
-std::string read_binary(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return {};
-  char magic[8];
-  uint64_t size = 0, checksum = 0;
-  in.read(magic, 8);
-  in.read(reinterpret_cast<char*>(&size), 8);
-  in.read(reinterpret_cast<char*>(&checksum), 8);
-  if (!in || std::memcmp(magic, kBinaryMagic, 8) != 0 || size == 0 || size > (1ull << 30)) return {};
-  std::string bytes(size, '\0');
-  in.read(bytes.data(), static_cast<std::streamsize>(size));
-  if (static_cast<uint64_t>(in.gcount()) != size || ir::fnv1a(bytes) != checksum) return {};
-  return bytes;
-}
-
-void write_binary(const std::filesystem::path& path, const std::string& bytes) {
-  static std::atomic<uint64_t> counter{0};
-  std::ostringstream name;
-  name << "." << path.filename().string() << "." << ::getpid() << "." << counter.fetch_add(1) << ".tmp";
-  std::filesystem::path temporary = path.parent_path() / name.str();
-  {
-    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) return;  // an unwritable cache only costs a rebuild next time
-    uint64_t size = bytes.size(), checksum = ir::fnv1a(bytes);
-    out.write(kBinaryMagic, 8);
-    out.write(reinterpret_cast<const char*>(&size), 8);
-    out.write(reinterpret_cast<const char*>(&checksum), 8);
-    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    if (!out) {
-      std::error_code ignored;
-      std::filesystem::remove(temporary, ignored);
-      return;
-    }
-  }
-  std::error_code ec;
-  std::filesystem::rename(temporary, path, ec);
-  if (ec) std::filesystem::remove(temporary, ec);
-}
-
-std::string build_log(const codegen::OpenClFunctions& cl, cl_program program, cl_device_id device) {
-  size_t size = 0;
-  cl.build_info(program, device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size);
-  std::string log(size, '\0');
-  if (size) cl.build_info(program, device, CL_PROGRAM_BUILD_LOG, size, log.data(), nullptr);
-  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
-  return log;
-}
-
 std::map<ir::OpId, KernelRegistration>& registry() {
   static std::map<ir::OpId, KernelRegistration> kernels;
   return kernels;
@@ -136,51 +69,11 @@ cl_program ClDevice::program(const std::string& source, const std::string& optio
   std::lock_guard lock(mutex_);
   for (auto& [k, p] : programs_)
     if (k == key) return p;
-  const codegen::OpenClFunctions& cl = *functions_;
-  std::optional<std::string> directory = codegen::cache_directory_from_environment();
-  const codegen::OpenClDeviceInfo& info = codegen::opencl_devices().at(static_cast<size_t>(index_));
-  std::string device_key = info.platform + '\0' + info.platform_version + '\0' + info.name + '\0' + info.version;
-  cl_program program = nullptr;
-  if (directory) {
-    std::string binary = read_binary(binary_path(*directory, device_key, key));
-    if (!binary.empty()) {
-      const auto* data = reinterpret_cast<const unsigned char*>(binary.data());
-      size_t size = binary.size();
-      cl_int status = CL_SUCCESS, binary_status = CL_SUCCESS;
-      program = cl.create_program_with_binary(context_, 1, &device_, &size, &data, &binary_status, &status);
-      if (status == CL_SUCCESS && binary_status == CL_SUCCESS &&
-          cl.build_program(program, 1, &device_, options.c_str(), nullptr, nullptr) == CL_SUCCESS) {
-        ++loaded_;
-      } else {
-        if (program) cl.release_program(program);
-        program = nullptr;  // a stale or foreign binary: build from source below
-      }
-    }
-  }
-  if (!program) {
-    const char* text = source.c_str();
-    size_t length = source.size();
-    cl_int status = CL_SUCCESS;
-    program = cl.create_program(context_, 1, &text, &length, &status);
-    check(status, "clCreateProgramWithSource");
-    if (cl.build_program(program, 1, &device_, options.c_str(), nullptr, nullptr) != CL_SUCCESS) {
-      std::string log = build_log(cl, program, device_);
-      cl.release_program(program);
-      fail(ErrorKind::internal, "OpenCL program does not build on opencl:", index_, " (", info.name, "): ", log);
-    }
-    ++built_;
-    codegen::CompileCache::global().counters().opencl_builds++;
-    if (directory) {
-      size_t size = 0;
-      if (cl.get_program_info(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) == CL_SUCCESS &&
-          size > 0) {
-        std::string binary(size, '\0');
-        unsigned char* data = reinterpret_cast<unsigned char*>(binary.data());
-        if (cl.get_program_info(program, CL_PROGRAM_BINARIES, sizeof data, &data, nullptr) == CL_SUCCESS)
-          write_binary(binary_path(*directory, device_key, key), binary);
-      }
-    }
-  }
+  const codegen::CompileCounters& counters = codegen::CompileCache::global().counters();
+  const uint64_t disk_hits = counters.opencl_disk_hits.load();
+  cl_program program = codegen::opencl_build_program(static_cast<size_t>(index_), source, options);
+  if (counters.opencl_disk_hits.load() != disk_hits) ++loaded_;
+  else ++built_;
   programs_.emplace_back(std::move(key), program);
   return program;
 }

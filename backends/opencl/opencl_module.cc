@@ -95,6 +95,9 @@ std::vector<Tensor> OpenClModule::run(std::span<const Tensor> inputs, backend::M
   }
   ClDevice& device = ClDevice::get(device_index_);
   ClLaunchContext launch(device, *context.queue);
+  backend::DeviceAPI& api = backend::device_api(DeviceType::opencl);
+  std::shared_ptr<backend::DeviceEvent> previous;  // profiled runs: the point the next kernel starts from
+  if (context.profile) previous = api.record_event(*context.queue);
   std::vector<ClTensor> in_views, out_views;
   for (uint32_t id = 0; id < g.num_nodes(); ++id) {
     if (constant_of_[id] >= 0) {
@@ -122,6 +125,11 @@ std::vector<Tensor> OpenClModule::run(std::span<const Tensor> inputs, backend::M
       values[first + static_cast<uint32_t>(o)] = std::move(out);
     }
     kernel->enqueue(launch, in_views, out_views);
+    if (context.profile) {
+      std::shared_ptr<backend::DeviceEvent> done = api.record_event(*context.queue);
+      context.profile->kernels.push_back({node.name.empty() ? node.op_type() : node.name, node.op_type(), previous, done});
+      previous = std::move(done);
+    }
     for (const ir::Entry& e : g.inputs(id)) {
       if (!e.present()) continue;
       uint32_t entry = g.entry_id(e);

@@ -56,7 +56,9 @@ class PointwiseKernel final : public NodeKernel {
     } else {
       for (const auto& group : groups_) irs.push_back(codegen::kernel_for_outputs(lowered_.ir, group));
     }
-    kernels_ = codegen::OpenClKernel::build_all(irs);
+    // One program per kernel IR for the process (the emitter's cache): the
+    // same fused chain in another node, module or session is not rebuilt.
+    for (const ir::KernelIR& ir : irs) kernels_.push_back(std::make_unique<codegen::OpenClKernel>(ir));
     // Captured constants (non-scalar Constant nodes of a fused body): uploaded once.
     if (!lowered_.captured.empty()) {
       backend::DeviceAPI& api = backend::device_api(DeviceType::opencl);

@@ -11,10 +11,14 @@ namespace graft::backend {
 /// destroyed).
 class RunQueues {
  public:
+  /// Profiled queues (device timestamps) when `profiling`.
+  explicit RunQueues(bool profiling) : profiling_(profiling) {}
   const std::shared_ptr<DeviceQueue>& on(Device device) {
     for (auto& [d, q] : queues_)
       if (d == device) return q;
-    queues_.emplace_back(device, std::shared_ptr<DeviceQueue>(device_api(device.type).create_queue(device.id)));
+    DeviceAPI& api = device_api(device.type);
+    queues_.emplace_back(device, std::shared_ptr<DeviceQueue>(profiling_ ? api.create_profiled_queue(device.id)
+                                                                         : api.create_queue(device.id)));
     return queues_.back().second;
   }
   void synchronize_all() {
@@ -22,6 +26,7 @@ class RunQueues {
   }
 
  private:
+  bool profiling_ = false;
   std::vector<std::pair<Device, std::shared_ptr<DeviceQueue>>> queues_;
 };
 
@@ -55,7 +60,9 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, BufferPool& po
               graph_.inputs().size());
   ScopedNumThreads threads(options.num_threads);
   if (!options.nested) pool.begin_run();
-  RunQueues queues;
+  RunQueues queues(options.profile && stats);
+  DeviceProfile device_profile;
+  const auto run_start = std::chrono::steady_clock::now();
   std::vector<Tensor> pinned;  // host values whose copy to a device may still be reading them
   uint64_t bytes_to_device = 0, bytes_to_host = 0;
   std::vector<Tensor> values(indexed_.num_entries());
@@ -94,8 +101,9 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, BufferPool& po
       (n.op() == ir::OpId::CopyToDevice ? bytes_to_device : bytes_to_host) += node_inputs[0].nbytes();
       if (sync_after_[id]) device_api(node_inputs[0].device().type).synchronize(*queues.on(node_inputs[0].device()));
     } else if (module) {
-      ModuleRunContext module_context{pool, options.num_threads,
-                                      n.device.type == DeviceType::cpu ? nullptr : queues.on(n.device)};
+      const bool on_device = n.device.type != DeviceType::cpu;
+      ModuleRunContext module_context{pool, options.num_threads, on_device ? queues.on(n.device) : nullptr,
+                                      on_device && options.profile && stats ? &device_profile : nullptr};
       outs = module->run(node_inputs, module_context);
       if (outs.size() != static_cast<size_t>(n.num_outputs()))
         fail(ErrorKind::internal, n.describe(), ": module '", module->type_key(), "' returned ", outs.size(),
@@ -131,6 +139,15 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, BufferPool& po
   }
   queues.synchronize_all();
   pinned.clear();
+  if (options.profile && stats) {
+    // Device kernels' own times, beside the host's time to queue them.
+    for (const DeviceProfile::Kernel& k : device_profile.kernels) {
+      const Device device = k.begin->device();
+      double us = device_api(device.type).elapsed_microseconds(*k.begin, *k.end);
+      if (us < 0) continue;
+      stats->timings.push_back({k.node, k.op, to_string(device) + " device", us, run_start, 1});
+    }
+  }
   std::vector<Tensor> results;
   results.reserve(indexed_.outputs().size());
   for (const ir::Entry& e : indexed_.outputs()) {

@@ -210,21 +210,10 @@ size_t opencl_kernel_device_index() { return usable_opencl().index; }
 
 namespace {
 
-/// Builds `source` into a program that releases itself with its last user.
+/// Builds `source` (or loads its binary from GRAFT_CACHE_DIR) into a
+/// program that releases itself with its last user.
 std::shared_ptr<void> build_program(const OpenCl& cl, const std::string& source) {
-  const char* text = source.c_str();
-  cl_int status = CL_SUCCESS;
-  cl_program program = cl.create_program(cl.context, 1, &text, nullptr, &status);
-  check(status, "clCreateProgramWithSource");
-  status = cl.build_program(program, 1, &cl.device, "", nullptr, nullptr);
-  if (status != CL_SUCCESS) {
-    size_t size = 0;
-    cl.build_info(program, cl.device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size);
-    std::string log(size, '\0');
-    if (size > 0) cl.build_info(program, cl.device, CL_PROGRAM_BUILD_LOG, size, log.data(), nullptr);
-    cl.release_program(program);
-    fail(ErrorKind::internal, "OpenCL failed to build a fused kernel (error ", status, "):\n", log);
-  }
+  cl_program program = opencl_build_program(cl.index, source);
   return std::shared_ptr<void>(program,
                                [release = cl.release_program](void* p) { release(static_cast<cl_program>(p)); });
 }
@@ -244,7 +233,6 @@ std::shared_ptr<void> program_for(const OpenCl& cl, const std::string& source) {
     return it->second;
   }
   std::shared_ptr<void> program = build_program(cl, source);
-  counters.opencl_builds++;
   programs.emplace(source, program);
   return program;
 }
@@ -264,7 +252,6 @@ std::vector<std::unique_ptr<OpenClKernel>> OpenClKernel::build_all(std::span<con
   std::string source = prelude();
   for (size_t i = 0; i < irs.size(); ++i) source += emit_opencl_kernel(irs[i], "graft_kernel_" + std::to_string(i));
   std::shared_ptr<void> program = build_program(cl, source);
-  CompileCache::global().counters().opencl_builds++;
   std::vector<std::unique_ptr<OpenClKernel>> kernels;
   for (size_t i = 0; i < irs.size(); ++i)
     kernels.push_back(

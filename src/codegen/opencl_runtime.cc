@@ -6,11 +6,21 @@
 #include "graft/codegen/opencl_runtime.h"
 
 #include <dlfcn.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
 
 #include <memory>
 #include <mutex>
 
+#include "graft/codegen/compile_cache.h"
 #include "graft/core/error.h"
+#include "graft/ir/kernel_ir.h"
 
 namespace graft::codegen {
 
@@ -176,6 +186,128 @@ cl_context opencl_context(size_t index) {
     r.contexts[index] = context;
   }
   return r.contexts[index];
+}
+
+namespace {
+
+std::string hex64(uint64_t value) {
+  static const char* digits = "0123456789abcdef";
+  std::string text(16, '0');
+  for (int i = 15; i >= 0; --i, value >>= 4) text[static_cast<size_t>(i)] = digits[value & 15];
+  return text;
+}
+
+constexpr char kBinaryMagic[8] = {'G', 'R', 'A', 'F', 'T', 'C', 'L', 'B'};
+
+/// The binary in `path` when its header and checksum hold, else empty.
+std::string read_binary(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return {};
+  char magic[8];
+  uint64_t size = 0, checksum = 0;
+  in.read(magic, 8);
+  in.read(reinterpret_cast<char*>(&size), 8);
+  in.read(reinterpret_cast<char*>(&checksum), 8);
+  if (!in || std::memcmp(magic, kBinaryMagic, 8) != 0 || size == 0 || size > (1ull << 30)) return {};
+  std::string bytes(size, '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(size));
+  if (static_cast<uint64_t>(in.gcount()) != size || ir::fnv1a(bytes) != checksum) return {};
+  return bytes;
+}
+
+/// Writes a binary beside its final name, then renames it into place (an
+/// unwritable cache only costs a rebuild next time).
+void write_binary(const std::filesystem::path& path, const std::string& bytes) {
+  static std::atomic<uint64_t> counter{0};
+  std::ostringstream name;
+  name << "." << path.filename().string() << "." << ::getpid() << "." << counter.fetch_add(1) << ".tmp";
+  std::filesystem::path temporary = path.parent_path() / name.str();
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    if (!out) return;
+    uint64_t size = bytes.size(), checksum = ir::fnv1a(bytes);
+    out.write(kBinaryMagic, 8);
+    out.write(reinterpret_cast<const char*>(&size), 8);
+    out.write(reinterpret_cast<const char*>(&checksum), 8);
+    out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+    if (!out) {
+      std::error_code ignored;
+      std::filesystem::remove(temporary, ignored);
+      return;
+    }
+  }
+  std::error_code ec;
+  std::filesystem::rename(temporary, path, ec);
+  if (ec) std::filesystem::remove(temporary, ec);
+}
+
+std::string build_log(const OpenClFunctions& cl, cl_program program, cl_device_id device) {
+  size_t size = 0;
+  cl.build_info(program, device, CL_PROGRAM_BUILD_LOG, 0, nullptr, &size);
+  std::string log(size, '\0');
+  if (size) cl.build_info(program, device, CL_PROGRAM_BUILD_LOG, size, log.data(), nullptr);
+  while (!log.empty() && (log.back() == '\0' || log.back() == '\n')) log.pop_back();
+  return log;
+}
+
+std::atomic<bool> build_failures_injected{false};
+
+}  // namespace
+
+void opencl_inject_build_failures(bool on) { build_failures_injected = on; }
+
+cl_program opencl_build_program(size_t index, const std::string& given_source, const std::string& options) {
+  const OpenClFunctions& cl = opencl_functions();
+  cl_device_id device = opencl_device_id(index);
+  cl_context context = opencl_context(index);
+  const OpenClDeviceInfo& info = opencl_devices()[index];
+  const std::string source =
+      build_failures_injected ? given_source + "\n#error graft test: a build failure injected\n" : given_source;
+  CompileCounters& counters = CompileCache::global().counters();
+  std::optional<std::string> directory = cache_directory_from_environment();
+  std::filesystem::path path;
+  if (directory) {
+    std::string material = info.platform + '\0' + info.platform_version + '\0' + info.name + '\0' + info.version +
+                           '\0' + options + '\0' + source;
+    path = std::filesystem::path(*directory) /
+           ("opencl-" + hex64(ir::fnv1a(material)) + hex64(ir::fnv1a(material, 0x84222325cbf29ce4ull)) + ".bin");
+    std::string binary = read_binary(path);
+    if (!binary.empty()) {
+      const auto* data = reinterpret_cast<const unsigned char*>(binary.data());
+      size_t size = binary.size();
+      cl_int status = CL_SUCCESS, binary_status = CL_SUCCESS;
+      cl_program program = cl.create_program_with_binary(context, 1, &device, &size, &data, &binary_status, &status);
+      if (status == CL_SUCCESS && binary_status == CL_SUCCESS &&
+          cl.build_program(program, 1, &device, options.c_str(), nullptr, nullptr) == CL_SUCCESS) {
+        counters.opencl_disk_hits++;
+        return program;
+      }
+      if (program) cl.release_program(program);  // stale or foreign: built from source below
+      counters.disk_rejects++;
+    }
+  }
+  const char* text = source.c_str();
+  size_t length = source.size();
+  cl_int status = CL_SUCCESS;
+  cl_program program = cl.create_program(context, 1, &text, &length, &status);
+  if (status != CL_SUCCESS || !program)
+    fail(ErrorKind::internal, "clCreateProgramWithSource failed on opencl:", index, " with OpenCL error ", status);
+  if (cl.build_program(program, 1, &device, options.c_str(), nullptr, nullptr) != CL_SUCCESS) {
+    std::string log = build_log(cl, program, device);
+    cl.release_program(program);
+    fail(ErrorKind::internal, "OpenCL program does not build on opencl:", index, " (", info.name, "): ", log);
+  }
+  counters.opencl_builds++;
+  if (directory) {
+    size_t size = 0;
+    if (cl.get_program_info(program, CL_PROGRAM_BINARY_SIZES, sizeof size, &size, nullptr) == CL_SUCCESS && size > 0) {
+      std::string binary(size, '\0');
+      unsigned char* data = reinterpret_cast<unsigned char*>(binary.data());
+      if (cl.get_program_info(program, CL_PROGRAM_BINARIES, sizeof data, &data, nullptr) == CL_SUCCESS)
+        write_binary(path, binary);
+    }
+  }
+  return program;
 }
 
 #else  // no OpenCL headers at build time

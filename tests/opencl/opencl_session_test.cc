@@ -168,3 +168,43 @@ TEST(OpenClSession, DeviceTensorsRefuseHostAccess) {
 
 }  // namespace
 }  // namespace graft::testing
+
+namespace graft::testing {
+namespace {
+
+std::string read_text(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) return {};
+  std::string text;
+  char buffer[4096];
+  for (size_t n; (n = std::fread(buffer, 1, sizeof buffer, f)) > 0;) text.append(buffer, n);
+  std::fclose(f);
+  return text;
+}
+
+TEST(OpenClFaults, WithoutAnOpenClPlatformTheDeviceIsRefusedAndTheBackendsFallBack) {
+  const std::string graft = std::string(GRAFT_BINARY_DIR) + "/bin/graft";
+  const std::string dir = ::testing::TempDir();
+  const std::string model = dir + "/opencl_fault_mlp.onnx", out = dir + "/opencl_fault_out.txt";
+  ASSERT_EQ(std::system((graft + " zoo mlp -o " + model + " > /dev/null").c_str()), 0);
+  // Asked for the device: a clear error naming why it is unavailable.
+  int rc = std::system(("OCL_ICD_VENDORS=/nonexistent " + graft + " run " + model +
+                        " --device opencl --shape input=1,784 > " + out + " 2>&1").c_str());
+  std::string text = read_text(out);
+  EXPECT_NE(rc, 0) << text;
+  EXPECT_NE(text.find("opencl:0 is unavailable"), std::string::npos) << text;
+  EXPECT_NE(text.find("no OpenCL platform"), std::string::npos) << text;
+  // Named among others: the backend declines with the reason, the CPU runs the model.
+  rc = std::system(("OCL_ICD_VENDORS=/nonexistent GRAFT_BACKENDS=opencl,ref " + graft + " partition " + model +
+                    " > " + out + " 2>&1").c_str());
+  text = read_text(out);
+  EXPECT_EQ(rc, 0) << text;
+  EXPECT_NE(text.find("opencl: 0 nodes"), std::string::npos) << text;
+  EXPECT_NE(text.find("unavailable: no OpenCL platform"), std::string::npos) << text;
+  rc = std::system(("OCL_ICD_VENDORS=/nonexistent GRAFT_BACKENDS=opencl,ref " + graft + " run " + model +
+                    " --shape input=1,784 > " + out + " 2>&1").c_str());
+  EXPECT_EQ(rc, 0) << read_text(out);
+}
+
+}  // namespace
+}  // namespace graft::testing

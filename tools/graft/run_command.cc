@@ -269,6 +269,10 @@ int run_model(const RunCommandOptions& options) {
     std::cout << "memory: peak " << format_bytes(m.peak_bytes) << " of intermediates held at once, "
               << format_bytes(m.total_allocated_bytes) << " allocated in total (" << buffer << "); " << m.allocations
               << " allocations, " << m.reused << " reused a freed buffer\n";
+    if (stats.bytes_to_device || stats.bytes_to_host)
+      std::cout << "device copies: " << format_bytes(stats.bytes_to_device) << " (" << stats.bytes_to_device
+                << " bytes) to the device, " << format_bytes(stats.bytes_to_host) << " (" << stats.bytes_to_host
+                << " bytes) to the host in the first run\n";
   }
 
   if (options.profile)

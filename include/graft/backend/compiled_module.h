@@ -20,6 +20,18 @@ class Graph;
 
 namespace graft::backend {
 
+/// The device kernels of one profiled run (--profile): a device module
+/// records an event on the run's queue before and after each kernel; the
+/// executor turns them into device times once the run's queues are done.
+struct DeviceProfile {
+  struct Kernel {
+    std::string node;  ///< the kernel's node in the module's body ("conv1", "fused_3")
+    std::string op;    ///< its op ("Conv", "graft.FusedPointwise")
+    std::shared_ptr<DeviceEvent> begin, end;
+  };
+  std::vector<Kernel> kernels;
+};
+
 /// What a module sees while it runs.
 struct ModuleRunContext {
   BufferPool& pool;       ///< allocate outputs and scratch here (64-byte aligned, liveness-reused)
@@ -28,6 +40,9 @@ struct ModuleRunContext {
   /// A device module takes and returns device tensors (device_tensor.h),
   /// queues its work here and returns without waiting for it.
   std::shared_ptr<DeviceQueue> queue = nullptr;
+  /// Set in profiled runs for device modules: where they record their
+  /// kernels' events (the queue is then a profiled one).
+  DeviceProfile* profile = nullptr;
 };
 
 /// One compiled subgraph. Immutable after creation as far as callers can

@@ -186,6 +186,17 @@ class DeviceAPI {
 
   /// A new queue on device `id`.
   virtual std::unique_ptr<DeviceQueue> create_queue(int id) = 0;
+  /// A new queue on device `id` whose events carry device timestamps, for
+  /// profiled runs (elapsed_microseconds). Default: create_queue (no times).
+  virtual std::unique_ptr<DeviceQueue> create_profiled_queue(int id) { return create_queue(id); }
+  /// Device time in microseconds from the completion of `begin` to that of
+  /// `end`, two completed events recorded in this order on one profiled
+  /// queue; negative when the device keeps no times (the default).
+  virtual double elapsed_microseconds(const DeviceEvent& begin, const DeviceEvent& end) {
+    (void)begin;
+    (void)end;
+    return -1;
+  }
   /// Queues a copy of `bytes` from host `source` into `destination` at
   /// `offset`. Throws invalid_argument when the range passes the buffer's
   /// size or the buffer is on another device than the queue.

@@ -44,6 +44,7 @@ struct CompileCounters {
   std::atomic<uint64_t> cuda_disk_hits{0};    ///< PTX loaded from GRAFT_CACHE_DIR
   std::atomic<uint64_t> opencl_builds{0};     ///< OpenCL programs built by the device's compiler
   std::atomic<uint64_t> opencl_memory_hits{0};  ///< OpenCL kernels made from a program built before
+  std::atomic<uint64_t> opencl_disk_hits{0};    ///< OpenCL programs loaded from binaries in GRAFT_CACHE_DIR
 };
 
 /// Whether GRAFT_JIT allows the JIT: unset or "1" -> true, "0" -> false;

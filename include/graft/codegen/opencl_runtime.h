@@ -96,6 +96,19 @@ cl_device_id opencl_device_id(size_t index);
 /// process. Throws internal when the driver cannot make one.
 cl_context opencl_context(size_t index);
 
+/// A program of `source` built with `options` for device `index` (in its
+/// context; the caller releases it): loaded from a binary in
+/// GRAFT_CACHE_DIR when one was stored for this device, driver, options and
+/// source (CompileCounters::opencl_disk_hits), else built from source
+/// (opencl_builds) and its binary stored there. A corrupt or foreign binary
+/// is rebuilt from source. Throws internal naming the device, with the build
+/// log, when the source does not build.
+cl_program opencl_build_program(size_t index, const std::string& source, const std::string& options = {});
+
+/// Fault injection for tests: while on, every program opencl_build_program
+/// builds fails to build, as on a driver that rejects the kernel.
+void opencl_inject_build_failures(bool on);
+
 #endif
 
 }  // namespace graft::codegen
