@@ -3,6 +3,10 @@
 
 #ifdef GRAFT_HAVE_OPENCL_HEADERS
 
+#include <cstring>
+#include <istream>
+#include <ostream>
+
 #include "graft/backend/device_tensor.h"
 #include "graft/core/error.h"
 #include "graft/fusion/fuse_pointwise.h"
@@ -12,6 +16,25 @@ namespace graft::opencl {
 
 namespace {
 std::atomic<uint64_t> uploads{0};
+constexpr char kModuleMagic[4] = {'G', 'O', 'C', 'L'};
+constexpr uint32_t kModuleVersion = 1;
+
+std::unique_ptr<backend::CompiledModule> load_opencl_module(std::istream& in, const ir::Graph& subgraph,
+                                                            std::span<const Tensor> tensors) {
+  if (!tensors.empty()) fail(ErrorKind::invalid_model, "opencl module: stores no tensors, got ", tensors.size());
+  char magic[4];
+  uint32_t version = 0;
+  int32_t device = 0;
+  if (!in.read(magic, 4) || std::memcmp(magic, kModuleMagic, 4) != 0)
+    fail(ErrorKind::invalid_model, "opencl module: bad magic (expected GOCL)");
+  if (!in.read(reinterpret_cast<char*>(&version), 4) || version != kModuleVersion)
+    fail(ErrorKind::invalid_model, "opencl module: version ", version, " is not supported (expected ", kModuleVersion, ")");
+  if (!in.read(reinterpret_cast<char*>(&device), 4) || device < 0 || device > 4096)
+    fail(ErrorKind::invalid_model, "opencl module: truncated or bad device id");
+  return std::make_unique<OpenClModule>(subgraph, device);
+}
+
+GRAFT_REGISTER_MODULE_LOADER("opencl", load_opencl_module);
 
 ClTensor view_of(const Tensor& t) {
   ClTensor view{nullptr, t.dtype(), t.shape()};
@@ -76,6 +99,13 @@ Tensor OpenClModule::resident_constant(size_t c) const {
   resident_version_[c] = value.version();
   uploads++;
   return resident_[c];
+}
+
+void OpenClModule::save(std::ostream& out) const {
+  out.write(kModuleMagic, 4);
+  out.write(reinterpret_cast<const char*>(&kModuleVersion), 4);
+  const int32_t device = device_index_;
+  out.write(reinterpret_cast<const char*>(&device), 4);
 }
 
 std::vector<Tensor> OpenClModule::run(std::span<const Tensor> inputs, backend::ModuleRunContext& context) const {

@@ -38,6 +38,9 @@ class OpenClModule final : public backend::CompiledModule {
   OpenClModule(const ir::Graph& subgraph, int device_index);
   std::string type_key() const override { return "opencl"; }
   std::vector<Tensor> run(std::span<const Tensor> inputs, backend::ModuleRunContext& context) const override;
+  /// Saves the device id only: an artifact keeps the subgraph, from which
+  /// the loader creates the kernels again (they are built at the first run).
+  void save(std::ostream& out) const override;
 
   /// Kernels (after fusion) the module queues per run.
   size_t num_kernels() const { return kernels_.size(); }

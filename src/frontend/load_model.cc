@@ -31,12 +31,14 @@ runtime::ArtifactInfo compile_artifact(const std::string& onnx_path, const std::
     fail(ErrorKind::invalid_argument, "'", onnx_path, "' is already a compiled artifact; compile the ONNX model");
   runtime::SessionOptions session_options = options.session;
   // Compiling ahead of time is where slow compilers pay off: without an explicit
-  // list, every available backend takes part, those left out of a Session's
-  // default order (ccodegen) included.
+  // list, every available host backend takes part, those left out of a
+  // Session's default order (ccodegen) included. Device backends take part
+  // when asked for (--backends, or a device in the options).
   const char* env = std::getenv("GRAFT_BACKENDS");
-  if (session_options.backends.empty() && !(env && *env))
+  if (session_options.backends.empty() && !(env && *env) && session_options.device.type == DeviceType::cpu)
     for (const backend::Backend* backend : backend::all_backends())
-      if (backend->unavailable_reason().empty()) session_options.backends.push_back(backend->name());
+      if (backend->unavailable_reason().empty() && backend->device().type == DeviceType::cpu)
+        session_options.backends.push_back(backend->name());
   runtime::Session session(load_onnx(onnx_path), session_options);
   runtime::Session::PlannedGraph plan =
       session.plan_for_types(runtime::concrete_input_types(session.inputs(), options.input_shapes, options.shape_flag));

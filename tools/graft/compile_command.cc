@@ -22,6 +22,7 @@ struct CompileCommandOptions {
   std::string output;
   std::vector<std::string> shapes;
   std::string backends;
+  std::string device;
   std::string fusion;
   std::string threads;
   std::string emit_c;
@@ -32,6 +33,7 @@ int compile_model(const CompileCommandOptions& options) {
   compile.input_shapes = parse_shape_flags(options.shapes);
   compile.shape_flag = "--shape";
   if (!options.backends.empty()) compile.session.backends = parse_name_list(options.backends, "--backends");
+  if (!options.device.empty()) compile.session.device = runtime::parse_device(options.device);
   compile.session.fusion = parse_on_off(options.fusion, "--fusion");
   if (!options.threads.empty()) compile.session.num_threads = parse_thread_count(options.threads, "--threads");
   compile.session.emit_source_dir = options.emit_c;
@@ -47,7 +49,10 @@ std::function<int()> setup_compile(CLI::App& app) {
   sub->add_option("model", options->model, "the .onnx model")->required();
   sub->add_option("-o,--output", options->output, "the .graft file to write")->required();
   sub->add_option("--shape", options->shapes, "NAME=D0,D1,...: the shape input NAME is compiled for (repeatable)");
-  sub->add_option("--backends", options->backends, "backends in priority order, comma-separated (default: all)");
+  sub->add_option("--backends", options->backends,
+                  "backends in priority order, comma-separated (default: every available host backend)");
+  sub->add_option("--device", options->device,
+                  "compile for this device: opencl[:N] puts its backend first (the artifact then needs it)");
   sub->add_option("--fusion", options->fusion, "on or off (default: GRAFT_FUSION, else on)");
   sub->add_option("--threads", options->threads, "intra-op threads the modules are compiled for");
   sub->add_option("--emit-c", options->emit_c, "also write ccodegen's generated C files into DIR");

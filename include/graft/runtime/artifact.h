@@ -95,8 +95,9 @@ ArtifactInfo inspect_artifact(const std::string& path);
 
 /// How graft compile builds an artifact.
 struct ArtifactCompileOptions {
-  /// Backends, fusion, threads, passes. Empty backends and no GRAFT_BACKENDS:
-  /// every available backend, including those a Session leaves out by default (ccodegen).
+  /// Backends, fusion, threads, passes, device. Empty backends, no
+  /// GRAFT_BACKENDS and the host as the device: every available host
+  /// backend, including those a Session leaves out by default (ccodegen).
   SessionOptions session;
   std::map<std::string, Shape> input_shapes; ///< by input name; needed for symbolic dimensions
   std::string shape_flag;  ///< how the caller takes input_shapes ("--shape"), named in messages
