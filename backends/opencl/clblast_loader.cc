@@ -1,0 +1,98 @@
+// CLBlast opened at run time (clblast_loader.h): dlopen of libclblast.so.1,
+// its SGEMM entry points looked up by name, status codes turned into errors.
+#include "clblast_loader.h"
+
+#ifdef GRAFT_HAVE_OPENCL_HEADERS
+
+#include <dlfcn.h>
+
+#include "graft/core/error.h"
+
+#if __has_include(<clblast_c.h>)
+#include <clblast_c.h>
+#define GRAFT_HAVE_CLBLAST_HEADERS 1
+#endif
+
+namespace graft::opencl::clblast {
+
+#ifdef GRAFT_HAVE_CLBLAST_HEADERS
+
+namespace {
+
+struct Library {
+  std::string error;  // empty when loaded
+  decltype(&CLBlastSgemm) sgemm = nullptr;
+  decltype(&CLBlastSgemmStridedBatched) sgemm_strided_batched = nullptr;
+};
+
+template <typename F>
+void resolve(void* handle, F& function, const char* name, bool& missing) {
+  function = reinterpret_cast<F>(dlsym(handle, name));
+  if (!function) missing = true;
+}
+
+const Library& library() {
+  static const Library* loaded = [] {
+    auto* lib = new Library;  // kept for the process, like the library itself
+    void* handle = dlopen("libclblast.so.1", RTLD_NOW | RTLD_LOCAL);
+    if (!handle) handle = dlopen("libclblast.so", RTLD_NOW | RTLD_LOCAL);
+    if (!handle) {
+      lib->error = "CLBlast (libclblast.so.1) not found";
+      return lib;
+    }
+    bool missing = false;
+    resolve(handle, lib->sgemm, "CLBlastSgemm", missing);
+    resolve(handle, lib->sgemm_strided_batched, "CLBlastSgemmStridedBatched", missing);
+    if (missing) lib->error = "CLBlast (libclblast.so.1) lacks CLBlastSgemm or CLBlastSgemmStridedBatched";
+    return lib;
+  }();
+  return *loaded;
+}
+
+const Library& loaded_library() {
+  const Library& lib = library();
+  if (!lib.error.empty()) fail(ErrorKind::unsupported, lib.error);
+  return lib;
+}
+
+void check(CLBlastStatusCode status, const char* routine) {
+  if (status != CLBlastSuccess) fail(ErrorKind::internal, routine, " failed with CLBlast status ", static_cast<int>(status));
+}
+
+CLBlastTranspose transpose(bool trans) { return trans ? CLBlastTransposeYes : CLBlastTransposeNo; }
+
+}  // namespace
+
+std::string unavailable_reason() { return library().error; }
+
+void sgemm(cl_command_queue queue, const SgemmArgs& g) {
+  const Library& lib = loaded_library();
+  check(lib.sgemm(CLBlastLayoutRowMajor, transpose(g.trans_a), transpose(g.trans_b), g.m, g.n, g.k, g.alpha, g.a,
+                  g.a_offset, g.a_ld, g.b, g.b_offset, g.b_ld, g.beta, g.c, g.c_offset, g.c_ld, &queue, nullptr),
+        "CLBlastSgemm");
+}
+
+void sgemm_strided_batched(cl_command_queue queue, const SgemmArgs& g, size_t a_stride, size_t b_stride,
+                           size_t c_stride, size_t batch) {
+  const Library& lib = loaded_library();
+  check(lib.sgemm_strided_batched(CLBlastLayoutRowMajor, transpose(g.trans_a), transpose(g.trans_b), g.m, g.n, g.k,
+                                  g.alpha, g.a, g.a_offset, g.a_ld, a_stride, g.b, g.b_offset, g.b_ld, b_stride,
+                                  g.beta, g.c, g.c_offset, g.c_ld, c_stride, batch, &queue, nullptr),
+        "CLBlastSgemmStridedBatched");
+}
+
+#else  // no <clblast_c.h> at build time
+
+std::string unavailable_reason() { return "CLBlast (libclblast.so.1) not found: built without clblast_c.h"; }
+
+void sgemm(cl_command_queue, const SgemmArgs&) { fail(ErrorKind::unsupported, unavailable_reason()); }
+
+void sgemm_strided_batched(cl_command_queue, const SgemmArgs&, size_t, size_t, size_t, size_t) {
+  fail(ErrorKind::unsupported, unavailable_reason());
+}
+
+#endif  // GRAFT_HAVE_CLBLAST_HEADERS
+
+}  // namespace graft::opencl::clblast
+
+#endif  // GRAFT_HAVE_OPENCL_HEADERS
