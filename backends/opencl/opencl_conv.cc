@@ -41,15 +41,16 @@ constexpr int64_t kMaxElements = (int64_t{1} << 31) - 1;
 /// Bound on the im2col buffer (floats) of one chunk of images: 128 MiB.
 constexpr int64_t kColumnBudget = int64_t{1} << 25;
 
-/// The geometry as the kernels take it (a by-value struct argument; the
-/// OpenCL C declaration below has the same layout: ints only).
+/// The geometry as the kernels take it: a by-value struct argument, declared
+/// alike in the OpenCL C source below (ints only, so one layout on both
+/// sides; `kernel` is an OpenCL C keyword, hence `win`).
 struct ConvGeometry {
   int32_t channels;      // C, input channels
   int32_t out_channels;  // M, output channels
   int32_t multiplier;    // M / C (depthwise: output channels per input channel)
-  int32_t input[3];      // depth, height, width
-  int32_t output[3];
-  int32_t kernel[3];
+  int32_t src[3];        // input extents: depth, height, width
+  int32_t dst[3];        // output extents
+  int32_t win[3];        // kernel extents
   int32_t stride[3];
   int32_t dilation[3];
   int32_t pad[3];        // padding before the input
@@ -60,9 +61,9 @@ typedef struct {
   int channels;
   int out_channels;
   int multiplier;
-  int input[3];
-  int output[3];
-  int kernel[3];
+  int src[3];
+  int dst[3];
+  int win[3];
   int stride[3];
   int dilation[3];
   int pad[3];
@@ -72,18 +73,18 @@ typedef struct {
 // 0 in padding. Range: (pixels, C * taps, images).
 __kernel void graft_conv_im2col(__global const float* x, __global float* col, ConvGeometry g, int first_image) {
   const int p = get_global_id(0), r = get_global_id(1), i = get_global_id(2);
-  const int taps = g.kernel[0] * g.kernel[1] * g.kernel[2];
-  const int pixels = g.output[0] * g.output[1] * g.output[2];
+  const int taps = g.win[0] * g.win[1] * g.win[2];
+  const int pixels = g.dst[0] * g.dst[1] * g.dst[2];
   const int c = r / taps, t = r % taps;
-  const int kw = t % g.kernel[2], kh = (t / g.kernel[2]) % g.kernel[1], kd = t / (g.kernel[2] * g.kernel[1]);
-  const int ow = p % g.output[2], oh = (p / g.output[2]) % g.output[1], od = p / (g.output[2] * g.output[1]);
+  const int kw = t % g.win[2], kh = (t / g.win[2]) % g.win[1], kd = t / (g.win[2] * g.win[1]);
+  const int ow = p % g.dst[2], oh = (p / g.dst[2]) % g.dst[1], od = p / (g.dst[2] * g.dst[1]);
   const int id = od * g.stride[0] - g.pad[0] + kd * g.dilation[0];
   const int ih = oh * g.stride[1] - g.pad[1] + kh * g.dilation[1];
   const int iw = ow * g.stride[2] - g.pad[2] + kw * g.dilation[2];
   float v = 0.0f;
-  if (id >= 0 && id < g.input[0] && ih >= 0 && ih < g.input[1] && iw >= 0 && iw < g.input[2]) {
+  if (id >= 0 && id < g.src[0] && ih >= 0 && ih < g.src[1] && iw >= 0 && iw < g.src[2]) {
     const long plane = (long)(first_image + i) * g.channels + c;
-    v = x[((plane * g.input[0] + id) * g.input[1] + ih) * g.input[2] + iw];
+    v = x[((plane * g.src[0] + id) * g.src[1] + ih) * g.src[2] + iw];
   }
   col[((long)i * g.channels * taps + r) * pixels + p] = v;
 }
@@ -93,23 +94,23 @@ __kernel void graft_conv_im2col(__global const float* x, __global float* col, Co
 __kernel void graft_conv_depthwise(__global const float* x, __global const float* w, __global const float* bias,
                                    __global float* y, ConvGeometry g, int has_bias) {
   const int p = get_global_id(0), m = get_global_id(1), n = get_global_id(2);
-  const int pixels = g.output[0] * g.output[1] * g.output[2];
-  const int ow = p % g.output[2], oh = (p / g.output[2]) % g.output[1], od = p / (g.output[2] * g.output[1]);
+  const int pixels = g.dst[0] * g.dst[1] * g.dst[2];
+  const int ow = p % g.dst[2], oh = (p / g.dst[2]) % g.dst[1], od = p / (g.dst[2] * g.dst[1]);
   const long plane = (long)n * g.channels + m / g.multiplier;
-  __global const float* in = x + plane * g.input[0] * g.input[1] * g.input[2];
-  __global const float* taps = w + (long)m * g.kernel[0] * g.kernel[1] * g.kernel[2];
+  __global const float* in = x + plane * g.src[0] * g.src[1] * g.src[2];
+  __global const float* taps = w + (long)m * g.win[0] * g.win[1] * g.win[2];
   float acc = has_bias ? bias[m] : 0.0f;
-  for (int kd = 0; kd < g.kernel[0]; ++kd) {
+  for (int kd = 0; kd < g.win[0]; ++kd) {
     const int id = od * g.stride[0] - g.pad[0] + kd * g.dilation[0];
-    if (id < 0 || id >= g.input[0]) continue;
-    for (int kh = 0; kh < g.kernel[1]; ++kh) {
+    if (id < 0 || id >= g.src[0]) continue;
+    for (int kh = 0; kh < g.win[1]; ++kh) {
       const int ih = oh * g.stride[1] - g.pad[1] + kh * g.dilation[1];
-      if (ih < 0 || ih >= g.input[1]) continue;
-      __global const float* row = in + (id * g.input[1] + ih) * g.input[2];
-      __global const float* trow = taps + (kd * g.kernel[1] + kh) * g.kernel[2];
-      for (int kw = 0; kw < g.kernel[2]; ++kw) {
+      if (ih < 0 || ih >= g.src[1]) continue;
+      __global const float* row = in + (id * g.src[1] + ih) * g.src[2];
+      __global const float* trow = taps + (kd * g.win[1] + kh) * g.win[2];
+      for (int kw = 0; kw < g.win[2]; ++kw) {
         const int iw = ow * g.stride[2] - g.pad[2] + kw * g.dilation[2];
-        if (iw >= 0 && iw < g.input[2]) acc += trow[kw] * row[iw];
+        if (iw >= 0 && iw < g.src[2]) acc += trow[kw] * row[iw];
       }
     }
   }
@@ -203,9 +204,9 @@ ConvGeometry kernel_geometry(const ConvPlan& p) {
   k.out_channels = static_cast<int32_t>(p.out_channels);
   k.multiplier = static_cast<int32_t>(p.out_channels / p.group);
   for (int d = 0; d < 3; ++d) {
-    k.input[d] = static_cast<int32_t>(p.geometry.input[d]);
-    k.output[d] = static_cast<int32_t>(p.geometry.output[d]);
-    k.kernel[d] = static_cast<int32_t>(p.geometry.kernel[d]);
+    k.src[d] = static_cast<int32_t>(p.geometry.input[d]);
+    k.dst[d] = static_cast<int32_t>(p.geometry.output[d]);
+    k.win[d] = static_cast<int32_t>(p.geometry.kernel[d]);
     k.stride[d] = static_cast<int32_t>(p.geometry.stride[d]);
     k.dilation[d] = static_cast<int32_t>(p.geometry.dilation[d]);
     k.pad[d] = static_cast<int32_t>(p.geometry.pad_begin[d]);

@@ -204,7 +204,7 @@ class MatMulKernel final : public NodeKernel {
       }
       g.a_offset = static_cast<size_t>(ia) * M * K;
       g.b_offset = static_cast<size_t>(ib) * K * N;
-      g.c_offset = static_cast<size_t>(ic * p.inner) * M * N;
+      g.c_offset = static_cast<size_t>(ic) * M * N;
       if (p.inner == 1 || p.fold_rows) {
         clblast::sgemm(context.queue(), g);
       } else {

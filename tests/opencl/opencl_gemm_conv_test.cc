@@ -42,6 +42,9 @@ OneNode one_node(const std::string& op, const std::vector<Shape>& shapes, Attrs 
 }
 
 void expect_matches(const std::string& op, const std::vector<Shape>& shapes, Attrs attrs = {}, uint64_t seed = 1) {
+  std::string label = op;
+  for (const Shape& s : shapes) label += " " + shape_to_string(s);
+  SCOPED_TRACE(label);
   OneNode c = one_node(op, shapes, attrs, seed);
   EXPECT_EQ(opencl::kernel_support(*c.node), "");
   expect_opencl_matches_reference(*c.graph, c.inputs, 1e-4, 1e-4);
