@@ -6,6 +6,10 @@
 
 #include <dlfcn.h>
 
+#include <mutex>
+#include <set>
+
+#include "graft/backend/device_api.h"
 #include "graft/core/error.h"
 
 #if __has_include(<clblast_c.h>)
@@ -81,7 +85,32 @@ void sgemm_strided_batched(cl_command_queue queue, const SgemmArgs& g, size_t a_
         "CLBlastSgemmStridedBatched");
 }
 
+void prepare(int device_index) {
+  static std::mutex mutex;
+  static std::set<int> prepared;
+  std::lock_guard lock(mutex);
+  if (prepared.count(device_index)) return;
+  loaded_library();
+  backend::DeviceAPI& api = backend::device_api(DeviceType::opencl);
+  std::unique_ptr<backend::DeviceQueue> queue = api.create_queue(device_index);
+  backend::DeviceBuffer buffer = api.allocate(Device{DeviceType::opencl, device_index}, 3 * sizeof(float));
+  cl_mem mem = static_cast<cl_mem>(buffer.handle());
+  auto* native = static_cast<cl_command_queue>(queue->native_handle());
+  SgemmArgs g;  // 1x1x1 on elements 0, 1 -> 2 of one buffer; the value is never read
+  g.m = g.n = g.k = 1;
+  g.a = g.b = g.c = mem;
+  g.a_ld = g.b_ld = g.c_ld = 1;
+  g.b_offset = 1;
+  g.c_offset = 2;
+  sgemm(native, g);
+  sgemm_strided_batched(native, g, 1, 1, 1, 1);  // (a zero C stride is refused, -1017)
+  api.synchronize(*queue);
+  prepared.insert(device_index);
+}
+
 #else  // no <clblast_c.h> at build time
+
+void prepare(int) { fail(ErrorKind::unsupported, unavailable_reason()); }
 
 std::string unavailable_reason() { return "CLBlast (libclblast.so.1) not found: built without clblast_c.h"; }
 

@@ -11,9 +11,12 @@
 // that need it refuse their nodes for the partition report.
 //
 // How: CLBlast enqueues asynchronously on the queue it is given (no event is
-// requested, nothing waits); it builds and caches its own kernels on first
-// use per device and precision. A non-success status code becomes an
-// internal error naming the routine and the code.
+// requested, nothing waits). It builds and caches its own programs on first
+// use per context, device, precision and routine, which blocks the caller:
+// prepare() runs both routines once on a 1x1 problem from a kernel's
+// compile(), so that no run's enqueue pays (or waits on) that build. A
+// non-success status code becomes an internal error naming the routine and
+// the code.
 #pragma once
 
 #include <cstddef>
@@ -28,6 +31,12 @@ namespace graft::opencl::clblast {
 /// Empty when CLBlast is loaded and usable, else why not ("CLBlast
 /// (libclblast.so.1) not found").
 std::string unavailable_reason();
+
+/// Builds CLBlast's single-precision GEMM programs for device
+/// opencl:`device_index` (once per process and device; later calls return at
+/// once). Waits for the device: call it from NodeKernel::compile, never from
+/// enqueue.
+void prepare(int device_index);
 
 /// One row-major product C = alpha * op(A) * op(B) + beta * C: op(A) is
 /// m x k, op(B) k x n, C m x n; offsets and leading dimensions in elements.

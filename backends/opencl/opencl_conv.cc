@@ -226,6 +226,7 @@ class ConvKernel final : public NodeKernel {
     }
     if (!plan_.pointwise) im2col_ = ClKernel(device, program, "graft_conv_im2col");
     if (plan_.has_bias) bias_ = ClKernel(device, program, "graft_conv_bias");
+    clblast::prepare(device.index());
   }
 
   void enqueue(ClLaunchContext& context, std::span<const ClTensor> inputs,

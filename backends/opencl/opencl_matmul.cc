@@ -170,7 +170,10 @@ class MatMulKernel final : public NodeKernel {
  public:
   explicit MatMulKernel(MatMulPlan plan) : plan_(std::move(plan)) {}
 
-  void compile(ClDevice& device) override { fill_.compile(device); }
+  void compile(ClDevice& device) override {
+    fill_.compile(device);
+    clblast::prepare(device.index());
+  }
 
   void enqueue(ClLaunchContext& context, std::span<const ClTensor> inputs,
                std::span<const ClTensor> outputs) const override {
@@ -294,7 +297,10 @@ class GemmKernel final : public NodeKernel {
  public:
   explicit GemmKernel(GemmPlan plan) : plan_(plan) {}
 
-  void compile(ClDevice& device) override { fill_.compile(device); }
+  void compile(ClDevice& device) override {
+    fill_.compile(device);
+    clblast::prepare(device.index());
+  }
 
   void enqueue(ClLaunchContext& context, std::span<const ClTensor> inputs,
                std::span<const ClTensor> outputs) const override {

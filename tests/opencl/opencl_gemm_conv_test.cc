@@ -87,6 +87,14 @@ TEST(OpenClMatMul, OneDOperands) {
   expect_matches("MatMul", {{7}, {2, 7, 5}});
 }
 
+// Sizes past CLBlast's direct-kernel threshold: the padded (indirect) GEMM path.
+TEST(OpenClMatMul, Large) {
+  GRAFT_REQUIRE_OPENCL();
+  expect_matches("MatMul", {{520, 400}, {400, 450}});
+  expect_matches("MatMul", {{2, 450, 400}, {2, 400, 390}});
+  expect_matches("Gemm", {{400, 520}, {450, 400}, {450}}, {{"transA", int64_t{1}}, {"transB", int64_t{1}}});
+}
+
 TEST(OpenClMatMul, Float64IsRefusedWithAReason) {
   GRAFT_REQUIRE_OPENCL();
   OneNode c = one_node("MatMul", {{3, 4}, {4, 5}}, {}, 1, DType::float64);
@@ -134,6 +142,11 @@ TEST(OpenClConv, Padded3x3) {
   GRAFT_REQUIRE_OPENCL();
   expect_matches("Conv", {{2, 8, 12, 12}, {16, 8, 3, 3}, {16}}, {{"pads", Ints{1, 1, 1, 1}}});
   expect_matches("Conv", {{2, 8, 12, 12}, {16, 8, 3, 3}}, {{"pads", Ints{1, 1, 1, 1}}});
+}
+
+TEST(OpenClConv, ResNetLayer) {
+  GRAFT_REQUIRE_OPENCL();
+  expect_matches("Conv", {{1, 64, 56, 56}, {64, 64, 3, 3}, {64}}, {{"pads", Ints{1, 1, 1, 1}}});
 }
 
 TEST(OpenClConv, Strided) {
