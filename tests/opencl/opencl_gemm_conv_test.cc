@@ -76,6 +76,7 @@ TEST(OpenClMatMul, BroadcastBatch) {
   expect_matches("MatMul", {{2, 1, 5, 7}, {1, 3, 7, 6}});    // outer loop on the host
   expect_matches("MatMul", {{3, 1, 4, 5}, {3, 2, 5, 4}});    // A broadcast inside
   expect_matches("MatMul", {{1, 2, 4, 5}, {2, 5, 3}});
+  expect_matches("MatMul", {{2, 3, 4, 5}, {2, 1, 5, 6}});    // rows folded inside the host loop
 }
 
 TEST(OpenClMatMul, OneDOperands) {
@@ -147,6 +148,13 @@ TEST(OpenClConv, Padded3x3) {
 TEST(OpenClConv, ResNetLayer) {
   GRAFT_REQUIRE_OPENCL();
   expect_matches("Conv", {{1, 64, 56, 56}, {64, 64, 3, 3}, {64}}, {{"pads", Ints{1, 1, 1, 1}}});
+}
+
+// A column matrix of 2 x 9 x 1024^2 floats per image, past the 2^25-float
+// budget for two: the images go through im2col + GEMM one chunk at a time.
+TEST(OpenClConv, ColumnChunks) {
+  GRAFT_REQUIRE_OPENCL();
+  expect_matches("Conv", {{2, 2, 1024, 1024}, {1, 2, 3, 3}, {1}}, {{"pads", Ints{1, 1, 1, 1}}});
 }
 
 TEST(OpenClConv, Strided) {
