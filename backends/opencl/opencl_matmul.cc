@@ -66,8 +66,6 @@ class FillKernel {
 /// Why the operands cannot run here: CLBlast missing, a dtype other than
 /// float32, a tensor too large for the kernels' indices.
 std::string common_support(const KernelRequest& request) {
-  std::string why = clblast::unavailable_reason();
-  if (!why.empty()) return why;
   for (const ClType& t : request.inputs) {
     if (t.dtype == DType::undefined) continue;
     if (t.dtype != DType::float32) return std::string(dtype_name(t.dtype)) + " input (float32 only)";
@@ -77,7 +75,7 @@ std::string common_support(const KernelRequest& request) {
     if (t.dtype != DType::float32) return std::string(dtype_name(t.dtype)) + " output (float32 only)";
     if (t.numel() > kMaxElements) return "an output of 2^31 or more elements";
   }
-  return {};
+  return clblast::unavailable_reason();
 }
 
 // ---- MatMul -----------------------------------------------------------------

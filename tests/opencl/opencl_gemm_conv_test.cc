@@ -2,14 +2,24 @@
 // opencl_conv.cc, CLBlast underneath) against the reference kernels: MatMul
 // of every rank (batched, broadcast batch, a 2-D weight, 1-D operands), Gemm
 // with each transpose, alpha/beta and every C broadcast, Conv through im2col +
-// GEMM (pads, strides, 1x1, dilations, auto_pad, groups, 1-D) and the direct
-// depthwise kernel, and the reasons unsupported nodes are refused with.
+// GEMM (pads, strides, 1x1, dilations, auto_pad, groups, 1-D and 3-D, image
+// chunks) and the direct depthwise kernel, and the reasons unsupported nodes
+// are refused with. Tests that need CLBlast skip without it.
 #include <gtest/gtest.h>
 
 #include "graft/codegen/opencl_runtime.h"
+#include "opencl/clblast_loader.h"
 #include "opencl_test_util.h"
 
 namespace graft::testing {
+
+/// Skips the test when CLBlast (the GEMMs of MatMul, Gemm and non-depthwise
+/// Conv) is not there.
+#define GRAFT_REQUIRE_CLBLAST()                                                   \
+  do {                                                                            \
+    std::string clblast_why = ::graft::opencl::clblast::unavailable_reason();     \
+    if (!clblast_why.empty()) GTEST_SKIP() << clblast_why;                        \
+  } while (0)
 
 namespace {
 
@@ -58,18 +68,21 @@ using Ints = std::vector<int64_t>;
 
 TEST(OpenClMatMul, TwoD) {
   GRAFT_REQUIRE_OPENCL();
+  GRAFT_REQUIRE_CLBLAST();
   expect_matches("MatMul", {{33, 47}, {47, 29}});
   expect_matches("MatMul", {{1, 64}, {64, 1}});
 }
 
 TEST(OpenClMatMul, Batched) {
   GRAFT_REQUIRE_OPENCL();
+  GRAFT_REQUIRE_CLBLAST();
   expect_matches("MatMul", {{3, 17, 19}, {3, 19, 23}});
   expect_matches("MatMul", {{2, 4, 16, 8}, {2, 4, 8, 16}});  // attention scores
 }
 
 TEST(OpenClMatMul, BroadcastBatch) {
   GRAFT_REQUIRE_OPENCL();
+  GRAFT_REQUIRE_CLBLAST();
   expect_matches("MatMul", {{4, 5, 6}, {6, 7}});             // 2-D weight: rows folded
   expect_matches("MatMul", {{2, 3, 5, 6}, {6, 7}});
   expect_matches("MatMul", {{5, 6}, {3, 6, 7}});             // A shared by the batch
@@ -81,6 +94,7 @@ TEST(OpenClMatMul, BroadcastBatch) {
 
 TEST(OpenClMatMul, OneDOperands) {
   GRAFT_REQUIRE_OPENCL();
+  GRAFT_REQUIRE_CLBLAST();
   expect_matches("MatMul", {{7}, {7, 5}});
   expect_matches("MatMul", {{4, 7}, {7}});
   expect_matches("MatMul", {{7}, {7}});
@@ -88,9 +102,19 @@ TEST(OpenClMatMul, OneDOperands) {
   expect_matches("MatMul", {{7}, {2, 7, 5}});
 }
 
+TEST(OpenClMatMul, EmptyDimensions) {
+  GRAFT_REQUIRE_OPENCL();
+  GRAFT_REQUIRE_CLBLAST();
+  expect_matches("MatMul", {{3, 0}, {0, 4}});  // K = 0: zeros
+  expect_matches("MatMul", {{0, 5}, {5, 3}});  // an empty output
+  expect_matches("Gemm", {{3, 0}, {0, 4}, {4}}, {{"beta", 2.0f}});  // K = 0: beta * C
+  expect_matches("Gemm", {{3, 0}, {0, 4}});
+}
+
 // Sizes past CLBlast's direct-kernel threshold: the padded (indirect) GEMM path.
 TEST(OpenClMatMul, Large) {
   GRAFT_REQUIRE_OPENCL();
+  GRAFT_REQUIRE_CLBLAST();
   expect_matches("MatMul", {{520, 400}, {400, 450}});
   expect_matches("MatMul", {{2, 450, 400}, {2, 400, 390}});
   expect_matches("Gemm", {{400, 520}, {450, 400}, {450}}, {{"transA", int64_t{1}}, {"transB", int64_t{1}}});
@@ -107,6 +131,7 @@ TEST(OpenClMatMul, Float64IsRefusedWithAReason) {
 
 TEST(OpenClGemm, Transposes) {
   GRAFT_REQUIRE_OPENCL();
+  GRAFT_REQUIRE_CLBLAST();
   const int64_t M = 13, K = 21, N = 17;
   for (int64_t ta : {0, 1}) {
     for (int64_t tb : {0, 1}) {
@@ -120,6 +145,7 @@ TEST(OpenClGemm, Transposes) {
 
 TEST(OpenClGemm, AlphaBetaAndCBroadcast) {
   GRAFT_REQUIRE_OPENCL();
+  GRAFT_REQUIRE_CLBLAST();
   const int64_t M = 13, K = 21, N = 17;
   const Attrs scaled = {{"alpha", 0.5f}, {"beta", 2.0f}};
   expect_matches("Gemm", {{M, K}, {K, N}, {N}}, scaled);
@@ -132,6 +158,7 @@ TEST(OpenClGemm, AlphaBetaAndCBroadcast) {
 
 TEST(OpenClGemm, NoC) {
   GRAFT_REQUIRE_OPENCL();
+  GRAFT_REQUIRE_CLBLAST();
   expect_matches("Gemm", {{13, 21}, {21, 17}});
   expect_matches("Gemm", {{21, 13}, {17, 21}}, {{"transA", int64_t{1}}, {"transB", int64_t{1}}, {"alpha", 1.5f}});
   expect_matches("Gemm", {{1, 64}, {10, 64}}, {{"transB", int64_t{1}}});  // a classifier head
@@ -141,12 +168,14 @@ TEST(OpenClGemm, NoC) {
 
 TEST(OpenClConv, Padded3x3) {
   GRAFT_REQUIRE_OPENCL();
+  GRAFT_REQUIRE_CLBLAST();
   expect_matches("Conv", {{2, 8, 12, 12}, {16, 8, 3, 3}, {16}}, {{"pads", Ints{1, 1, 1, 1}}});
   expect_matches("Conv", {{2, 8, 12, 12}, {16, 8, 3, 3}}, {{"pads", Ints{1, 1, 1, 1}}});
 }
 
 TEST(OpenClConv, ResNetLayer) {
   GRAFT_REQUIRE_OPENCL();
+  GRAFT_REQUIRE_CLBLAST();
   expect_matches("Conv", {{1, 64, 56, 56}, {64, 64, 3, 3}, {64}}, {{"pads", Ints{1, 1, 1, 1}}});
 }
 
@@ -154,11 +183,13 @@ TEST(OpenClConv, ResNetLayer) {
 // budget for two: the images go through im2col + GEMM one chunk at a time.
 TEST(OpenClConv, ColumnChunks) {
   GRAFT_REQUIRE_OPENCL();
+  GRAFT_REQUIRE_CLBLAST();
   expect_matches("Conv", {{2, 2, 1024, 1024}, {1, 2, 3, 3}, {1}}, {{"pads", Ints{1, 1, 1, 1}}});
 }
 
 TEST(OpenClConv, Strided) {
   GRAFT_REQUIRE_OPENCL();
+  GRAFT_REQUIRE_CLBLAST();
   expect_matches("Conv", {{2, 8, 13, 13}, {6, 8, 3, 3}}, {{"pads", Ints{1, 1, 1, 1}}, {"strides", Ints{2, 2}}});
   expect_matches("Conv", {{1, 3, 17, 15}, {4, 3, 5, 5}, {4}},
                  {{"pads", Ints{2, 1, 2, 0}}, {"strides", Ints{2, 3}}});  // uneven pads and strides
@@ -166,17 +197,20 @@ TEST(OpenClConv, Strided) {
 
 TEST(OpenClConv, Pointwise1x1) {
   GRAFT_REQUIRE_OPENCL();
+  GRAFT_REQUIRE_CLBLAST();
   expect_matches("Conv", {{2, 16, 7, 7}, {8, 16, 1, 1}, {8}});
   expect_matches("Conv", {{2, 16, 7, 7}, {8, 16, 1, 1}}, {{"strides", Ints{2, 2}}});  // 1x1 strided: im2col
 }
 
 TEST(OpenClConv, Dilated) {
   GRAFT_REQUIRE_OPENCL();
+  GRAFT_REQUIRE_CLBLAST();
   expect_matches("Conv", {{1, 4, 11, 11}, {5, 4, 3, 3}, {5}}, {{"pads", Ints{2, 2, 2, 2}}, {"dilations", Ints{2, 2}}});
 }
 
 TEST(OpenClConv, AutoPad) {
   GRAFT_REQUIRE_OPENCL();
+  GRAFT_REQUIRE_CLBLAST();
   expect_matches("Conv", {{1, 3, 10, 10}, {4, 3, 3, 3}}, {{"auto_pad", std::string("SAME_UPPER")}, {"strides", Ints{2, 2}}});
   expect_matches("Conv", {{1, 3, 10, 10}, {4, 3, 4, 4}}, {{"auto_pad", std::string("SAME_LOWER")}});
   expect_matches("Conv", {{1, 3, 10, 10}, {4, 3, 3, 3}}, {{"auto_pad", std::string("VALID")}});
@@ -196,18 +230,21 @@ TEST(OpenClConv, Depthwise) {
 
 TEST(OpenClConv, Grouped) {
   GRAFT_REQUIRE_OPENCL();
+  GRAFT_REQUIRE_CLBLAST();
   expect_matches("Conv", {{2, 8, 9, 9}, {12, 4, 3, 3}, {12}}, {{"group", int64_t{2}}, {"pads", Ints{1, 1, 1, 1}}});
   expect_matches("Conv", {{2, 8, 9, 9}, {12, 2, 1, 1}}, {{"group", int64_t{4}}});
 }
 
 TEST(OpenClConv, OneAndThreeD) {
   GRAFT_REQUIRE_OPENCL();
+  GRAFT_REQUIRE_CLBLAST();
   expect_matches("Conv", {{2, 4, 20}, {6, 4, 5}, {6}}, {{"pads", Ints{2, 2}}, {"strides", Ints{2}}});
   expect_matches("Conv", {{1, 2, 5, 6, 7}, {3, 2, 3, 3, 3}, {3}}, {{"pads", Ints{1, 1, 1, 1, 1, 1}}});
 }
 
 TEST(OpenClConv, ConstantWeight) {
   GRAFT_REQUIRE_OPENCL();
+  GRAFT_REQUIRE_CLBLAST();
   ir::Graph g;
   g.opset_imports[""] = 20;
   ir::Value x = g.add_input("x", ir::ValueType::of(DType::float32, {2, 3, 8, 8}))->output(0);
@@ -226,6 +263,12 @@ TEST(OpenClConv, UnsupportedIsRefusedWithAReason) {
   OneNode f64 = one_node("Conv", {{1, 3, 8, 8}, {4, 3, 3, 3}}, {}, 1, DType::float64);
   std::string why = opencl::kernel_support(*f64.node);
   EXPECT_NE(why.find("float64"), std::string::npos) << why;
+  OneNode f16 = one_node("Gemm", {{3, 4}, {4, 5}}, {}, 1, DType::float16);
+  why = opencl::kernel_support(*f16.node);
+  EXPECT_NE(why.find("float16"), std::string::npos) << why;
+  OneNode conv4d = one_node("Conv", {{1, 1, 3, 3, 3, 3}, {1, 1, 2, 2, 2, 2}}, {}, 1);
+  why = opencl::kernel_support(*conv4d.node);
+  EXPECT_NE(why.find("rank 6"), std::string::npos) << why;
 }
 
 }  // namespace graft::testing
