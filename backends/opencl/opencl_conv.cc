@@ -316,7 +316,12 @@ std::string conv_support(const KernelRequest& request) {
     if (t.numel() > kMaxElements) return "an output of 2^31 or more elements";
   }
   std::string why;
-  ConvPlan plan = plan_conv(request, why);
+  ConvPlan plan;
+  try {
+    plan = plan_conv(request, why);
+  } catch (const std::exception& e) {  // a malformed attribute
+    return e.what();
+  }
   if (!why.empty()) return why;
   if (plan.batch * plan.out_channels * plan.pixels() != request.outputs[0].numel())
     return "the output shape differs from the resolved geometry";

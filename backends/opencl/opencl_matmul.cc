@@ -23,6 +23,7 @@
 #ifdef GRAFT_HAVE_OPENCL_HEADERS
 
 #include <algorithm>
+#include <exception>
 
 #include "clblast_loader.h"
 #include "graft/core/error.h"
@@ -339,7 +340,11 @@ std::string gemm_support(const KernelRequest& request) {
   std::string why = common_support(request);
   if (!why.empty()) return why;
   if (request.inputs.size() < 2) return "Gemm without A and B";
-  plan_gemm(request, why);
+  try {
+    plan_gemm(request, why);
+  } catch (const std::exception& e) {  // a malformed attribute
+    return e.what();
+  }
   return why;
 }
 
