@@ -60,7 +60,8 @@ const Library& loaded_library() {
 }
 
 void check(CLBlastStatusCode status, const char* routine) {
-  if (status != CLBlastSuccess) fail(ErrorKind::internal, routine, " failed with CLBlast status ", static_cast<int>(status));
+  if (status != CLBlastSuccess)
+    fail(ErrorKind::internal, routine, " failed with CLBlast status ", static_cast<int>(status));
 }
 
 CLBlastTranspose transpose(bool trans) { return trans ? CLBlastTransposeYes : CLBlastTransposeNo; }
@@ -80,8 +81,8 @@ void sgemm_strided_batched(cl_command_queue queue, const SgemmArgs& g, size_t a_
                            size_t c_stride, size_t batch) {
   const Library& lib = loaded_library();
   check(lib.sgemm_strided_batched(CLBlastLayoutRowMajor, transpose(g.trans_a), transpose(g.trans_b), g.m, g.n, g.k,
-                                  g.alpha, g.a, g.a_offset, g.a_ld, a_stride, g.b, g.b_offset, g.b_ld, b_stride,
-                                  g.beta, g.c, g.c_offset, g.c_ld, c_stride, batch, &queue, nullptr),
+                                  g.alpha, g.a, g.a_offset, g.a_ld, a_stride, g.b, g.b_offset, g.b_ld, b_stride, g.beta,
+                                  g.c, g.c_offset, g.c_ld, c_stride, batch, &queue, nullptr),
         "CLBlastSgemmStridedBatched");
 }
 

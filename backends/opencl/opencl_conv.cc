@@ -59,7 +59,7 @@ struct ConvGeometry {
   int32_t win[3];        // kernel extents
   int32_t stride[3];
   int32_t dilation[3];
-  int32_t pad[3];        // padding before the input
+  int32_t pad[3];  // padding before the input
 };
 
 const char* const kConvSource = R"CL(
@@ -203,8 +203,7 @@ ConvPlan plan_conv(const KernelRequest& request, std::string& why) {
   }
   p.depthwise = p.channels == p.group;
   p.pointwise = p.taps() == 1;
-  for (int d = 0; d < 3; ++d)
-    p.pointwise = p.pointwise && g.stride[d] == 1 && g.pad_begin[d] == 0 && g.pad_end[d] == 0;
+  for (int d = 0; d < 3; ++d) p.pointwise = p.pointwise && g.stride[d] == 1 && g.pad_begin[d] == 0 && g.pad_end[d] == 0;
   if (!p.depthwise && !p.pointwise && p.column_size() > kMaxElements) {
     why = "an im2col matrix of 2^31 or more elements";
     return p;
@@ -255,8 +254,7 @@ class ConvKernel final : public NodeKernel {
     output_range.global = {pixels, M, N};
     output_range.dims = 3;
     if (p.depthwise) {
-      depthwise_.launch(context.queue(), output_range, inputs[0], inputs[1], bias, y, geometry_,
-                        int32_t{p.has_bias});
+      depthwise_.launch(context.queue(), output_range, inputs[0], inputs[1], bias, y, geometry_, int32_t{p.has_bias});
       return;
     }
     if (p.has_bias)
@@ -265,7 +263,7 @@ class ConvKernel final : public NodeKernel {
     const size_t G = static_cast<size_t>(p.group);
     const size_t mg = M / G;
     const size_t kg = static_cast<size_t>(p.channels / p.group * p.taps());  // reduction per group
-    const size_t column = static_cast<size_t>(p.column_size());             // floats per image
+    const size_t column = static_cast<size_t>(p.column_size());              // floats per image
     clblast::SgemmArgs g;
     g.m = mg;
     g.n = pixels;
@@ -278,7 +276,8 @@ class ConvKernel final : public NodeKernel {
     g.c_ld = pixels;
 
     const size_t chunk =
-        p.pointwise ? N : static_cast<size_t>(std::max<int64_t>(1, kColumnBudget / std::max<int64_t>(1, p.column_size())));
+        p.pointwise ? N
+                    : static_cast<size_t>(std::max<int64_t>(1, kColumnBudget / std::max<int64_t>(1, p.column_size())));
     cl_mem col = p.pointwise ? inputs[0].buffer : context.scratch(std::min(chunk, N) * column * sizeof(float));
     for (size_t first = 0; first < N; first += chunk) {
       const size_t images = std::min(chunk, N - first);

@@ -51,8 +51,8 @@ class FillKernel {
  public:
   void compile(ClDevice& device) { kernel_ = ClKernel(device, device.program(kFillSource), "graft_fill_matrix"); }
   /// y (rows x cols) = scale * src broadcast by the strides, or zeros when src is null.
-  void fill(cl_command_queue queue, cl_mem y, int64_t rows, int64_t cols, cl_mem src, float scale,
-            int64_t row_stride, int64_t col_stride) const {
+  void fill(cl_command_queue queue, cl_mem y, int64_t rows, int64_t cols, cl_mem src, float scale, int64_t row_stride,
+            int64_t col_stride) const {
     ClRange range;
     range.global = {static_cast<size_t>(cols), static_cast<size_t>(rows), 1};
     range.dims = 2;
@@ -85,11 +85,11 @@ std::string common_support(const KernelRequest& request) {
 /// (strided batched) GEMM over the inner run. Strides count matrices.
 struct MatMulPlan {
   int64_t M = 1, N = 1, K = 1;
-  Shape outer;                          ///< outer batch extents (host loop)
+  Shape outer;  ///< outer batch extents (host loop)
   std::vector<int64_t> outer_a, outer_b, outer_c;
-  int64_t inner = 1;                    ///< products per GEMM call
-  int64_t inner_a = 0, inner_b = 0;     ///< their strides in A and B (C: 1)
-  bool fold_rows = false;               ///< the inner run is one product of inner * M rows
+  int64_t inner = 1;                 ///< products per GEMM call
+  int64_t inner_a = 0, inner_b = 0;  ///< their strides in A and B (C: 1)
+  bool fold_rows = false;            ///< the inner run is one product of inner * M rows
 };
 
 /// The plan of a MatMul of shapes a x b, or a reason in `why`.
@@ -312,8 +312,7 @@ class GemmKernel final : public NodeKernel {
                  p.c_col_stride);
       return;
     }
-    if (use_c)
-      fill_.fill(context.queue(), y.buffer, p.M, p.N, inputs[2].buffer, 1.0f, p.c_row_stride, p.c_col_stride);
+    if (use_c) fill_.fill(context.queue(), y.buffer, p.M, p.N, inputs[2].buffer, 1.0f, p.c_row_stride, p.c_col_stride);
     clblast::SgemmArgs g;
     g.trans_a = p.trans_a;
     g.trans_b = p.trans_b;

@@ -15,10 +15,10 @@ namespace graft::testing {
 
 /// Skips the test when CLBlast (the GEMMs of MatMul, Gemm and non-depthwise
 /// Conv) is not there.
-#define GRAFT_REQUIRE_CLBLAST()                                                   \
-  do {                                                                            \
-    std::string clblast_why = ::graft::opencl::clblast::unavailable_reason();     \
-    if (!clblast_why.empty()) GTEST_SKIP() << clblast_why;                        \
+#define GRAFT_REQUIRE_CLBLAST()                                               \
+  do {                                                                        \
+    std::string clblast_why = ::graft::opencl::clblast::unavailable_reason(); \
+    if (!clblast_why.empty()) GTEST_SKIP() << clblast_why;                    \
   } while (0)
 
 namespace {
@@ -83,13 +83,13 @@ TEST(OpenClMatMul, Batched) {
 TEST(OpenClMatMul, BroadcastBatch) {
   GRAFT_REQUIRE_OPENCL();
   GRAFT_REQUIRE_CLBLAST();
-  expect_matches("MatMul", {{4, 5, 6}, {6, 7}});             // 2-D weight: rows folded
+  expect_matches("MatMul", {{4, 5, 6}, {6, 7}});  // 2-D weight: rows folded
   expect_matches("MatMul", {{2, 3, 5, 6}, {6, 7}});
-  expect_matches("MatMul", {{5, 6}, {3, 6, 7}});             // A shared by the batch
-  expect_matches("MatMul", {{2, 1, 5, 7}, {1, 3, 7, 6}});    // outer loop on the host
-  expect_matches("MatMul", {{3, 1, 4, 5}, {3, 2, 5, 4}});    // A broadcast inside
+  expect_matches("MatMul", {{5, 6}, {3, 6, 7}});           // A shared by the batch
+  expect_matches("MatMul", {{2, 1, 5, 7}, {1, 3, 7, 6}});  // outer loop on the host
+  expect_matches("MatMul", {{3, 1, 4, 5}, {3, 2, 5, 4}});  // A broadcast inside
   expect_matches("MatMul", {{1, 2, 4, 5}, {2, 5, 3}});
-  expect_matches("MatMul", {{2, 3, 4, 5}, {2, 1, 5, 6}});    // rows folded inside the host loop
+  expect_matches("MatMul", {{2, 3, 4, 5}, {2, 1, 5, 6}});  // rows folded inside the host loop
 }
 
 TEST(OpenClMatMul, OneDOperands) {
@@ -105,8 +105,8 @@ TEST(OpenClMatMul, OneDOperands) {
 TEST(OpenClMatMul, EmptyDimensions) {
   GRAFT_REQUIRE_OPENCL();
   GRAFT_REQUIRE_CLBLAST();
-  expect_matches("MatMul", {{3, 0}, {0, 4}});  // K = 0: zeros
-  expect_matches("MatMul", {{0, 5}, {5, 3}});  // an empty output
+  expect_matches("MatMul", {{3, 0}, {0, 4}});                       // K = 0: zeros
+  expect_matches("MatMul", {{0, 5}, {5, 3}});                       // an empty output
   expect_matches("Gemm", {{3, 0}, {0, 4}, {4}}, {{"beta", 2.0f}});  // K = 0: beta * C
   expect_matches("Gemm", {{3, 0}, {0, 4}});
 }
@@ -211,7 +211,8 @@ TEST(OpenClConv, Dilated) {
 TEST(OpenClConv, AutoPad) {
   GRAFT_REQUIRE_OPENCL();
   GRAFT_REQUIRE_CLBLAST();
-  expect_matches("Conv", {{1, 3, 10, 10}, {4, 3, 3, 3}}, {{"auto_pad", std::string("SAME_UPPER")}, {"strides", Ints{2, 2}}});
+  expect_matches("Conv", {{1, 3, 10, 10}, {4, 3, 3, 3}},
+                 {{"auto_pad", std::string("SAME_UPPER")}, {"strides", Ints{2, 2}}});
   expect_matches("Conv", {{1, 3, 10, 10}, {4, 3, 4, 4}}, {{"auto_pad", std::string("SAME_LOWER")}});
   expect_matches("Conv", {{1, 3, 10, 10}, {4, 3, 3, 3}}, {{"auto_pad", std::string("VALID")}});
   expect_matches("Conv", {{1, 3, 10, 10}, {4, 3, 3, 3}},
