@@ -475,3 +475,48 @@ TEST(OpenClResize, UpsampleAndRefusals) {
 
 }  // namespace
 }  // namespace graft::testing
+
+namespace graft::testing {
+namespace {
+
+TEST(OpenClTranspose, LargeAndRankSix) {
+  GRAFT_REQUIRE_OPENCL();
+  {
+    OneNode g;
+    g.op("Transpose", {g.input(data_of(DType::float32, {16, 128, 96}))});
+    g.attr("perm", std::vector<int64_t>{2, 0, 1}).check();
+  }
+  {
+    OneNode g;
+    g.op("Transpose", {g.input(data_of(DType::int64, {2, 3, 2, 4, 3, 2}))});
+    g.attr("perm", std::vector<int64_t>{5, 3, 1, 0, 2, 4}).check();
+  }
+}
+
+TEST(OpenClConcat, EmptyInputsAndContiguousSlices) {
+  GRAFT_REQUIRE_OPENCL();
+  {
+    OneNode g;  // a zero-extent input contributes nothing
+    g.op("Concat", {g.input(data_of(DType::float32, {2, 0, 3})), g.input(data_of(DType::float32, {2, 2, 3}))});
+    g.attr("axis", int64_t{1}).check();
+  }
+  {
+    OneNode g;  // rows 1..3 of the input: one buffer copy at an offset
+    g.op("Slice", {g.input(data_of(DType::int64, {5, 4})), g.constant(ints({1})), g.constant(ints({4}))});
+    g.check();
+  }
+  {
+    OneNode g;  // padding an empty tensor: every element is the value
+    g.op("Pad", {g.input(data_of(DType::float32, {0, 3})), g.constant(ints({1, 0, 1, 0})),
+                 g.constant(Tensor::scalar<float>(4.0f))});
+    g.check();
+  }
+  {
+    OneNode g;  // no indices
+    g.op("Gather", {g.input(data_of(DType::float32, {5, 4})), g.input(Tensor(DType::int64, {0}))});
+    g.check();
+  }
+}
+
+}  // namespace
+}  // namespace graft::testing
