@@ -473,11 +473,6 @@ TEST(OpenClResize, UpsampleAndRefusals) {
   }
 }
 
-}  // namespace
-}  // namespace graft::testing
-
-namespace graft::testing {
-namespace {
 
 TEST(OpenClTranspose, LargeAndRankSix) {
   GRAFT_REQUIRE_OPENCL();
@@ -515,6 +510,32 @@ TEST(OpenClConcat, EmptyInputsAndContiguousSlices) {
     OneNode g;  // no indices
     g.op("Gather", {g.input(data_of(DType::float32, {5, 4})), g.input(Tensor(DType::int64, {0}))});
     g.check();
+  }
+}
+
+
+TEST(OpenClResize, OlderOpsetsAndAxes) {
+  GRAFT_REQUIRE_OPENCL();
+  {
+    OneNode g(7);  // Upsample-7: scales as an attribute
+    g.op("Upsample", {g.input(data_of(DType::float32, {1, 2, 3, 4}))});
+    g.attr("mode", std::string("linear")).attr("scales", std::vector<float>{1, 1, 2, 1.5f}).check(1e-5, 1e-5);
+  }
+  {
+    OneNode g(10);  // Resize-10: scales as input 1, asymmetric, downsampling nearest
+    g.op("Resize", {g.input(data_of(DType::int64, {1, 2, 6, 8})), g.constant(floats({1, 1, 0.5f, 0.75f}))});
+    g.check();
+  }
+  {
+    OneNode g(18);  // axes: sizes for the last two only
+    g.op("Resize", {g.input(data_of(DType::float32, {2, 3, 4, 5})), ir::Value{}, ir::Value{},
+                    g.constant(ints({7, 3}))});
+    g.attr("mode", std::string("linear")).attr("axes", std::vector<int64_t>{2, 3}).check(1e-5, 1e-5);
+  }
+  {
+    OneNode g(13);  // a 3-D input: resizes its last two axes
+    g.op("Resize", {g.input(data_of(DType::float32, {3, 4, 5})), ir::Value{}, g.constant(floats({1, 2, 0.5f}))});
+    g.attr("mode", std::string("linear")).check(1e-5, 1e-5);
   }
 }
 
