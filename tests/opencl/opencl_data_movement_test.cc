@@ -539,5 +539,34 @@ TEST(OpenClResize, OlderOpsetsAndAxes) {
   }
 }
 
+
+TEST(OpenClTranspose, SharesOneProgramWithEveryDataMovementOp) {
+  GRAFT_REQUIRE_OPENCL();
+  opencl::ClDevice& device = opencl::ClDevice::get(0);
+  {
+    OneNode g;
+    g.op("Transpose", {g.input(data_of(DType::float32, {3, 4}))});
+    g.check();
+  }
+  const uint64_t programs = device.programs_built() + device.programs_loaded_from_disk();
+  {
+    OneNode g;
+    g.op("Pad", {g.input(data_of(DType::int64, {3, 4})), g.constant(ints({1, 1, 1, 1}))});
+    g.check();
+  }
+  {
+    OneNode g;
+    g.op("Gather", {g.input(data_of(DType::float32, {5, 4})), g.input(ints({1, -1}))});
+    g.check();
+  }
+  {
+    OneNode g;  // another shape: no new program either
+    g.op("Transpose", {g.input(data_of(DType::int64, {2, 5, 3}))});
+    g.check();
+  }
+  resize_case(DType::float32, {1, 1, 3, 3}, {1, 1, 2, 2}, {}, "linear", "half_pixel", "", 1e-5);
+  EXPECT_EQ(device.programs_built() + device.programs_loaded_from_disk(), programs);
+}
+
 }  // namespace
 }  // namespace graft::testing
