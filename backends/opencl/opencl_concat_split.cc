@@ -46,7 +46,9 @@ class PlansKernel final : public NodeKernel {
   };
   PlansKernel(std::vector<Step> steps, size_t element_size) : steps_(std::move(steps)), element_size_(element_size) {}
 
-  void compile(ClDevice& device) override { copy_ = dm::SizedKernels(device, dm::program(device), "graft_strided_copy"); }
+  void compile(ClDevice& device) override {
+    copy_ = dm::SizedKernels(device, dm::program(device), "graft_strided_copy");
+  }
 
   void enqueue(ClLaunchContext& context, std::span<const ClTensor> inputs,
                std::span<const ClTensor> outputs) const override {
@@ -268,6 +270,15 @@ struct PadGeometry {
   int32_t mode;
 };
 
+/// The bytes of `value` converted to T (as the reference converts Pad's value attribute).
+template <typename T>
+uint64_t bits_of(double value) {
+  const T x = static_cast<T>(value);
+  uint64_t bits = 0;
+  std::memcpy(&bits, &x, sizeof(T));
+  return bits;
+}
+
 struct PadSpec {
   PadGeometry geometry{};
   uint64_t fill = 0;  // the padding value's bytes
@@ -341,17 +352,39 @@ std::string pad_spec(const KernelRequest& request, PadSpec* spec) {
   } else {
     const double value = node.attributes.get_float("value", 0.0f);
     switch (in.dtype) {
-      case DType::float32: { float f = static_cast<float>(value); std::memcpy(&spec->fill, &f, 4); break; }
-      case DType::float64: { std::memcpy(&spec->fill, &value, 8); break; }
-      case DType::boolean: spec->fill = value != 0 ? 1 : 0; break;
-      case DType::int8: { int8_t x = static_cast<int8_t>(value); std::memcpy(&spec->fill, &x, 1); break; }
-      case DType::uint8: { uint8_t x = static_cast<uint8_t>(value); std::memcpy(&spec->fill, &x, 1); break; }
-      case DType::int16: { int16_t x = static_cast<int16_t>(value); std::memcpy(&spec->fill, &x, 2); break; }
-      case DType::uint16: { uint16_t x = static_cast<uint16_t>(value); std::memcpy(&spec->fill, &x, 2); break; }
-      case DType::int32: { int32_t x = static_cast<int32_t>(value); std::memcpy(&spec->fill, &x, 4); break; }
-      case DType::uint32: { uint32_t x = static_cast<uint32_t>(value); std::memcpy(&spec->fill, &x, 4); break; }
-      case DType::int64: { int64_t x = static_cast<int64_t>(value); std::memcpy(&spec->fill, &x, 8); break; }
-      case DType::uint64: { uint64_t x = static_cast<uint64_t>(value); std::memcpy(&spec->fill, &x, 8); break; }
+      case DType::float32:
+        spec->fill = bits_of<float>(value);
+        break;
+      case DType::float64:
+        spec->fill = bits_of<double>(value);
+        break;
+      case DType::boolean:
+        spec->fill = bits_of<bool>(value);
+        break;
+      case DType::int8:
+        spec->fill = bits_of<int8_t>(value);
+        break;
+      case DType::uint8:
+        spec->fill = bits_of<uint8_t>(value);
+        break;
+      case DType::int16:
+        spec->fill = bits_of<int16_t>(value);
+        break;
+      case DType::uint16:
+        spec->fill = bits_of<uint16_t>(value);
+        break;
+      case DType::int32:
+        spec->fill = bits_of<int32_t>(value);
+        break;
+      case DType::uint32:
+        spec->fill = bits_of<uint32_t>(value);
+        break;
+      case DType::int64:
+        spec->fill = bits_of<int64_t>(value);
+        break;
+      case DType::uint64:
+        spec->fill = bits_of<uint64_t>(value);
+        break;
       default:
         if (value != 0) return "a Pad value attribute for " + std::string(dtype_name(in.dtype));
     }
@@ -377,8 +410,8 @@ class PadKernel final : public NodeKernel {
     if (spec_.geometry.total == 0) return;
     ClRange range;
     range.global[0] = static_cast<size_t>(spec_.geometry.total);
-    pad_.of(element_size_).launch(context.queue(), range, inputs[0].buffer, outputs[0].buffer, spec_.geometry,
-                                  spec_.fill);
+    pad_.of(element_size_)
+        .launch(context.queue(), range, inputs[0].buffer, outputs[0].buffer, spec_.geometry, spec_.fill);
   }
 
  private:

@@ -147,11 +147,16 @@ __kernel void graft_resize_taps_float(__global const float* src, __global float*
 
 int size_slot(size_t element_size) {
   switch (element_size) {
-    case 1: return 0;
-    case 2: return 1;
-    case 4: return 2;
-    case 8: return 3;
-    default: return -1;
+    case 1:
+      return 0;
+    case 2:
+      return 1;
+    case 4:
+      return 2;
+    case 8:
+      return 3;
+    default:
+      return -1;
   }
 }
 
@@ -220,8 +225,8 @@ void CopyPlan::simplify() {
   dst_stride = std::move(b);
 }
 
-void enqueue_copy(ClLaunchContext& context, const SizedKernels& strided, cl_mem src, cl_mem dst,
-                  size_t element_size, CopyPlan plan) {
+void enqueue_copy(ClLaunchContext& context, const SizedKernels& strided, cl_mem src, cl_mem dst, size_t element_size,
+                  CopyPlan plan) {
   plan.simplify();
   const int64_t total = plan.total();
   if (total == 0) return;

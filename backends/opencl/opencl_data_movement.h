@@ -76,8 +76,8 @@ struct CopyGeometry {
 /// Queues `plan` (simplified, rank <= kMaxRank) moving elements of
 /// `element_size` bytes from `src` to `dst`: a buffer copy when contiguous,
 /// else the strided-copy kernel. Nothing when the plan is empty.
-void enqueue_copy(ClLaunchContext& context, const SizedKernels& strided, cl_mem src, cl_mem dst,
-                  size_t element_size, CopyPlan plan);
+void enqueue_copy(ClLaunchContext& context, const SizedKernels& strided, cl_mem src, cl_mem dst, size_t element_size,
+                  CopyPlan plan);
 
 /// The values of a constant integer input (int32/int64), or nullopt.
 std::optional<std::vector<int64_t>> constant_ints(const KernelRequest& request, size_t input);

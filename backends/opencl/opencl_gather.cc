@@ -49,7 +49,11 @@ std::string gather_support(const KernelRequest& request) {
 class GatherKernel final : public NodeKernel {
  public:
   GatherKernel(int64_t count, int64_t inner, int64_t extent, int64_t total, size_t element_size, bool wide_indices)
-      : count_(count), inner_(inner), extent_(extent), total_(total), element_size_(element_size),
+      : count_(count),
+        inner_(inner),
+        extent_(extent),
+        total_(total),
+        element_size_(element_size),
         wide_indices_(wide_indices) {}
 
   void compile(ClDevice& device) override {
@@ -61,8 +65,9 @@ class GatherKernel final : public NodeKernel {
     if (total_ == 0) return;
     ClRange range;
     range.global[0] = static_cast<size_t>(total_);
-    gather_.of(element_size_).launch(context.queue(), range, inputs[0].buffer, inputs[1].buffer, outputs[0].buffer,
-                                     count_, inner_, extent_, total_);
+    gather_.of(element_size_)
+        .launch(context.queue(), range, inputs[0].buffer, inputs[1].buffer, outputs[0].buffer, count_, inner_, extent_,
+                total_);
   }
 
  private:
@@ -89,7 +94,9 @@ class CopyKernel final : public NodeKernel {
  public:
   CopyKernel(dm::CopyPlan plan, size_t element_size) : plan_(std::move(plan)), element_size_(element_size) {}
 
-  void compile(ClDevice& device) override { copy_ = dm::SizedKernels(device, dm::program(device), "graft_strided_copy"); }
+  void compile(ClDevice& device) override {
+    copy_ = dm::SizedKernels(device, dm::program(device), "graft_strided_copy");
+  }
 
   void enqueue(ClLaunchContext& context, std::span<const ClTensor> inputs,
                std::span<const ClTensor> outputs) const override {

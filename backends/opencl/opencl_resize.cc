@@ -31,7 +31,14 @@ namespace {
 namespace dm = data_movement;
 
 enum class Mode { nearest, linear };
-enum class Coordinate { half_pixel, half_pixel_symmetric, pytorch_half_pixel, align_corners, asymmetric, tf_half_pixel_for_nn };
+enum class Coordinate {
+  half_pixel,
+  half_pixel_symmetric,
+  pytorch_half_pixel,
+  align_corners,
+  asymmetric,
+  tf_half_pixel_for_nn
+};
 enum class Nearest { round_prefer_floor, round_prefer_ceil, floor, ceil, simple };
 
 struct Settings {
@@ -121,11 +128,16 @@ std::vector<double> coefficients(const Settings& s, double ratio, bool upsamplin
   if (s.mode == Mode::linear) return {1 - ratio, ratio};
   if (ratio == 1) return {0, 1};
   switch (s.nearest) {
-    case Nearest::round_prefer_floor: return {ratio <= 0.5 ? 1.0 : 0.0, ratio > 0.5 ? 1.0 : 0.0};
-    case Nearest::round_prefer_ceil: return {ratio < 0.5 ? 1.0 : 0.0, ratio >= 0.5 ? 1.0 : 0.0};
-    case Nearest::floor: return {1, 0};
-    case Nearest::ceil: return {0, 1};
-    case Nearest::simple: return upsampling ? std::vector<double>{1, 0} : std::vector<double>{0, 1};
+    case Nearest::round_prefer_floor:
+      return {ratio <= 0.5 ? 1.0 : 0.0, ratio > 0.5 ? 1.0 : 0.0};
+    case Nearest::round_prefer_ceil:
+      return {ratio < 0.5 ? 1.0 : 0.0, ratio >= 0.5 ? 1.0 : 0.0};
+    case Nearest::floor:
+      return {1, 0};
+    case Nearest::ceil:
+      return {0, 1};
+    case Nearest::simple:
+      return upsampling ? std::vector<double>{1, 0} : std::vector<double>{0, 1};
   }
   return {1, 0};
 }
@@ -213,7 +225,8 @@ std::string resize_plan(const KernelRequest& request, bool upsample, ResizePlan*
   why = read_settings(node, upsample, &s);
   if (!why.empty()) return why;
   if (in.dtype == DType::boolean) return "Resize of bool";
-  if (s.mode == Mode::linear && in.dtype != DType::float32) return "Resize linear on " + std::string(dtype_name(in.dtype));
+  if (s.mode == Mode::linear && in.dtype != DType::float32)
+    return "Resize linear on " + std::string(dtype_name(in.dtype));
   const int64_t rank = static_cast<int64_t>(in.shape.size());
   if (rank < 2) return "Resize of rank below 2";
   if (out.shape.size() != in.shape.size() || out.dtype != in.dtype) return "the output type differs from the input's";
@@ -285,7 +298,8 @@ std::string resize_plan(const KernelRequest& request, bool upsample, ResizePlan*
   // Every axis but the last two must be left as it is.
   for (int64_t d = 0; d + 2 < rank; ++d) {
     const size_t i = static_cast<size_t>(d);
-    if (!passes_through(compute_taps(s, in.shape[i], out.shape[i], scale[i]), in.shape[i], out.shape[i])) return "Resize of an axis other than the last two";
+    if (!passes_through(compute_taps(s, in.shape[i], out.shape[i], scale[i]), in.shape[i], out.shape[i]))
+      return "Resize of an axis other than the last two";
   }
   const size_t h = static_cast<size_t>(rank - 2), w = static_cast<size_t>(rank - 1);
   plan->y = compute_taps(s, in.shape[h], out.shape[h], scale[h]);
@@ -332,8 +346,9 @@ class ResizeKernel final : public NodeKernel {
     ClRange range;
     range.global[0] = static_cast<size_t>(plan_.total);
     if (plan_.nearest) {
-      nearest_.of(element_size_).launch(context.queue(), range, inputs[0].buffer, outputs[0].buffer, index_.buffer(),
-                                        plan_.hi, plan_.wi, plan_.ho, plan_.wo, plan_.total);
+      nearest_.of(element_size_)
+          .launch(context.queue(), range, inputs[0].buffer, outputs[0].buffer, index_.buffer(), plan_.hi, plan_.wi,
+                  plan_.ho, plan_.wo, plan_.total);
       return;
     }
     linear_.launch(context.queue(), range, inputs[0].buffer, outputs[0].buffer, index_.buffer(), weight_.buffer(),

@@ -49,7 +49,9 @@ class TransposeKernel final : public NodeKernel {
  public:
   TransposeKernel(dm::CopyPlan plan, size_t element_size) : plan_(std::move(plan)), element_size_(element_size) {}
 
-  void compile(ClDevice& device) override { copy_ = dm::SizedKernels(device, dm::program(device), "graft_strided_copy"); }
+  void compile(ClDevice& device) override {
+    copy_ = dm::SizedKernels(device, dm::program(device), "graft_strided_copy");
+  }
 
   void enqueue(ClLaunchContext& context, std::span<const ClTensor> inputs,
                std::span<const ClTensor> outputs) const override {

@@ -22,15 +22,22 @@ Tensor data_of(DType dtype, const Shape& shape, uint64_t seed = 1) {
   for (int64_t i = 0; i < t.numel(); ++i) {
     const int64_t v = static_cast<int64_t>((static_cast<uint64_t>(i) * 2654435761u + seed * 97) % 2001) - 1000;
     switch (dtype) {
-      case DType::int64: t.data<int64_t>()[i] = v * 1000003; break;
-      case DType::int32: t.data<int32_t>()[i] = static_cast<int32_t>(v); break;
-      case DType::boolean: t.data<bool>()[i] = v % 3 == 0; break;
+      case DType::int64:
+        t.data<int64_t>()[i] = v * 1000003;
+        break;
+      case DType::int32:
+        t.data<int32_t>()[i] = static_cast<int32_t>(v);
+        break;
+      case DType::boolean:
+        t.data<bool>()[i] = v % 3 == 0;
+        break;
       case DType::float16: {
         uint16_t bits = static_cast<uint16_t>((v + 1000) * 13 % 30000);  // finite, no NaN
         std::memcpy(static_cast<char*>(t.raw_data()) + 2 * i, &bits, 2);
         break;
       }
-      default: ADD_FAILURE() << "no test data for " << dtype_name(dtype);
+      default:
+        ADD_FAILURE() << "no test data for " << dtype_name(dtype);
     }
   }
   return t;
@@ -232,13 +239,13 @@ TEST(OpenClSlice, NegativeIndicesStepsAndAxesSubsets) {
     std::vector<int64_t> starts, ends, axes, steps;
   };
   const Case cases[] = {
-      {{1, 0}, {3, 4}, {}, {}},                   // plain, leading axes
-      {{-3}, {-1}, {2}, {}},                      // negative start/end on the last axis
-      {{0, 1}, {big, 5}, {1, 2}, {2, 3}},          // steps, clamped end
-      {{-1}, {-big}, {1}, {-1}},                  // full reversal
-      {{4, -2}, {0, 0}, {-1, 0}, {-2, -1}},        // negative steps on two axes
-      {{-100}, {100}, {0}, {1}},                  // clamping both ends
-      {{2}, {1}, {1}, {1}},                       // empty result
+      {{1, 0}, {3, 4}, {}, {}},              // plain, leading axes
+      {{-3}, {-1}, {2}, {}},                 // negative start/end on the last axis
+      {{0, 1}, {big, 5}, {1, 2}, {2, 3}},    // steps, clamped end
+      {{-1}, {-big}, {1}, {-1}},             // full reversal
+      {{4, -2}, {0, 0}, {-1, 0}, {-2, -1}},  // negative steps on two axes
+      {{-100}, {100}, {0}, {1}},             // clamping both ends
+      {{2}, {1}, {1}, {1}},                  // empty result
   };
   for (DType dtype : kDtypes)
     for (size_t i = 0; i < std::size(cases); ++i) {
@@ -301,6 +308,11 @@ TEST(OpenClPad, ConstantModeWithValueAndCropping) {
     OneNode g(2);  // attributes
     g.op("Pad", {g.input(data_of(DType::float32, {2, 3}))});
     g.attr("pads", std::vector<int64_t>{1, 2, 0, 1}).attr("value", 1.5f).check();
+  }
+  {
+    OneNode g(2);  // the value attribute converted to int64
+    g.op("Pad", {g.input(data_of(DType::int64, {2, 3}))});
+    g.attr("pads", std::vector<int64_t>{0, 1, 1, 0}).attr("value", -3.0f).check();
   }
   {
     OneNode g(18);  // axes input
@@ -473,7 +485,6 @@ TEST(OpenClResize, UpsampleAndRefusals) {
   }
 }
 
-
 TEST(OpenClTranspose, LargeAndRankSix) {
   GRAFT_REQUIRE_OPENCL();
   {
@@ -513,7 +524,6 @@ TEST(OpenClConcat, EmptyInputsAndContiguousSlices) {
   }
 }
 
-
 TEST(OpenClResize, OlderOpsetsAndAxes) {
   GRAFT_REQUIRE_OPENCL();
   {
@@ -528,8 +538,8 @@ TEST(OpenClResize, OlderOpsetsAndAxes) {
   }
   {
     OneNode g(18);  // axes: sizes for the last two only
-    g.op("Resize", {g.input(data_of(DType::float32, {2, 3, 4, 5})), ir::Value{}, ir::Value{},
-                    g.constant(ints({7, 3}))});
+    g.op("Resize",
+         {g.input(data_of(DType::float32, {2, 3, 4, 5})), ir::Value{}, ir::Value{}, g.constant(ints({7, 3}))});
     g.attr("mode", std::string("linear")).attr("axes", std::vector<int64_t>{2, 3}).check(1e-5, 1e-5);
   }
   {
@@ -538,7 +548,6 @@ TEST(OpenClResize, OlderOpsetsAndAxes) {
     g.attr("mode", std::string("linear")).check(1e-5, 1e-5);
   }
 }
-
 
 TEST(OpenClTranspose, SharesOneProgramWithEveryDataMovementOp) {
   GRAFT_REQUIRE_OPENCL();
