@@ -66,15 +66,28 @@ __kernel void graft_gather##IS##_##S(__global const T* src, __global const IT* i
 }
 
 #define DATA_MOVEMENT_KERNELS(T, S)                                                            \
-__kernel void graft_strided_copy_##S(__global const T* src, __global T* dst, CopyGeometry g) {  \
-  long i = get_global_id(0);                                                                   \
-  if (i >= g.total) return;                                                                    \
-  long rem = i, s = g.src_base, d = g.dst_base;                                                \
-  for (int k = g.rank - 1; k >= 0; --k) {                                                      \
-    long c = rem % g.shape[k];                                                                 \
-    rem /= g.shape[k];                                                                         \
-    s += c * g.src_stride[k];                                                                  \
-    d += c * g.dst_stride[k];                                                                  \
+__kernel void graft_strided_copy_##S(__global const T* src, __global T* dst, CopyGeometry g) { \
+  /* dimension 0 of the range walks the innermost axis, dimension 1 the rows */                \
+  const int last = g.rank - 1;                                                                 \
+  long x = get_global_id(0), row = get_global_id(1);                                           \
+  if (x >= g.shape[last]) return;                                                              \
+  long s = g.src_base + x * g.src_stride[last], d = g.dst_base + x * g.dst_stride[last];       \
+  if (g.total <= 0xffffffffL) { /* 32-bit divisions when the rows allow */                     \
+    uint rem = (uint)row;                                                                      \
+    for (int k = last - 1; k >= 0; --k) {                                                      \
+      uint extent = (uint)g.shape[k], c = rem % extent;                                        \
+      rem /= extent;                                                                           \
+      s += (long)c * g.src_stride[k];                                                          \
+      d += (long)c * g.dst_stride[k];                                                          \
+    }                                                                                          \
+  } else {                                                                                     \
+    long rem = row;                                                                            \
+    for (int k = last - 1; k >= 0; --k) {                                                      \
+      long c = rem % g.shape[k];                                                               \
+      rem /= g.shape[k];                                                                       \
+      s += c * g.src_stride[k];                                                                \
+      d += c * g.dst_stride[k];                                                                \
+    }                                                                                          \
   }                                                                                            \
   dst[d] = src[s];                                                                             \
 }                                                                                              \
@@ -251,7 +264,9 @@ void enqueue_copy(ClLaunchContext& context, const SizedKernels& strided, cl_mem 
   g.dst_base = plan.dst_base;
   g.total = total;
   ClRange range;
-  range.global[0] = static_cast<size_t>(total);
+  range.dims = 2;
+  range.global[0] = static_cast<size_t>(plan.shape.back());
+  range.global[1] = static_cast<size_t>(total / plan.shape.back());
   strided.of(element_size).launch(context.queue(), range, src, dst, g);
 }
 

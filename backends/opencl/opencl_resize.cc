@@ -1,7 +1,8 @@
 // Resize (opset 10+) and Upsample (7-9) on the OpenCL device.
 //
-// What: nearest (any dtype: round_prefer_floor/ceil, floor, ceil, and the
-// "simple" rounding of Resize-10 and Upsample) and linear (float32)
+// What: nearest (every numeric dtype; bool is refused, as the reference
+// refuses it: round_prefer_floor/ceil, floor, ceil, and the "simple"
+// rounding of Resize-10 and Upsample) and linear (float32)
 // interpolation of the last two axes, with the coordinate transformation
 // modes half_pixel, half_pixel_symmetric, pytorch_half_pixel, align_corners,
 // asymmetric and tf_half_pixel_for_nn; every other axis must be left as it
@@ -16,7 +17,8 @@
 // dtype), linear a weighted sum of ny x nx taps in float. Scales must be
 // constants (sizes may be computed: the output shape gives them); cubic,
 // antialias, exclude_outside with linear, keep_aspect_ratio_policy other than
-// stretch and tf_crop_and_resize (roi) are refused.
+// stretch and tf_crop_and_resize (roi) are refused. The tables depend on the
+// shapes, the program does not: it is the shared data-movement program.
 #include "opencl_data_movement.h"
 
 #ifdef GRAFT_HAVE_OPENCL_HEADERS
