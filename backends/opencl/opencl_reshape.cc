@@ -27,6 +27,8 @@ std::string view_support(const KernelRequest& request) {
   if (request.inputs.empty() || request.outputs.size() != 1) return "not a single-output view";
   const ClType& in = request.inputs[0];
   const ClType& out = request.outputs[0];
+  std::string why = data_movement::check_movable(in.dtype);
+  if (!why.empty()) return why;
   if (in.dtype != out.dtype) return "the output dtype differs from the input's";
   if (in.numel() != out.numel()) return "the output has another element count than the input";
   return {};
