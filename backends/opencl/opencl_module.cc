@@ -10,6 +10,8 @@
 #include "graft/backend/device_tensor.h"
 #include "graft/core/error.h"
 #include "graft/fusion/fuse_pointwise.h"
+#include "graft/ir/indexed_graph.h"
+#include "graft/passes/pass.h"
 #include "graft/ir/op_id.h"
 
 namespace graft::opencl {
@@ -45,61 +47,94 @@ ClTensor view_of(const Tensor& t) {
 
 uint64_t weight_uploads() { return uploads.load(); }
 
+struct OpenClModule::State {
+  std::unique_ptr<ir::Graph> body;
+  std::unique_ptr<ir::IndexedGraph> indexed;
+  std::vector<std::unique_ptr<NodeKernel>> kernels;  ///< per topological id; null for Input/Constant
+  size_t num_kernels = 0;
+  std::vector<uint32_t> last_use;                    ///< per entry
+  std::vector<bool> keep;                            ///< per entry: an output or a constant
+  std::vector<int32_t> constant_of;                  ///< per node id: index into constants, or -1
+  std::vector<const ir::Node*> constants;            ///< the body's Constant nodes
+  /// The original subgraph's weights and the versions this state was made from.
+  std::vector<std::pair<Tensor, uint64_t>> sources;
+  std::once_flag compiled;
+  std::mutex resident_mutex;
+  std::vector<Tensor> resident;  ///< per constant: its device copy, uploaded at first use
+};
+
 OpenClModule::OpenClModule(const ir::Graph& subgraph, int device_index)
-    : body_(subgraph.clone()), device_index_(device_index), device_{DeviceType::opencl, device_index} {
-  // Pointwise chains become one kernel each, as on the CPU.
-  fusion::fuse_pointwise(body_);
-  indexed_ = std::make_unique<ir::IndexedGraph>(*body_);
-  const ir::IndexedGraph& g = *indexed_;
-  kernels_.resize(g.num_nodes());
-  constant_of_.assign(g.num_nodes(), -1);
-  last_use_.assign(g.num_entries(), ir::Entry::kAbsent);
-  keep_.assign(g.num_entries(), false);
+    : original_(subgraph.clone()), device_index_(device_index), device_{DeviceType::opencl, device_index} {
+  state_ = make_state();
+}
+
+size_t OpenClModule::num_kernels() const { return current_state()->num_kernels; }
+
+std::shared_ptr<OpenClModule::State> OpenClModule::make_state() const {
+  auto state = std::make_shared<State>();
+  for (const auto& node : original_->nodes())
+    if (node->op() == ir::OpId::Constant) state->sources.emplace_back(node->constant_value, node->constant_value.version());
+  state->body = original_->clone();
+  // BatchNormalization after a Conv folds into the Conv's weights, as dnnl
+  // folds it on the CPU; pointwise chains become one kernel each.
+  passes::PassContext pass_context;
+  passes::run_pipeline(state->body, {"fold-batch-norm", "eliminate-dead-code"}, pass_context);
+  fusion::fuse_pointwise(state->body);
+  state->indexed = std::make_unique<ir::IndexedGraph>(*state->body);
+  const ir::IndexedGraph& g = *state->indexed;
+  state->kernels.resize(g.num_nodes());
+  state->constant_of.assign(g.num_nodes(), -1);
+  state->last_use.assign(g.num_entries(), ir::Entry::kAbsent);
+  state->keep.assign(g.num_entries(), false);
   for (uint32_t id = 0; id < g.num_nodes(); ++id) {
     const ir::Node& node = g.node(id);
     for (const ir::Entry& e : g.inputs(id))
-      if (e.present()) last_use_[g.entry_id(e)] = id;
+      if (e.present()) state->last_use[g.entry_id(e)] = id;
     if (node.op() == ir::OpId::Input) continue;
     if (node.op() == ir::OpId::Constant) {
-      constant_of_[id] = static_cast<int32_t>(constants_.size());
-      constants_.push_back(&node);
-      keep_[g.entry_id(id, 0)] = true;
+      state->constant_of[id] = static_cast<int32_t>(state->constants.size());
+      state->constants.push_back(&node);
+      state->keep[g.entry_id(id, 0)] = true;
       continue;
     }
     std::string why = kernel_support(node);
     if (!why.empty()) fail(ErrorKind::unsupported, node.describe(), " cannot run on OpenCL: ", why);
-    kernels_[id] = find_kernel(node.op())->factory(make_kernel_request(node));
+    state->kernels[id] = find_kernel(node.op())->factory(make_kernel_request(node));
+    ++state->num_kernels;
   }
-  for (const ir::Entry& e : g.outputs()) keep_[g.entry_id(e)] = true;
-  resident_.resize(constants_.size());
-  resident_version_.assign(constants_.size(), 0);
+  for (const ir::Entry& e : g.outputs()) state->keep[g.entry_id(e)] = true;
+  state->resident.resize(state->constants.size());
+  return state;
 }
 
-void OpenClModule::compile_once() const {
-  std::call_once(compiled_, [&] {
-    ClDevice& device = ClDevice::get(device_index_);
-    for (const auto& kernel : kernels_)
-      if (kernel) kernel->compile(device);
-  });
+std::shared_ptr<OpenClModule::State> OpenClModule::current_state() const {
+  std::lock_guard lock(state_mutex_);
+  for (const auto& [weight, version] : state_->sources) {
+    if (weight.version() == version) continue;
+    state_ = make_state();  // runs still holding the old state finish with it
+    break;
+  }
+  return state_;
 }
 
-Tensor OpenClModule::resident_constant(size_t c) const {
-  std::lock_guard lock(constants_mutex_);
-  const Tensor& value = constants_[c]->constant_value;
-  if (resident_[c].is_defined() && resident_version_[c] == value.version()) return resident_[c];
+namespace {
+
+/// The device copy of constant `value`, uploaded on a queue of its own and
+/// waited for: runs on other queues read it next.
+Tensor upload_constant(const ir::Node& node, Device device) {
+  const Tensor& value = node.constant_value;
   if (value.storage() && value.storage()->is_placeholder())
-    fail(ErrorKind::invalid_argument, constants_[c]->describe(), ": the weight's bytes were not kept (a placeholder)");
-  // Uploaded on a queue of its own and waited for: runs on other queues read it next.
+    fail(ErrorKind::invalid_argument, node.describe(), ": the weight's bytes were not kept (a placeholder)");
   backend::DeviceAPI& api = backend::device_api(DeviceType::opencl);
-  std::unique_ptr<backend::DeviceQueue> queue = api.create_queue(device_index_);
-  backend::DeviceBuffer buffer = api.allocate(device_, value.nbytes());
+  std::unique_ptr<backend::DeviceQueue> queue = api.create_queue(device.id);
+  backend::DeviceBuffer buffer = api.allocate(device, value.nbytes());
   if (value.nbytes()) api.copy_to_device(*queue, buffer, 0, value.raw_data(), value.nbytes());
   api.synchronize(*queue);
-  resident_[c] = backend::adopt_device_buffer(value.dtype(), value.shape(), std::move(buffer));
-  resident_version_[c] = value.version();
   uploads++;
-  return resident_[c];
+  return backend::adopt_device_buffer(value.dtype(), value.shape(), std::move(buffer));
 }
+
+}  // namespace
 
 void OpenClModule::save(std::ostream& out) const {
   out.write(kModuleMagic, 4);
@@ -111,30 +146,37 @@ void OpenClModule::save(std::ostream& out) const {
 std::vector<Tensor> OpenClModule::run(std::span<const Tensor> inputs, backend::ModuleRunContext& context) const {
   if (!context.queue || !(context.queue->device() == device_))
     fail(ErrorKind::internal, "OpenCL module on ", to_string(device_), " run without a queue on that device");
-  compile_once();
-  const ir::IndexedGraph& g = *indexed_;
-  GRAFT_CHECK(inputs.size() == body_->inputs().size(), "OpenCL module got ", inputs.size(), " inputs, expected ",
-              body_->inputs().size());
+  std::shared_ptr<State> state = current_state();
+  ClDevice& device = ClDevice::get(device_index_);
+  std::call_once(state->compiled, [&] {
+    for (const auto& kernel : state->kernels)
+      if (kernel) kernel->compile(device);
+  });
+  const ir::IndexedGraph& g = *state->indexed;
+  GRAFT_CHECK(inputs.size() == state->body->inputs().size(), "OpenCL module got ", inputs.size(),
+              " inputs, expected ", state->body->inputs().size());
   std::vector<Tensor> values(g.num_entries());
   for (size_t i = 0; i < inputs.size(); ++i) {
     const Tensor& t = inputs[i];
     if (t.is_defined() && t.nbytes() > 0 && !(t.device() == device_))
       fail(ErrorKind::internal, "OpenCL module on ", to_string(device_), ": input ", i, " is on ",
            to_string(t.device()), " (placement inserts the copies)");
-    values[g.entry_id(g.id_of(*body_->inputs()[i]), 0)] = t;
+    values[g.entry_id(g.id_of(*state->body->inputs()[i]), 0)] = t;
   }
-  ClDevice& device = ClDevice::get(device_index_);
   ClLaunchContext launch(device, *context.queue);
   backend::DeviceAPI& api = backend::device_api(DeviceType::opencl);
   std::shared_ptr<backend::DeviceEvent> previous;  // profiled runs: the point the next kernel starts from
   if (context.profile) previous = api.record_event(*context.queue);
   std::vector<ClTensor> in_views, out_views;
   for (uint32_t id = 0; id < g.num_nodes(); ++id) {
-    if (constant_of_[id] >= 0) {
-      values[g.entry_id(id, 0)] = resident_constant(static_cast<size_t>(constant_of_[id]));
+    if (int32_t c = state->constant_of[id]; c >= 0) {
+      std::lock_guard lock(state->resident_mutex);
+      Tensor& resident = state->resident[static_cast<size_t>(c)];
+      if (!resident.is_defined()) resident = upload_constant(*state->constants[static_cast<size_t>(c)], device_);
+      values[g.entry_id(id, 0)] = resident;
       continue;
     }
-    const NodeKernel* kernel = kernels_[id].get();
+    const NodeKernel* kernel = state->kernels[id].get();
     if (!kernel) continue;  // an Input
     const ir::Node& node = g.node(id);
     in_views.clear();
@@ -147,7 +189,8 @@ std::vector<Tensor> OpenClModule::run(std::span<const Tensor> inputs, backend::M
       Tensor out;
       if (o == 0 && kernel->aliased_input() >= 0) {
         const Tensor& source = values[g.entry_id(g.inputs(id)[static_cast<size_t>(kernel->aliased_input())])];
-        out = Tensor(type.dtype, shape, source.storage(), 0, device_);
+        out = source.nbytes() ? Tensor(type.dtype, shape, source.storage(), 0, device_)
+                              : backend::make_device_tensor(type.dtype, shape, device_, context.queue);
       } else {
         out = backend::make_device_tensor(type.dtype, shape, device_, context.queue);
       }
@@ -163,7 +206,7 @@ std::vector<Tensor> OpenClModule::run(std::span<const Tensor> inputs, backend::M
     for (const ir::Entry& e : g.inputs(id)) {
       if (!e.present()) continue;
       uint32_t entry = g.entry_id(e);
-      if (!keep_[entry] && last_use_[entry] == id) values[entry] = Tensor();
+      if (!state->keep[entry] && state->last_use[entry] == id) values[entry] = Tensor();
     }
   }
   std::vector<Tensor> outputs;

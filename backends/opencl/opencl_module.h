@@ -1,12 +1,14 @@
 // The OpenCL backend's compiled module: one claimed subgraph as a sequence
 // of node kernels on one device (DESIGN.md section 8).
 //
-//   create   the constructor, at plan time: the body's pointwise chains are
-//            fused (one kernel each), then every node's kernel is created
-//            from its concrete types (opencl_kernel.h);
+//   create   the constructor, at plan time: BatchNormalization after a Conv
+//            is folded into it (as dnnl does on the CPU), the body's
+//            pointwise chains are fused (one kernel each), then every node's
+//            kernel is created from its concrete types (opencl_kernel.h);
 //   compile  the first run: programs built (ClDevice's cache) and the
-//            body's constants uploaded, once, kept resident; a constant whose
-//            storage version changed (Tensor::copy_from) is uploaded again;
+//            body's constants uploaded, once, kept resident; when a weight of
+//            the model changes (Tensor::copy_from bumps its version) the body
+//            is folded and uploaded again at the next run;
 //   run      every kernel queued on the run's queue; values die into the
 //            pool as soon as their last reader is queued. Nothing waits.
 //
@@ -20,7 +22,6 @@
 #include <vector>
 
 #include "graft/backend/compiled_module.h"
-#include "graft/ir/indexed_graph.h"
 #include "opencl_kernel.h"
 
 #ifdef GRAFT_HAVE_OPENCL_HEADERS
@@ -42,27 +43,22 @@ class OpenClModule final : public backend::CompiledModule {
   /// the loader creates the kernels again (they are built at the first run).
   void save(std::ostream& out) const override;
 
-  /// Kernels (after fusion) the module queues per run.
-  size_t num_kernels() const { return kernels_.size(); }
+  /// Kernels (after folding and fusion) the module queues per run.
+  size_t num_kernels() const;
 
  private:
-  void compile_once() const;
-  /// The resident value of constant `c`, uploaded again when its version changed.
-  Tensor resident_constant(size_t c) const;
+  /// The body as it runs (folded, fused), its kernels and resident weights;
+  /// replaced as a whole when a weight of the original subgraph changes.
+  struct State;
+  std::shared_ptr<State> make_state() const;
+  /// The current state, made again first when a weight changed.
+  std::shared_ptr<State> current_state() const;
 
-  std::unique_ptr<ir::Graph> body_;
-  std::unique_ptr<ir::IndexedGraph> indexed_;
+  std::unique_ptr<ir::Graph> original_;  ///< the subgraph as compiled
   int device_index_ = 0;
   Device device_;
-  std::vector<std::unique_ptr<NodeKernel>> kernels_;  ///< per topological id; null for Input/Constant
-  std::vector<uint32_t> last_use_;                    ///< per entry
-  std::vector<bool> keep_;                            ///< per entry: an output or a constant
-  std::vector<int32_t> constant_of_;                  ///< per node id: index into constants_, or -1
-  std::vector<const ir::Node*> constants_;            ///< the body's Constant nodes
-  mutable std::once_flag compiled_;
-  mutable std::mutex constants_mutex_;
-  mutable std::vector<Tensor> resident_;          ///< per constant: its device copy
-  mutable std::vector<uint64_t> resident_version_;  ///< per constant: the storage version uploaded
+  mutable std::mutex state_mutex_;
+  mutable std::shared_ptr<State> state_;
 };
 
 }  // namespace graft::opencl
