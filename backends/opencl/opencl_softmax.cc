@@ -1,0 +1,125 @@
+// Softmax and LogSoftmax on the OpenCL device, float32, any axis.
+//
+// What: both opset semantics. Opset < 13 coerces the input to 2-D at `axis`
+// (default 1) and normalizes each row of prod(dims[axis:]) elements; opset
+// >= 13 normalizes along the single dimension `axis` (default -1).
+// Why: attention and classifier heads end in a Softmax; running it on the
+// device keeps the logits there.
+// How: as the reference kernel (ops/softmax.cc), the input is viewed as
+// [outer, n, inner] and normalized along n. One work-item per (outer, inner)
+// vector walks its n values (`inner` apart) three times: the maximum, the sum
+// of exp(x - max), then the outputs, so every exponent is at most 0
+// (numerically stable). Softmax multiplies by 1 / sum; LogSoftmax writes
+// (x - max) - log(sum), in two steps as the reference does. Shapes are kernel
+// arguments: one program for both ops and every shape.
+// Refused: dtypes other than float32.
+#include "opencl_kernel.h"
+
+#ifdef GRAFT_HAVE_OPENCL_HEADERS
+
+#include "graft/core/error.h"
+
+namespace graft::opencl {
+
+namespace {
+
+const char* kSoftmaxSource = R"CLC(
+__kernel void softmax(__global const float* x, __global float* y, long outer, long n, long inner) {
+  const long w = get_global_id(0);
+  if (w >= outer * inner) return;
+  const long base = (w / inner) * n * inner + w % inner;
+  __global const float* src = x + base;
+  __global float* dst = y + base;
+  float m = -INFINITY;
+  for (long k = 0; k < n; ++k) m = fmax(m, src[k * inner]);
+  float sum = 0.0f;
+  for (long k = 0; k < n; ++k) sum += exp(src[k * inner] - m);
+  const float scale = 1.0f / sum;
+  for (long k = 0; k < n; ++k) dst[k * inner] = exp(src[k * inner] - m) * scale;
+}
+
+__kernel void log_softmax(__global const float* x, __global float* y, long outer, long n, long inner) {
+  const long w = get_global_id(0);
+  if (w >= outer * inner) return;
+  const long base = (w / inner) * n * inner + w % inner;
+  __global const float* src = x + base;
+  __global float* dst = y + base;
+  float m = -INFINITY;
+  for (long k = 0; k < n; ++k) m = fmax(m, src[k * inner]);
+  float sum = 0.0f;
+  for (long k = 0; k < n; ++k) sum += exp(src[k * inner] - m);
+  const float log_sum = log(sum);
+  for (long k = 0; k < n; ++k) dst[k * inner] = (src[k * inner] - m) - log_sum;
+}
+)CLC";
+
+struct SoftmaxView {
+  int64_t outer = 1, n = 1, inner = 1;
+};
+
+/// The [outer, n, inner] view of the node's input (throws on a bad axis).
+SoftmaxView softmax_view(const KernelRequest& request) {
+  const ir::Node& node = request.node;
+  const Shape& shape = request.inputs[0].shape;
+  const int opset = node.opset_version;
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  const int64_t axis = normalize_axis(node.attributes.get_int("axis", opset < 13 ? 1 : -1), rank, node.describe());
+  SoftmaxView v;
+  for (int64_t d = 0; d < axis; ++d) v.outer *= shape[static_cast<size_t>(d)];
+  if (opset < 13) {
+    for (int64_t d = axis; d < rank; ++d) v.n *= shape[static_cast<size_t>(d)];
+  } else {
+    v.n = rank == 0 ? 1 : shape[static_cast<size_t>(axis)];
+    for (int64_t d = axis + 1; d < rank; ++d) v.inner *= shape[static_cast<size_t>(d)];
+  }
+  return v;
+}
+
+class SoftmaxKernel final : public NodeKernel {
+ public:
+  SoftmaxKernel(const char* name, SoftmaxView view) : name_(name), view_(view) {}
+
+  void compile(ClDevice& device) override { kernel_ = ClKernel(device, device.program(kSoftmaxSource), name_); }
+
+  void enqueue(ClLaunchContext& context, std::span<const ClTensor> inputs,
+               std::span<const ClTensor> outputs) const override {
+    if (outputs[0].numel() == 0) return;
+    ClRange range;
+    range.global[0] = static_cast<size_t>(view_.outer * view_.inner);
+    kernel_.launch(context.queue(), range, inputs[0], outputs[0], view_.outer, view_.n, view_.inner);
+  }
+
+ private:
+  const char* name_;
+  SoftmaxView view_;
+  ClKernel kernel_;
+};
+
+std::string softmax_support(const KernelRequest& request) {
+  if (request.inputs.empty() || request.inputs[0].dtype != DType::float32)
+    return std::string(request.inputs.empty() ? "no input" : dtype_name(request.inputs[0].dtype)) +
+           " input (the OpenCL Softmax is float32 only)";
+  try {
+    softmax_view(request);
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return {};
+}
+
+std::unique_ptr<NodeKernel> make_softmax_kernel(const KernelRequest& request) {
+  return std::make_unique<SoftmaxKernel>("softmax", softmax_view(request));
+}
+
+std::unique_ptr<NodeKernel> make_log_softmax_kernel(const KernelRequest& request) {
+  return std::make_unique<SoftmaxKernel>("log_softmax", softmax_view(request));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_OPENCL_KERNEL(Softmax, softmax_support, make_softmax_kernel);
+GRAFT_REGISTER_OPENCL_KERNEL(LogSoftmax, softmax_support, make_log_softmax_kernel);
+
+}  // namespace graft::opencl
+
+#endif  // GRAFT_HAVE_OPENCL_HEADERS
