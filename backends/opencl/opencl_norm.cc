@@ -89,6 +89,16 @@ __kernel void instance_norm(__global const float* x, __global const float* scale
 }
 )CLC";
 
+/// `n` work-items in work-groups of 64 (the kernels skip the items past n):
+/// one work-group size whatever the shape, so PoCL specializes each kernel
+/// once, and groups a GPU schedules well.
+ClRange items(int64_t n) {
+  ClRange range;
+  range.local[0] = 64;
+  range.global[0] = static_cast<size_t>((n + 63) / 64 * 64);
+  return range;
+}
+
 /// Why the node's tensors are not all float32 (input `i` of request, or an output), or empty.
 std::string float32_only(const KernelRequest& request, const char* op) {
   for (size_t i = 0; i < request.inputs.size(); ++i) {
@@ -159,8 +169,7 @@ class LayerNormKernel final : public NodeKernel {
   void enqueue(ClLaunchContext& context, std::span<const ClTensor> inputs,
                std::span<const ClTensor> outputs) const override {
     if (plan_.rows == 0 || plan_.width == 0) return;
-    ClRange range;
-    range.global[0] = static_cast<size_t>(plan_.rows);
+    const ClRange range = items(plan_.rows);
     // Without B the scale buffer stands in for it (never read).
     cl_mem bias = plan_.has_bias ? inputs[2].buffer : inputs[1].buffer;
     kernel_.launch(context.queue(), range, inputs[0], inputs[1], bias, outputs[0], plan_.rows, plan_.width,
@@ -221,8 +230,7 @@ class BatchNormKernel final : public NodeKernel {
 
   void enqueue(ClLaunchContext& context, std::span<const ClTensor> inputs,
                std::span<const ClTensor> outputs) const override {
-    ClRange range;
-    range.global[0] = static_cast<size_t>(plan_.count);
+    const ClRange range = items(plan_.count);
     kernel_.launch(context.queue(), range, inputs[0], inputs[1], inputs[2], inputs[3], inputs[4], outputs[0],
                    plan_.count, plan_.channels, plan_.plane, plan_.epsilon);
   }
@@ -265,8 +273,7 @@ class InstanceNormKernel final : public NodeKernel {
 
   void enqueue(ClLaunchContext& context, std::span<const ClTensor> inputs,
                std::span<const ClTensor> outputs) const override {
-    ClRange range;
-    range.global[0] = static_cast<size_t>(plan_.batch * plan_.channels);
+    const ClRange range = items(plan_.batch * plan_.channels);
     kernel_.launch(context.queue(), range, inputs[0], inputs[1], inputs[2], outputs[0], plan_.batch * plan_.channels,
                    plan_.channels, plan_.plane, plan_.epsilon);
   }

@@ -32,7 +32,7 @@ const char* kPoolSource = R"CLC(
 typedef struct {
   long input[3];
   long output[3];
-  long kernel[3];
+  long window[3];
   long stride[3];
   long dilation[3];
   long pad_begin[3];
@@ -53,14 +53,14 @@ __kernel void max_pool(__global const float* x, __global float* y, PoolGeometry 
   const long od = rest / g.output[1];
   __global const float* src = x + plane * g.input[0] * g.input[1] * g.input[2];
   float best = -INFINITY;
-  for (long kd = 0; kd < g.kernel[0]; ++kd) {
+  for (long kd = 0; kd < g.window[0]; ++kd) {
     const long id = od * g.stride[0] - g.pad_begin[0] + kd * g.dilation[0];
     if (id < 0 || id >= g.input[0]) continue;
-    for (long kh = 0; kh < g.kernel[1]; ++kh) {
+    for (long kh = 0; kh < g.window[1]; ++kh) {
       const long ih = oh * g.stride[1] - g.pad_begin[1] + kh * g.dilation[1];
       if (ih < 0 || ih >= g.input[1]) continue;
       __global const float* row = src + (id * g.input[1] + ih) * g.input[2];
-      for (long kw = 0; kw < g.kernel[2]; ++kw) {
+      for (long kw = 0; kw < g.window[2]; ++kw) {
         const long iw = ow * g.stride[2] - g.pad_begin[2] + kw * g.dilation[2];
         if (iw < 0 || iw >= g.input[2]) continue;
         const float v = row[iw];
@@ -71,10 +71,10 @@ __kernel void max_pool(__global const float* x, __global float* y, PoolGeometry 
   y[i] = best;
 }
 
-/* Taps k < kernel whose position start + k * dilation lies in [lo, hi). */
-long taps_inside(long start, long dilation, long kernel, long lo, long hi) {
+/* Taps k < taps whose position start + k * dilation lies in [lo, hi). */
+long taps_inside(long start, long dilation, long taps, long lo, long hi) {
   long n = 0;
-  for (long k = 0; k < kernel; ++k) {
+  for (long k = 0; k < taps; ++k) {
     const long p = start + k * dilation;
     if (p >= lo && p < hi) ++n;
   }
@@ -90,14 +90,14 @@ __kernel void average_pool(__global const float* x, __global float* y, PoolGeome
   const long o[3] = {rest / (g.output[1] * g.output[2]), (rest / g.output[2]) % g.output[1], rest % g.output[2]};
   __global const float* src = x + plane * g.input[0] * g.input[1] * g.input[2];
   float sum = 0.0f;
-  for (long kd = 0; kd < g.kernel[0]; ++kd) {
+  for (long kd = 0; kd < g.window[0]; ++kd) {
     const long id = o[0] * g.stride[0] - g.pad_begin[0] + kd * g.dilation[0];
     if (id < 0 || id >= g.input[0]) continue;
-    for (long kh = 0; kh < g.kernel[1]; ++kh) {
+    for (long kh = 0; kh < g.window[1]; ++kh) {
       const long ih = o[1] * g.stride[1] - g.pad_begin[1] + kh * g.dilation[1];
       if (ih < 0 || ih >= g.input[1]) continue;
       __global const float* row = src + (id * g.input[1] + ih) * g.input[2];
-      for (long kw = 0; kw < g.kernel[2]; ++kw) {
+      for (long kw = 0; kw < g.window[2]; ++kw) {
         const long iw = o[2] * g.stride[2] - g.pad_begin[2] + kw * g.dilation[2];
         if (iw < 0 || iw >= g.input[2]) continue;
         sum += row[iw];
@@ -107,8 +107,8 @@ __kernel void average_pool(__global const float* x, __global float* y, PoolGeome
   long count = 1;
   for (int d = 0; d < 3; ++d) {
     const long start = o[d] * g.stride[d] - g.pad_begin[d];
-    count *= g.count_include_pad ? taps_inside(start, g.dilation[d], g.kernel[d], -g.pad_begin[d], g.input[d] + g.pad_end[d])
-                                 : taps_inside(start, g.dilation[d], g.kernel[d], 0, g.input[d]);
+    count *= g.count_include_pad ? taps_inside(start, g.dilation[d], g.window[d], -g.pad_begin[d], g.input[d] + g.pad_end[d])
+                                 : taps_inside(start, g.dilation[d], g.window[d], 0, g.input[d]);
   }
   y[i] = count > 0 ? sum / (float)count : NAN;
 }
@@ -132,11 +132,21 @@ __kernel void global_average_pool(__global const float* x, __global float* y, lo
 }
 )CLC";
 
+/// `n` work-items in work-groups of 64 (the kernels skip the items past n):
+/// one work-group size whatever the shape, so PoCL specializes each kernel
+/// once, and groups a GPU schedules well.
+ClRange items(int64_t n) {
+  ClRange range;
+  range.local[0] = 64;
+  range.global[0] = static_cast<size_t>((n + 63) / 64 * 64);
+  return range;
+}
+
 /// The kernel's PoolGeometry (all longs: one layout on host and device).
 struct PoolGeometry {
   int64_t input[3];
   int64_t output[3];
-  int64_t kernel[3];
+  int64_t window[3];  ///< the kernel extents (`kernel` is a keyword in OpenCL C)
   int64_t stride[3];
   int64_t dilation[3];
   int64_t pad_begin[3];
@@ -154,8 +164,7 @@ class WindowPoolKernel final : public NodeKernel {
 
   void enqueue(ClLaunchContext& context, std::span<const ClTensor> inputs,
                std::span<const ClTensor> outputs) const override {
-    ClRange range;
-    range.global[0] = static_cast<size_t>(outputs[0].numel());
+    const ClRange range = items(outputs[0].numel());
     kernel_.launch(context.queue(), range, inputs[0], outputs[0], geometry_);
   }
 
@@ -173,8 +182,7 @@ class GlobalPoolKernel final : public NodeKernel {
 
   void enqueue(ClLaunchContext& context, std::span<const ClTensor> inputs,
                std::span<const ClTensor> outputs) const override {
-    ClRange range;
-    range.global[0] = static_cast<size_t>(planes_);
+    const ClRange range = items(planes_);
     kernel_.launch(context.queue(), range, inputs[0], outputs[0], planes_, size_);
   }
 
@@ -204,7 +212,7 @@ PoolGeometry window_geometry(const KernelRequest& request) {
   for (int d = 0; d < 3; ++d) {
     p.input[d] = g.input[d];
     p.output[d] = g.output[d];
-    p.kernel[d] = g.kernel[d];
+    p.window[d] = g.kernel[d];
     p.stride[d] = g.stride[d];
     p.dilation[d] = g.dilation[d];
     p.pad_begin[d] = g.pad_begin[d];

@@ -118,6 +118,16 @@ ARG_KERNEL(arg_max, v > best)
 ARG_KERNEL(arg_min, v < best)
 )CLC";
 
+/// `n` work-items in work-groups of 64 (the kernels skip the items past n):
+/// one work-group size whatever the shape, so PoCL specializes each kernel
+/// once, and groups a GPU schedules well.
+ClRange items(int64_t n) {
+  ClRange range;
+  range.local[0] = 64;
+  range.global[0] = static_cast<size_t>((n + 63) / 64 * 64);
+  return range;
+}
+
 constexpr int kMaxRuns = 8;
 
 /// The kernel's ReduceGeometry (all longs: one layout on host and device).
@@ -246,8 +256,7 @@ class ReduceKernel final : public NodeKernel {
 
   void enqueue(ClLaunchContext& context, std::span<const ClTensor> inputs,
                std::span<const ClTensor> outputs) const override {
-    ClRange range;
-    range.global[0] = static_cast<size_t>(geometry_.kept_count);
+    const ClRange range = items(geometry_.kept_count);
     kernel_.launch(context.queue(), range, inputs[0], outputs[0], geometry_);
   }
 
@@ -323,8 +332,7 @@ class ArgKernel final : public NodeKernel {
 
   void enqueue(ClLaunchContext& context, std::span<const ClTensor> inputs,
                std::span<const ClTensor> outputs) const override {
-    ClRange range;
-    range.global[0] = static_cast<size_t>(plan_.outer * plan_.inner);
+    const ClRange range = items(plan_.outer * plan_.inner);
     kernel_.launch(context.queue(), range, inputs[0], outputs[0], plan_.outer, plan_.n, plan_.inner,
                    plan_.select_last);
   }

@@ -53,6 +53,16 @@ __kernel void log_softmax(__global const float* x, __global float* y, long outer
 }
 )CLC";
 
+/// `n` work-items in work-groups of 64 (the kernels skip the items past n):
+/// one work-group size whatever the shape, so PoCL specializes each kernel
+/// once, and groups a GPU schedules well.
+ClRange items(int64_t n) {
+  ClRange range;
+  range.local[0] = 64;
+  range.global[0] = static_cast<size_t>((n + 63) / 64 * 64);
+  return range;
+}
+
 struct SoftmaxView {
   int64_t outer = 1, n = 1, inner = 1;
 };
@@ -84,8 +94,7 @@ class SoftmaxKernel final : public NodeKernel {
   void enqueue(ClLaunchContext& context, std::span<const ClTensor> inputs,
                std::span<const ClTensor> outputs) const override {
     if (outputs[0].numel() == 0) return;
-    ClRange range;
-    range.global[0] = static_cast<size_t>(view_.outer * view_.inner);
+    const ClRange range = items(view_.outer * view_.inner);
     kernel_.launch(context.queue(), range, inputs[0], outputs[0], view_.outer, view_.n, view_.inner);
   }
 

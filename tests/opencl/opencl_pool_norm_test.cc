@@ -7,6 +7,7 @@
 
 #include <cmath>
 #include <initializer_list>
+#include <optional>
 #include <random>
 
 #include "opencl_test_util.h"
