@@ -295,6 +295,49 @@ TEST(OpenClReduce, ArgMaxArgMin) {
   }
 }
 
+TEST(OpenClReduce, NaNAndEmptyReductions) {
+  GRAFT_REQUIRE_OPENCL();
+  const float nan = std::nanf("");
+  Tensor x(DType::float32, {3, 4, 5});
+  std::mt19937_64 rng(11);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = dist(rng);
+  x.data<float>()[7] = nan;  // lane (0, 1, 2)
+  x.data<float>()[44] = nan;
+  for (const char* op : {"ReduceMax", "ReduceMin", "ReduceSum", "ReduceLogSumExp"})
+    for (const Ints& axes : {Ints{1}, Ints{2}, Ints{0, 2}}) {
+      SCOPED_TRACE(op);
+      NodeCase c(13);
+      ir::Value v = c.input_value(x);
+      c.node(op, {v}, {{"axes", axes}});
+      c.check();
+    }
+  for (const char* op : {"ArgMax", "ArgMin"})
+    for (int64_t axis : {0, 1, 2}) {
+      NodeCase c(13);
+      ir::Value v = c.input_value(x);
+      c.node(op, {v}, {{"axis", axis}});
+      c.check(0, 0);
+    }
+  for (const char* op : {"MaxPool", "GlobalMaxPool"}) {  // a NaN tap never wins a max pool (std::max)
+    NodeCase c(13);
+    ir::Value v = c.input_value(x.reshaped({1, 3, 4, 5}));
+    if (std::string(op) == "MaxPool")
+      c.node(op, {v}, {{"kernel_shape", Ints{2, 2}}});
+    else
+      c.node(op, {v});
+    c.check();
+  }
+  // Reductions over an axis of extent 0: the op's identity (Mean of nothing is NaN).
+  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceProd", "ReduceL2", "ReduceSumSquare"}) {
+    SCOPED_TRACE(op);
+    NodeCase c(13);
+    ir::Value v = c.input({3, 0, 4});
+    c.node(op, {v}, {{"axes", Ints{1}}});
+    c.check();
+  }
+}
+
 // ---- refusals --------------------------------------------------------------------------
 
 TEST(OpenClReduce, UnsupportedCasesAreRefusedWithAReason) {
