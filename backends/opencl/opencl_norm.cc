@@ -13,7 +13,9 @@
 // batch_norm.cc, instance_norm.cc): two passes (the mean, then the mean
 // squared deviation: the biased variance), inv_std = 1 / sqrt(var + epsilon).
 // One work-item per row (LayerNormalization) or plane (InstanceNormalization)
-// computes its statistics and writes its outputs; BatchNormalization runs one
+// computes its statistics and writes its outputs; rows and planes of 256
+// elements or more run one work-group of 64 each instead, the sums reduced
+// in local memory; BatchNormalization runs one
 // work-item per element with y = x * a + b, a = scale / sqrt(var + epsilon),
 // b = B - mean * a, as the reference folds them. Shapes are kernel arguments;
 // the three ops share one program.
@@ -87,7 +89,82 @@ __kernel void instance_norm(__global const float* x, __global const float* scale
   const float b = bias[c] - mean * a;
   for (long i = 0; i < plane; ++i) dst[i] = src[i] * a + b;
 }
+
+/* The sum of v over the work-group of 64; every item gets it. */
+float group_sum(float v, __local float* partial) {
+  const int l = (int)get_local_id(0);
+  partial[l] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int step = 32; step > 0; step >>= 1) {
+    if (l < step) partial[l] += partial[l + step];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const float result = partial[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return result;
+}
+
+/* Long rows and planes: one work-group of 64 per row (arguments as layer_norm's). */
+__kernel __attribute__((reqd_work_group_size(64, 1, 1)))
+void group_layer_norm(__global const float* x, __global const float* scale, __global const float* bias,
+                      __global float* y, long rows, long width, long scale_step, long bias_step, int has_bias,
+                      float epsilon) {
+  __local float partial[64];
+  const long r = get_group_id(0);
+  const long l = get_local_id(0);
+  __global const float* src = x + r * width;
+  __global float* dst = y + r * width;
+  float sum = 0.0f;
+  for (long i = l; i < width; i += 64) sum += src[i];
+  const float mean = group_sum(sum, partial) / (float)width;
+  float squares = 0.0f;
+  for (long i = l; i < width; i += 64) {
+    const float d = src[i] - mean;
+    squares += d * d;
+  }
+  const float inv_std = 1.0f / sqrt(group_sum(squares, partial) / (float)width + epsilon);
+  for (long i = l; i < width; i += 64) {
+    float v = (src[i] - mean) * inv_std * scale[i * scale_step];
+    if (has_bias) v += bias[i * bias_step];
+    dst[i] = v;
+  }
+}
+
+/* One work-group of 64 per (n, c) plane (arguments as instance_norm's). */
+__kernel __attribute__((reqd_work_group_size(64, 1, 1)))
+void group_instance_norm(__global const float* x, __global const float* scale, __global const float* bias,
+                         __global float* y, long planes, long channels, long plane, float epsilon) {
+  __local float partial[64];
+  const long p = get_group_id(0);
+  const long l = get_local_id(0);
+  __global const float* src = x + p * plane;
+  __global float* dst = y + p * plane;
+  float sum = 0.0f;
+  for (long i = l; i < plane; i += 64) sum += src[i];
+  const float mean = group_sum(sum, partial) / (float)plane;
+  float squares = 0.0f;
+  for (long i = l; i < plane; i += 64) {
+    const float d = src[i] - mean;
+    squares += d * d;
+  }
+  const float inv_std = 1.0f / sqrt(group_sum(squares, partial) / (float)plane + epsilon);
+  const long c = p % channels;
+  const float a = scale[c] * inv_std;
+  const float b = bias[c] - mean * a;
+  for (long i = l; i < plane; i += 64) dst[i] = src[i] * a + b;
+}
 )CLC";
+
+/// Rows (planes) of at least this many elements run one work-group per row (plane).
+constexpr int64_t kGroupRow = 256;
+
+/// One work-group of 64 per row.
+ClRange groups(int64_t rows) {
+  ClRange range;
+  range.local[0] = 64;
+  range.global[0] = static_cast<size_t>(rows) * 64;
+  return range;
+}
 
 /// `n` work-items in work-groups of 64 (the kernels skip the items past n):
 /// one work-group size whatever the shape, so PoCL specializes each kernel
@@ -164,12 +241,14 @@ class LayerNormKernel final : public NodeKernel {
  public:
   explicit LayerNormKernel(LayerNormPlan plan) : plan_(plan) {}
 
-  void compile(ClDevice& device) override { kernel_ = ClKernel(device, device.program(kNormSource), "layer_norm"); }
+  void compile(ClDevice& device) override {
+    kernel_ = ClKernel(device, device.program(kNormSource), grouped() ? "group_layer_norm" : "layer_norm");
+  }
 
   void enqueue(ClLaunchContext& context, std::span<const ClTensor> inputs,
                std::span<const ClTensor> outputs) const override {
     if (plan_.rows == 0 || plan_.width == 0) return;
-    const ClRange range = items(plan_.rows);
+    const ClRange range = grouped() ? groups(plan_.rows) : items(plan_.rows);
     // Without B the scale buffer stands in for it (never read).
     cl_mem bias = plan_.has_bias ? inputs[2].buffer : inputs[1].buffer;
     kernel_.launch(context.queue(), range, inputs[0], inputs[1], bias, outputs[0], plan_.rows, plan_.width,
@@ -177,6 +256,7 @@ class LayerNormKernel final : public NodeKernel {
   }
 
  private:
+  bool grouped() const { return plan_.width >= kGroupRow; }
   LayerNormPlan plan_;
   ClKernel kernel_;
 };
@@ -268,17 +348,18 @@ class InstanceNormKernel final : public NodeKernel {
   explicit InstanceNormKernel(ChannelPlan plan) : plan_(plan) {}
 
   void compile(ClDevice& device) override {
-    kernel_ = ClKernel(device, device.program(kNormSource), "instance_norm");
+    kernel_ = ClKernel(device, device.program(kNormSource), grouped() ? "group_instance_norm" : "instance_norm");
   }
 
   void enqueue(ClLaunchContext& context, std::span<const ClTensor> inputs,
                std::span<const ClTensor> outputs) const override {
-    const ClRange range = items(plan_.batch * plan_.channels);
+    const ClRange range = grouped() ? groups(plan_.batch * plan_.channels) : items(plan_.batch * plan_.channels);
     kernel_.launch(context.queue(), range, inputs[0], inputs[1], inputs[2], outputs[0], plan_.batch * plan_.channels,
                    plan_.channels, plan_.plane, plan_.epsilon);
   }
 
  private:
+  bool grouped() const { return plan_.plane >= kGroupRow; }
   ChannelPlan plan_;
   ClKernel kernel_;
 };

@@ -15,7 +15,9 @@
 // inside the input, or with count_include_pad by the taps inside the
 // explicitly padded extent (taps that ceil_mode adds past the padding never
 // count), as the reference kernel does; an empty window gives NaN. The global
-// pools run one work-item per (image, channel) plane.
+// pools run one work-item per (image, channel) plane, or one work-group of 64
+// per plane of 256 elements or more (partial results combined in local
+// memory).
 // Refused: other dtypes, MaxPool's Indices output, LpPool (no kernel here).
 #include "opencl_kernel.h"
 
@@ -130,7 +132,45 @@ __kernel void global_average_pool(__global const float* x, __global float* y, lo
   for (long i = 0; i < size; ++i) sum += src[i];
   y[p] = size > 0 ? sum / (float)size : NAN;
 }
+
+/* Large planes: one work-group of 64 per plane, the partial results combined in local memory. */
+__kernel __attribute__((reqd_work_group_size(64, 1, 1)))
+void group_global_max_pool(__global const float* x, __global float* y, long planes, long size) {
+  __local float partial[64];
+  const long p = get_group_id(0);
+  const int l = (int)get_local_id(0);
+  __global const float* src = x + p * size;
+  float best = -INFINITY;
+  for (long i = l; i < size; i += 64) best = best < src[i] ? src[i] : best;
+  partial[l] = best;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int step = 32; step > 0; step >>= 1) {
+    if (l < step) partial[l] = partial[l] < partial[l + step] ? partial[l + step] : partial[l];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (l == 0) y[p] = partial[0];
+}
+
+__kernel __attribute__((reqd_work_group_size(64, 1, 1)))
+void group_global_average_pool(__global const float* x, __global float* y, long planes, long size) {
+  __local float partial[64];
+  const long p = get_group_id(0);
+  const int l = (int)get_local_id(0);
+  __global const float* src = x + p * size;
+  float sum = 0.0f;
+  for (long i = l; i < size; i += 64) sum += src[i];
+  partial[l] = sum;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int step = 32; step > 0; step >>= 1) {
+    if (l < step) partial[l] += partial[l + step];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (l == 0) y[p] = partial[0] / (float)size;
+}
 )CLC";
+
+/// Global pools over planes of at least this many elements run one work-group per plane.
+constexpr int64_t kGroupPlane = 256;
 
 /// `n` work-items in work-groups of 64 (the kernels skip the items past n):
 /// one work-group size whatever the shape, so PoCL specializes each kernel
@@ -176,18 +216,20 @@ class WindowPoolKernel final : public NodeKernel {
 
 class GlobalPoolKernel final : public NodeKernel {
  public:
-  GlobalPoolKernel(const char* name, int64_t planes, int64_t size) : name_(name), planes_(planes), size_(size) {}
+  GlobalPoolKernel(const char* name, int64_t planes, int64_t size)
+      : name_(size >= kGroupPlane ? std::string("group_") + name : std::string(name)), planes_(planes), size_(size) {}
 
   void compile(ClDevice& device) override { kernel_ = ClKernel(device, device.program(kPoolSource), name_); }
 
   void enqueue(ClLaunchContext& context, std::span<const ClTensor> inputs,
                std::span<const ClTensor> outputs) const override {
-    const ClRange range = items(planes_);
+    ClRange range = items(planes_);
+    if (size_ >= kGroupPlane) range.global[0] = static_cast<size_t>(planes_) * 64;  // one work-group per plane
     kernel_.launch(context.queue(), range, inputs[0], outputs[0], planes_, size_);
   }
 
  private:
-  const char* name_;
+  std::string name_;
   int64_t planes_, size_;
   ClKernel kernel_;
 };

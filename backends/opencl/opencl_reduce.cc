@@ -16,7 +16,10 @@
 // struct argument. One work-item per output element finds its base offset
 // from its index over the kept runs, then walks the reduced runs with an
 // odometer (the reduced axes as if permuted innermost, by index arithmetic,
-// no transpose), accumulating in float with the reference's rules: Max and
+// no transpose); reductions of 256 elements or more per output run one
+// work-group of 64 per output instead, each work-item folding every 64th
+// element, the partial results combined in local memory (LogSumExp always
+// runs per item). Accumulation is in float with the reference's rules: Max and
 // Min let NaN through, LogSumExp keeps a running maximum, an empty reduction
 // gives the op's identity (Mean of nothing: NaN). ArgMax / ArgMin view the
 // input as [outer, n, inner]; ties go to the first index or, with
@@ -116,7 +119,60 @@ REDUCE_KERNEL(reduce_log_sum_exp, float m = -INFINITY; float s = 0.0f,
 
 ARG_KERNEL(arg_max, v > best)
 ARG_KERNEL(arg_min, v < best)
+
+/* Long reductions: one work-group of 64 per output element. Work-item l folds
+   the reduced positions l, l + 64, ... (each decomposed over the reduced runs),
+   then the 64 partial results combine in local memory (COMBINE(a, b)). */
+#define GROUP_REDUCE_KERNEL(NAME, INIT, ADD, COMBINE, FINISH)                          \
+  __kernel __attribute__((reqd_work_group_size(64, 1, 1)))                             \
+  void NAME(__global const float* x, __global float* y, ReduceGeometry g) {            \
+    __local float partial[64];                                                         \
+    const long o = get_group_id(0);                                                    \
+    const int l = (int)get_local_id(0);                                                \
+    long base = 0, rest = o;                                                           \
+    for (int d = (int)g.kept_rank - 1; d >= 0; --d) {                                  \
+      base += (rest % g.kept_size[d]) * g.kept_stride[d];                              \
+      rest /= g.kept_size[d];                                                          \
+    }                                                                                  \
+    float acc = INIT;                                                                  \
+    for (long r = l; r < g.reduced_count; r += 64) {                                   \
+      long offset = base, left = r;                                                    \
+      for (int d = (int)g.reduced_rank - 1; d >= 0; --d) {                             \
+        offset += (left % g.reduced_size[d]) * g.reduced_stride[d];                    \
+        left /= g.reduced_size[d];                                                     \
+      }                                                                                \
+      const float v = x[offset];                                                       \
+      ADD;                                                                             \
+    }                                                                                  \
+    partial[l] = acc;                                                                  \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                      \
+    for (int step = 32; step > 0; step >>= 1) {                                           \
+      if (l < step) {                                                                  \
+        const float a = partial[l], b = partial[l + step];                             \
+        partial[l] = COMBINE;                                                          \
+      }                                                                                \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                    \
+    }                                                                                  \
+    if (l == 0) {                                                                      \
+      acc = partial[0];                                                                \
+      const long count = g.reduced_count;                                              \
+      y[o] = FINISH;                                                                   \
+    }                                                                                  \
+  }
+
+GROUP_REDUCE_KERNEL(group_reduce_sum, 0.0f, acc += v, a + b, acc)
+GROUP_REDUCE_KERNEL(group_reduce_mean, 0.0f, acc += v, a + b, acc / (float)count)
+GROUP_REDUCE_KERNEL(group_reduce_sum_square, 0.0f, acc += v * v, a + b, acc)
+GROUP_REDUCE_KERNEL(group_reduce_l1, 0.0f, acc += fabs(v), a + b, acc)
+GROUP_REDUCE_KERNEL(group_reduce_l2, 0.0f, acc += v * v, a + b, sqrt(acc))
+GROUP_REDUCE_KERNEL(group_reduce_log_sum, 0.0f, acc += v, a + b, log(acc))
+GROUP_REDUCE_KERNEL(group_reduce_prod, 1.0f, acc *= v, a * b, acc)
+GROUP_REDUCE_KERNEL(group_reduce_max, -INFINITY, if (v > acc || isnan(v)) acc = v, (b > a || isnan(b)) ? b : a, acc)
+GROUP_REDUCE_KERNEL(group_reduce_min, INFINITY, if (v < acc || isnan(v)) acc = v, (b < a || isnan(b)) ? b : a, acc)
 )CLC";
+
+/// Reductions of at least this many elements per output run one work-group per output.
+constexpr int64_t kGroupReduction = 256;
 
 /// `n` work-items in work-groups of 64 (the kernels skip the items past n):
 /// one work-group size whatever the shape, so PoCL specializes each kernel
@@ -250,19 +306,23 @@ ReduceGeometry reduce_geometry(const KernelRequest& request, std::string& why) {
 
 class ReduceKernel final : public NodeKernel {
  public:
-  ReduceKernel(const char* name, ReduceGeometry geometry) : name_(name), geometry_(geometry) {}
+  /// `grouped`: one work-group per output (kernel "group_" + name), else one work-item.
+  ReduceKernel(const char* name, ReduceGeometry geometry, bool grouped)
+      : name_(grouped ? std::string("group_") + name : std::string(name)), geometry_(geometry), grouped_(grouped) {}
 
   void compile(ClDevice& device) override { kernel_ = ClKernel(device, device.program(kReduceSource), name_); }
 
   void enqueue(ClLaunchContext& context, std::span<const ClTensor> inputs,
                std::span<const ClTensor> outputs) const override {
-    const ClRange range = items(geometry_.kept_count);
+    ClRange range = items(geometry_.kept_count);
+    if (grouped_) range.global[0] = static_cast<size_t>(geometry_.kept_count) * 64;
     kernel_.launch(context.queue(), range, inputs[0], outputs[0], geometry_);
   }
 
  private:
-  const char* name_;
+  std::string name_;
   ReduceGeometry geometry_;
+  bool grouped_;
   ClKernel kernel_;
 };
 
@@ -285,7 +345,9 @@ std::unique_ptr<NodeKernel> make_reduce_kernel(const KernelRequest& request) {
   std::string why;
   ReduceGeometry g = reduce_geometry(request, why);
   if (!why.empty()) fail(ErrorKind::unsupported, request.node.describe(), ": ", why);
-  return std::make_unique<ReduceKernel>(reduce_kernel_name(request.node.op()), g);
+  // LogSumExp's running (maximum, sum) pair has no work-group form here: it always runs per item.
+  const bool grouped = g.reduced_count >= kGroupReduction && request.node.op() != ir::OpId::ReduceLogSumExp;
+  return std::make_unique<ReduceKernel>(reduce_kernel_name(request.node.op()), g, grouped);
 }
 
 // ---- ArgMax / ArgMin ---------------------------------------------------------

@@ -9,7 +9,9 @@
 // [outer, n, inner] and normalized along n. One work-item per (outer, inner)
 // vector walks its n values (`inner` apart) three times: the maximum, the sum
 // of exp(x - max), then the outputs, so every exponent is at most 0
-// (numerically stable). Softmax multiplies by 1 / sum; LogSoftmax writes
+// (numerically stable). Long contiguous rows (inner 1, n >= 256) run one
+// work-group of 64 per row instead, the maximum and the sum reduced in local
+// memory. Softmax multiplies by 1 / sum; LogSoftmax writes
 // (x - max) - log(sum), in two steps as the reference does. Shapes are kernel
 // arguments: one program for both ops and every shape.
 // Refused: dtypes other than float32.
@@ -51,7 +53,60 @@ __kernel void log_softmax(__global const float* x, __global float* y, long outer
   const float log_sum = log(sum);
   for (long k = 0; k < n; ++k) dst[k * inner] = (src[k * inner] - m) - log_sum;
 }
+
+/* The maximum (fmax) or the sum of v over the work-group of 64; every item gets it. */
+float group_max(float v, __local float* partial) {
+  const int l = (int)get_local_id(0);
+  partial[l] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int step = 32; step > 0; step >>= 1) {
+    if (l < step) partial[l] = fmax(partial[l], partial[l + step]);
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const float result = partial[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return result;
+}
+
+float group_sum(float v, __local float* partial) {
+  const int l = (int)get_local_id(0);
+  partial[l] = v;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int step = 32; step > 0; step >>= 1) {
+    if (l < step) partial[l] += partial[l + step];
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  const float result = partial[0];
+  barrier(CLK_LOCAL_MEM_FENCE);
+  return result;
+}
+
+/* Long contiguous rows (inner == 1): one work-group of 64 per row. */
+__kernel __attribute__((reqd_work_group_size(64, 1, 1)))
+void group_softmax(__global const float* x, __global float* y, long n, int log_softmax) {
+  __local float partial[64];
+  const long row = get_group_id(0);
+  const long l = get_local_id(0);
+  __global const float* src = x + row * n;
+  __global float* dst = y + row * n;
+  float m = -INFINITY;
+  for (long k = l; k < n; k += 64) m = fmax(m, src[k]);
+  m = group_max(m, partial);
+  float sum = 0.0f;
+  for (long k = l; k < n; k += 64) sum += exp(src[k] - m);
+  sum = group_sum(sum, partial);
+  if (log_softmax) {
+    const float log_sum = log(sum);
+    for (long k = l; k < n; k += 64) dst[k] = (src[k] - m) - log_sum;
+  } else {
+    const float scale = 1.0f / sum;
+    for (long k = l; k < n; k += 64) dst[k] = exp(src[k] - m) * scale;
+  }
+}
 )CLC";
+
+/// Contiguous rows of at least this many elements run one work-group per row.
+constexpr int64_t kGroupRow = 256;
 
 /// `n` work-items in work-groups of 64 (the kernels skip the items past n):
 /// one work-group size whatever the shape, so PoCL specializes each kernel
@@ -87,20 +142,31 @@ SoftmaxView softmax_view(const KernelRequest& request) {
 
 class SoftmaxKernel final : public NodeKernel {
  public:
-  SoftmaxKernel(const char* name, SoftmaxView view) : name_(name), view_(view) {}
+  SoftmaxKernel(bool log_softmax, SoftmaxView view)
+      : log_(log_softmax), view_(view), grouped_(view.inner == 1 && view.n >= kGroupRow) {}
 
-  void compile(ClDevice& device) override { kernel_ = ClKernel(device, device.program(kSoftmaxSource), name_); }
+  void compile(ClDevice& device) override {
+    kernel_ = ClKernel(device, device.program(kSoftmaxSource),
+                       grouped_ ? "group_softmax" : log_ ? "log_softmax" : "softmax");
+  }
 
   void enqueue(ClLaunchContext& context, std::span<const ClTensor> inputs,
                std::span<const ClTensor> outputs) const override {
     if (outputs[0].numel() == 0) return;
+    if (grouped_) {
+      ClRange range = items(0);
+      range.global[0] = static_cast<size_t>(view_.outer) * 64;
+      kernel_.launch(context.queue(), range, inputs[0], outputs[0], view_.n, static_cast<int32_t>(log_));
+      return;
+    }
     const ClRange range = items(view_.outer * view_.inner);
     kernel_.launch(context.queue(), range, inputs[0], outputs[0], view_.outer, view_.n, view_.inner);
   }
 
  private:
-  const char* name_;
+  bool log_;
   SoftmaxView view_;
+  bool grouped_;  ///< one work-group per row (long contiguous rows), else one work-item per vector
   ClKernel kernel_;
 };
 
@@ -117,11 +183,11 @@ std::string softmax_support(const KernelRequest& request) {
 }
 
 std::unique_ptr<NodeKernel> make_softmax_kernel(const KernelRequest& request) {
-  return std::make_unique<SoftmaxKernel>("softmax", softmax_view(request));
+  return std::make_unique<SoftmaxKernel>(false, softmax_view(request));
 }
 
 std::unique_ptr<NodeKernel> make_log_softmax_kernel(const KernelRequest& request) {
-  return std::make_unique<SoftmaxKernel>("log_softmax", softmax_view(request));
+  return std::make_unique<SoftmaxKernel>(true, softmax_view(request));
 }
 
 }  // namespace

@@ -126,6 +126,9 @@ TEST(OpenClPool, GlobalAverageAndMaxPool) {
   check_pool("GlobalAveragePool", {2, 8, 7, 7}, {});
   check_pool("GlobalMaxPool", {2, 8, 5, 6}, {});
   check_pool("GlobalAveragePool", {3, 5, 11}, {});
+  // planes of 256 elements or more: one work-group per plane
+  check_pool("GlobalAveragePool", {2, 3, 20, 20}, {});
+  check_pool("GlobalMaxPool", {2, 3, 17, 19}, {});
 }
 
 // ---- Softmax --------------------------------------------------------------------
@@ -159,6 +162,13 @@ TEST(OpenClSoftmax, Opset11FlattensAtTheAxis) {
   check_softmax(11, {6, 9}, {{"axis", int64_t{-1}}});
 }
 
+TEST(OpenClSoftmax, LongRowsOneWorkGroupPerRow) {
+  GRAFT_REQUIRE_OPENCL();
+  check_softmax(13, {3, 1000}, {}, 20);
+  check_softmax(11, {2, 5, 7, 9}, {});  // rows of 315
+  check_softmax(13, {2, 300, 3}, {{"axis", int64_t{1}}});  // strided: still one work-item per vector
+}
+
 // ---- normalizations ---------------------------------------------------------------
 
 TEST(OpenClNorm, LayerNormalizationLastAxisBert) {
@@ -185,6 +195,33 @@ TEST(OpenClNorm, LayerNormalizationWithoutBias) {
     ir::Value x = c.input({3, 10});
     ir::Value scale = c.input({1});
     c.node("LayerNormalization", {x, scale, ir::Value{}}, {});
+    c.check();
+  }
+}
+
+TEST(OpenClNorm, LongRowsAndPlanesOneWorkGroupEach) {
+  GRAFT_REQUIRE_OPENCL();
+  {
+    NodeCase c(17);
+    ir::Value x = c.input({2, 3, 384}, -3, 3);
+    ir::Value scale = c.input({384});
+    ir::Value bias = c.input({384});
+    c.node("LayerNormalization", {x, scale, bias}, {{"epsilon", 1e-12f}});
+    c.check();
+  }
+  {
+    NodeCase c(17);
+    ir::Value x = c.input({2, 3, 100});
+    ir::Value scale = c.input({3, 100});
+    c.node("LayerNormalization", {x, scale}, {{"axis", int64_t{1}}});
+    c.check();
+  }
+  {
+    NodeCase c(17);
+    ir::Value x = c.input({2, 3, 20, 21}, -2, 2);
+    ir::Value scale = c.input({3});
+    ir::Value bias = c.input({3});
+    c.node("InstanceNormalization", {x, scale, bias}, {});
     c.check();
   }
 }
@@ -265,6 +302,12 @@ TEST(OpenClReduce, LargerReductions) {
   check_reduce("ReduceMean", false, Ints{2, 3}, 1, {2, 16, 14, 14});  // a pooling head
   check_reduce("ReduceMax", true, Ints{0, 1}, 0, {7, 9, 33});
   check_reduce("ReduceSumSquare", false, Ints{-1}, 1, {4, 8, 64});  // an RMSNorm's statistics
+  // 256 elements or more per output: one work-group per output
+  for (const char* op : kReductions) {
+    check_reduce(op, false, Ints{-1}, 0, {4, 300});
+    check_reduce(op, true, std::nullopt, 1, {7, 9, 33});
+    check_reduce(op, false, Ints{0, 2}, 1, {20, 3, 30});
+  }
 }
 
 void check_arg(const std::string& op, const Tensor& x, std::initializer_list<Attr> attrs) {
@@ -304,7 +347,10 @@ TEST(OpenClReduce, NaNAndEmptyReductions) {
   for (int64_t i = 0; i < x.numel(); ++i) x.data<float>()[i] = dist(rng);
   x.data<float>()[7] = nan;  // lane (0, 1, 2)
   x.data<float>()[44] = nan;
-  for (const char* op : {"ReduceMax", "ReduceMin", "ReduceSum", "ReduceLogSumExp"})
+  Tensor wide(DType::float32, {3, 400});
+  for (int64_t i = 0; i < wide.numel(); ++i) wide.data<float>()[i] = dist(rng);
+  wide.data<float>()[517] = nan;  // row 1, in a work-group reduction
+  for (const char* op : {"ReduceMax", "ReduceMin", "ReduceSum", "ReduceLogSumExp"}) {
     for (const Ints& axes : {Ints{1}, Ints{2}, Ints{0, 2}}) {
       SCOPED_TRACE(op);
       NodeCase c(13);
@@ -312,6 +358,11 @@ TEST(OpenClReduce, NaNAndEmptyReductions) {
       c.node(op, {v}, {{"axes", axes}});
       c.check();
     }
+    NodeCase c(13);
+    ir::Value v = c.input_value(wide);
+    c.node(op, {v}, {{"axes", Ints{1}}});
+    c.check();
+  }
   for (const char* op : {"ArgMax", "ArgMin"})
     for (int64_t axis : {0, 1, 2}) {
       NodeCase c(13);
