@@ -106,6 +106,20 @@ TEST(OpenClPool, MaxPoolDilationsAndAutoPad) {
   check_pool("MaxPool", {2, 3, 13}, {{"kernel_shape", Ints{3}}, {"strides", Ints{2}}});  // 1-D
 }
 
+TEST(OpenClPool, ThreeDimensionalDilatedAndStorageOrder) {
+  GRAFT_REQUIRE_OPENCL();
+  check_pool("MaxPool", {1, 2, 5, 6, 7}, {{"kernel_shape", Ints{2, 3, 2}}, {"strides", Ints{1, 2, 2}}});
+  check_pool("AveragePool", {1, 2, 5, 6, 7},
+             {{"kernel_shape", Ints{3, 3, 3}}, {"pads", Ints{1, 1, 1, 1, 1, 1}}, {"count_include_pad", int64_t{1}}});
+  // AveragePool has dilations from opset 19.
+  NodeCase c(19);
+  ir::Value x = c.input({1, 2, 9, 9});
+  c.node("AveragePool", {x}, {{"kernel_shape", Ints{2, 2}}, {"dilations", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}});
+  c.check();
+  // storage_order only orders MaxPool's Indices: without that output, Y is the same.
+  check_pool("MaxPool", {1, 2, 6, 6}, {{"kernel_shape", Ints{2, 2}}, {"storage_order", int64_t{1}}});
+}
+
 TEST(OpenClPool, AveragePoolWithAndWithoutCountIncludePad) {
   GRAFT_REQUIRE_OPENCL();
   for (int64_t include : {0, 1}) {
@@ -238,6 +252,18 @@ TEST(OpenClNorm, BatchNormalizationInference) {
     c.node("BatchNormalization", {x, scale, bias, mean, var}, {{"epsilon", 1e-3f}});
     c.check();
   }
+}
+
+TEST(OpenClNorm, BatchNormalizationOpset7NotSpatial) {
+  GRAFT_REQUIRE_OPENCL();
+  NodeCase c(7);  // spatial = 0: every (C, D1) position has its own statistics
+  ir::Value x = c.input({2, 3, 4}, -2, 2);
+  ir::Value scale = c.input({3, 4});
+  ir::Value bias = c.input({3, 4});
+  ir::Value mean = c.input({3, 4});
+  ir::Value var = c.input({3, 4}, 0.1, 2);
+  c.node("BatchNormalization", {x, scale, bias, mean, var}, {{"spatial", int64_t{0}}});
+  c.check();
 }
 
 TEST(OpenClNorm, InstanceNormalization) {
