@@ -15,10 +15,10 @@
 // One work-item per row (LayerNormalization) or plane (InstanceNormalization)
 // computes its statistics and writes its outputs; rows and planes of 256
 // elements or more run one work-group of 64 each instead, the sums reduced
-// in local memory; BatchNormalization runs one
-// work-item per element with y = x * a + b, a = scale / sqrt(var + epsilon),
-// b = B - mean * a, as the reference folds them. Shapes are kernel arguments;
-// the three ops share one program.
+// in local memory. BatchNormalization runs one work-item per element with
+// y = x * a + b, a = scale / sqrt(var + epsilon), b = B - mean * a, as the
+// reference folds them (spatial = 0 before opset 9 included). Shapes are
+// kernel arguments; the three ops share one program.
 // Refused: dtypes other than float32; LayerNormalization's Mean and
 // InvStdDev outputs (more than one output), a stash_type other than float,
 // Scale or B that are not the normalized shape or a single value;

@@ -18,7 +18,8 @@
 // pools run one work-item per (image, channel) plane, or one work-group of 64
 // per plane of 256 elements or more (partial results combined in local
 // memory).
-// Refused: other dtypes, MaxPool's Indices output, LpPool (no kernel here).
+// Refused: other dtypes, MaxPool's Indices output (storage_order, which only
+// orders the Indices, is accepted without them), LpPool (no kernel here).
 #include "opencl_kernel.h"
 
 #ifdef GRAFT_HAVE_OPENCL_HEADERS

@@ -18,8 +18,9 @@
 // odometer (the reduced axes as if permuted innermost, by index arithmetic,
 // no transpose); reductions of 256 elements or more per output run one
 // work-group of 64 per output instead, each work-item folding every 64th
-// element, the partial results combined in local memory (LogSumExp always
-// runs per item). Accumulation is in float with the reference's rules: Max and
+// element, the partial results combined in local memory (LogSumExp's
+// running maximum and sum as pairs). Accumulation is in float with the
+// reference's rules: Max and
 // Min let NaN through, LogSumExp keeps a running maximum, an empty reduction
 // gives the op's identity (Mean of nothing: NaN). ArgMax / ArgMin view the
 // input as [outer, n, inner]; ties go to the first index or, with
@@ -169,6 +170,59 @@ GROUP_REDUCE_KERNEL(group_reduce_log_sum, 0.0f, acc += v, a + b, log(acc))
 GROUP_REDUCE_KERNEL(group_reduce_prod, 1.0f, acc *= v, a * b, acc)
 GROUP_REDUCE_KERNEL(group_reduce_max, -INFINITY, if (v > acc || isnan(v)) acc = v, (b > a || isnan(b)) ? b : a, acc)
 GROUP_REDUCE_KERNEL(group_reduce_min, INFINITY, if (v < acc || isnan(v)) acc = v, (b < a || isnan(b)) ? b : a, acc)
+
+/* LogSumExp's running (maximum m, sum s of exp(x - m)) pairs combine as
+   m = max(m1, m2), s = s1 * exp(m1 - m) + s2 * exp(m2 - m); an empty pair (s 0) is the identity. */
+__kernel __attribute__((reqd_work_group_size(64, 1, 1)))
+void group_reduce_log_sum_exp(__global const float* x, __global float* y, ReduceGeometry g) {
+  __local float partial_m[64];
+  __local float partial_s[64];
+  const long o = get_group_id(0);
+  const int l = (int)get_local_id(0);
+  long base = 0, rest = o;
+  for (int d = (int)g.kept_rank - 1; d >= 0; --d) {
+    base += (rest % g.kept_size[d]) * g.kept_stride[d];
+    rest /= g.kept_size[d];
+  }
+  float m = -INFINITY, s = 0.0f;
+  for (long r = l; r < g.reduced_count; r += 64) {
+    long offset = base, left = r;
+    for (int d = (int)g.reduced_rank - 1; d >= 0; --d) {
+      offset += (left % g.reduced_size[d]) * g.reduced_stride[d];
+      left /= g.reduced_size[d];
+    }
+    const float v = x[offset];
+    if (v != -INFINITY) {
+      if (v > m) {
+        s = s * exp(m - v) + 1.0f;
+        m = v;
+      } else {
+        s += exp(v - m);
+      }
+    }
+  }
+  partial_m[l] = m;
+  partial_s[l] = s;
+  barrier(CLK_LOCAL_MEM_FENCE);
+  for (int step = 32; step > 0; step >>= 1) {
+    if (l < step) {
+      const float m1 = partial_m[l], s1 = partial_s[l], m2 = partial_m[l + step], s2 = partial_s[l + step];
+      if (s1 == 0.0f) {
+        partial_m[l] = m2;
+        partial_s[l] = s2;
+      } else if (s2 != 0.0f) {
+        if (m2 > m1) {
+          partial_m[l] = m2;
+          partial_s[l] = s1 * exp(m1 - m2) + s2;
+        } else {
+          partial_s[l] = s1 + s2 * exp(m2 - m1);
+        }
+      }
+    }
+    barrier(CLK_LOCAL_MEM_FENCE);
+  }
+  if (l == 0) y[o] = partial_s[0] == 0.0f ? -INFINITY : partial_m[0] + log(partial_s[0]);
+}
 )CLC";
 
 /// Reductions of at least this many elements per output run one work-group per output.
@@ -345,8 +399,7 @@ std::unique_ptr<NodeKernel> make_reduce_kernel(const KernelRequest& request) {
   std::string why;
   ReduceGeometry g = reduce_geometry(request, why);
   if (!why.empty()) fail(ErrorKind::unsupported, request.node.describe(), ": ", why);
-  // LogSumExp's running (maximum, sum) pair has no work-group form here: it always runs per item.
-  const bool grouped = g.reduced_count >= kGroupReduction && request.node.op() != ir::OpId::ReduceLogSumExp;
+  const bool grouped = g.reduced_count >= kGroupReduction;
   return std::make_unique<ReduceKernel>(reduce_kernel_name(request.node.op()), g, grouped);
 }
 
