@@ -393,11 +393,22 @@ std::unique_ptr<NodeKernel> make_instance_norm_kernel(const KernelRequest& reque
   return std::make_unique<InstanceNormKernel>(instance_norm_plan(request));
 }
 
+/// `support`, with a malformed attribute (a graft::Error while reading the
+/// node) reported as the reason instead of thrown at the partitioner.
+template <std::string (*support)(const KernelRequest&)>
+std::string guarded(const KernelRequest& request) {
+  try {
+    return support(request);
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
 }  // namespace
 
-GRAFT_REGISTER_OPENCL_KERNEL(LayerNormalization, layer_norm_support, make_layer_norm_kernel);
-GRAFT_REGISTER_OPENCL_KERNEL(BatchNormalization, batch_norm_support, make_batch_norm_kernel);
-GRAFT_REGISTER_OPENCL_KERNEL(InstanceNormalization, instance_norm_support, make_instance_norm_kernel);
+GRAFT_REGISTER_OPENCL_KERNEL(LayerNormalization, guarded<layer_norm_support>, make_layer_norm_kernel);
+GRAFT_REGISTER_OPENCL_KERNEL(BatchNormalization, guarded<batch_norm_support>, make_batch_norm_kernel);
+GRAFT_REGISTER_OPENCL_KERNEL(InstanceNormalization, guarded<instance_norm_support>, make_instance_norm_kernel);
 
 }  // namespace graft::opencl
 

@@ -312,12 +312,23 @@ std::unique_ptr<NodeKernel> make_global_average_pool_kernel(const KernelRequest&
   return make_global_pool_kernel(request, "global_average_pool");
 }
 
+/// `support`, with a malformed attribute (a graft::Error while reading the
+/// node) reported as the reason instead of thrown at the partitioner.
+template <std::string (*support)(const KernelRequest&)>
+std::string guarded(const KernelRequest& request) {
+  try {
+    return support(request);
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
 }  // namespace
 
-GRAFT_REGISTER_OPENCL_KERNEL(MaxPool, window_pool_support, make_max_pool_kernel);
-GRAFT_REGISTER_OPENCL_KERNEL(AveragePool, window_pool_support, make_average_pool_kernel);
-GRAFT_REGISTER_OPENCL_KERNEL(GlobalMaxPool, global_pool_support, make_global_max_pool_kernel);
-GRAFT_REGISTER_OPENCL_KERNEL(GlobalAveragePool, global_pool_support, make_global_average_pool_kernel);
+GRAFT_REGISTER_OPENCL_KERNEL(MaxPool, guarded<window_pool_support>, make_max_pool_kernel);
+GRAFT_REGISTER_OPENCL_KERNEL(AveragePool, guarded<window_pool_support>, make_average_pool_kernel);
+GRAFT_REGISTER_OPENCL_KERNEL(GlobalMaxPool, guarded<global_pool_support>, make_global_max_pool_kernel);
+GRAFT_REGISTER_OPENCL_KERNEL(GlobalAveragePool, guarded<global_pool_support>, make_global_average_pool_kernel);
 
 }  // namespace graft::opencl
 

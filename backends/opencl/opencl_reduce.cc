@@ -472,20 +472,31 @@ std::unique_ptr<NodeKernel> make_arg_kernel(const KernelRequest& request) {
   return std::make_unique<ArgKernel>(request.node.op() == ir::OpId::ArgMax ? "arg_max" : "arg_min", plan);
 }
 
+/// `support`, with a malformed attribute (a graft::Error while reading the
+/// node) reported as the reason instead of thrown at the partitioner.
+template <std::string (*support)(const KernelRequest&)>
+std::string guarded(const KernelRequest& request) {
+  try {
+    return support(request);
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
 }  // namespace
 
-GRAFT_REGISTER_OPENCL_KERNEL(ReduceSum, reduce_support, make_reduce_kernel);
-GRAFT_REGISTER_OPENCL_KERNEL(ReduceMean, reduce_support, make_reduce_kernel);
-GRAFT_REGISTER_OPENCL_KERNEL(ReduceSumSquare, reduce_support, make_reduce_kernel);
-GRAFT_REGISTER_OPENCL_KERNEL(ReduceL1, reduce_support, make_reduce_kernel);
-GRAFT_REGISTER_OPENCL_KERNEL(ReduceL2, reduce_support, make_reduce_kernel);
-GRAFT_REGISTER_OPENCL_KERNEL(ReduceLogSum, reduce_support, make_reduce_kernel);
-GRAFT_REGISTER_OPENCL_KERNEL(ReduceProd, reduce_support, make_reduce_kernel);
-GRAFT_REGISTER_OPENCL_KERNEL(ReduceMax, reduce_support, make_reduce_kernel);
-GRAFT_REGISTER_OPENCL_KERNEL(ReduceMin, reduce_support, make_reduce_kernel);
-GRAFT_REGISTER_OPENCL_KERNEL(ReduceLogSumExp, reduce_support, make_reduce_kernel);
-GRAFT_REGISTER_OPENCL_KERNEL(ArgMax, arg_support, make_arg_kernel);
-GRAFT_REGISTER_OPENCL_KERNEL(ArgMin, arg_support, make_arg_kernel);
+GRAFT_REGISTER_OPENCL_KERNEL(ReduceSum, guarded<reduce_support>, make_reduce_kernel);
+GRAFT_REGISTER_OPENCL_KERNEL(ReduceMean, guarded<reduce_support>, make_reduce_kernel);
+GRAFT_REGISTER_OPENCL_KERNEL(ReduceSumSquare, guarded<reduce_support>, make_reduce_kernel);
+GRAFT_REGISTER_OPENCL_KERNEL(ReduceL1, guarded<reduce_support>, make_reduce_kernel);
+GRAFT_REGISTER_OPENCL_KERNEL(ReduceL2, guarded<reduce_support>, make_reduce_kernel);
+GRAFT_REGISTER_OPENCL_KERNEL(ReduceLogSum, guarded<reduce_support>, make_reduce_kernel);
+GRAFT_REGISTER_OPENCL_KERNEL(ReduceProd, guarded<reduce_support>, make_reduce_kernel);
+GRAFT_REGISTER_OPENCL_KERNEL(ReduceMax, guarded<reduce_support>, make_reduce_kernel);
+GRAFT_REGISTER_OPENCL_KERNEL(ReduceMin, guarded<reduce_support>, make_reduce_kernel);
+GRAFT_REGISTER_OPENCL_KERNEL(ReduceLogSumExp, guarded<reduce_support>, make_reduce_kernel);
+GRAFT_REGISTER_OPENCL_KERNEL(ArgMax, guarded<arg_support>, make_arg_kernel);
+GRAFT_REGISTER_OPENCL_KERNEL(ArgMin, guarded<arg_support>, make_arg_kernel);
 
 }  // namespace graft::opencl
 

@@ -190,10 +190,21 @@ std::unique_ptr<NodeKernel> make_log_softmax_kernel(const KernelRequest& request
   return std::make_unique<SoftmaxKernel>(true, softmax_view(request));
 }
 
+/// `support`, with a malformed attribute (a graft::Error while reading the
+/// node) reported as the reason instead of thrown at the partitioner.
+template <std::string (*support)(const KernelRequest&)>
+std::string guarded(const KernelRequest& request) {
+  try {
+    return support(request);
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
 }  // namespace
 
-GRAFT_REGISTER_OPENCL_KERNEL(Softmax, softmax_support, make_softmax_kernel);
-GRAFT_REGISTER_OPENCL_KERNEL(LogSoftmax, softmax_support, make_log_softmax_kernel);
+GRAFT_REGISTER_OPENCL_KERNEL(Softmax, guarded<softmax_support>, make_softmax_kernel);
+GRAFT_REGISTER_OPENCL_KERNEL(LogSoftmax, guarded<softmax_support>, make_log_softmax_kernel);
 
 }  // namespace graft::opencl
 
