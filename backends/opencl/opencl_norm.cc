@@ -13,9 +13,9 @@
 // batch_norm.cc, instance_norm.cc): two passes (the mean, then the mean
 // squared deviation: the biased variance), inv_std = 1 / sqrt(var + epsilon).
 // One work-item per row (LayerNormalization) or plane (InstanceNormalization)
-// computes its statistics and writes its outputs; rows and planes of 256
-// elements or more run one work-group of 64 each instead, the sums reduced
-// in local memory. BatchNormalization runs one work-item per element with
+// computes its statistics and writes its outputs; long rows and planes run
+// one work-group of 64 each instead, the sums reduced in local memory, where
+// opencl_row_launch.h's group_per_row says so for the device. BatchNormalization runs one work-item per element with
 // y = x * a + b, a = scale / sqrt(var + epsilon), b = B - mean * a, as the
 // reference folds them (spatial = 0 before opset 9 included). Shapes are
 // kernel arguments; the three ops share one program.
@@ -24,6 +24,7 @@
 // Scale or B that are not the normalized shape or a single value;
 // BatchNormalization in training mode or with its extra outputs.
 #include "opencl_kernel.h"
+#include "opencl_row_launch.h"
 
 #ifdef GRAFT_HAVE_OPENCL_HEADERS
 
@@ -155,26 +156,6 @@ void group_instance_norm(__global const float* x, __global const float* scale, _
 }
 )CLC";
 
-/// Rows (planes) of at least this many elements run one work-group per row (plane).
-constexpr int64_t kGroupRow = 256;
-
-/// One work-group of 64 per row.
-ClRange groups(int64_t rows) {
-  ClRange range;
-  range.local[0] = 64;
-  range.global[0] = static_cast<size_t>(rows) * 64;
-  return range;
-}
-
-/// `n` work-items in work-groups of 64 (the kernels skip the items past n):
-/// one work-group size whatever the shape, so PoCL specializes each kernel
-/// once, and groups a GPU schedules well.
-ClRange items(int64_t n) {
-  ClRange range;
-  range.local[0] = 64;
-  range.global[0] = static_cast<size_t>((n + 63) / 64 * 64);
-  return range;
-}
 
 /// Why the node's tensors are not all float32 (input `i` of request, or an output), or empty.
 std::string float32_only(const KernelRequest& request, const char* op) {
@@ -242,13 +223,14 @@ class LayerNormKernel final : public NodeKernel {
   explicit LayerNormKernel(LayerNormPlan plan) : plan_(plan) {}
 
   void compile(ClDevice& device) override {
-    kernel_ = ClKernel(device, device.program(kNormSource), grouped() ? "group_layer_norm" : "layer_norm");
+    grouped_ = group_per_row(device, plan_.rows, plan_.width);
+    kernel_ = ClKernel(device, device.program(kNormSource), grouped_ ? "group_layer_norm" : "layer_norm");
   }
 
   void enqueue(ClLaunchContext& context, std::span<const ClTensor> inputs,
                std::span<const ClTensor> outputs) const override {
     if (plan_.rows == 0 || plan_.width == 0) return;
-    const ClRange range = grouped() ? groups(plan_.rows) : items(plan_.rows);
+    const ClRange range = grouped_ ? groups(plan_.rows) : items(plan_.rows);
     // Without B the scale buffer stands in for it (never read).
     cl_mem bias = plan_.has_bias ? inputs[2].buffer : inputs[1].buffer;
     kernel_.launch(context.queue(), range, inputs[0], inputs[1], bias, outputs[0], plan_.rows, plan_.width,
@@ -256,8 +238,8 @@ class LayerNormKernel final : public NodeKernel {
   }
 
  private:
-  bool grouped() const { return plan_.width >= kGroupRow; }
   LayerNormPlan plan_;
+  bool grouped_ = false;  ///< one work-group per row (group_per_row), else one work-item
   ClKernel kernel_;
 };
 
@@ -348,19 +330,20 @@ class InstanceNormKernel final : public NodeKernel {
   explicit InstanceNormKernel(ChannelPlan plan) : plan_(plan) {}
 
   void compile(ClDevice& device) override {
-    kernel_ = ClKernel(device, device.program(kNormSource), grouped() ? "group_instance_norm" : "instance_norm");
+    grouped_ = group_per_row(device, plan_.batch * plan_.channels, plan_.plane);
+    kernel_ = ClKernel(device, device.program(kNormSource), grouped_ ? "group_instance_norm" : "instance_norm");
   }
 
   void enqueue(ClLaunchContext& context, std::span<const ClTensor> inputs,
                std::span<const ClTensor> outputs) const override {
-    const ClRange range = grouped() ? groups(plan_.batch * plan_.channels) : items(plan_.batch * plan_.channels);
+    const ClRange range = grouped_ ? groups(plan_.batch * plan_.channels) : items(plan_.batch * plan_.channels);
     kernel_.launch(context.queue(), range, inputs[0], inputs[1], inputs[2], outputs[0], plan_.batch * plan_.channels,
                    plan_.channels, plan_.plane, plan_.epsilon);
   }
 
  private:
-  bool grouped() const { return plan_.plane >= kGroupRow; }
   ChannelPlan plan_;
+  bool grouped_ = false;  ///< one work-group per plane (group_per_row), else one work-item
   ClKernel kernel_;
 };
 
@@ -391,17 +374,6 @@ std::string instance_norm_support(const KernelRequest& request) {
 
 std::unique_ptr<NodeKernel> make_instance_norm_kernel(const KernelRequest& request) {
   return std::make_unique<InstanceNormKernel>(instance_norm_plan(request));
-}
-
-/// `support`, with a malformed attribute (a graft::Error while reading the
-/// node) reported as the reason instead of thrown at the partitioner.
-template <std::string (*support)(const KernelRequest&)>
-std::string guarded(const KernelRequest& request) {
-  try {
-    return support(request);
-  } catch (const Error& e) {
-    return e.what();
-  }
 }
 
 }  // namespace

@@ -16,11 +16,12 @@
 // explicitly padded extent (taps that ceil_mode adds past the padding never
 // count), as the reference kernel does; an empty window gives NaN. The global
 // pools run one work-item per (image, channel) plane, or one work-group of 64
-// per plane of 256 elements or more (partial results combined in local
-// memory).
+// per plane (partial results combined in local memory) for large planes, as
+// opencl_row_launch.h's group_per_row chooses for the device.
 // Refused: other dtypes, MaxPool's Indices output (storage_order, which only
 // orders the Indices, is accepted without them), LpPool (no kernel here).
 #include "opencl_kernel.h"
+#include "opencl_row_launch.h"
 
 #ifdef GRAFT_HAVE_OPENCL_HEADERS
 
@@ -170,18 +171,6 @@ void group_global_average_pool(__global const float* x, __global float* y, long 
 }
 )CLC";
 
-/// Global pools over planes of at least this many elements run one work-group per plane.
-constexpr int64_t kGroupPlane = 256;
-
-/// `n` work-items in work-groups of 64 (the kernels skip the items past n):
-/// one work-group size whatever the shape, so PoCL specializes each kernel
-/// once, and groups a GPU schedules well.
-ClRange items(int64_t n) {
-  ClRange range;
-  range.local[0] = 64;
-  range.global[0] = static_cast<size_t>((n + 63) / 64 * 64);
-  return range;
-}
 
 /// The kernel's PoolGeometry (all longs: one layout on host and device).
 struct PoolGeometry {
@@ -217,21 +206,23 @@ class WindowPoolKernel final : public NodeKernel {
 
 class GlobalPoolKernel final : public NodeKernel {
  public:
-  GlobalPoolKernel(const char* name, int64_t planes, int64_t size)
-      : name_(size >= kGroupPlane ? std::string("group_") + name : std::string(name)), planes_(planes), size_(size) {}
+  GlobalPoolKernel(const char* name, int64_t planes, int64_t size) : name_(name), planes_(planes), size_(size) {}
 
-  void compile(ClDevice& device) override { kernel_ = ClKernel(device, device.program(kPoolSource), name_); }
+  void compile(ClDevice& device) override {
+    grouped_ = group_per_row(device, planes_, size_);
+    kernel_ = ClKernel(device, device.program(kPoolSource), grouped_ ? std::string("group_") + name_ : name_);
+  }
 
   void enqueue(ClLaunchContext& context, std::span<const ClTensor> inputs,
                std::span<const ClTensor> outputs) const override {
-    ClRange range = items(planes_);
-    if (size_ >= kGroupPlane) range.global[0] = static_cast<size_t>(planes_) * 64;  // one work-group per plane
-    kernel_.launch(context.queue(), range, inputs[0], outputs[0], planes_, size_);
+    kernel_.launch(context.queue(), grouped_ ? groups(planes_) : items(planes_), inputs[0], outputs[0], planes_,
+                   size_);
   }
 
  private:
   std::string name_;
   int64_t planes_, size_;
+  bool grouped_ = false;  ///< one work-group per plane (group_per_row), else one work-item
   ClKernel kernel_;
 };
 
@@ -310,17 +301,6 @@ std::unique_ptr<NodeKernel> make_global_max_pool_kernel(const KernelRequest& req
 
 std::unique_ptr<NodeKernel> make_global_average_pool_kernel(const KernelRequest& request) {
   return make_global_pool_kernel(request, "global_average_pool");
-}
-
-/// `support`, with a malformed attribute (a graft::Error while reading the
-/// node) reported as the reason instead of thrown at the partitioner.
-template <std::string (*support)(const KernelRequest&)>
-std::string guarded(const KernelRequest& request) {
-  try {
-    return support(request);
-  } catch (const Error& e) {
-    return e.what();
-  }
 }
 
 }  // namespace

@@ -16,19 +16,20 @@
 // struct argument. One work-item per output element finds its base offset
 // from its index over the kept runs, then walks the reduced runs with an
 // odometer (the reduced axes as if permuted innermost, by index arithmetic,
-// no transpose); reductions of 256 elements or more per output run one
-// work-group of 64 per output instead, each work-item folding every 64th
-// element, the partial results combined in local memory (LogSumExp's
-// running maximum and sum as pairs). Accumulation is in float with the
-// reference's rules: Max and
-// Min let NaN through, LogSumExp keeps a running maximum, an empty reduction
-// gives the op's identity (Mean of nothing: NaN). ArgMax / ArgMin view the
+// no transpose). Long reductions run one work-group of 64 per output instead
+// (where opencl_row_launch.h's group_per_row says so for the device), each
+// work-item folding every 64th element, the partial results combined in
+// local memory (LogSumExp's running maximum and sum as pairs). Accumulation
+// is in float with the reference's rules: Max and Min let NaN through,
+// LogSumExp keeps a running maximum, an empty reduction gives the op's
+// identity (Mean of nothing: NaN). ArgMax / ArgMin view the
 // input as [outer, n, inner]; ties go to the first index or, with
 // select_last_index (opset 12), the last; NaN wins against numbers. One
 // program holds every kernel; shapes are arguments.
 // Refused: dtypes other than float32, axes from a non-constant input, more
 // than 8 runs of kept or of reduced dimensions, an empty ArgMax axis.
 #include "opencl_kernel.h"
+#include "opencl_row_launch.h"
 
 #ifdef GRAFT_HAVE_OPENCL_HEADERS
 
@@ -225,18 +226,6 @@ void group_reduce_log_sum_exp(__global const float* x, __global float* y, Reduce
 }
 )CLC";
 
-/// Reductions of at least this many elements per output run one work-group per output.
-constexpr int64_t kGroupReduction = 256;
-
-/// `n` work-items in work-groups of 64 (the kernels skip the items past n):
-/// one work-group size whatever the shape, so PoCL specializes each kernel
-/// once, and groups a GPU schedules well.
-ClRange items(int64_t n) {
-  ClRange range;
-  range.local[0] = 64;
-  range.global[0] = static_cast<size_t>((n + 63) / 64 * 64);
-  return range;
-}
 
 constexpr int kMaxRuns = 8;
 
@@ -360,23 +349,23 @@ ReduceGeometry reduce_geometry(const KernelRequest& request, std::string& why) {
 
 class ReduceKernel final : public NodeKernel {
  public:
-  /// `grouped`: one work-group per output (kernel "group_" + name), else one work-item.
-  ReduceKernel(const char* name, ReduceGeometry geometry, bool grouped)
-      : name_(grouped ? std::string("group_") + name : std::string(name)), geometry_(geometry), grouped_(grouped) {}
+  ReduceKernel(const char* name, ReduceGeometry geometry) : name_(name), geometry_(geometry) {}
 
-  void compile(ClDevice& device) override { kernel_ = ClKernel(device, device.program(kReduceSource), name_); }
+  void compile(ClDevice& device) override {
+    grouped_ = group_per_row(device, geometry_.kept_count, geometry_.reduced_count);
+    kernel_ = ClKernel(device, device.program(kReduceSource), grouped_ ? std::string("group_") + name_ : name_);
+  }
 
   void enqueue(ClLaunchContext& context, std::span<const ClTensor> inputs,
                std::span<const ClTensor> outputs) const override {
-    ClRange range = items(geometry_.kept_count);
-    if (grouped_) range.global[0] = static_cast<size_t>(geometry_.kept_count) * 64;
+    const ClRange range = grouped_ ? groups(geometry_.kept_count) : items(geometry_.kept_count);
     kernel_.launch(context.queue(), range, inputs[0], outputs[0], geometry_);
   }
 
  private:
   std::string name_;
   ReduceGeometry geometry_;
-  bool grouped_;
+  bool grouped_ = false;  ///< one work-group per output (group_per_row), else one work-item
   ClKernel kernel_;
 };
 
@@ -399,8 +388,7 @@ std::unique_ptr<NodeKernel> make_reduce_kernel(const KernelRequest& request) {
   std::string why;
   ReduceGeometry g = reduce_geometry(request, why);
   if (!why.empty()) fail(ErrorKind::unsupported, request.node.describe(), ": ", why);
-  const bool grouped = g.reduced_count >= kGroupReduction;
-  return std::make_unique<ReduceKernel>(reduce_kernel_name(request.node.op()), g, grouped);
+  return std::make_unique<ReduceKernel>(reduce_kernel_name(request.node.op()), g);
 }
 
 // ---- ArgMax / ArgMin ---------------------------------------------------------
@@ -470,17 +458,6 @@ std::unique_ptr<NodeKernel> make_arg_kernel(const KernelRequest& request) {
   ArgPlan plan = arg_plan(request, why);
   if (!why.empty()) fail(ErrorKind::unsupported, request.node.describe(), ": ", why);
   return std::make_unique<ArgKernel>(request.node.op() == ir::OpId::ArgMax ? "arg_max" : "arg_min", plan);
-}
-
-/// `support`, with a malformed attribute (a graft::Error while reading the
-/// node) reported as the reason instead of thrown at the partitioner.
-template <std::string (*support)(const KernelRequest&)>
-std::string guarded(const KernelRequest& request) {
-  try {
-    return support(request);
-  } catch (const Error& e) {
-    return e.what();
-  }
 }
 
 }  // namespace

@@ -9,13 +9,15 @@
 // [outer, n, inner] and normalized along n. One work-item per (outer, inner)
 // vector walks its n values (`inner` apart) three times: the maximum, the sum
 // of exp(x - max), then the outputs, so every exponent is at most 0
-// (numerically stable). Long contiguous rows (inner 1, n >= 256) run one
-// work-group of 64 per row instead, the maximum and the sum reduced in local
-// memory. Softmax multiplies by 1 / sum; LogSoftmax writes
+// (numerically stable); Softmax keeps each exp(x - max) in the output and
+// scales it in place. Long contiguous rows (inner 1) run one work-group of 64
+// per row instead where opencl_row_launch.h's group_per_row says so for the
+// device, the maximum and the sum reduced in local memory. Softmax multiplies by 1 / sum; LogSoftmax writes
 // (x - max) - log(sum), in two steps as the reference does. Shapes are kernel
 // arguments: one program for both ops and every shape.
 // Refused: dtypes other than float32.
 #include "opencl_kernel.h"
+#include "opencl_row_launch.h"
 
 #ifdef GRAFT_HAVE_OPENCL_HEADERS
 
@@ -35,9 +37,13 @@ __kernel void softmax(__global const float* x, __global float* y, long outer, lo
   float m = -INFINITY;
   for (long k = 0; k < n; ++k) m = fmax(m, src[k * inner]);
   float sum = 0.0f;
-  for (long k = 0; k < n; ++k) sum += exp(src[k * inner] - m);
+  for (long k = 0; k < n; ++k) {
+    const float e = exp(src[k * inner] - m);
+    dst[k * inner] = e;  /* kept for the scaling pass: one exp per element */
+    sum += e;
+  }
   const float scale = 1.0f / sum;
-  for (long k = 0; k < n; ++k) dst[k * inner] = exp(src[k * inner] - m) * scale;
+  for (long k = 0; k < n; ++k) dst[k * inner] *= scale;
 }
 
 __kernel void log_softmax(__global const float* x, __global float* y, long outer, long n, long inner) {
@@ -93,30 +99,22 @@ void group_softmax(__global const float* x, __global float* y, long n, int log_s
   for (long k = l; k < n; k += 64) m = fmax(m, src[k]);
   m = group_max(m, partial);
   float sum = 0.0f;
-  for (long k = l; k < n; k += 64) sum += exp(src[k] - m);
-  sum = group_sum(sum, partial);
   if (log_softmax) {
-    const float log_sum = log(sum);
+    for (long k = l; k < n; k += 64) sum += exp(src[k] - m);
+    const float log_sum = log(group_sum(sum, partial));
     for (long k = l; k < n; k += 64) dst[k] = (src[k] - m) - log_sum;
   } else {
-    const float scale = 1.0f / sum;
-    for (long k = l; k < n; k += 64) dst[k] = exp(src[k] - m) * scale;
+    for (long k = l; k < n; k += 64) {
+      const float e = exp(src[k] - m);
+      dst[k] = e;  /* each item scales the elements it wrote: no exp twice, no barrier needed */
+      sum += e;
+    }
+    const float scale = 1.0f / group_sum(sum, partial);
+    for (long k = l; k < n; k += 64) dst[k] *= scale;
   }
 }
 )CLC";
 
-/// Contiguous rows of at least this many elements run one work-group per row.
-constexpr int64_t kGroupRow = 256;
-
-/// `n` work-items in work-groups of 64 (the kernels skip the items past n):
-/// one work-group size whatever the shape, so PoCL specializes each kernel
-/// once, and groups a GPU schedules well.
-ClRange items(int64_t n) {
-  ClRange range;
-  range.local[0] = 64;
-  range.global[0] = static_cast<size_t>((n + 63) / 64 * 64);
-  return range;
-}
 
 struct SoftmaxView {
   int64_t outer = 1, n = 1, inner = 1;
@@ -143,9 +141,10 @@ SoftmaxView softmax_view(const KernelRequest& request) {
 class SoftmaxKernel final : public NodeKernel {
  public:
   SoftmaxKernel(bool log_softmax, SoftmaxView view)
-      : log_(log_softmax), view_(view), grouped_(view.inner == 1 && view.n >= kGroupRow) {}
+      : log_(log_softmax), view_(view) {}
 
   void compile(ClDevice& device) override {
+    grouped_ = view_.inner == 1 && group_per_row(device, view_.outer, view_.n);
     kernel_ = ClKernel(device, device.program(kSoftmaxSource),
                        grouped_ ? "group_softmax" : log_ ? "log_softmax" : "softmax");
   }
@@ -154,9 +153,7 @@ class SoftmaxKernel final : public NodeKernel {
                std::span<const ClTensor> outputs) const override {
     if (outputs[0].numel() == 0) return;
     if (grouped_) {
-      ClRange range = items(0);
-      range.global[0] = static_cast<size_t>(view_.outer) * 64;
-      kernel_.launch(context.queue(), range, inputs[0], outputs[0], view_.n, static_cast<int32_t>(log_));
+      kernel_.launch(context.queue(), groups(view_.outer), inputs[0], outputs[0], view_.n, static_cast<int32_t>(log_));
       return;
     }
     const ClRange range = items(view_.outer * view_.inner);
@@ -166,7 +163,7 @@ class SoftmaxKernel final : public NodeKernel {
  private:
   bool log_;
   SoftmaxView view_;
-  bool grouped_;  ///< one work-group per row (long contiguous rows), else one work-item per vector
+  bool grouped_ = false;  ///< one work-group per contiguous row (group_per_row), else one work-item per vector
   ClKernel kernel_;
 };
 
@@ -188,17 +185,6 @@ std::unique_ptr<NodeKernel> make_softmax_kernel(const KernelRequest& request) {
 
 std::unique_ptr<NodeKernel> make_log_softmax_kernel(const KernelRequest& request) {
   return std::make_unique<SoftmaxKernel>(true, softmax_view(request));
-}
-
-/// `support`, with a malformed attribute (a graft::Error while reading the
-/// node) reported as the reason instead of thrown at the partitioner.
-template <std::string (*support)(const KernelRequest&)>
-std::string guarded(const KernelRequest& request) {
-  try {
-    return support(request);
-  } catch (const Error& e) {
-    return e.what();
-  }
 }
 
 }  // namespace
