@@ -156,14 +156,12 @@ void group_instance_norm(__global const float* x, __global const float* scale, _
 }
 )CLC";
 
-
 /// Why the node's tensors are not all float32 (input `i` of request, or an output), or empty.
 std::string float32_only(const KernelRequest& request, const char* op) {
   for (size_t i = 0; i < request.inputs.size(); ++i) {
     DType t = request.inputs[i].dtype;
     if (t != DType::undefined && t != DType::float32)
-      return std::string(dtype_name(t)) + " input " + std::to_string(i) + " (the OpenCL " + op +
-             " is float32 only)";
+      return std::string(dtype_name(t)) + " input " + std::to_string(i) + " (the OpenCL " + op + " is float32 only)";
   }
   for (const ClType& t : request.outputs)
     if (t.dtype != DType::float32) return std::string(dtype_name(t.dtype)) + " output";
@@ -206,8 +204,9 @@ LayerNormPlan layer_norm_plan(const KernelRequest& request, std::string* why) {
   plan.rows = plan.width == 0 ? 0 : request.inputs[0].numel() / plan.width;
   plan.epsilon = node.attributes.get_float("epsilon", 1e-5f);
   plan.scale_step = parameter_step(request.inputs[1].shape, normalized);
-  if (plan.scale_step < 0 && why) *why = "Scale " + shape_to_string(request.inputs[1].shape) + " broadcast to " +
-                                         shape_to_string(normalized) + " (only the full shape or one value)";
+  if (plan.scale_step < 0 && why)
+    *why = "Scale " + shape_to_string(request.inputs[1].shape) + " broadcast to " + shape_to_string(normalized) +
+           " (only the full shape or one value)";
   plan.has_bias = request.inputs.size() > 2 && request.inputs[2].dtype != DType::undefined;
   if (plan.has_bias) {
     plan.bias_step = parameter_step(request.inputs[2].shape, normalized);
@@ -250,11 +249,7 @@ std::string layer_norm_support(const KernelRequest& request) {
   if (request.inputs.size() < 2 || request.inputs[1].dtype == DType::undefined) return "no Scale input";
   if (request.node.attributes.get_int("stash_type", 1) != static_cast<int64_t>(DType::float32))
     return "stash_type other than float";
-  try {
-    layer_norm_plan(request, &why);
-  } catch (const Error& e) {
-    return e.what();
-  }
+  layer_norm_plan(request, &why);  // throws on a bad axis: guarded<> makes it the reason
   return why;
 }
 

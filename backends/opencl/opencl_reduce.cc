@@ -226,7 +226,6 @@ void group_reduce_log_sum_exp(__global const float* x, __global float* y, Reduce
 }
 )CLC";
 
-
 constexpr int kMaxRuns = 8;
 
 /// The kernel's ReduceGeometry (all longs: one layout on host and device).
@@ -245,17 +244,28 @@ static_assert(sizeof(ReduceGeometry) == (4 * kMaxRuns + 4) * sizeof(int64_t));
 /// The kernel name of a Reduce op, or null.
 const char* reduce_kernel_name(ir::OpId op) {
   switch (op) {
-    case ir::OpId::ReduceSum: return "reduce_sum";
-    case ir::OpId::ReduceMean: return "reduce_mean";
-    case ir::OpId::ReduceSumSquare: return "reduce_sum_square";
-    case ir::OpId::ReduceL1: return "reduce_l1";
-    case ir::OpId::ReduceL2: return "reduce_l2";
-    case ir::OpId::ReduceLogSum: return "reduce_log_sum";
-    case ir::OpId::ReduceProd: return "reduce_prod";
-    case ir::OpId::ReduceMax: return "reduce_max";
-    case ir::OpId::ReduceMin: return "reduce_min";
-    case ir::OpId::ReduceLogSumExp: return "reduce_log_sum_exp";
-    default: return nullptr;
+    case ir::OpId::ReduceSum:
+      return "reduce_sum";
+    case ir::OpId::ReduceMean:
+      return "reduce_mean";
+    case ir::OpId::ReduceSumSquare:
+      return "reduce_sum_square";
+    case ir::OpId::ReduceL1:
+      return "reduce_l1";
+    case ir::OpId::ReduceL2:
+      return "reduce_l2";
+    case ir::OpId::ReduceLogSum:
+      return "reduce_log_sum";
+    case ir::OpId::ReduceProd:
+      return "reduce_prod";
+    case ir::OpId::ReduceMax:
+      return "reduce_max";
+    case ir::OpId::ReduceMin:
+      return "reduce_min";
+    case ir::OpId::ReduceLogSumExp:
+      return "reduce_log_sum_exp";
+    default:
+      return nullptr;
   }
 }
 
@@ -436,8 +446,7 @@ class ArgKernel final : public NodeKernel {
   void enqueue(ClLaunchContext& context, std::span<const ClTensor> inputs,
                std::span<const ClTensor> outputs) const override {
     const ClRange range = items(plan_.outer * plan_.inner);
-    kernel_.launch(context.queue(), range, inputs[0], outputs[0], plan_.outer, plan_.n, plan_.inner,
-                   plan_.select_last);
+    kernel_.launch(context.queue(), range, inputs[0], outputs[0], plan_.outer, plan_.n, plan_.inner, plan_.select_last);
   }
 
  private:

@@ -90,9 +90,11 @@ TEST(OpenClPool, MaxPool2x2Stride2) {
 
 TEST(OpenClPool, MaxPoolCeilModeAndAsymmetricPads) {
   GRAFT_REQUIRE_OPENCL();
-  check_pool("MaxPool", {1, 2, 8, 8}, {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"ceil_mode", int64_t{1}}});
-  check_pool("MaxPool", {1, 2, 9, 7},
-             {{"kernel_shape", Ints{3, 2}}, {"strides", Ints{2, 3}}, {"pads", Ints{0, 1, 2, 0}}, {"ceil_mode", int64_t{1}}});
+  check_pool("MaxPool", {1, 2, 8, 8},
+             {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"ceil_mode", int64_t{1}}});
+  check_pool(
+      "MaxPool", {1, 2, 9, 7},
+      {{"kernel_shape", Ints{3, 2}}, {"strides", Ints{2, 3}}, {"pads", Ints{0, 1, 2, 0}}, {"ceil_mode", int64_t{1}}});
 }
 
 TEST(OpenClPool, MaxPoolDilationsAndAutoPad) {
@@ -125,12 +127,17 @@ TEST(OpenClPool, AveragePoolWithAndWithoutCountIncludePad) {
   for (int64_t include : {0, 1}) {
     SCOPED_TRACE("count_include_pad " + std::to_string(include));
     check_pool("AveragePool", {2, 3, 9, 9},
-               {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}},
+               {{"kernel_shape", Ints{3, 3}},
+                {"strides", Ints{2, 2}},
+                {"pads", Ints{1, 1, 1, 1}},
                 {"count_include_pad", include}});
     // ceil_mode: the taps past the padding never count.
     check_pool("AveragePool", {1, 2, 8, 8},
-               {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 0, 1, 0}},
-                {"ceil_mode", int64_t{1}}, {"count_include_pad", include}});
+               {{"kernel_shape", Ints{3, 3}},
+                {"strides", Ints{2, 2}},
+                {"pads", Ints{1, 0, 1, 0}},
+                {"ceil_mode", int64_t{1}},
+                {"count_include_pad", include}});
   }
   check_pool("AveragePool", {1, 2, 6, 7}, {{"kernel_shape", Ints{2, 2}}});
 }
@@ -180,7 +187,7 @@ TEST(OpenClSoftmax, Opset11FlattensAtTheAxis) {
 TEST(OpenClSoftmax, LongRowsOneWorkGroupPerRow) {
   GRAFT_REQUIRE_OPENCL();
   check_softmax(13, {3, 1000}, {}, 20);
-  check_softmax(11, {2, 5, 7, 9}, {});  // rows of 315
+  check_softmax(11, {2, 5, 7, 9}, {});                     // rows of 315
   check_softmax(13, {2, 300, 3}, {{"axis", int64_t{1}}});  // strided: still one work-item per vector
 }
 
@@ -280,9 +287,8 @@ TEST(OpenClNorm, InstanceNormalization) {
 
 // ---- reductions ---------------------------------------------------------------------
 
-const char* const kReductions[] = {"ReduceMean", "ReduceSum",       "ReduceMax", "ReduceMin",
-                                   "ReduceProd", "ReduceL2",        "ReduceSumSquare", "ReduceL1",
-                                   "ReduceLogSumExp"};
+const char* const kReductions[] = {"ReduceMean", "ReduceSum",       "ReduceMax", "ReduceMin",      "ReduceProd",
+                                   "ReduceL2",   "ReduceSumSquare", "ReduceL1",  "ReduceLogSumExp"};
 
 /// Axes as the attribute (opset 13; ReduceSum at 11, before its axes input) or as a Constant input (opset 18).
 void check_reduce(const std::string& op, bool axes_as_input, const std::optional<Ints>& axes, int64_t keepdims,
@@ -306,11 +312,11 @@ TEST(OpenClReduce, EveryReductionOverEveryAxesPattern) {
   GRAFT_REQUIRE_OPENCL();
   for (const char* op : kReductions) {
     for (bool as_input : {false, true}) {
-      check_reduce(op, as_input, Ints{1}, 1);              // a middle axis
-      check_reduce(op, as_input, Ints{-1}, 0);             // the last axis
-      check_reduce(op, as_input, Ints{0, 2}, 1);           // several axes, not neighbours
+      check_reduce(op, as_input, Ints{1}, 1);     // a middle axis
+      check_reduce(op, as_input, Ints{-1}, 0);    // the last axis
+      check_reduce(op, as_input, Ints{0, 2}, 1);  // several axes, not neighbours
       check_reduce(op, as_input, Ints{0, 2}, 0);
-      check_reduce(op, as_input, std::nullopt, 0);         // all axes
+      check_reduce(op, as_input, std::nullopt, 0);  // all axes
       check_reduce(op, as_input, std::nullopt, 1);
       check_reduce(op, as_input, Ints{1, 3}, 0, {2, 3, 1, 4, 3});  // an extent of 1 between reduced axes
     }
@@ -320,7 +326,7 @@ TEST(OpenClReduce, EveryReductionOverEveryAxesPattern) {
 TEST(OpenClReduce, EmptyAxesInput) {
   GRAFT_REQUIRE_OPENCL();
   for (const char* op : {"ReduceSum", "ReduceMean", "ReduceL2", "ReduceSumSquare"}) {
-    check_reduce(op, true, Ints{}, 1);           // reduces every axis
+    check_reduce(op, true, Ints{}, 1);                // reduces every axis
     check_reduce(op, true, Ints{}, 1, {3, 4, 5}, 1);  // noop_with_empty_axes: each element alone
   }
 }
