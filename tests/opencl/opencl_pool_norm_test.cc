@@ -462,6 +462,18 @@ TEST(OpenClReduce, UnsupportedCasesAreRefusedWithAReason) {
     const ir::Node& n = c.node("ReduceSum", {x, axes});
     EXPECT_NE(opencl::kernel_support(n), "");
   }
+  {  // attributes made malformed after inference: the reason, not a throw
+    NodeCase c(13);
+    ir::Value x = c.input({2, 3});
+    ir::Node& n = c.node("Softmax", {x});
+    n.attributes.set("axis", int64_t{5});
+    EXPECT_NE(opencl::kernel_support(n).find("axis"), std::string::npos) << opencl::kernel_support(n);
+    NodeCase d(13);
+    ir::Value y = d.input({1, 1, 4, 4});
+    ir::Node& pool = d.node("MaxPool", {y}, {{"kernel_shape", Ints{2, 2}}});
+    pool.attributes.set("auto_pad", std::string("BOGUS"));
+    EXPECT_NE(opencl::kernel_support(pool).find("auto_pad"), std::string::npos) << opencl::kernel_support(pool);
+  }
   {
     NodeCase c(13);
     ir::Value x = c.input({2, 3, 4}, -1, 1, DType::float64);
