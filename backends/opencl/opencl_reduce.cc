@@ -24,7 +24,9 @@
 // LogSumExp keeps a running maximum, an empty reduction gives the op's
 // identity (Mean of nothing: NaN). ArgMax / ArgMin view the
 // input as [outer, n, inner]; ties go to the first index or, with
-// select_last_index (opset 12), the last; NaN wins against numbers. One
+// select_last_index (opset 12), the last; NaN wins against numbers; long
+// contiguous lanes (inner 1) may run one work-group each, candidates combined
+// by the same rules. One
 // program holds every kernel; shapes are arguments.
 // Refused: dtypes other than float32, axes from a non-constant input, more
 // than 8 runs of kept or of reduced dimensions, an empty ArgMax axis.
@@ -121,6 +123,67 @@ REDUCE_KERNEL(reduce_log_sum_exp, float m = -INFINITY; float s = 0.0f,
 
 ARG_KERNEL(arg_max, v > best)
 ARG_KERNEL(arg_min, v < best)
+
+/* Long contiguous lanes (inner 1, an LM head's ArgMax over its vocabulary): one
+   work-group of 64 per lane. Item l finds the best of positions l, l + 64, ...
+   by the sequential rule; the 64 (value, index) candidates then combine by the
+   same rule made symmetric: NaN beats a number, the better value wins, and
+   between equals (or two NaNs) the lower index, or the higher with
+   select_last. */
+#define GROUP_ARG_KERNEL(NAME, BETTER)                                                                    \
+  __kernel __attribute__((reqd_work_group_size(64, 1, 1)))                                                \
+  void NAME(__global const float* x, __global long* y, long outer, long n, long inner, int select_last) { \
+    __local float values[64];                                                                             \
+    __local long indices[64];                                                                             \
+    const long w = get_group_id(0);                                                                       \
+    const int l = (int)get_local_id(0);                                                                   \
+    __global const float* lane = x + w * n;                                                               \
+    float best = NAN;                                                                                     \
+    long best_index = -1;                                                                                 \
+    for (long j = l; j < n; j += 64) {                                                                    \
+      const float v = lane[j];                                                                            \
+      int take;                                                                                           \
+      if (best_index < 0)                                                                                 \
+        take = 1;                                                                                         \
+      else if (isnan(best))                                                                               \
+        take = select_last && isnan(v);                                                                   \
+      else if (isnan(v))                                                                                  \
+        take = 1;                                                                                         \
+      else                                                                                                \
+        take = (BETTER) || (select_last && v == best);                                                    \
+      if (take) {                                                                                         \
+        best = v;                                                                                         \
+        best_index = j;                                                                                   \
+      }                                                                                                   \
+    }                                                                                                     \
+    values[l] = best;                                                                                     \
+    indices[l] = best_index;                                                                              \
+    barrier(CLK_LOCAL_MEM_FENCE);                                                                         \
+    for (int step = 32; step > 0; step >>= 1) {                                                           \
+      if (l < step && indices[l + step] >= 0) {                                                           \
+        const float a = values[l], v = values[l + step];                                                  \
+        const long ia = indices[l], iv = indices[l + step];                                               \
+        int take;                                                                                         \
+        if (ia < 0)                                                                                       \
+          take = 1;                                                                                       \
+        else if (isnan(a) || isnan(v))                                                                    \
+          take = isnan(a) && isnan(v) ? (select_last ? iv > ia : iv < ia) : isnan(v);                    \
+        else {                                                                                            \
+          const float best = a;                                                                           \
+          take = (BETTER) || (v == a && (select_last ? iv > ia : iv < ia));                               \
+        }                                                                                                 \
+        if (take) {                                                                                       \
+          values[l] = v;                                                                                  \
+          indices[l] = iv;                                                                                \
+        }                                                                                                 \
+      }                                                                                                   \
+      barrier(CLK_LOCAL_MEM_FENCE);                                                                       \
+    }                                                                                                     \
+    if (l == 0) y[w] = indices[0];                                                                        \
+  }
+
+GROUP_ARG_KERNEL(group_arg_max, v > best)
+GROUP_ARG_KERNEL(group_arg_min, v < best)
 
 /* Long reductions: one work-group of 64 per output element. Work-item l folds
    the reduced positions l, l + 64, ... (each decomposed over the reduced runs),
@@ -441,17 +504,21 @@ class ArgKernel final : public NodeKernel {
  public:
   ArgKernel(const char* name, ArgPlan plan) : name_(name), plan_(plan) {}
 
-  void compile(ClDevice& device) override { kernel_ = ClKernel(device, device.program(kReduceSource), name_); }
+  void compile(ClDevice& device) override {
+    grouped_ = plan_.inner == 1 && group_per_row(device, plan_.outer, plan_.n);
+    kernel_ = ClKernel(device, device.program(kReduceSource), grouped_ ? std::string("group_") + name_ : name_);
+  }
 
   void enqueue(ClLaunchContext& context, std::span<const ClTensor> inputs,
                std::span<const ClTensor> outputs) const override {
-    const ClRange range = items(plan_.outer * plan_.inner);
+    const ClRange range = grouped_ ? groups(plan_.outer) : items(plan_.outer * plan_.inner);
     kernel_.launch(context.queue(), range, inputs[0], outputs[0], plan_.outer, plan_.n, plan_.inner, plan_.select_last);
   }
 
  private:
-  const char* name_;
+  std::string name_;
   ArgPlan plan_;
+  bool grouped_ = false;  ///< one work-group per contiguous lane (group_per_row), else one work-item per lane
   ClKernel kernel_;
 };
 

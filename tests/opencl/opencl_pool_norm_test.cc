@@ -362,6 +362,17 @@ TEST(OpenClReduce, ArgMaxArgMin) {
     x.data<float>()[i] = dist(rng);
     ties.data<float>()[i] = std::floor(dist(rng) * 2);  // four values: many ties
   }
+  // Long contiguous lanes, few of them: one work-group per lane (opencl_row_launch.h).
+  Tensor wide(DType::float32, {2, 700}), wide_ties(DType::float32, {2, 700});
+  for (int64_t i = 0; i < wide.numel(); ++i) {
+    wide.data<float>()[i] = dist(rng);
+    wide_ties.data<float>()[i] = std::floor(dist(rng) * 2);
+  }
+  for (const char* op : {"ArgMax", "ArgMin"}) {
+    check_arg(op, wide, {{"axis", int64_t{-1}}});
+    check_arg(op, wide_ties, {{"axis", int64_t{1}}});
+    check_arg(op, wide_ties, {{"axis", int64_t{1}}, {"select_last_index", int64_t{1}}, {"keepdims", int64_t{0}}});
+  }
   for (const char* op : {"ArgMax", "ArgMin"}) {
     check_arg(op, x, {});
     check_arg(op, x, {{"axis", int64_t{1}}, {"keepdims", int64_t{1}}});
@@ -397,13 +408,25 @@ TEST(OpenClReduce, NaNAndEmptyReductions) {
     c.node(op, {v}, {{"axes", Ints{1}}});
     c.check();
   }
-  for (const char* op : {"ArgMax", "ArgMin"})
+  for (const char* op : {"ArgMax", "ArgMin"}) {
     for (int64_t axis : {0, 1, 2}) {
       NodeCase c(13);
       ir::Value v = c.input_value(x);
       c.node(op, {v}, {{"axis", axis}});
       c.check(0, 0);
     }
+    // a work-group lane with several NaNs: the first, or the last with select_last_index
+    Tensor lanes = wide.clone();
+    lanes.data<float>()[400 + 130] = nan;
+    lanes.data<float>()[400 + 250] = nan;
+    lanes.data<float>()[400 + 390] = nan;
+    for (int64_t last : {0, 1}) {
+      NodeCase c(13);
+      ir::Value v = c.input_value(lanes);
+      c.node(op, {v}, {{"axis", int64_t{1}}, {"select_last_index", last}});
+      c.check(0, 0);
+    }
+  }
   for (const char* op : {"MaxPool", "GlobalMaxPool"}) {  // a NaN tap never wins a max pool (std::max)
     NodeCase c(13);
     ir::Value v = c.input_value(x.reshaped({1, 3, 4, 5}));
