@@ -19,7 +19,10 @@
 // no transpose). Long reductions run one work-group of 64 per output instead
 // (where opencl_row_launch.h's group_per_row says so for the device), each
 // work-item folding every 64th element, the partial results combined in
-// local memory (LogSumExp's running maximum and sum as pairs). Accumulation
+// local memory (LogSumExp's running maximum and sum as pairs); when there
+// are few outputs (under 64) of 16384 elements or more, each output's
+// reduction is split over up to 256 work-groups (8192 elements each) whose
+// partial results a second kernel combines, through launch scratch memory. Accumulation
 // is in float with the reference's rules: Max and Min let NaN through,
 // LogSumExp keeps a running maximum, an empty reduction gives the op's
 // identity (Mean of nothing: NaN). ArgMax / ArgMin view the
@@ -185,22 +188,29 @@ ARG_KERNEL(arg_min, v < best)
 GROUP_ARG_KERNEL(group_arg_max, v > best)
 GROUP_ARG_KERNEL(group_arg_min, v < best)
 
-/* Long reductions: one work-group of 64 per output element. Work-item l folds
-   the reduced positions l, l + 64, ... (each decomposed over the reduced runs),
-   then the 64 partial results combine in local memory (COMBINE(a, b)). */
-#define GROUP_REDUCE_KERNEL(NAME, INIT, ADD, COMBINE, FINISH)                          \
+/* Long reductions: work-groups of 64 per output element, `slices` of them
+   (group id = output * slices + slice), slice k covering the reduced positions
+   [k * chunk, (k + 1) * chunk). Work-item l folds positions l, l + 64, ... of
+   its slice (each decomposed over the reduced runs), then the 64 partial
+   results combine in local memory (COMBINE(a, b)). With one slice the group
+   writes the result; with several each writes its partial result, and
+   final_reduce_* (one work-item per output) combines the slices'. */
+#define REDUCE_OP(SUFFIX, INIT, ADD, COMBINE, FINISH)                                   \
   __kernel __attribute__((reqd_work_group_size(64, 1, 1)))                             \
-  void NAME(__global const float* x, __global float* y, ReduceGeometry g) {            \
+  void group_reduce_##SUFFIX(__global const float* x, __global float* y,               \
+                             __global float* partials, ReduceGeometry g, long slices,   \
+                             long chunk) {                                              \
     __local float partial[64];                                                         \
-    const long o = get_group_id(0);                                                    \
+    const long o = get_group_id(0) / slices, slice = get_group_id(0) % slices;         \
     const int l = (int)get_local_id(0);                                                \
     long base = 0, rest = o;                                                           \
     for (int d = (int)g.kept_rank - 1; d >= 0; --d) {                                  \
       base += (rest % g.kept_size[d]) * g.kept_stride[d];                              \
       rest /= g.kept_size[d];                                                          \
     }                                                                                  \
+    const long end = min(g.reduced_count, (slice + 1) * chunk);                        \
     float acc = INIT;                                                                  \
-    for (long r = l; r < g.reduced_count; r += 64) {                                   \
+    for (long r = slice * chunk + l; r < end; r += 64) {                               \
       long offset = base, left = r;                                                    \
       for (int d = (int)g.reduced_rank - 1; d >= 0; --d) {                             \
         offset += (left % g.reduced_size[d]) * g.reduced_stride[d];                    \
@@ -211,7 +221,7 @@ GROUP_ARG_KERNEL(group_arg_min, v < best)
     }                                                                                  \
     partial[l] = acc;                                                                  \
     barrier(CLK_LOCAL_MEM_FENCE);                                                      \
-    for (int step = 32; step > 0; step >>= 1) {                                           \
+    for (int step = 32; step > 0; step >>= 1) {                                        \
       if (l < step) {                                                                  \
         const float a = partial[l], b = partial[l + step];                             \
         partial[l] = COMBINE;                                                          \
@@ -221,35 +231,66 @@ GROUP_ARG_KERNEL(group_arg_min, v < best)
     if (l == 0) {                                                                      \
       acc = partial[0];                                                                \
       const long count = g.reduced_count;                                              \
-      y[o] = FINISH;                                                                   \
+      if (slices > 1)                                                                  \
+        partials[o * slices + slice] = acc;                                            \
+      else                                                                             \
+        y[o] = FINISH;                                                                 \
     }                                                                                  \
+  }                                                                                    \
+  __kernel void final_reduce_##SUFFIX(__global const float* partials, __global float* y, \
+                                      long outputs, long slices, long count) {         \
+    const long o = get_global_id(0);                                                   \
+    if (o >= outputs) return;                                                          \
+    float acc = INIT;                                                                  \
+    for (long k = 0; k < slices; ++k) {                                                \
+      const float a = acc, b = partials[o * slices + k];                               \
+      acc = COMBINE;                                                                   \
+    }                                                                                  \
+    y[o] = FINISH;                                                                     \
   }
 
-GROUP_REDUCE_KERNEL(group_reduce_sum, 0.0f, acc += v, a + b, acc)
-GROUP_REDUCE_KERNEL(group_reduce_mean, 0.0f, acc += v, a + b, acc / (float)count)
-GROUP_REDUCE_KERNEL(group_reduce_sum_square, 0.0f, acc += v * v, a + b, acc)
-GROUP_REDUCE_KERNEL(group_reduce_l1, 0.0f, acc += fabs(v), a + b, acc)
-GROUP_REDUCE_KERNEL(group_reduce_l2, 0.0f, acc += v * v, a + b, sqrt(acc))
-GROUP_REDUCE_KERNEL(group_reduce_log_sum, 0.0f, acc += v, a + b, log(acc))
-GROUP_REDUCE_KERNEL(group_reduce_prod, 1.0f, acc *= v, a * b, acc)
-GROUP_REDUCE_KERNEL(group_reduce_max, -INFINITY, if (v > acc || isnan(v)) acc = v, (b > a || isnan(b)) ? b : a, acc)
-GROUP_REDUCE_KERNEL(group_reduce_min, INFINITY, if (v < acc || isnan(v)) acc = v, (b < a || isnan(b)) ? b : a, acc)
+REDUCE_OP(sum, 0.0f, acc += v, a + b, acc)
+REDUCE_OP(mean, 0.0f, acc += v, a + b, acc / (float)count)
+REDUCE_OP(sum_square, 0.0f, acc += v * v, a + b, acc)
+REDUCE_OP(l1, 0.0f, acc += fabs(v), a + b, acc)
+REDUCE_OP(l2, 0.0f, acc += v * v, a + b, sqrt(acc))
+REDUCE_OP(log_sum, 0.0f, acc += v, a + b, log(acc))
+REDUCE_OP(prod, 1.0f, acc *= v, a * b, acc)
+REDUCE_OP(max, -INFINITY, if (v > acc || isnan(v)) acc = v, (b > a || isnan(b)) ? b : a, acc)
+REDUCE_OP(min, INFINITY, if (v < acc || isnan(v)) acc = v, (b < a || isnan(b)) ? b : a, acc)
 
 /* LogSumExp's running (maximum m, sum s of exp(x - m)) pairs combine as
-   m = max(m1, m2), s = s1 * exp(m1 - m) + s2 * exp(m2 - m); an empty pair (s 0) is the identity. */
+   m = max(m1, m2), s = s1 * exp(m1 - m) + s2 * exp(m2 - m); an empty pair (s 0)
+   is the identity. Partial results are pairs: partials[2 * i] = m, [2 * i + 1] = s. */
+void combine_log_sum_exp(float* m1, float* s1, float m2, float s2) {
+  if (*s1 == 0.0f) {
+    *m1 = m2;
+    *s1 = s2;
+  } else if (s2 != 0.0f) {
+    if (m2 > *m1) {
+      *s1 = *s1 * exp(*m1 - m2) + s2;
+      *m1 = m2;
+    } else {
+      *s1 = *s1 + s2 * exp(m2 - *m1);
+    }
+  }
+}
+
 __kernel __attribute__((reqd_work_group_size(64, 1, 1)))
-void group_reduce_log_sum_exp(__global const float* x, __global float* y, ReduceGeometry g) {
+void group_reduce_log_sum_exp(__global const float* x, __global float* y, __global float* partials,
+                              ReduceGeometry g, long slices, long chunk) {
   __local float partial_m[64];
   __local float partial_s[64];
-  const long o = get_group_id(0);
+  const long o = get_group_id(0) / slices, slice = get_group_id(0) % slices;
   const int l = (int)get_local_id(0);
   long base = 0, rest = o;
   for (int d = (int)g.kept_rank - 1; d >= 0; --d) {
     base += (rest % g.kept_size[d]) * g.kept_stride[d];
     rest /= g.kept_size[d];
   }
+  const long end = min(g.reduced_count, (slice + 1) * chunk);
   float m = -INFINITY, s = 0.0f;
-  for (long r = l; r < g.reduced_count; r += 64) {
+  for (long r = slice * chunk + l; r < end; r += 64) {
     long offset = base, left = r;
     for (int d = (int)g.reduced_rank - 1; d >= 0; --d) {
       offset += (left % g.reduced_size[d]) * g.reduced_stride[d];
@@ -270,22 +311,31 @@ void group_reduce_log_sum_exp(__global const float* x, __global float* y, Reduce
   barrier(CLK_LOCAL_MEM_FENCE);
   for (int step = 32; step > 0; step >>= 1) {
     if (l < step) {
-      const float m1 = partial_m[l], s1 = partial_s[l], m2 = partial_m[l + step], s2 = partial_s[l + step];
-      if (s1 == 0.0f) {
-        partial_m[l] = m2;
-        partial_s[l] = s2;
-      } else if (s2 != 0.0f) {
-        if (m2 > m1) {
-          partial_m[l] = m2;
-          partial_s[l] = s1 * exp(m1 - m2) + s2;
-        } else {
-          partial_s[l] = s1 + s2 * exp(m2 - m1);
-        }
-      }
+      float m1 = partial_m[l], s1 = partial_s[l];
+      combine_log_sum_exp(&m1, &s1, partial_m[l + step], partial_s[l + step]);
+      partial_m[l] = m1;
+      partial_s[l] = s1;
     }
     barrier(CLK_LOCAL_MEM_FENCE);
   }
-  if (l == 0) y[o] = partial_s[0] == 0.0f ? -INFINITY : partial_m[0] + log(partial_s[0]);
+  if (l == 0) {
+    if (slices > 1) {
+      partials[2 * (o * slices + slice)] = partial_m[0];
+      partials[2 * (o * slices + slice) + 1] = partial_s[0];
+    } else {
+      y[o] = partial_s[0] == 0.0f ? -INFINITY : partial_m[0] + log(partial_s[0]);
+    }
+  }
+}
+
+__kernel void final_reduce_log_sum_exp(__global const float* partials, __global float* y, long outputs, long slices,
+                                       long count) {
+  const long o = get_global_id(0);
+  if (o >= outputs) return;
+  float m = -INFINITY, s = 0.0f;
+  for (long k = 0; k < slices; ++k)
+    combine_log_sum_exp(&m, &s, partials[2 * (o * slices + k)], partials[2 * (o * slices + k) + 1]);
+  y[o] = s == 0.0f ? -INFINITY : m + log(s);
 }
 )CLC";
 
@@ -425,20 +475,48 @@ class ReduceKernel final : public NodeKernel {
   ReduceKernel(const char* name, ReduceGeometry geometry) : name_(name), geometry_(geometry) {}
 
   void compile(ClDevice& device) override {
-    grouped_ = group_per_row(device, geometry_.kept_count, geometry_.reduced_count);
-    kernel_ = ClKernel(device, device.program(kReduceSource), grouped_ ? std::string("group_") + name_ : name_);
+    const int64_t kept = geometry_.kept_count, count = geometry_.reduced_count;
+    grouped_ = group_per_row(device, kept, count);
+    if (grouped_ && kept < kFewOutputs) slices_ = std::clamp<int64_t>(count / kSliceElements, 1, kMaxSlices);
+    cl_program program = device.program(kReduceSource);
+    if (!grouped_) {
+      kernel_ = ClKernel(device, program, name_);
+      return;
+    }
+    // name_ is "reduce_<op>": the work-group kernels are group_reduce_<op> and final_reduce_<op>.
+    kernel_ = ClKernel(device, program, "group_" + name_);
+    if (slices_ > 1) final_ = ClKernel(device, program, "final_" + name_);
   }
 
   void enqueue(ClLaunchContext& context, std::span<const ClTensor> inputs,
                std::span<const ClTensor> outputs) const override {
-    const ClRange range = grouped_ ? groups(geometry_.kept_count) : items(geometry_.kept_count);
-    kernel_.launch(context.queue(), range, inputs[0], outputs[0], geometry_);
+    const int64_t kept = geometry_.kept_count, count = geometry_.reduced_count;
+    if (!grouped_) {
+      kernel_.launch(context.queue(), items(kept), inputs[0], outputs[0], geometry_);
+    } else if (slices_ == 1) {
+      // The partials argument is unused with one slice: the output stands in.
+      kernel_.launch(context.queue(), groups(kept), inputs[0], outputs[0], outputs[0], geometry_, int64_t{1}, count);
+    } else {
+      // Two floats per partial result (LogSumExp's pairs; the others use the first half).
+      cl_mem partials = context.scratch(static_cast<size_t>(kept * slices_) * 2 * sizeof(float));
+      const int64_t chunk = (count + slices_ - 1) / slices_;
+      kernel_.launch(context.queue(), groups(kept * slices_), inputs[0], outputs[0], partials, geometry_, slices_,
+                     chunk);
+      final_.launch(context.queue(), items(kept), partials, outputs[0], kept, slices_, count);
+    }
   }
 
  private:
+  /// Fewer outputs than this, each of kSliceElements or more, split their reductions over several work-groups.
+  static constexpr int64_t kFewOutputs = 64;
+  static constexpr int64_t kSliceElements = 8192;
+  static constexpr int64_t kMaxSlices = 256;
+
   std::string name_;
   ReduceGeometry geometry_;
-  bool grouped_ = false;  ///< one work-group per output (group_per_row), else one work-item
+  bool grouped_ = false;  ///< work-groups per output (group_per_row), else one work-item
+  int64_t slices_ = 1;    ///< work-groups per output, their partial results combined by final_
+  ClKernel final_;
   ClKernel kernel_;
 };
 

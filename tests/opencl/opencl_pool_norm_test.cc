@@ -292,7 +292,7 @@ const char* const kReductions[] = {"ReduceMean", "ReduceSum",       "ReduceMax",
 
 /// Axes as the attribute (opset 13; ReduceSum at 11, before its axes input) or as a Constant input (opset 18).
 void check_reduce(const std::string& op, bool axes_as_input, const std::optional<Ints>& axes, int64_t keepdims,
-                  const Shape& shape = {3, 4, 5}, int64_t noop = 0) {
+                  const Shape& shape = {3, 4, 5}, int64_t noop = 0, double atol = 1e-5) {
   SCOPED_TRACE(op + (axes_as_input ? " axes input" : " axes attribute"));
   NodeCase c(axes_as_input ? 18 : op == "ReduceSum" ? 11 : 13);
   ir::Value x = c.input(shape);
@@ -305,7 +305,7 @@ void check_reduce(const std::string& op, bool axes_as_input, const std::optional
   } else {
     c.node(op, inputs, {{"keepdims", keepdims}});
   }
-  c.check();
+  c.check(1e-5, atol);
 }
 
 TEST(OpenClReduce, EveryReductionOverEveryAxesPattern) {
@@ -341,6 +341,11 @@ TEST(OpenClReduce, LargerReductions) {
     check_reduce(op, false, Ints{-1}, 0, {3, 300});
     check_reduce(op, true, std::nullopt, 1, {7, 9, 33});
     check_reduce(op, false, Ints{0, 2}, 1, {20, 3, 30});
+    // Few outputs of 16384 elements or more: each split over several work-groups, then combined.
+    // Sums of 20000-30000 values in [-1, 1] differ by float rounding: the reference's sum of the
+    // first case is off the double-precision sum by 1.5e-4, the split kernel's by 7e-6.
+    check_reduce(op, true, std::nullopt, 0, {4, 150, 50}, 0, 1e-3);
+    check_reduce(op, false, Ints{0, 2}, 1, {100, 2, 200}, 0, 1e-3);
   }
 }
 
@@ -436,6 +441,22 @@ TEST(OpenClReduce, NaNAndEmptyReductions) {
       c.node(op, {v});
     c.check();
   }
+  // Split reductions (one output of 20000 elements: two work-groups, then the final kernel): the
+  // extreme value and a NaN sit in the last slice.
+  Tensor split(DType::float32, {1, 20000});
+  for (int64_t i = 0; i < split.numel(); ++i) split.data<float>()[i] = dist(rng);
+  split.data<float>()[19990] = 5.0f;
+  split.data<float>()[19995] = -5.0f;
+  Tensor split_nan = split.clone();
+  split_nan.data<float>()[19999] = nan;
+  for (const char* op : {"ReduceMax", "ReduceMin", "ReduceLogSumExp"})
+    for (const Tensor* t : {&split, &split_nan}) {
+      SCOPED_TRACE(op);
+      NodeCase c(13);
+      ir::Value v = c.input_value(*t);
+      c.node(op, {v}, {{"keepdims", int64_t{0}}});
+      c.check();
+    }
   // Reductions over an axis of extent 0: the op's identity (Mean of nothing is NaN).
   for (const char* op : {"ReduceSum", "ReduceMean", "ReduceProd", "ReduceL2", "ReduceSumSquare"}) {
     SCOPED_TRACE(op);
