@@ -19,18 +19,17 @@
 // no transpose). Long reductions run one work-group of 64 per output instead
 // (where opencl_row_launch.h's group_per_row says so for the device), each
 // work-item folding every 64th element, the partial results combined in
-// local memory (LogSumExp's running maximum and sum as pairs); when there
-// are few outputs (under 64) of 16384 elements or more, each output's
-// reduction is split over up to 256 work-groups (8192 elements each) whose
-// partial results a second kernel combines, through launch scratch memory. Accumulation
-// is in float with the reference's rules: Max and Min let NaN through,
-// LogSumExp keeps a running maximum, an empty reduction gives the op's
-// identity (Mean of nothing: NaN). ArgMax / ArgMin view the
-// input as [outer, n, inner]; ties go to the first index or, with
-// select_last_index (opset 12), the last; NaN wins against numbers; long
-// contiguous lanes (inner 1) may run one work-group each, candidates combined
-// by the same rules. One
-// program holds every kernel; shapes are arguments.
+// local memory (LogSumExp's running maximum and sum as pairs). When there are
+// few outputs (under 64) of 16384 elements or more, each output's reduction
+// is split over up to 256 work-groups (8192 elements or more each) whose
+// partial results a second kernel combines, through launch scratch memory.
+// Accumulation is in float with the reference's rules: Max and Min let NaN
+// through, LogSumExp keeps a running maximum, an empty reduction gives the
+// op's identity (Mean of nothing: NaN). ArgMax / ArgMin view the input as
+// [outer, n, inner]; ties go to the first index or, with select_last_index
+// (opset 12), the last; NaN wins against numbers; long contiguous lanes
+// (inner 1) may run one work-group each, candidates combined by the same
+// rules. One program holds every kernel; shapes are arguments.
 // Refused: dtypes other than float32, axes from a non-constant input, more
 // than 8 runs of kept or of reduced dimensions, an empty ArgMax axis.
 #include "opencl_kernel.h"
@@ -507,7 +506,8 @@ class ReduceKernel final : public NodeKernel {
   }
 
  private:
-  /// Fewer outputs than this, each of kSliceElements or more, split their reductions over several work-groups.
+  /// Fewer work-group outputs than this, each of 2 * kSliceElements elements or more, split their
+  /// reductions over count / kSliceElements work-groups (at most kMaxSlices).
   static constexpr int64_t kFewOutputs = 64;
   static constexpr int64_t kSliceElements = 8192;
   static constexpr int64_t kMaxSlices = 256;
