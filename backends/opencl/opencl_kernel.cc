@@ -67,6 +67,7 @@ ClDevice::ClDevice(int index) : index_(index) {
 cl_program ClDevice::program(const std::string& source, const std::string& options) {
   std::string key = options + '\0' + source;
   std::lock_guard lock(mutex_);
+  if (codegen::opencl_build_failures_injected()) return codegen::opencl_build_program(static_cast<size_t>(index_), source, options);
   for (auto& [k, p] : programs_)
     if (k == key) return p;
   const codegen::CompileCounters& counters = codegen::CompileCache::global().counters();

@@ -228,6 +228,7 @@ std::shared_ptr<void> program_for(const OpenCl& cl, const std::string& source) {
   static std::unordered_map<std::string, std::shared_ptr<void>> programs;
   CompileCounters& counters = CompileCache::global().counters();
   std::lock_guard<std::mutex> lock(mutex);
+  if (opencl_build_failures_injected()) return build_program(cl, source);  // throws
   if (auto it = programs.find(source); it != programs.end()) {
     counters.opencl_memory_hits++;
     return it->second;

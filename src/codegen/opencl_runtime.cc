@@ -255,6 +255,7 @@ std::atomic<bool> build_failures_injected{false};
 }  // namespace
 
 void opencl_inject_build_failures(bool on) { build_failures_injected = on; }
+bool opencl_build_failures_injected() { return build_failures_injected; }
 
 cl_program opencl_build_program(size_t index, const std::string& given_source, const std::string& options) {
   const OpenClFunctions& cl = opencl_functions();

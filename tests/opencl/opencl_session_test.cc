@@ -4,12 +4,15 @@
 // device memory, an unknown device).
 #include <gtest/gtest.h>
 
+#include <filesystem>
 #include <thread>
 
 #include "graft/backend/device_api.h"
 #include "graft/backend/device_tensor.h"
+#include "graft/codegen/compile_cache.h"
 #include "graft/runtime/session.h"
 #include "opencl/opencl_module.h"
+#include "support/scoped_env.h"
 #include "opencl_test_util.h"
 
 namespace graft::testing {
@@ -204,6 +207,74 @@ TEST(OpenClFaults, WithoutAnOpenClPlatformTheDeviceIsRefusedAndTheBackendsFallBa
   rc = std::system(("OCL_ICD_VENDORS=/nonexistent GRAFT_BACKENDS=opencl,ref " + graft + " run " + model +
                     " --shape input=1,784 > " + out + " 2>&1").c_str());
   EXPECT_EQ(rc, 0) << read_text(out);
+}
+
+}  // namespace
+}  // namespace graft::testing
+
+namespace graft::testing {
+namespace {
+
+TEST(OpenClFaults, AKernelThatFailsToBuildIsAClearErrorAndTheNextRunRecovers) {
+  GRAFT_REQUIRE_OPENCL();
+  Tensor weight = random_tensor({64}, 21);
+  std::vector<Tensor> inputs{random_tensor({4, 64}, 22)};
+  runtime::Session session(split_model(weight), opencl_options());
+  codegen::opencl_inject_build_failures(true);
+  try {
+    session.run(inputs);
+    ADD_FAILURE() << "a run built its kernels while builds fail";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("does not build on opencl:0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("build failure injected"), std::string::npos) << "the build log is missing";
+  }
+  codegen::opencl_inject_build_failures(false);
+  std::vector<Tensor> got = session.run(inputs);
+  expect_close(got[0], run_graph(*split_model(weight), inputs)[0], 1e-5, 1e-6);
+}
+
+}  // namespace
+}  // namespace graft::testing
+
+namespace graft::testing {
+namespace {
+
+TEST(OpenClProgramCache, BinariesAreStoredInGraftCacheDirAndLoadedBack) {
+  GRAFT_REQUIRE_OPENCL();
+  const std::filesystem::path dir = std::filesystem::path(::testing::TempDir()) / "graft_opencl_binaries";
+  std::filesystem::remove_all(dir);
+  const std::string dir_text = dir.string();
+  ScopedEnv env("GRAFT_CACHE_DIR", dir_text.c_str());
+  // A source no other test builds (the counter makes it new in every run of the test).
+  static int round = 0;
+  const std::string source = "__kernel void graft_cache_probe_" + std::to_string(++round) +
+                             "(__global float* x) { x[get_global_id(0)] += 1.0f; }\n";
+  codegen::CompileCounters& counters = codegen::CompileCache::global().counters();
+  const uint64_t builds = counters.opencl_builds, hits = counters.opencl_disk_hits, rejects = counters.disk_rejects;
+  const codegen::OpenClFunctions& cl = codegen::opencl_functions();
+  cl.release_program(codegen::opencl_build_program(0, source));
+  EXPECT_EQ(counters.opencl_builds - builds, 1u);
+  size_t files = 0;
+  std::filesystem::path binary;
+  for (const auto& entry : std::filesystem::directory_iterator(dir))
+    if (entry.path().extension() == ".bin") ++files, binary = entry.path();
+  ASSERT_EQ(files, 1u) << "one binary stored";
+  cl.release_program(codegen::opencl_build_program(0, source));  // from the disk now
+  EXPECT_EQ(counters.opencl_disk_hits - hits, 1u);
+  EXPECT_EQ(counters.opencl_builds - builds, 1u);
+  // A damaged binary is rebuilt from source, never loaded.
+  {
+    std::FILE* f = std::fopen(binary.c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    std::fseek(f, 40, SEEK_SET);
+    std::fputc(0x5a, f);
+    std::fclose(f);
+  }
+  cl.release_program(codegen::opencl_build_program(0, source));
+  EXPECT_EQ(counters.opencl_builds - builds, 2u);
+  EXPECT_EQ(counters.opencl_disk_hits - hits, 1u);
+  EXPECT_GE(counters.disk_rejects, rejects);
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -105,9 +105,12 @@ cl_context opencl_context(size_t index);
 /// log, when the source does not build.
 cl_program opencl_build_program(size_t index, const std::string& source, const std::string& options = {});
 
-/// Fault injection for tests: while on, every program opencl_build_program
-/// builds fails to build, as on a driver that rejects the kernel.
+/// Fault injection for tests: while on, every OpenCL program graft asks for
+/// fails to build, as on a driver that rejects the kernel (the in-process
+/// program caches are bypassed, so programs built before fail too).
 void opencl_inject_build_failures(bool on);
+/// True while opencl_inject_build_failures is on.
+bool opencl_build_failures_injected();
 
 #endif
 
