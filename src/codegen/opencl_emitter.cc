@@ -262,6 +262,7 @@ std::vector<std::unique_ptr<OpenClKernel>> OpenClKernel::build_all(std::span<con
 
 OpenClKernel::~OpenClKernel() {
   if (kernel_) opencl().release_kernel(static_cast<cl_kernel>(kernel_));
+  for (auto& [key, buffer] : geometries_) opencl().release_buffer(static_cast<cl_mem>(buffer));
 }
 
 OpenClBuffer::OpenClBuffer(size_t bytes) : size_(bytes) {
@@ -401,14 +402,30 @@ void OpenClKernel::launch(std::span<const OpenClOperand> inputs, std::span<const
     for (size_t k = 0; k < n_ops; ++k)
       words[GeometryLayout::strides_offset() + k * ir::kMaxKernelRank + j] = geometry.strides[k][rank - 1 - j];
   }
-  // The geometry lives in a buffer of its own, released as soon as the
-  // kernel is queued: OpenCL deletes it once the kernel no longer uses it.
-  cl_int status = CL_SUCCESS;
-  cl_mem geometry_buffer = cl.create_buffer(cl.context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-                                            words.size() * sizeof(cl_long), words.data(), &status);
-  check(status, "clCreateBuffer");
-  std::unique_ptr<std::remove_pointer_t<cl_mem>, decltype(cl.release_buffer)> geometry_owner(geometry_buffer,
+  // The geometry of a shape signature seen before is on the device already;
+  // a new one is uploaded once and kept (up to kMaxGeometries), else it lives
+  // in a buffer of its own, released as soon as the kernel is queued (OpenCL
+  // deletes it once the kernel no longer uses it).
+  cl_mem geometry_buffer = nullptr;
+  std::unique_ptr<std::remove_pointer_t<cl_mem>, decltype(cl.release_buffer)> geometry_owner(nullptr,
                                                                                              cl.release_buffer);
+  {
+    std::vector<int64_t> key(words.begin(), words.end());
+    key.push_back(static_cast<int64_t>(n_ops));
+    std::lock_guard<std::mutex> lock(geometries_mutex_);
+    if (auto it = geometries_.find(key); it != geometries_.end()) {
+      geometry_buffer = static_cast<cl_mem>(it->second);
+    } else {
+      cl_int status = CL_SUCCESS;
+      geometry_buffer = cl.create_buffer(cl.context, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                         words.size() * sizeof(cl_long), words.data(), &status);
+      check(status, "clCreateBuffer");
+      if (geometries_.size() < kMaxGeometries)
+        geometries_.emplace(std::move(key), geometry_buffer);
+      else
+        geometry_owner.reset(geometry_buffer);
+    }
+  }
   const cl_long n = total;
   const cl_int rank_arg = static_cast<cl_int>(rank), mode_arg = static_cast<cl_int>(mode);
   std::lock_guard<std::mutex> lock(launch_mutex());

@@ -7,7 +7,9 @@
 #pragma once
 
 #include <cstddef>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -155,6 +157,13 @@ class OpenClKernel {
   ir::KernelIR ir_;
   std::shared_ptr<void> program_;  ///< the cl_program, shared by the kernels built with it
   void* kernel_ = nullptr;         ///< the cl_kernel
+  /// Launch geometries (extents, dividers, strides) uploaded once per shape
+  /// signature and kept on the device: a model's runs repeat their shapes,
+  /// so a launch copies nothing from the host. At most kMaxGeometries; past
+  /// that, a launch uploads its own (released once it has run).
+  static constexpr size_t kMaxGeometries = 64;
+  mutable std::mutex geometries_mutex_;
+  mutable std::map<std::vector<int64_t>, void*> geometries_;  ///< words -> cl_mem
 };
 
 }  // namespace graft::codegen
