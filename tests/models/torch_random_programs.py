@@ -23,7 +23,7 @@ value one ulp below an integer legitimately floors differently.
 
 Usage: torch_random_programs.py --graft build/bin/graft --workdir DIR [--models N] [--seed S]
        [--programs-per-model K] [--max-steps M] [--layers | --dynamic] [--via onnx|artifact|opt]
-       [--more-dtypes] [--fusion on|off] [--backends ref] [--keep]
+       [--more-dtypes] [--fusion on|off] [--backends ref] [--device opencl] [--keep]
 Exit code 0 only when every output of every model matches.
 """
 import argparse
@@ -688,6 +688,8 @@ def run_model(index, args, rng):
     except Exception as e:  # the exporter's limits (instance_norm of a padded value: "unknown channel size")
         return None, "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200])
     backends = ["--backends", args.backends] if args.backends else []
+    if args.device:
+        backends += ["--device", args.device]
     model_path = onnx_path
     if args.via != "onnx":
         # Through an artifact (graft compile), or through graft's own ONNX
@@ -719,6 +721,9 @@ def run_model(index, args, rng):
     for line in proc.stdout.splitlines():
         if line.startswith("partition:") and " fuse " in line:
             fused = int(line.split(" fuse ")[1].split()[0])
+        # On a device, the device's backend took the nodes (it fuses inside its subgraphs).
+        if args.device and line.startswith("partition:") and " %s " % args.device.split(":")[0] in line:
+            fused = int(line.split(" %s " % args.device.split(":")[0])[1].split()[0])
     failures = []
     at = 0
     for k, p in enumerate(programs):
@@ -744,6 +749,7 @@ def main():
     parser.add_argument("--max-steps", type=int, default=12, help="ops per program: 2 to this many")
     parser.add_argument("--opset", type=int, default=17)
     parser.add_argument("--backends", default="")
+    parser.add_argument("--device", default="", help="run graft on this device (opencl): its backend first, copies at the boundaries")
     parser.add_argument("--layers", action="store_true",
                         help="mix in layer ops (linear, matmul, conv, pools, norms, softmax, reductions, "
                              "transposes, concat, slices) between the pointwise ones, float32")
@@ -781,7 +787,7 @@ def main():
         for f in failures:
             print("FAIL model%d %s" % (index, f), flush=True)
         failed += bool(failures)
-    fused = "" if args.via == "artifact" else "; %d nodes ran fused" % fused_total
+    fused = "" if args.via == "artifact" else "; %d nodes ran %s" % (fused_total, "on " + args.device if args.device else "fused")
     print("%d of %d models matched PyTorch (%d programs each)%s%s" % (
         args.models - failed - not_exported, args.models, args.programs_per_model, fused,
         "; %d not exported" % not_exported if not_exported else ""))
@@ -789,7 +795,7 @@ def main():
         print("FAIL: more than a tenth of the models could not be exported: the generator needs fixing")
         return 1
     if fused_total == 0 and args.via != "artifact" and args.fusion == "on":
-        print("FAIL: nothing was fused")
+        print("FAIL: nothing ran on " + args.device if args.device else "FAIL: nothing was fused")
         return 1
     return 0 if failed == 0 else 1
 
