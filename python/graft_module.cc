@@ -174,6 +174,24 @@ Tensor tensor_from_array(py::handle object, DType expected, const std::string& n
   return Tensor(dtype, std::move(shape), std::move(storage));
 }
 
+/// The value of an input of type `type`: a list for a sequence (each item as
+/// tensor_from_array), None for an empty optional, else tensor_from_array.
+Tensor input_value(py::handle object, const ir::ValueType& type, const std::string& name) {
+  if (type.optional && object.is_none()) return Tensor::none(type.dtype);
+  if (type.sequence) {
+    if (!py::isinstance<py::list>(object) && !py::isinstance<py::tuple>(object))
+      invalid("input '" + name + "' is a sequence: give a list of arrays, not a " +
+              std::string(py::str(object.get_type().attr("__name__"))));
+    std::vector<Tensor> items;
+    size_t k = 0;
+    for (py::handle item : object)
+      items.push_back(tensor_from_array(item, type.dtype, name + "[" + std::to_string(k++) + "]"));
+    DType dtype = type.dtype != DType::undefined ? type.dtype : items.empty() ? DType::float32 : items[0].dtype();
+    return Tensor::sequence(dtype, std::move(items));
+  }
+  return tensor_from_array(object, type.dtype, name);
+}
+
 /// Owns a Tensor for the numpy array that views its bytes (the array's base).
 constexpr const char* kTensorCapsule = "graft.Tensor";
 
@@ -322,7 +340,7 @@ class PySession {
       std::string name = item.first.cast<std::string>();
       auto found = input_index_.find(name);
       if (found == input_index_.end()) invalid("'" + name + "' is not an input of the model (inputs: " + names(infos) + ")");
-      inputs[found->second] = tensor_from_array(item.second, infos[found->second].type.dtype, name);
+      inputs[found->second] = input_value(item.second, infos[found->second].type, name);
       given[found->second] = true;
     }
     for (size_t i = 0; i < infos.size(); ++i)
