@@ -82,8 +82,12 @@ py::dtype numpy_dtype(DType dtype) {
     case DType::uint64: return py::dtype("uint64");
     case DType::boolean: return py::dtype("bool");
     case DType::bfloat16: {
-      static py::object bf16 = py::module_::import("numpy").attr("dtype")(
-          "uint16", py::arg("metadata") = py::dict(py::arg("graft_dtype") = "bfloat16"));
+      // Made once and never released (a static py::object would be released
+      // after the interpreter is gone).
+      static PyObject* bf16 = py::module_::import("numpy")
+                                  .attr("dtype")("uint16", py::arg("metadata") = py::dict(py::arg("graft_dtype") = "bfloat16"))
+                                  .release()
+                                  .ptr();
       return py::reinterpret_borrow<py::dtype>(bf16);
     }
     default: break;
@@ -292,8 +296,9 @@ class PySession {
     runtime::SessionOptions so = session_options(options);
     if (py::isinstance<py::bytes>(model) || py::isinstance<py::bytearray>(model) ||
         py::isinstance<py::memoryview>(model)) {
-      std::string bytes = py::isinstance<py::bytes>(model) ? model.cast<std::string>()
-                                                           : py::bytes(model.attr("tobytes")()).cast<std::string>();
+      py::bytes data = py::reinterpret_steal<py::bytes>(PyBytes_FromObject(model.ptr()));
+      if (!data) throw py::error_already_set();
+      std::string bytes = data;
       py::gil_scoped_release unlocked;
       session_ = frontend::load_model_from_memory(bytes, so);
     } else {
