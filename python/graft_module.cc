@@ -352,7 +352,8 @@ class PySession {
       if (!given[i]) invalid("input '" + infos[i].name + "' is missing (inputs: " + names(infos) + ")");
 
     std::vector<size_t> selected;
-    if (output_names.is_none()) {
+    if (output_names.is_none() || (py::isinstance<py::sequence>(output_names) && !py::isinstance<py::str>(output_names) &&
+                                   py::len(output_names) == 0)) {  // ONNX Runtime: None or [] is every output
       for (size_t i = 0; i < session->outputs().size(); ++i) selected.push_back(i);
     } else {
       if (py::isinstance<py::str>(output_names)) invalid("output_names must be a list of names or None, not a str");

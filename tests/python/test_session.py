@@ -140,3 +140,20 @@ def test_context_manager_closes(models):
     with graft.InferenceSession(models["add_relu"]) as sess:
         assert not sess.closed
     assert sess.closed
+
+
+def test_empty_output_names_mean_all_outputs(models):
+    sess = graft.InferenceSession(models["three_out"])
+    a = np.ones((2, 3), np.float32)
+    assert len(sess.run([], {"a": a, "b": a})) == 3
+
+
+def test_device_option_runs_on_an_opencl_device(models):
+    devices = graft.devices()["opencl"]
+    if not devices:
+        pytest.skip("no OpenCL device")
+    sess = graft.InferenceSession(models["add_relu"], device=devices[0]["device"])
+    assert sess.get_providers()[0] == "opencl"
+    x = np.linspace(-4, 4, 8, dtype=np.float32).reshape(2, 4)
+    expected = graft.InferenceSession(models["add_relu"]).run(None, {"x": x})[0]
+    np.testing.assert_allclose(sess.run(None, {"x": x})[0], expected, rtol=1e-6)

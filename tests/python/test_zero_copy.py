@@ -76,3 +76,18 @@ def test_float16_outputs_are_viewed_too(models):
     y, z = sess.run(None, {"x": np.ones(4, np.float16)})
     for out in (y, z):
         assert _graft._capsule_address(out.base) == address(out)
+
+
+def test_inputs_read_in_place_are_not_written(models):
+    # Read-only inputs are taken as they are, and graft leaves every input's bytes alone.
+    for name, feed in [("add_relu", {"x": np.linspace(-5, 5, 64, dtype=np.float32).reshape(16, 4)}),
+                       ("mlp", {"x": np.linspace(-1, 1, 512, dtype=np.float32).reshape(2, 256)}),
+                       ("half", {"x": np.array([-1, 2, -3, 4], np.float16)})]:
+        sess = graft.InferenceSession(models[name])
+        saved = {k: v.copy() for k, v in feed.items()}
+        for v in feed.values():
+            v.flags.writeable = False
+        for _ in range(3):
+            sess.run(None, feed)
+        for k in feed:
+            np.testing.assert_array_equal(feed[k], saved[k])
