@@ -24,7 +24,7 @@ from ._graft import (Error, InvalidModelError, UnsupportedError, InvalidArgument
 __version__ = _graft.__version__
 
 __all__ = [
-    "InferenceSession", "SessionOptions", "GraphOptimizationLevel", "ExecutionMode", "NodeArg", "RunOptions",
+    "InferenceSession", "SessionOptions", "ModelMetadata", "GraphOptimizationLevel", "ExecutionMode", "NodeArg", "RunOptions",
     "Error", "InvalidModelError", "UnsupportedError", "InvalidArgumentError", "IoError", "InternalError",
     "compile", "partition", "devices", "get_available_providers", "get_device", "bfloat16", "bfloat16_to_float32",
     "__version__",
@@ -114,6 +114,19 @@ class RunOptions:
         self.terminate = False
 
 
+class ModelMetadata:
+    """What InferenceSession.get_modelmeta() returns (ONNX Runtime's fields)."""
+
+    def __init__(self):
+        self.producer_name = ""
+        self.graph_name = ""
+        self.domain = ""
+        self.description = ""
+        self.graph_description = ""
+        self.version = 0
+        self.custom_metadata_map = {}
+
+
 class NodeArg:
     """An input or output: name, shape (ints, and strings for symbolic
     dimensions; None for a dimension without a name) and type ("tensor(float)")."""
@@ -198,6 +211,7 @@ class InferenceSession:
         if hasattr(model, "SerializeToString"):  # an onnx.ModelProto
             model = model.SerializeToString()
         self._model_path = model if isinstance(model, (str, os.PathLike)) else None
+        self._model_bytes = None if self._model_path is not None else model
         self._options = options
         self._profile_prefix = getattr(options, "profile_file_prefix", "graft_profile")
         self._sess = _graft.Session(model, threads=int(threads), backends=backends, fusion=fusion, device=device,
@@ -213,6 +227,26 @@ class InferenceSession:
 
     def get_overridable_initializers(self):
         return []
+
+    def get_modelmeta(self):
+        """ONNX Runtime's ModelMetadata (producer, graph name, domain, description,
+        version, custom metadata), read with the onnx package from an ONNX model;
+        empty for an artifact or without onnx."""
+        meta = ModelMetadata()
+        try:
+            import onnx
+            model = onnx.load(self._model_path) if self._model_path is not None else \
+                onnx.load_model_from_string(bytes(self._model_bytes))
+        except Exception:  # noqa: BLE001 - an artifact, or no onnx package
+            return meta
+        meta.producer_name = model.producer_name
+        meta.graph_name = model.graph.name
+        meta.domain = model.domain
+        meta.description = model.doc_string
+        meta.graph_description = model.graph.doc_string
+        meta.version = model.model_version
+        meta.custom_metadata_map = {p.key: p.value for p in model.metadata_props}
+        return meta
 
     def get_providers(self):
         """The backend order the session partitioned with."""

@@ -157,3 +157,13 @@ def test_device_option_runs_on_an_opencl_device(models):
     x = np.linspace(-4, 4, 8, dtype=np.float32).reshape(2, 4)
     expected = graft.InferenceSession(models["add_relu"]).run(None, {"x": x})[0]
     np.testing.assert_allclose(sess.run(None, {"x": x})[0], expected, rtol=1e-6)
+
+
+def test_model_metadata(models):
+    model = onnx.load(models["add_relu"])
+    model.producer_name = "graft-test"
+    onnx.helper.set_model_props(model, {"author": "me"})
+    for source in (model.SerializeToString(), model):
+        meta = graft.InferenceSession(source).get_modelmeta()
+        assert meta.producer_name == "graft-test" and meta.graph_name == "g"
+        assert meta.custom_metadata_map == {"author": "me"}
