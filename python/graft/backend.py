@@ -66,8 +66,9 @@ class GraftBackend(Backend):
 
     @classmethod
     def run_node(cls, node, inputs, device="CPU", outputs_info=None, **kwargs):
-        """Runs one NodeProto: a model is made around it (float inputs and
-        outputs unless outputs_info gives (dtype, shape) pairs)."""
+        """Runs one NodeProto: a model is made around it, its inputs typed
+        after the arrays, its outputs after outputs_info ((dtype, shape) pairs)
+        or left for graft to infer."""
         from onnx import helper, numpy_helper, mapping
         graph_inputs = []
         feed = []
@@ -88,7 +89,9 @@ class GraftBackend(Backend):
                 graph_outputs.append(helper.make_empty_tensor_value_info(name))
         graph = helper.make_graph([node], "graft_run_node", graph_inputs, graph_outputs)
         model = helper.make_model(graph, opset_imports=[helper.make_opsetid(node.domain or "", kwargs.pop("opset", 17))])
-        return cls.prepare(model, device, **kwargs).run(feed)
+        # Not prepare(): ONNX's checker wants typed outputs, which graft infers.
+        session = InferenceSession(model.SerializeToString(), **kwargs)
+        return GraftBackendRep(session, [a.name for a in session.get_inputs()]).run(feed)
 
 
 prepare = GraftBackend.prepare
