@@ -84,3 +84,14 @@ def test_bad_options_raise(models):
         graft.InferenceSession(models["add_relu"], backends=["nosuch"])
     with pytest.raises(TypeError):
         graft.InferenceSession(models["add_relu"], nosuch_option=1)
+
+
+def test_a_wrong_input_has_the_cli_message(models, tmp_path, graft_cli):
+    bad = np.ones(4, np.float32)
+    np.save(tmp_path / "bad.npy", bad)
+    with pytest.raises(graft.InvalidArgumentError) as e:
+        graft.InferenceSession(models["add_relu"]).run(None, {"x": bad})
+    cli = subprocess.run([graft_cli, "run", models["add_relu"], "--input", "x=%s" % (tmp_path / "bad.npy")],
+                         capture_output=True, text=True)
+    assert cli.returncode == 2
+    assert cli.stderr.strip().splitlines()[-1] == "graft: error: " + str(e.value)

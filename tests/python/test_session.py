@@ -167,3 +167,19 @@ def test_model_metadata(models):
         meta = graft.InferenceSession(source).get_modelmeta()
         assert meta.producer_name == "graft-test" and meta.graph_name == "g"
         assert meta.custom_metadata_map == {"author": "me"}
+
+
+def test_bfloat16_input_from_uint16_bits(tmp_path):
+    from onnx import TensorProto, helper
+    model = helper.make_model(helper.make_graph(
+        [helper.make_node("Cast", ["x"], ["y"], to=TensorProto.FLOAT)], "g",
+        [helper.make_tensor_value_info("x", TensorProto.BFLOAT16, [3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [3])]), opset_imports=[helper.make_opsetid("", 17)])
+    sess = graft.InferenceSession(model)
+    assert sess.get_inputs()[0].type == "tensor(bfloat16)"
+    values = np.array([1.5, -2.0, 0.15625], np.float32)
+    bits = (values.view(np.uint32) >> 16).astype(np.uint16)
+    (y,) = sess.run(None, {"x": bits})
+    np.testing.assert_array_equal(y, values)
+    with pytest.raises(graft.InvalidArgumentError, match="bfloat16"):
+        sess.run(None, {"x": values})
