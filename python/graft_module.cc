@@ -123,7 +123,12 @@ Tensor tensor_from_array(py::handle object, DType expected, const std::string& n
   py::object value = py::reinterpret_borrow<py::object>(object);
   if (!py::isinstance<py::array>(value)) {
     if (py::hasattr(value, "__dlpack__")) {
-      value = numpy.attr("from_dlpack")(value);  // zero-copy for host memory
+      try {
+        value = numpy.attr("from_dlpack")(value);  // zero-copy for host memory
+      } catch (py::error_already_set& e) {
+        invalid("input '" + name + "': its __dlpack__ gives no host array numpy can view: " +
+                std::string(py::str(e.value())));
+      }
     } else if (value.is_none()) {
       invalid("input '" + name + "' is None (expected a numpy array)");
     } else {

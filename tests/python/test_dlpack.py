@@ -24,3 +24,10 @@ def test_dlpack_inputs_are_read_in_place(models):
     # And back: torch views graft's output buffer.
     back = torch.from_dlpack(y)
     assert back.data_ptr() == y.__array_interface__["data"][0]
+
+
+def test_a_dlpack_input_numpy_cannot_view_is_an_error(models):
+    torch = pytest.importorskip("torch")
+    t = torch.ones((2, 4), requires_grad=True)  # refuses to export
+    with pytest.raises(graft.InvalidArgumentError, match="__dlpack__"):
+        graft.InferenceSession(models["add_relu"]).run(None, {"x": t})
