@@ -42,8 +42,11 @@ def bfloat16_to_float32(array):
     return (bits.astype(np.uint32) << 16).view(np.float32)
 
 
-# ONNX Runtime's provider names that mean "the CPU": graft's default order.
+# ONNX Runtime's provider names: CPUExecutionProvider stands for graft's
+# default order (the CPU backends), DnnlExecutionProvider (ONNX Runtime's
+# oneDNN provider) for graft's dnnl backend.
 _CPU_PROVIDER_ALIASES = ("CPUExecutionProvider",)
+_PROVIDER_ALIASES = {"DnnlExecutionProvider": "dnnl"}
 
 _TYPE_NAMES = {
     "float32": "float", "float64": "double", "float16": "float16", "bfloat16": "bfloat16", "int8": "int8",
@@ -148,8 +151,10 @@ class NodeArg:
 
 def _provider_backends(providers):
     """graft's backend order for ONNX Runtime's `providers` list: graft backend
-    names as they are; CPUExecutionProvider (alone) means the default order.
-    (name, options) pairs are accepted, the options ignored."""
+    names as they are; CPUExecutionProvider stands for the rest of graft's
+    default order (alone: the default order, as ONNX Runtime's CPU provider
+    takes what the providers before it leave). (name, options) pairs are
+    accepted, the options ignored."""
     if providers is None:
         return None
     if isinstance(providers, str):
@@ -160,13 +165,22 @@ def _provider_backends(providers):
     for name in names:
         if not isinstance(name, str):
             raise InvalidArgumentError("provider %r is not a name" % (name,))
+        name = _PROVIDER_ALIASES.get(name, name)
         if name in _CPU_PROVIDER_ALIASES:
-            continue
-        if name not in known:
+            order.append(name)
+        elif name in known:
+            order.append(name)
+        else:
             raise InvalidArgumentError("unknown provider '%s' (graft's backends: %s; or %s)"
-                                       % (name, ", ".join(known), ", ".join(_CPU_PROVIDER_ALIASES)))
-        order.append(name)
-    return order or None
+                                       % (name, ", ".join(known),
+                                          ", ".join(_CPU_PROVIDER_ALIASES + tuple(_PROVIDER_ALIASES))))
+    if not order or order == list(_CPU_PROVIDER_ALIASES):
+        return None
+    result = []
+    for name in order:
+        expanded = [b for b in _graft.default_backends() if b not in order] if name in _CPU_PROVIDER_ALIASES else [name]
+        result.extend(b for b in expanded if b not in result)
+    return result
 
 
 def get_available_providers():

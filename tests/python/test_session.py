@@ -183,3 +183,12 @@ def test_bfloat16_input_from_uint16_bits(tmp_path):
     np.testing.assert_array_equal(y, values)
     with pytest.raises(graft.InvalidArgumentError, match="bfloat16"):
         sess.run(None, {"x": values})
+
+
+def test_cpu_provider_after_others_adds_the_rest_of_the_default_order(models):
+    default = graft.InferenceSession(models["add_relu"]).get_providers()
+    sess = graft.InferenceSession(models["add_relu"], providers=["fuse", "CPUExecutionProvider"])
+    assert sess.get_providers() == ["fuse"] + [b for b in default if b != "fuse"]
+    if "dnnl" in default:
+        sess = graft.InferenceSession(models["add_relu"], providers=[("DnnlExecutionProvider", {}), "ref"])
+        assert sess.get_providers() == ["dnnl", "ref"]
