@@ -224,8 +224,8 @@ class InferenceSession:
         model = path_or_bytes
         if hasattr(model, "SerializeToString"):  # an onnx.ModelProto
             model = model.SerializeToString()
-        self._model_path = model if isinstance(model, (str, os.PathLike)) else None
-        self._model_bytes = None if self._model_path is not None else model
+        # For get_modelmeta: the path, or the caller's own object (no copy).
+        self._model_source = path_or_bytes
         self._options = options
         self._profile_prefix = getattr(options, "profile_file_prefix", "graft_profile")
         self._sess = _graft.Session(model, threads=int(threads), backends=backends, fusion=fusion, device=device,
@@ -249,8 +249,13 @@ class InferenceSession:
         meta = ModelMetadata()
         try:
             import onnx
-            model = onnx.load(self._model_path) if self._model_path is not None else \
-                onnx.load_model_from_string(bytes(self._model_bytes))
+            source = self._model_source
+            if hasattr(source, "graph"):
+                model = source
+            elif isinstance(source, (str, os.PathLike)):
+                model = onnx.load(source)
+            else:
+                model = onnx.load_model_from_string(bytes(source))
         except Exception:  # noqa: BLE001 - an artifact, or no onnx package
             return meta
         meta.producer_name = model.producer_name
