@@ -26,6 +26,8 @@
 #include "graft/backend/backend.h"
 #include "graft/backend/device_api.h"
 #include "graft/codegen/compile_cache.h"
+#include "graft/codegen/cuda_emitter.h"
+#include "graft/codegen/opencl_emitter.h"
 #include "graft/compiler/compiler.h"
 #include "graft/core/error.h"
 #include "graft/core/parallel.h"
@@ -538,6 +540,18 @@ py::dict devices() {
                                      : "interpreter (LLVM JIT unavailable: " + jit + ")";
   std::optional<std::string> cache = codegen::cache_directory_from_environment();
   d["compile_cache"] = cache ? py::object(py::str(*cache)) : py::object(py::none());
+  // As `graft devices` (tools/graft/devices_command.cc): an empty reason is "available".
+  py::dict cuda;
+  std::string nvrtc = codegen::nvrtc_unavailable_reason();
+  std::string gpu = codegen::cuda_device_unavailable_reason();
+  cuda["nvrtc"] = nvrtc.empty() ? py::object(py::str(codegen::nvrtc_version())) : py::object(py::none());
+  cuda["nvrtc_unavailable_reason"] = nvrtc;
+  cuda["device_architecture"] = gpu.empty() ? py::object(py::str(codegen::cuda_device_architecture())) : py::object(py::none());
+  cuda["device_unavailable_reason"] = gpu;
+  d["cuda"] = cuda;
+  std::string opencl_kernels = codegen::opencl_unavailable_reason();
+  d["opencl_kernels"] = opencl_kernels.empty() ? "kernels on " + codegen::opencl_device_description()
+                                               : "no device (" + opencl_kernels + ")";
   py::list opencl;
   backend::DeviceAPI& api = backend::device_api(DeviceType::opencl);
   for (int id = 0; id < api.device_count(); ++id) {

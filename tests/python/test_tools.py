@@ -50,6 +50,7 @@ def test_devices_lists_the_cpu_and_backends():
     assert "ref" in names and "fuse" in names
     assert all(isinstance(b["available"], bool) for b in d["backends"])
     assert isinstance(d["opencl"], list)
+    assert set(d["cuda"]) >= {"nvrtc", "device_architecture"} and isinstance(d["opencl_kernels"], str)
 
 
 def test_profile_gives_the_per_node_table(models, tmp_path):
