@@ -192,3 +192,9 @@ def test_cpu_provider_after_others_adds_the_rest_of_the_default_order(models):
     if "dnnl" in default:
         sess = graft.InferenceSession(models["add_relu"], providers=[("DnnlExecutionProvider", {}), "ref"])
         assert sess.get_providers() == ["dnnl", "ref"]
+
+
+def test_an_empty_batch(models):
+    sess = graft.InferenceSession(models["add_relu"])
+    (y,) = sess.run(None, {"x": np.zeros((0, 4), np.float32)})
+    assert y.shape == (0, 4) and y.dtype == np.float32

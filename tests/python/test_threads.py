@@ -60,3 +60,17 @@ def test_other_python_threads_run_during_a_run(models):
     np.testing.assert_array_equal(result[0], x)
     # Were the GIL held during the run, this thread would get no turn until it ended.
     assert ticks >= 5 or elapsed < 0.02, (ticks, elapsed)
+
+
+def test_profiled_runs_from_threads_are_all_counted(models):
+    sess = graft.InferenceSession(models["mlp"], threads=1, profile=True)
+    x = np.ones((2, 256), np.float32)
+    threads = [threading.Thread(target=lambda: [sess.run(None, {"x": x}) for _ in range(5)]) for _ in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    p = sess.profile()
+    assert p["runs"] == 40
+    assert p["nodes_per_run"] > 0 and p["by_node"]
+    assert sum(row["model_nodes"] for row in p["by_node"]) >= 3  # MatMul, Tanh, MatMul, in whatever subgraphs
