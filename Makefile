@@ -24,9 +24,11 @@ build: deps $(BUILD_DIR)/build.ninja
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 # The demo needs the library, its JIT plugin and the graft tool only (graft_cli
-# depends on the plugin); the tests and benchmarks build under `make test`.
+# depends on the plugin), and the Python module when it is configured (python/);
+# the tests and benchmarks build under `make test`.
 demo: deps $(BUILD_DIR)/build.ninja
-	cmake --build $(BUILD_DIR) -j $(JOBS) --target graft_cli
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target graft_cli \
+	  $$(ninja -C $(BUILD_DIR) -t targets all 2>/dev/null | grep -q '^graft_python:' && echo graft_python)
 	$(GRAFT) zoo resnet50 -o $(BUILD_DIR)/resnet50.onnx
 	$(GRAFT) run $(BUILD_DIR)/resnet50.onnx --repeat 5 --stats
 

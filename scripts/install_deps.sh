@@ -9,8 +9,12 @@ packages=(
   libdnnl-dev llvm-14-dev libssl-dev zlib1g-dev libzstd-dev libtinfo-dev
   ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev
   python3 python3-numpy python3-torch python3-torchvision
-  # `make ort-check` builds ONNX models by hand (tests/ort/) with it.
+  # `make ort-check` builds ONNX models by hand (tests/ort/) with it; the
+  # Python module's tests run ONNX's backend test runner from it.
   python3-onnx
+  # The Python module (python/, docs/python.md): pybind11 and the headers to
+  # build it, pytest to test it, pip/venv/setuptools for `pip install .`.
+  pybind11-dev python3-dev python3-pytest python3-pip python3-venv python3-setuptools python3-wheel
   # The BLAS that Debian recommends for python3-torch (libtorch1.13 Recommends
   # libopenblas0): without it, and with --no-install-recommends below, the
   # PyTorch peer of `make compare` multiplies matrices with the netlib
