@@ -50,7 +50,7 @@ namespace {
 // graft.Error and one subclass per ErrorKind, made here so that the
 // translator below can raise them; __init__.py re-exports them.
 PyObject* error_base = nullptr;
-PyObject* error_classes[5] = {};
+PyObject* error_classes[7] = {};
 
 PyObject* error_class(ErrorKind kind) {
   switch (kind) {
@@ -59,6 +59,8 @@ PyObject* error_class(ErrorKind kind) {
     case ErrorKind::invalid_argument: return error_classes[2];
     case ErrorKind::io: return error_classes[3];
     case ErrorKind::internal: return error_classes[4];
+    case ErrorKind::resource_exhausted: return error_classes[5];
+    case ErrorKind::cancelled: return error_classes[6];
   }
   return error_base;
 }
@@ -593,8 +595,10 @@ PYBIND11_MODULE(_graft, m) {
                {"UnsupportedError", nullptr, ErrorKind::unsupported},
                {"InvalidArgumentError", PyExc_ValueError, ErrorKind::invalid_argument},
                {"IoError", PyExc_OSError, ErrorKind::io},
-               {"InternalError", nullptr, ErrorKind::internal}};
-  for (size_t i = 0; i < 5; ++i) {
+               {"InternalError", nullptr, ErrorKind::internal},
+               {"ResourceExhaustedError", PyExc_MemoryError, ErrorKind::resource_exhausted},
+               {"CancelledError", nullptr, ErrorKind::cancelled}};
+  for (size_t i = 0; i < 7; ++i) {
     py::tuple bases = kinds[i].builtin ? py::make_tuple(py::handle(error_base), py::handle(kinds[i].builtin))
                                        : py::make_tuple(py::handle(error_base));
     std::string qualified = std::string("graft.") + kinds[i].name;

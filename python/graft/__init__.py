@@ -19,13 +19,14 @@ import numpy as np
 
 from . import _graft
 from ._graft import (Error, InvalidModelError, UnsupportedError, InvalidArgumentError, IoError,
-                     InternalError)
+                     InternalError, ResourceExhaustedError, CancelledError)
 
 __version__ = _graft.__version__
 
 __all__ = [
     "InferenceSession", "SessionOptions", "ModelMetadata", "GraphOptimizationLevel", "ExecutionMode", "NodeArg", "RunOptions",
     "Error", "InvalidModelError", "UnsupportedError", "InvalidArgumentError", "IoError", "InternalError",
+    "ResourceExhaustedError", "CancelledError",
     "compile", "partition", "devices", "get_available_providers", "get_device", "bfloat16", "bfloat16_to_float32",
     "__version__",
 ]

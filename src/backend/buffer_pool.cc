@@ -1,5 +1,7 @@
 #include "graft/backend/buffer_pool.h"
 
+#include "graft/backend/device_api.h"  // format_bytes
+
 #include <cstdlib>
 #include <vector>
 
@@ -11,6 +13,7 @@ struct BufferPool::State {
   size_t cached = 0;
   size_t in_use = 0;
   size_t run_base = 0;
+  size_t limit = 0;  // 0: none
   MemoryStats stats;
 
   ~State() {
@@ -19,6 +22,11 @@ struct BufferPool::State {
 };
 
 BufferPool::BufferPool() : state_(std::make_shared<State>()) {}
+
+void BufferPool::set_memory_limit(size_t bytes) {
+  std::lock_guard<std::mutex> lock(state_->mutex);
+  state_->limit = bytes;
+}
 BufferPool::~BufferPool() = default;
 
 void BufferPool::begin_run() {
@@ -47,6 +55,10 @@ Tensor BufferPool::allocate(DType dtype, const Shape& shape) {
   std::shared_ptr<State> state = state_;
   {
     std::lock_guard<std::mutex> lock(state->mutex);
+    if (state->limit && (capacity > state->limit || state->in_use > state->limit - capacity))
+      fail(ErrorKind::resource_exhausted, "allocating ", format_bytes(nbytes), " for ", dtype_name(dtype),
+           shape_to_string(shape), " would pass the memory limit of ", format_bytes(state->limit), " (",
+           format_bytes(state->in_use), " held by other values)");
     auto it = state->free_blocks.lower_bound(capacity);
     // Take a free block unless it wastes more than half of itself.
     if (it != state->free_blocks.end() && it->first <= capacity * 2 + 4096) {
@@ -75,7 +87,12 @@ Tensor BufferPool::allocate(DType dtype, const Shape& shape) {
   for (void* unused : to_free) std::free(unused);
   if (!block) {
     block = std::aligned_alloc(64, capacity);
-    if (!block) fail(ErrorKind::invalid_argument, "out of memory allocating ", nbytes, " bytes");
+    if (!block) {
+      std::lock_guard<std::mutex> lock(state->mutex);
+      state->in_use -= capacity;
+      fail(ErrorKind::resource_exhausted, "the host is out of memory allocating ", format_bytes(nbytes), " for ",
+           dtype_name(dtype), shape_to_string(shape));
+    }
   }
   auto release = [state, block, capacity] {
     std::lock_guard<std::mutex> lock(state->mutex);

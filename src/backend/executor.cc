@@ -58,6 +58,7 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, BufferPool& po
                                   RunStats* stats) const {
   GRAFT_CHECK(inputs.size() == graph_.inputs().size(), "executor got ", inputs.size(), " inputs, graph has ",
               graph_.inputs().size());
+  check_limits(options.limits, nullptr);
   ScopedNumThreads threads(options.num_threads);
   if (!options.nested) pool.begin_run();
   RunQueues queues(options.profile && stats);
@@ -83,6 +84,7 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, BufferPool& po
       else values[first_entry] = n.constant_value;
       continue;
     }
+    check_limits(options.limits, &n);
     const CompiledModule* module = n.index() < modules_.size() ? modules_[n.index()].get() : nullptr;
     if (!module && !n.schema().kernel) fail(ErrorKind::unsupported, n.describe(), ": no kernel for this op");
     auto in_entries = indexed_.inputs(id);
@@ -96,22 +98,31 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, BufferPool& po
     }
     auto start = options.profile ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point{};
     std::vector<Tensor> outs;
-    if (n.op() == ir::OpId::CopyToDevice || n.op() == ir::OpId::CopyToHost) {
-      outs.push_back(copy_across(n, node_inputs.at(0), queues, pinned));
-      (n.op() == ir::OpId::CopyToDevice ? bytes_to_device : bytes_to_host) += node_inputs[0].nbytes();
-      if (sync_after_[id]) device_api(node_inputs[0].device().type).synchronize(*queues.on(node_inputs[0].device()));
-    } else if (module) {
-      const bool on_device = n.device.type != DeviceType::cpu;
-      ModuleRunContext module_context{pool, options.num_threads, on_device ? queues.on(n.device) : nullptr,
-                                      on_device && options.profile && stats ? &device_profile : nullptr};
-      outs = module->run(node_inputs, module_context);
-      if (outs.size() != static_cast<size_t>(n.num_outputs()))
-        fail(ErrorKind::internal, n.describe(), ": module '", module->type_key(), "' returned ", outs.size(),
-             " outputs, expected ", n.num_outputs());
-    } else {
-      ops::KernelContext ctx(n, std::move(node_inputs), dies, pool, options.num_threads, run_body);
-      n.schema().kernel(ctx);
-      outs = std::move(ctx.outputs());
+    try {
+      if (n.op() == ir::OpId::CopyToDevice || n.op() == ir::OpId::CopyToHost) {
+        outs.push_back(copy_across(n, node_inputs.at(0), queues, pinned));
+        (n.op() == ir::OpId::CopyToDevice ? bytes_to_device : bytes_to_host) += node_inputs[0].nbytes();
+        if (sync_after_[id]) device_api(node_inputs[0].device().type).synchronize(*queues.on(node_inputs[0].device()));
+      } else if (module) {
+        const bool on_device = n.device.type != DeviceType::cpu;
+        ModuleRunContext module_context{pool, options.num_threads, on_device ? queues.on(n.device) : nullptr,
+                                        on_device && options.profile && stats ? &device_profile : nullptr};
+        outs = module->run(node_inputs, module_context);
+        if (outs.size() != static_cast<size_t>(n.num_outputs()))
+          fail(ErrorKind::internal, n.describe(), ": module '", module->type_key(), "' returned ", outs.size(),
+               " outputs, expected ", n.num_outputs());
+      } else {
+        ops::KernelContext ctx(n, std::move(node_inputs), dies, pool, options.num_threads, run_body);
+        n.schema().kernel(ctx);
+        outs = std::move(ctx.outputs());
+      }
+    } catch (const std::bad_alloc&) {
+      fail(ErrorKind::resource_exhausted, n.describe(), ": the host is out of memory");
+    } catch (const Error& e) {
+      // A memory limit reached in the pool: name the node it was reached at.
+      if (e.kind() != ErrorKind::resource_exhausted || std::string_view(e.what()).find("node '") != std::string_view::npos)
+        throw;
+      fail(ErrorKind::resource_exhausted, n.describe(), ": ", e.what());
     }
     if (options.profile && stats) {
       double us = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count();
@@ -163,6 +174,16 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, BufferPool& po
     stats->bytes_to_host += bytes_to_host;
   }
   return results;
+}
+
+void Executor::check_limits(const RunLimits& limits, const ir::Node* node) {
+  // Before the first node, planning and compiling (a new shape's first run) took the time.
+  const std::string where = node ? " before " + node->describe() : " before its first node";
+  if (limits.cancel && limits.cancel->load(std::memory_order_relaxed))
+    fail(ErrorKind::cancelled, "run cancelled", where);
+  if (limits.deadline != std::chrono::steady_clock::time_point::max() &&
+      std::chrono::steady_clock::now() > limits.deadline)
+    fail(ErrorKind::cancelled, "run passed its deadline", where);
 }
 
 Tensor Executor::copy_across(const ir::Node& node, const Tensor& value, RunQueues& queues,

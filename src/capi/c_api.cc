@@ -52,7 +52,7 @@ using graft::ErrorKind;
 using graft::fail;
 
 // Returned when even a status cannot be allocated; graft_status_release ignores it.
-graft_status out_of_memory_status{GRAFT_ERROR_INTERNAL, std::string()};
+graft_status out_of_memory_status{GRAFT_ERROR_RESOURCE_EXHAUSTED, std::string()};
 
 graft_error_kind to_c(ErrorKind kind) {
   switch (kind) {
@@ -61,6 +61,8 @@ graft_error_kind to_c(ErrorKind kind) {
     case ErrorKind::invalid_argument: return GRAFT_ERROR_INVALID_ARGUMENT;
     case ErrorKind::io: return GRAFT_ERROR_IO;
     case ErrorKind::internal: return GRAFT_ERROR_INTERNAL;
+    case ErrorKind::resource_exhausted: return GRAFT_ERROR_RESOURCE_EXHAUSTED;
+    case ErrorKind::cancelled: return GRAFT_ERROR_CANCELLED;
   }
   return GRAFT_ERROR_INTERNAL;
 }
@@ -82,7 +84,7 @@ graft_status* guarded(F&& body) noexcept {
   } catch (const graft::Error& e) {
     return make_status(to_c(e.kind()), e.what());
   } catch (const std::bad_alloc&) {
-    return make_status(GRAFT_ERROR_INTERNAL, "out of memory");
+    return make_status(GRAFT_ERROR_RESOURCE_EXHAUSTED, "out of memory");
   } catch (const std::exception& e) {
     return make_status(GRAFT_ERROR_INTERNAL, e.what());
   } catch (...) {
@@ -197,6 +199,8 @@ const char* graft_error_kind_name(graft_error_kind kind) {
     case GRAFT_ERROR_INVALID_ARGUMENT: return "invalid_argument";
     case GRAFT_ERROR_IO: return "io";
     case GRAFT_ERROR_INTERNAL: return "internal";
+    case GRAFT_ERROR_RESOURCE_EXHAUSTED: return "resource_exhausted";
+    case GRAFT_ERROR_CANCELLED: return "cancelled";
     default: break;
   }
   return "unknown";

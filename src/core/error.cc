@@ -9,6 +9,8 @@ std::string_view to_string(ErrorKind kind) {
     case ErrorKind::invalid_argument: return "invalid_argument";
     case ErrorKind::io: return "io";
     case ErrorKind::internal: return "internal";
+    case ErrorKind::resource_exhausted: return "resource_exhausted";
+    case ErrorKind::cancelled: return "cancelled";
   }
   return "unknown";
 }

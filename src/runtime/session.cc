@@ -1,5 +1,7 @@
 #include "graft/runtime/session.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <cstdlib>
@@ -39,6 +41,40 @@ int max_specialized_plans(std::optional<int> option) {
   long value = std::strtol(env, &end, 10);
   if (*end != '\0' || errno != 0 || end == env) value = -1;
   return check(value, "GRAFT_MAX_PLANS='" + shown + "'");
+}
+
+uint64_t parse_byte_size(const std::string& text, const std::string& what) {
+  std::string shown = text.size() > 64 ? text.substr(0, 64) + "..." : text;
+  for (char& c : shown)
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  auto bad = [&]() -> uint64_t {
+    fail(ErrorKind::invalid_argument, what, " '", shown, "' is not a size (bytes, or with K, M, G or T: 512M, 2G)");
+  };
+  if (text.empty() || text.size() > 32) return bad();
+  char* end = nullptr;
+  errno = 0;
+  double value = std::strtod(text.c_str(), &end);
+  if (end == text.c_str() || errno != 0 || !(value >= 0)) return bad();
+  std::string unit(end);
+  if (unit.size() >= 2 && (unit.ends_with("iB") || unit.ends_with("ib"))) unit.resize(unit.size() - 2);
+  else if (!unit.empty() && (unit.back() == 'B' || unit.back() == 'b')) unit.pop_back();
+  double scale = 1;
+  if (unit == "K" || unit == "k") scale = 1024.0;
+  else if (unit == "M" || unit == "m") scale = 1024.0 * 1024;
+  else if (unit == "G" || unit == "g") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "T" || unit == "t") scale = 1024.0 * 1024 * 1024 * 1024;
+  else if (!unit.empty()) return bad();
+  double bytes = value * scale;
+  if (bytes >= 1.8e19) return bad();
+  return static_cast<uint64_t>(bytes);
+}
+
+uint64_t max_memory(std::optional<uint64_t> option) {
+  if (option) return *option;
+  const char* env = std::getenv("GRAFT_MAX_MEMORY");
+  if (env && *env) return parse_byte_size(env, "GRAFT_MAX_MEMORY");
+  long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : 0;
 }
 
 Device parse_device(const std::string& text) {
@@ -122,6 +158,7 @@ void Session::set_threads() {
     fail(ErrorKind::invalid_argument, "thread count ", options_.num_threads, " is out of range (expected 1..1024)");
   num_threads_ = options_.num_threads > 0 ? options_.num_threads : default_num_threads();
   max_specialized_plans_ = max_specialized_plans(options_.max_specialized_plans);
+  max_memory_ = max_memory(options_.max_memory);
   plans_ = std::make_unique<PlanCache<Plan>>(static_cast<size_t>(max_specialized_plans_));
   compile_options_ = compile_options_of(options_, num_threads_);
 }
@@ -313,6 +350,11 @@ std::shared_ptr<Session::Plan> Session::plan_for_types_impl(const std::vector<ir
 }
 
 std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, backend::RunStats* stats) const {
+  return run(inputs, backend::RunLimits{}, stats);
+}
+
+std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, const backend::RunLimits& limits,
+                                 backend::RunStats* stats) const {
   validate_inputs(inputs);
   std::vector<DType> dtypes;
   std::vector<Shape> shapes;
@@ -330,9 +372,11 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, backend::Run
     }
   }
   if (!pool) pool = std::make_unique<backend::BufferPool>();
+  pool->set_memory_limit(static_cast<size_t>(max_memory_));
   backend::RunOptions run_options;
   run_options.num_threads = num_threads_;
   run_options.profile = options_.profile;
+  run_options.limits = limits;
   std::vector<Tensor> outputs;
   try {
     outputs = plan->executor->run(inputs, *pool, run_options, stats);

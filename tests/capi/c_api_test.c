@@ -198,6 +198,8 @@ static void test_versions(void) {
   CHECK(strcmp(graft_error_kind_name(GRAFT_ERROR_INVALID_ARGUMENT), "invalid_argument") == 0);
   CHECK(strcmp(graft_error_kind_name(GRAFT_ERROR_IO), "io") == 0);
   CHECK(strcmp(graft_error_kind_name(GRAFT_ERROR_INTERNAL), "internal") == 0);
+  CHECK(strcmp(graft_error_kind_name(GRAFT_ERROR_RESOURCE_EXHAUSTED), "resource_exhausted") == 0);
+  CHECK(strcmp(graft_error_kind_name(GRAFT_ERROR_CANCELLED), "cancelled") == 0);
   CHECK(strcmp(graft_error_kind_name((graft_error_kind)42), "unknown") == 0);
   CHECK(strcmp(graft_dtype_name(GRAFT_DTYPE_FLOAT32), "float32") == 0);
   CHECK(strcmp(graft_dtype_name(GRAFT_DTYPE_INT64), "int64") == 0);

@@ -10,10 +10,12 @@ import graft
 def test_kinds_are_subclasses_of_graft_error():
     for cls, kind in [(graft.InvalidModelError, "invalid_model"), (graft.UnsupportedError, "unsupported"),
                       (graft.InvalidArgumentError, "invalid_argument"), (graft.IoError, "io"),
-                      (graft.InternalError, "internal")]:
+                      (graft.InternalError, "internal"), (graft.ResourceExhaustedError, "resource_exhausted"),
+                      (graft.CancelledError, "cancelled")]:
         assert issubclass(cls, graft.Error) and cls.kind == kind
     assert issubclass(graft.InvalidArgumentError, ValueError)
     assert issubclass(graft.IoError, OSError)
+    assert issubclass(graft.ResourceExhaustedError, MemoryError)
 
 
 def test_missing_file_is_an_io_error_with_the_cli_message(tmp_path, graft_cli):

@@ -182,6 +182,26 @@ TEST_F(CliTest, RunWithShapeRepeatAndStats) {
   EXPECT_NE(r.out.find("allocations"), std::string::npos) << r.out;
 }
 
+TEST_F(CliTest, TimeoutAndMaxMemoryStopARunWithOneLineErrors) {
+  CommandResult timed_out = graft("run " + quote(mlp_) + " --timeout 0.000001");
+  EXPECT_EQ(timed_out.exit_code, 2) << timed_out.out;
+  EXPECT_NE(timed_out.err.find("run passed its deadline before"), std::string::npos) << timed_out.err;
+  CommandResult roomy = graft("run " + quote(mlp_) + " --timeout 60 --max-memory 64M");
+  EXPECT_EQ(roomy.exit_code, 0) << roomy.err;
+  CommandResult tight = graft("run " + quote(mlp_) + " --shape input=64,784 --max-memory 16K --backends ref --fusion off");
+  EXPECT_EQ(tight.exit_code, 2) << tight.out;
+  EXPECT_NE(tight.err.find("would pass the memory limit of 16 KiB"), std::string::npos) << tight.err;
+  EXPECT_NE(tight.err.find("node '"), std::string::npos) << tight.err;
+  for (const char* bad : {"--timeout -1", "--timeout soon", "--max-memory lots"}) {
+    CommandResult r = graft("run " + quote(mlp_) + " " + bad);
+    EXPECT_EQ(r.exit_code, 2) << bad;
+    EXPECT_NE(r.err.find(std::string(bad).substr(0, std::string(bad).find(' '))), std::string::npos) << r.err;
+  }
+  CommandResult env = graft("run " + quote(mlp_), "GRAFT_MAX_MEMORY=plenty");
+  EXPECT_EQ(env.exit_code, 2);
+  EXPECT_NE(env.err.find("GRAFT_MAX_MEMORY 'plenty'"), std::string::npos) << env.err;
+}
+
 TEST_F(CliTest, ShapeGivesAnInputOfUnknownRankAnyRankScalarsIncluded) {
   // y = Relu(x) with x of unknown rank: graft run needs --shape for it.
   onnx::ModelProto model;

@@ -45,6 +45,8 @@ struct RunCommandOptions {
   std::vector<std::string> shapes;
   std::string output_dir;
   std::string threads;
+  std::string timeout;
+  std::string max_memory;
   std::string fusion;
   std::string repeat;
   std::string show = "8";
@@ -159,6 +161,23 @@ int run_model(const RunCommandOptions& options) {
 
   if (!options.backends.empty()) session_options.backends = parse_name_list(options.backends, "--backends");
   if (!options.device.empty()) session_options.device = runtime::parse_device(options.device);
+  if (!options.max_memory.empty()) session_options.max_memory = runtime::parse_byte_size(options.max_memory, "--max-memory");
+  backend::RunLimits limits;
+  std::chrono::duration<double> timeout{0};
+  if (!options.timeout.empty()) {
+    char* end = nullptr;
+    double seconds = std::strtod(options.timeout.c_str(), &end);
+    if (end == options.timeout.c_str() || *end != '\0' || !(seconds > 0) || seconds > 1e7)
+      fail(ErrorKind::invalid_argument, "--timeout '", options.timeout, "' is not a number of seconds above 0");
+    timeout = std::chrono::duration<double>(seconds);
+  }
+  // Each run gets the whole timeout from its own start.
+  auto limits_from_now = [&] {
+    if (timeout.count() > 0)
+      limits.deadline = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(timeout);
+    return limits;
+  };
   if (!options.annotations.empty()) session_options.annotations = partition::load_annotations(options.annotations);
   std::unique_ptr<runtime::Session> loaded = frontend::load_model(options.model, session_options);
   runtime::Session& session = *loaded;
@@ -202,7 +221,7 @@ int run_model(const RunCommandOptions& options) {
 
   backend::RunStats stats;
   auto start = std::chrono::steady_clock::now();
-  std::vector<Tensor> outputs = session.run(inputs, &stats);
+  std::vector<Tensor> outputs = session.run(inputs, limits_from_now(), &stats);
   double first_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   // The first run plans and compiles; when there are repeats, only they are profiled.
   std::vector<runtime::ProfiledRun> profiled;
@@ -219,7 +238,7 @@ int run_model(const RunCommandOptions& options) {
     for (int64_t r = 0; r < repeat; ++r) {
       backend::RunStats run_stats;
       auto begin = std::chrono::steady_clock::now();
-      session.run(inputs, profiling ? &run_stats : nullptr);
+      session.run(inputs, limits_from_now(), profiling ? &run_stats : nullptr);
       times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count());
       if (profiling) profiled.push_back({begin, times.back() * 1000.0, std::move(run_stats.timings)});
     }
@@ -321,6 +340,11 @@ std::function<int()> setup_run(CLI::App& app) {
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   sub->add_option("--output-dir", options->output_dir, "write each output to DIR/OUTPUTNAME.npy");
   sub->add_option("--threads", options->threads, "intra-op threads, 1..1024 (default: GRAFT_NUM_THREADS or cores)");
+  sub->add_option("--timeout", options->timeout,
+                  "seconds a run may take; past them it stops with an error (each run of --repeat gets them)");
+  sub->add_option("--max-memory", options->max_memory,
+                  "bytes the intermediate values of a run may hold at once: 512M, 2G (default: GRAFT_MAX_MEMORY, "
+                  "else the machine's memory)");
   sub->add_option("--fusion", options->fusion, "on|off: pointwise fusion (default: GRAFT_FUSION, else on)");
   sub->add_option("--repeat", options->repeat, "run N more times and print the median and min latency");
   sub->add_flag("--stats", options->stats, "print peak and total intermediate memory and buffer reuse");

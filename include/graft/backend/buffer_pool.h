@@ -37,6 +37,11 @@ class BufferPool : public ops::OutputAllocator {
   MemoryStats stats() const;
   /// Bytes currently held in free blocks.
   size_t cached_bytes() const;
+  /// Caps the bytes held by the values the pool has handed out and not got
+  /// back (0: no cap). An allocation that would pass it throws a
+  /// `resource_exhausted` Error naming the size, the type, the cap and what
+  /// is held, before any memory is taken; the pool stays usable.
+  void set_memory_limit(size_t bytes);
 
  private:
   struct State;

@@ -3,6 +3,7 @@
 /// kernel, freeing every intermediate value after its last reader.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <span>
@@ -28,11 +29,23 @@ struct NodeTiming {
   int64_t model_nodes = 1;
 };
 
+/// Limits of one run: a deadline and a cancellation flag, checked before
+/// every node (the nodes of Loop, Scan and If bodies included, so a loop of
+/// 2^62 iterations stops too). Either ends the run with a `cancelled` Error;
+/// the session stays usable.
+struct RunLimits {
+  /// The run fails once this time has passed; max(): no deadline.
+  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
+  /// When set and true (from any thread), the run fails at its next check.
+  const std::atomic<bool>* cancel = nullptr;
+};
+
 /// Per-run options.
 struct RunOptions {
   int num_threads = 1;
   bool profile = false;  ///< record a NodeTiming per node
   bool nested = false;   ///< a body run inside another run: keeps the pool's statistics running
+  RunLimits limits;      ///< deadline and cancellation
 };
 
 /// What one run measured.
@@ -76,6 +89,8 @@ class Executor {
   const ir::IndexedGraph& indexed() const { return indexed_; }
 
  private:
+  /// Fails with a `cancelled` Error when `limits` say the run must stop.
+  static void check_limits(const RunLimits& limits, const ir::Node* node);
   /// Runs a graft.CopyToDevice / graft.CopyToHost node on `value`.
   Tensor copy_across(const ir::Node& node, const Tensor& value, RunQueues& queues,
                      std::vector<Tensor>& pinned) const;

@@ -57,7 +57,9 @@ typedef enum graft_error_kind {
   GRAFT_ERROR_UNSUPPORTED = 2,      /* valid input graft cannot run (an op, a dtype, a feature) */
   GRAFT_ERROR_INVALID_ARGUMENT = 3, /* a value the caller passed is wrong */
   GRAFT_ERROR_IO = 4,               /* a file could not be read or written */
-  GRAFT_ERROR_INTERNAL = 5,         /* a bug inside graft, or memory ran out */
+  GRAFT_ERROR_INTERNAL = 5,         /* a bug inside graft */
+  GRAFT_ERROR_RESOURCE_EXHAUSTED = 6, /* a memory limit was reached, or memory ran out */
+  GRAFT_ERROR_CANCELLED = 7,        /* a run was cancelled or passed its deadline */
   /* Not kinds: they make the enum span int in C and C++ alike, so that any
    * int a caller passes is a value of it (graft answers "unknown"). */
   GRAFT_ERROR_KIND_INT_MIN_ = -2147483647 - 1,

@@ -17,6 +17,8 @@ enum class ErrorKind {
   invalid_argument,  ///< a caller-supplied value (input, option, env var) is wrong
   io,                ///< a file could not be read or written
   internal,          ///< a broken invariant inside graft (a bug)
+  resource_exhausted,  ///< a memory limit was reached, or the host ran out of memory
+  cancelled,           ///< a run was cancelled or passed its deadline
 };
 
 /// Short lowercase name of an ErrorKind ("invalid_model", ...).

@@ -56,7 +56,21 @@ struct SessionOptions {
   /// What the device's backend does not take runs on the CPU backends, with
   /// copies at the boundaries (the partition report lists them).
   Device device;
+  /// Bytes a run's intermediate values may hold at once (per run); an
+  /// allocation past it is a `resource_exhausted` Error naming the node, the
+  /// type and the bytes, and the session stays usable. nullopt =
+  /// GRAFT_MAX_MEMORY ("512M", "2G", a byte count), else the machine's
+  /// physical memory. 0: no limit.
+  std::optional<uint64_t> max_memory;
 };
+
+/// The memory limit of a session: `option` when set, else GRAFT_MAX_MEMORY,
+/// else the machine's physical memory. Throws invalid_argument naming the
+/// text when it is not a size.
+uint64_t max_memory(std::optional<uint64_t> option);
+/// "512M", "2G", "1.5G", "4096", "64K" (binary units; optional trailing
+/// "B"/"iB") as bytes. Throws invalid_argument naming `what` otherwise.
+uint64_t parse_byte_size(const std::string& text, const std::string& what);
 
 /// What the compiler is told of a session's options (the backend order
 /// with SessionOptions::device applied, the device id, ...), with
@@ -103,6 +117,12 @@ class Session {
   /// Runs with one tensor per input, in input order. Validates count, dtype,
   /// rank and known dimensions (invalid_argument naming the input otherwise).
   std::vector<Tensor> run(const std::vector<Tensor>& inputs, backend::RunStats* stats = nullptr) const;
+  /// Like run(inputs, stats), within `limits`: a deadline and a cancellation
+  /// flag (another thread may set it), checked before every node, Loop and
+  /// Scan bodies included. Either ends the run with a `cancelled` Error, its
+  /// memory freed; the session stays usable.
+  std::vector<Tensor> run(const std::vector<Tensor>& inputs, const backend::RunLimits& limits,
+                          backend::RunStats* stats = nullptr) const;
   /// Runs with inputs by name; returns outputs by name.
   std::map<std::string, Tensor> run(const std::map<std::string, Tensor>& inputs, backend::RunStats* stats = nullptr) const;
 
@@ -175,6 +195,7 @@ class Session {
   compiler::CompileOptions compile_options_;  // options_ as the compiler takes them
   compiler::PreparedGraph prepared_;          // the graph after passes and partitioning
   int num_threads_ = 1;
+  uint64_t max_memory_ = 0;  ///< per run, 0: none
   bool restored_ = false;
   mutable size_t num_compiles_ = 0;                    // guarded by mutex_
   mutable std::vector<compiler::CompileFallback> fallbacks_;  // guarded by mutex_
