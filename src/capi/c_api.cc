@@ -279,6 +279,20 @@ graft_status* graft_session_options_set_fusion(graft_session_options* options, i
   });
 }
 
+graft_status* graft_session_options_set_device(graft_session_options* options, const char* device) {
+  return guarded([&] {
+    require(options, "graft_session_options_set_device", "options");
+    options->options.device = device && *device ? graft::runtime::parse_device(device) : graft::Device{};
+  });
+}
+
+graft_status* graft_session_options_set_max_memory(graft_session_options* options, uint64_t bytes) {
+  return guarded([&] {
+    require(options, "graft_session_options_set_max_memory", "options");
+    options->options.max_memory = bytes;
+  });
+}
+
 void graft_session_options_release(graft_session_options* options) { delete options; }
 
 graft_status* graft_session_create_from_path(const char* path, const graft_session_options* options,

@@ -238,6 +238,13 @@ static void test_options_errors(void) {
   OK(graft_session_options_set_backends(options, NULL));
   FAILS(graft_session_options_set_fusion(NULL, 1), GRAFT_ERROR_INVALID_ARGUMENT, "options is NULL");
   OK(graft_session_options_set_fusion(options, 0));
+  FAILS(graft_session_options_set_device(NULL, "cpu"), GRAFT_ERROR_INVALID_ARGUMENT, "options is NULL");
+  FAILS(graft_session_options_set_device(options, "gpu"), GRAFT_ERROR_INVALID_ARGUMENT, "device 'gpu'");
+  FAILS(graft_session_options_set_device(options, "opencl:x"), GRAFT_ERROR_INVALID_ARGUMENT, "opencl:x");
+  OK(graft_session_options_set_device(options, "opencl:0"));
+  OK(graft_session_options_set_device(options, NULL));
+  FAILS(graft_session_options_set_max_memory(NULL, 1), GRAFT_ERROR_INVALID_ARGUMENT, "options is NULL");
+  OK(graft_session_options_set_max_memory(options, 1u << 30));
   graft_session_options_release(options);
 }
 
@@ -603,6 +610,24 @@ int main(int argc, char** argv) {
       check_runs(session);
       graft_session_release(session);
       session = NULL;
+    }
+    graft_session_options_release(options);
+    options = NULL;
+  }
+
+  /* On the OpenCL device when there is one (PoCL in CI): the same outputs.
+   * Without one, creating the session says why. */
+  if (OK(graft_session_options_create(&options))) {
+    OK(graft_session_options_set_device(options, "opencl"));
+    graft_status* status = graft_session_create_from_path(path, options, &session);
+    if (status == NULL) {
+      check_runs(session);
+      graft_session_release(session);
+      session = NULL;
+    } else {
+      CHECK(graft_status_kind(status) == GRAFT_ERROR_UNSUPPORTED);
+      CHECK(strstr(graft_status_message(status), "opencl:0") != NULL);
+      graft_status_release(status);
     }
     graft_session_options_release(options);
     options = NULL;

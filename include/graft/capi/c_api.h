@@ -140,6 +140,16 @@ graft_status* graft_session_options_set_threads(graft_session_options* options, 
 graft_status* graft_session_options_set_backends(graft_session_options* options, const char* backends);
 /* Pointwise fusion: nonzero on, 0 off. */
 graft_status* graft_session_options_set_fusion(graft_session_options* options, int enabled);
+/* The device to run on: "cpu" (the default), "opencl", "opencl:1". A device
+ * puts its backend first; what it does not take runs on the CPU backends,
+ * with copies at the boundaries; inputs and outputs stay host tensors. A
+ * malformed name is invalid_argument; an unavailable device fails when the
+ * session is created (unsupported, saying why). NULL or "" restores "cpu". */
+graft_status* graft_session_options_set_device(graft_session_options* options, const char* device);
+/* Bytes a run's intermediate values may hold at once; an allocation past it
+ * fails the run with GRAFT_ERROR_RESOURCE_EXHAUSTED (the session stays
+ * usable). 0: no limit. Default: GRAFT_MAX_MEMORY, else physical memory. */
+graft_status* graft_session_options_set_max_memory(graft_session_options* options, uint64_t bytes);
 /* Releases options. NULL: nothing. */
 void graft_session_options_release(graft_session_options* options);
 
