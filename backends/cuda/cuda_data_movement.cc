@@ -6,7 +6,8 @@
 //               to a strided destination (element strides, negative or 0
 //               allowed): Transpose (permuted source strides), Slice
 //               (stepped source from an offset), Expand (0 strides), Concat
-//               (one launch per input into its block of the output);
+//               (one launch per input into its block of the output), Split
+//               (one per output);
 //   Gather      rows of the data picked by int32 or int64 indices (negative
 //               ones count from the end; out of range reads as 0).
 //
@@ -102,7 +103,8 @@ struct Copy {
   int rank = 0;
   int64_t n = 0;
   int64_t src_base = 0, dst_base = 0;
-  size_t input = 0;  ///< the node input it reads
+  size_t input = 0;   ///< the node input it reads
+  size_t output = 0;  ///< the node output it writes
 };
 
 std::vector<int64_t> dense_strides(const Shape& shape) {
@@ -135,7 +137,7 @@ class StridedKernel final : public NodeKernel {
                std::span<const CuTensor> outputs) const override {
     for (const Copy& c : copies_) {
       if (c.n == 0) continue;
-      function_.launch(context.stream(), blocks_for(c.n, 256), 256, outputs[0].address, inputs[c.input].address, c.n,
+      function_.launch(context.stream(), blocks_for(c.n, 256), 256, outputs[c.output].address, inputs[c.input].address, c.n,
                        c.rank, c.src_base, c.dst_base, c.s);
     }
   }
@@ -163,8 +165,10 @@ Copy dense_copy(const Shape& extents, const std::vector<int64_t>& src, int64_t s
   return c;
 }
 
-std::string rank_support(const KernelRequest& request) {
-  if (request.outputs.size() != 1) return "not a single output";
+std::string rank_support(const KernelRequest& request, bool many_outputs = false) {
+  if (request.outputs.size() != 1 && !many_outputs) return "not a single output";
+  for (const CuType& t : request.outputs)
+    if (t.dtype != request.outputs[0].dtype || t.shape.size() > kMaxRank) return "outputs of mixed dtypes or rank above 8";
   std::string why = movable(request.outputs[0].dtype);
   if (!why.empty()) return why;
   if (request.outputs[0].shape.size() > kMaxRank) return "rank above 8";
@@ -343,6 +347,32 @@ std::unique_ptr<NodeKernel> make_concat_kernel(const KernelRequest& request) {
   return std::make_unique<StridedKernel>(std::move(copies), request.outputs[0].dtype);
 }
 
+// ---- Split ------------------------------------------------------------------
+
+std::string split_support(const KernelRequest& request) {
+  std::string why = rank_support(request, true);
+  if (!why.empty()) return why;
+  if (request.outputs.empty()) return "no outputs";
+  return {};
+}
+
+std::unique_ptr<NodeKernel> make_split_kernel(const KernelRequest& request) {
+  const Shape& in = request.inputs[0].shape;
+  const int64_t axis = normalize_axis(request.node.attributes.get_int("axis", 0), static_cast<int64_t>(in.size()),
+                                      request.node.describe());
+  std::vector<int64_t> in_strides = dense_strides(in);
+  std::vector<Copy> copies;
+  int64_t offset = 0;
+  for (size_t o = 0; o < request.outputs.size(); ++o) {
+    const Shape& out = request.outputs[o].shape;
+    Copy c = dense_copy(out, in_strides, offset * in_strides[static_cast<size_t>(axis)], 0);
+    c.output = o;
+    offset += out[static_cast<size_t>(axis)];
+    copies.push_back(c);
+  }
+  return std::make_unique<StridedKernel>(std::move(copies), request.outputs[0].dtype);
+}
+
 // ---- Gather -----------------------------------------------------------------
 
 class GatherKernel final : public NodeKernel {
@@ -396,6 +426,7 @@ GRAFT_REGISTER_CUDA_KERNEL(Transpose, transpose_support, make_transpose_kernel);
 GRAFT_REGISTER_CUDA_KERNEL(Expand, expand_support, make_expand_kernel);
 GRAFT_REGISTER_CUDA_KERNEL(Slice, slice_support, make_slice_kernel);
 GRAFT_REGISTER_CUDA_KERNEL(Concat, concat_support, make_concat_kernel);
+GRAFT_REGISTER_CUDA_KERNEL(Split, split_support, make_split_kernel);
 GRAFT_REGISTER_CUDA_KERNEL(Gather, gather_support, make_gather_kernel);
 
 }  // namespace graft::cuda

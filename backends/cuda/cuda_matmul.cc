@@ -351,6 +351,17 @@ std::unique_ptr<NodeKernel> make_gemm_kernel(const KernelRequest& request) {
 
 }  // namespace
 
+void cublas_sgemm_strided(int device, void* stream, int m, int n, int k, const float* a, int lda, long long stride_a,
+                          const float* b, int ldb, long long stride_b, float* c, int ldc, long long stride_c,
+                          int batch) {
+  const float one = 1.0f, zero = 0.0f;
+  with_cublas(device, stream, [&](const codegen::Cublas& lib, void* handle) {
+    check_cublas(lib.sgemm_strided_batched(handle, codegen::kCublasOpN, codegen::kCublasOpN, m, n, k, &one, a, lda,
+                                           stride_a, b, ldb, stride_b, &zero, c, ldc, stride_c, batch),
+                 "cublasSgemmStridedBatched");
+  });
+}
+
 GRAFT_REGISTER_CUDA_KERNEL(MatMul, matmul_support, make_matmul_kernel);
 GRAFT_REGISTER_CUDA_KERNEL(Gemm, gemm_support, make_gemm_kernel);
 
