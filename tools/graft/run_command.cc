@@ -335,7 +335,8 @@ std::function<int()> setup_run(CLI::App& app) {
   sub->add_option("--backends", options->backends,
                   "backends in priority order, comma-separated (default: GRAFT_BACKENDS, else all available)");
   sub->add_option("--device", options->device,
-                  "run on this device: opencl[:N] puts the OpenCL backend first, the CPU backends run the rest "
+                  "run on this device: opencl[:N] or cuda[:N] puts that device's backend first, the CPU backends run "
+                  "the rest "
                   "(default: cpu; see graft devices)");
   sub->add_option("--annotations", options->annotations, "JSON file pinning nodes, forbidding backends, declaring regions");
   sub->add_flag("--report", options->report,
