@@ -59,7 +59,11 @@ class CudaDeviceQueue : public DeviceQueue {
 class CudaDeviceEvent : public DeviceEvent {
  public:
   CudaDeviceEvent(Device device, void* event, bool timed) : DeviceEvent(device), event_(event), timed_(timed) {}
-  ~CudaDeviceEvent() override { cuda_driver().event_destroy(event_); }
+  ~CudaDeviceEvent() override {
+    const CudaDriver& cu = cuda_driver();
+    cu.ctx_set_current(cu.contexts[static_cast<size_t>(device().id)]);
+    cu.event_destroy(event_);
+  }
   void* native_handle() const override { return event_; }
   void* event() const { return event_; }
   bool timed() const { return timed_; }

@@ -59,9 +59,15 @@ void check_cublas(int status, const char* what) {
   if (status != 0) fail(ErrorKind::internal, what, " failed with cuBLAS status ", status);
 }
 
-/// Runs `call(handle)` with device `device`'s handle bound to `stream`.
+/// Workspace of each cuBLAS call: scratch of the launch, so that products
+/// running at once on two streams never share one (a handle's own workspace
+/// would be shared by every stream it is bound to).
+constexpr size_t kWorkspaceBytes = size_t{4} << 20;
+
+/// Runs `call(handle)` with device `device`'s handle bound to `stream` and to
+/// `workspace` (kWorkspaceBytes of device memory ordered on that stream).
 template <typename F>
-void with_cublas(int device, void* stream, F&& call) {
+void with_cublas(int device, void* stream, uint64_t workspace, F&& call) {
   const codegen::Cublas& lib = codegen::cublas();
   if (!lib.error.empty()) fail(ErrorKind::unsupported, "cuBLAS unavailable: ", lib.error);
   CublasHandles& h = handles();
@@ -75,7 +81,9 @@ void with_cublas(int device, void* stream, F&& call) {
     check_cublas(lib.set_math_mode(handle, use_tf32 ? codegen::kCublasTf32Math : codegen::kCublasDefaultMath),
                  "cublasSetMathMode");
   }
-  check_cublas(lib.set_stream(handle, stream), "cublasSetStream");
+  check_cublas(lib.set_stream(handle, stream), "cublasSetStream");  // resets the workspace: set it after
+  if (lib.set_workspace && workspace)
+    check_cublas(lib.set_workspace(handle, reinterpret_cast<void*>(workspace), kWorkspaceBytes), "cublasSetWorkspace");
   call(lib, handle);
 }
 
@@ -186,7 +194,8 @@ class MatMulKernel final : public NodeKernel {
     const float* B = reinterpret_cast<const float*>(inputs[1].address);
     float* C = reinterpret_cast<float*>(y.address);
     const int64_t batch = static_cast<int64_t>(p.a_index.size());
-    with_cublas(device_, context.stream(), [&](const codegen::Cublas& lib, void* handle) {
+    with_cublas(device_, context.stream(), context.scratch(kWorkspaceBytes),
+                [&](const codegen::Cublas& lib, void* handle) {
       using codegen::kCublasOpN;
       switch (p.kind) {
         case MatMulPlan::Kind::single:
@@ -320,7 +329,8 @@ class GemmKernel final : public NodeKernel {
     const float* A = reinterpret_cast<const float*>(inputs[0].address);
     const float* B = reinterpret_cast<const float*>(inputs[1].address);
     float* C = reinterpret_cast<float*>(y.address);
-    with_cublas(device_, context.stream(), [&](const codegen::Cublas& lib, void* handle) {
+    with_cublas(device_, context.stream(), context.scratch(kWorkspaceBytes),
+                [&](const codegen::Cublas& lib, void* handle) {
       // Row-major Y = op(A) op(B) as column-major Y^T = op(B)^T op(A)^T.
       check_cublas(lib.sgemm(handle, p.trans_b ? codegen::kCublasOpT : codegen::kCublasOpN,
                              p.trans_a ? codegen::kCublasOpT : codegen::kCublasOpN, N, M, p.K == 0 ? 0 : K, &alpha, B,
@@ -351,11 +361,11 @@ std::unique_ptr<NodeKernel> make_gemm_kernel(const KernelRequest& request) {
 
 }  // namespace
 
-void cublas_sgemm_strided(int device, void* stream, int m, int n, int k, const float* a, int lda, long long stride_a,
+void cublas_sgemm_strided(int device, void* stream, uint64_t workspace, int m, int n, int k, const float* a, int lda, long long stride_a,
                           const float* b, int ldb, long long stride_b, float* c, int ldc, long long stride_c,
                           int batch) {
   const float one = 1.0f, zero = 0.0f;
-  with_cublas(device, stream, [&](const codegen::Cublas& lib, void* handle) {
+  with_cublas(device, stream, workspace, [&](const codegen::Cublas& lib, void* handle) {
     check_cublas(lib.sgemm_strided_batched(handle, codegen::kCublasOpN, codegen::kCublasOpN, m, n, k, &one, a, lda,
                                            stride_a, b, ldb, stride_b, &zero, c, ldc, stride_c, batch),
                  "cublasSgemmStridedBatched");

@@ -32,8 +32,8 @@
 
 namespace graft::cuda {
 
-// The cuBLAS calls of cuda_matmul.cc.
-void cublas_sgemm_strided(int device, void* stream, int m, int n, int k, const float* a, int lda, long long stride_a,
+// The cuBLAS calls of cuda_matmul.cc (workspace: 4 MiB of scratch ordered on the stream).
+void cublas_sgemm_strided(int device, void* stream, uint64_t workspace, int m, int n, int k, const float* a, int lda, long long stride_a,
                           const float* b, int ldb, long long stride_b, float* c, int ldc, long long stride_c, int batch);
 
 namespace {
@@ -622,6 +622,7 @@ class ConvKernel final : public NodeKernel {
     const float* x = reinterpret_cast<const float*>(inputs[0].address);
     const float* w = reinterpret_cast<const float*>(inputs[1].address);
     float* out = reinterpret_cast<float*>(y.address);
+    const uint64_t workspace = context.scratch(size_t{4} << 20);
     uint64_t col = 0;
     if (!p_.direct) col = context.scratch(static_cast<size_t>(p_.n * ckk * plane) * sizeof(float));
     for (int64_t g = 0; g < p_.groups; ++g) {
@@ -634,7 +635,7 @@ class ConvKernel final : public NodeKernel {
         source_stride = ckk * plane;
       }
       // Row-major Y_n[mg, plane] = W_g[mg, ckk] x col_n[ckk, plane], per image n.
-      cublas_sgemm_strided(device_, context.stream(), static_cast<int>(plane), static_cast<int>(mg),
+      cublas_sgemm_strided(device_, context.stream(), workspace, static_cast<int>(plane), static_cast<int>(mg),
                            static_cast<int>(ckk), source, static_cast<int>(plane), source_stride, w + g * mg * ckk,
                            static_cast<int>(ckk), 0, out + g * mg * plane, static_cast<int>(plane), p_.m * plane,
                            static_cast<int>(p_.n));

@@ -55,6 +55,7 @@ const Cublas& cublas() {
     load(handle, lib.destroy, "cublasDestroy_v2");
     load(handle, lib.set_stream, "cublasSetStream_v2");
     load(handle, lib.set_math_mode, "cublasSetMathMode");
+    load(handle, lib.set_workspace, "cublasSetWorkspace_v2");
     load(handle, lib.get_property, "cublasGetProperty");
     load(handle, lib.sgemm, "cublasSgemm_v2");
     load(handle, lib.sgemm_strided_batched, "cublasSgemmStridedBatched");

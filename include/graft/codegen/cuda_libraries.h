@@ -5,6 +5,7 @@
 /// them; where one is missing its *_unavailable_reason() says why.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -18,6 +19,8 @@ struct Cublas {
   int (*destroy)(void*) = nullptr;
   int (*set_stream)(void*, void*) = nullptr;
   int (*set_math_mode)(void*, int) = nullptr;
+  /// cublasSetWorkspace_v2(handle, memory, bytes) (null in cuBLAS before 11).
+  int (*set_workspace)(void*, void*, size_t) = nullptr;
   int (*get_property)(int, int*) = nullptr;
   /// cublasSgemm_v2(handle, transa, transb, m, n, k, alpha, A, lda, B, ldb, beta, C, ldc), column-major.
   int (*sgemm)(void*, int, int, int, int, int, const float*, const float*, int, const float*, int, const float*,
