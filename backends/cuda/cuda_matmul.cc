@@ -59,6 +59,16 @@ void check_cublas(int status, const char* what) {
   if (status != 0) fail(ErrorKind::internal, what, " failed with cuBLAS status ", status);
 }
 
+/// GRAFT_CUDA_TF32: 0 (default, full float32 products) or 1 (TF32 tensor
+/// cores); anything else is an error naming it.
+bool use_tf32() {
+  const char* value = std::getenv("GRAFT_CUDA_TF32");
+  const std::string text = value ? value : "0";
+  if (text != "0" && text != "1")
+    fail(ErrorKind::invalid_argument, "GRAFT_CUDA_TF32='", text, "': expected 0 (full float32) or 1 (TF32)");
+  return text == "1";
+}
+
 /// Workspace of each cuBLAS call: scratch of the launch, so that products
 /// running at once on two streams never share one (a handle's own workspace
 /// would be shared by every stream it is bound to).
@@ -75,10 +85,9 @@ void with_cublas(int device, void* stream, uint64_t workspace, F&& call) {
   codegen::cuda_driver().make_current(device);
   void*& handle = h.handles[device];
   if (!handle) {
+    const bool tf32 = use_tf32();
     check_cublas(lib.create(&handle), "cublasCreate");
-    const char* tf32 = std::getenv("GRAFT_CUDA_TF32");
-    bool use_tf32 = tf32 && std::string(tf32) == "1";
-    check_cublas(lib.set_math_mode(handle, use_tf32 ? codegen::kCublasTf32Math : codegen::kCublasDefaultMath),
+    check_cublas(lib.set_math_mode(handle, tf32 ? codegen::kCublasTf32Math : codegen::kCublasDefaultMath),
                  "cublasSetMathMode");
   }
   check_cublas(lib.set_stream(handle, stream), "cublasSetStream");  // resets the workspace: set it after
@@ -237,6 +246,7 @@ std::string matmul_support(const KernelRequest& request) {
 }
 
 std::unique_ptr<NodeKernel> make_matmul_kernel(const KernelRequest& request) {
+  use_tf32();  // a bad GRAFT_CUDA_TF32 is an error at plan time
   std::string why;
   MatMulPlan plan = plan_matmul(request.inputs[0].shape, request.inputs[1].shape, why);
   GRAFT_CHECK(why.empty(), why);
@@ -353,6 +363,7 @@ std::string gemm_support(const KernelRequest& request) {
 }
 
 std::unique_ptr<NodeKernel> make_gemm_kernel(const KernelRequest& request) {
+  use_tf32();
   std::string why;
   GemmPlan plan = plan_gemm(request, why);
   GRAFT_CHECK(why.empty(), why);

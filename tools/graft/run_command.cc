@@ -23,6 +23,7 @@
 
 #include "cli_support.h"
 #include "command.h"
+#include "graft/backend/device_api.h"
 #include "graft/frontend/load_model.h"
 #include "graft/codegen/compile_cache.h"
 #include "graft/core/error.h"
@@ -273,6 +274,16 @@ int run_model(const RunCommandOptions& options) {
       std::cout << "device copies: " << format_bytes(stats.bytes_to_device) << " (" << stats.bytes_to_device
                 << " bytes) to the device, " << format_bytes(stats.bytes_to_host) << " (" << stats.bytes_to_host
                 << " bytes) to the host in the first run\n";
+    if (!options.device.empty()) {
+      // The device's caching pool (DeviceAPI): its peak over every run.
+      Device device = runtime::parse_device(options.device);
+      if (device.type != DeviceType::cpu) {
+        backend::DevicePoolStats p = backend::device_api(device.type).pool_stats(device.id);
+        std::cout << "device memory (" << to_string(device) << "): peak " << format_bytes(p.peak_bytes_in_use)
+                  << " in use, " << format_bytes(p.bytes_cached) << " cached now; " << p.device_allocations
+                  << " device allocations, " << p.reuses << " reused a cached block\n";
+      }
+    }
   }
 
   if (options.profile)
