@@ -14,12 +14,6 @@
 namespace graft::testing {
 namespace {
 
-#define GRAFT_REQUIRE_FAKE_LIBCUDA()                                                             \
-  do {                                                                                           \
-    if (!std::getenv("GRAFT_TEST_FAKE_LIBCUDA"))                                                 \
-      GTEST_SKIP() << "runs on the stand-in libcuda.so.1 only (ctest -R cuda_fake_driver)";      \
-  } while (0)
-
 TEST(CudaFakeDriver, TheDeviceApiDescribesAndServesTheDevice) {
   GRAFT_REQUIRE_FAKE_LIBCUDA();
   backend::DeviceAPI& api = backend::device_api(DeviceType::cuda);

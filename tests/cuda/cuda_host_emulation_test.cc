@@ -17,117 +17,14 @@
 #include <functional>
 #include <random>
 
+#include "cuda_host_emulation.h"
 #include "cuda_test_util.h"
 
 namespace graft::testing {
 namespace {
 
-const char* const kShim = R"(
-#include <barrier>
-#include <cmath>
-#include <cstring>
-#include <thread>
-#include <vector>
-struct graft_dim3 { unsigned x, y, z; };
-thread_local graft_dim3 threadIdx{0, 0, 0}, blockIdx{0, 0, 0};
-graft_dim3 blockDim{1, 1, 1}, gridDim{1, 1, 1};
-thread_local std::barrier<>* graft_block_barrier = nullptr;
-thread_local std::barrier<>* graft_warp_barrier = nullptr;
-thread_local float* graft_warp_slots = nullptr;
-#define __global__
-#define __device__
-#define __forceinline__ inline
-#define __shared__ static
-inline float __int_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
-inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
-inline void __syncthreads() { graft_block_barrier->arrive_and_wait(); }
-inline float __shfl_xor_sync(unsigned, float v, int offset) {
-  const unsigned lane = threadIdx.x & 31;
-  graft_warp_slots[lane] = v;
-  graft_warp_barrier->arrive_and_wait();
-  const float r = graft_warp_slots[lane ^ offset];
-  graft_warp_barrier->arrive_and_wait();
-  return r;
-}
-// Runs body() as every thread of a grid of `blocks` x `threads` (blocks one
-// after another, the threads of a block at once; threads a multiple of 32).
-extern "C" void graft_host_launch(unsigned blocks, unsigned threads, void (*body)(void*), void* context) {
-  blockDim.x = threads;
-  gridDim.x = blocks;
-  for (unsigned b = 0; b < blocks; ++b) {
-    std::barrier<> block(threads);
-    std::vector<std::barrier<>*> warps;
-    std::vector<std::vector<float>> slots;
-    for (unsigned w = 0; w < threads / 32; ++w) {
-      warps.push_back(new std::barrier<>(32));
-      slots.emplace_back(32);
-    }
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] {
-        threadIdx.x = t;
-        blockIdx.x = b;
-        graft_block_barrier = &block;
-        graft_warp_barrier = warps[t / 32];
-        graft_warp_slots = slots[t / 32].data();
-        body(context);
-      });
-    for (auto& thread : pool) thread.join();
-    for (auto* w : warps) delete w;
-  }
-}
-)";
 
-/// A registered source compiled for the host and loaded.
-class HostProgram {
- public:
-  explicit HostProgram(const std::string& name_prefix) {
-    const char* source = nullptr;
-    for (const auto& [name, text] : cuda::registered_sources())
-      if (name.rfind(name_prefix, 0) == 0) source = text;
-    if (!source) {
-      error_ = "no registered source " + name_prefix;
-      return;
-    }
-    const std::string dir = ::testing::TempDir();
-    const std::string cc = dir + "/graft_host_" + name_prefix + ".cc", so = dir + "/graft_host_" + name_prefix + ".so";
-    std::ofstream(cc) << kShim << source;
-    const std::string command = "c++ -std=c++20 -O1 -shared -fPIC -pthread -w -o " + so + " " + cc + " 2>&1";
-    if (std::system(command.c_str()) != 0) {
-      error_ = "the host compiler failed: " + command;
-      return;
-    }
-    handle_ = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle_) error_ = dlerror();
-    launch_ = reinterpret_cast<Launch>(handle_ ? dlsym(handle_, "graft_host_launch") : nullptr);
-  }
-  ~HostProgram() {
-    if (handle_) dlclose(handle_);
-  }
-  const std::string& error() const { return error_; }
-  template <typename F>
-  F function(const char* name) const {
-    auto f = reinterpret_cast<F>(dlsym(handle_, name));
-    EXPECT_NE(f, nullptr) << name;
-    return f;
-  }
-  /// Runs `kernel()` as every thread of blocks x threads.
-  void run(uint64_t blocks, unsigned threads, const std::function<void()>& kernel) const {
-    launch_(static_cast<unsigned>(blocks), threads, [](void* c) { (*static_cast<const std::function<void()>*>(c))(); },
-            const_cast<std::function<void()>*>(&kernel));
-  }
 
- private:
-  using Launch = void (*)(unsigned, unsigned, void (*)(void*), void*);
-  void* handle_ = nullptr;
-  Launch launch_ = nullptr;
-  std::string error_;
-};
-
-#define GRAFT_HOST_PROGRAM(var, prefix)                                               \
-  if (std::system("c++ --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no host C++ compiler"; \
-  HostProgram var(prefix);                                                            \
-  ASSERT_EQ(var.error(), "")
 
 std::vector<float> randoms(size_t n, uint64_t seed) {
   std::mt19937_64 rng(seed);

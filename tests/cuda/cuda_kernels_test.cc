@@ -9,19 +9,13 @@
 #include <gtest/gtest.h>
 
 #include "codegen/op_cases.h"
-#include "cuda_test_util.h"
+#include "cuda_kernel_cases.h"
 
 namespace graft::testing {
 namespace {
 
-void expect_matches(const std::string& op, const std::vector<Shape>& shapes, CudaAttrs attrs = {},
-                    std::vector<DType> dtypes = {}, int outputs = 1, double rtol = 1e-4, double atol = 1e-4) {
-  std::string label = op;
-  for (const Shape& s : shapes) label += " " + shape_to_string(s);
-  SCOPED_TRACE(label);
-  CudaOneNode c = cuda_one_node(op, shapes, attrs, 1, std::move(dtypes), outputs);
-  ASSERT_EQ(cuda::kernel_support(*c.node), "");
-  expect_cuda_matches_reference(*c.graph, c.inputs, rtol, atol);
+void expect_matches(const std::string& op, const std::vector<Shape>& shapes, CudaAttrs attrs = {}) {
+  expect_cuda_node_matches(op, shapes, attrs);
 }
 
 using Ints = std::vector<int64_t>;
@@ -75,48 +69,17 @@ TEST(CudaKernels, ConvWithPadsStridesDilationsGroupsAndBias) {
 
 TEST(CudaKernels, Pooling) {
   GRAFT_REQUIRE_CUDA();
-  expect_matches("MaxPool", {{2, 3, 9, 9}}, {{"kernel_shape", Ints{3, 3}}, {"strides", Ints{2, 2}}, {"pads", Ints{1, 1, 1, 1}}});
-  expect_matches("MaxPool", {{1, 2, 8, 8}}, {{"kernel_shape", Ints{2, 2}}, {"ceil_mode", int64_t{1}}, {"strides", Ints{3, 3}}});
-  expect_matches("AveragePool", {{1, 2, 7, 7}}, {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}});
-  expect_matches("AveragePool", {{1, 2, 7, 7}},
-                 {{"kernel_shape", Ints{3, 3}}, {"pads", Ints{1, 1, 1, 1}}, {"count_include_pad", int64_t{1}}});
-  expect_matches("GlobalAveragePool", {{2, 3, 7, 7}});
-  expect_matches("GlobalMaxPool", {{2, 3, 7, 7}});
+  cuda_cases::pooling();
 }
 
 TEST(CudaKernels, SoftmaxLayerNormAndReductions) {
   GRAFT_REQUIRE_CUDA();
-  for (int64_t axis : {-1, 0, 1}) {
-    expect_matches("Softmax", {{3, 4, 300}}, {{"axis", axis}});
-    expect_matches("LogSoftmax", {{3, 4, 5}}, {{"axis", axis}});
-  }
-  expect_matches("LayerNormalization", {{4, 3, 96}, {96}, {96}}, {{"epsilon", 1e-5f}});
-  expect_matches("LayerNormalization", {{4, 3, 8}, {3, 8}}, {{"axis", int64_t{1}}});
-  expect_matches("ReduceMean", {{2, 3, 4}});  // every axis
-  // Axes as a constant input (opset 18+): consecutive axes in the middle.
-  for (const char* op : {"ReduceSum", "ReduceMean", "ReduceMax", "ReduceMin"}) {
-    SCOPED_TRACE(op);
-    auto g = std::make_unique<ir::Graph>();
-    g->opset_imports[""] = 20;
-    ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {2, 3, 4, 5}))->output(0);
-    ir::Value axes = g->add_constant("axes", Tensor::from_vector<int64_t>({1, 2}, {2}))->output(0);
-    ir::Node* node = g->add_node(op, {x, axes}, 1, "op");
-    node->opset_version = 20;
-    g->add_output(node->output(0), "y");
-    ops::infer_types(*g);
-    ASSERT_EQ(cuda::kernel_support(*node), "");
-    expect_cuda_matches_reference(*g, {random_tensor({2, 3, 4, 5}, 3)}, 1e-5, 1e-5);
-  }
+  cuda_cases::softmax_layer_norm_and_reductions();
 }
 
 TEST(CudaKernels, DataMovement) {
   GRAFT_REQUIRE_CUDA();
-  expect_matches("Transpose", {{2, 3, 4, 5}}, {{"perm", Ints{0, 2, 1, 3}}});
-  expect_matches("Transpose", {{2, 3, 4}});
-  expect_matches("Concat", {{2, 3, 4}, {2, 1, 4}, {2, 2, 4}}, {{"axis", int64_t{1}}});
-  expect_matches("Split", {{2, 6, 4}}, {{"axis", int64_t{1}}, {"num_outputs", int64_t{3}}}, {}, 3);
-  expect_matches("Gather", {{5, 4}, {3, 2}}, {{"axis", int64_t{0}}}, {DType::float32, DType::int64});
-  expect_matches("Gather", {{5, 4, 3}, {2}}, {{"axis", int64_t{1}}}, {DType::float32, DType::int32});
+  cuda_cases::data_movement();
 }
 
 }  // namespace

@@ -5,6 +5,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "cuda/cuda_kernel.h"
 #include "graft/backend/device_api.h"
 #include "graft/codegen/cuda_emitter.h"
@@ -34,6 +36,14 @@ inline std::string cuda_device_missing() {
   do {                                                                                \
     std::string nvrtc_why = ::graft::codegen::nvrtc_unavailable_reason();             \
     if (!nvrtc_why.empty()) GTEST_SKIP() << "no NVRTC: " << nvrtc_why;                \
+  } while (0)
+
+/// Skips the test unless it runs on the stand-in libcuda.so.1
+/// (fake_libcuda.cc; the ctest entries cuda_fake_driver*).
+#define GRAFT_REQUIRE_FAKE_LIBCUDA()                                                             \
+  do {                                                                                           \
+    if (!std::getenv("GRAFT_TEST_FAKE_LIBCUDA"))                                                 \
+      GTEST_SKIP() << "runs on the stand-in libcuda.so.1 only (ctest -R cuda_fake_driver)";      \
   } while (0)
 
 /// The first node of `graph` that is not an Input or a Constant.

@@ -1,8 +1,12 @@
 // A stand-in libcuda.so.1 for tests on machines without an NVIDIA driver:
 // one "device" whose memory is host memory (1 GiB, CUDA_ERROR_OUT_OF_MEMORY
 // beyond), streams that run each copy when it is queued (so FIFO order and
-// events hold trivially), and no kernels (cuModuleLoadData fails with
-// CUDA_ERROR_INVALID_IMAGE). Loaded instead of the real driver through
+// events hold trivially), and kernels only from host builds of graft's CUDA
+// sources: when GRAFT_FAKE_CUDA_KERNELS lists shared objects (colon-separated,
+// made by tests/cuda/cuda_host_emulation.h), cuModuleGetFunction finds
+// `graft_call_<name>` in them and cuLaunchKernel runs it on the host through
+// their `graft_host_launch`, at once; otherwise cuModuleLoadData fails with
+// CUDA_ERROR_INVALID_IMAGE. Loaded instead of the real driver through
 // LD_LIBRARY_PATH (tests/CMakeLists.txt), it lets the CUDA DeviceAPI's own
 // code run here: allocation, copies at offsets, streams, events, the pool's
 // out-of-memory retry, and the backend up to the point where a kernel loads.
@@ -12,7 +16,11 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
+
+#include <map>
 #include <mutex>
+#include <string>
 
 namespace {
 
@@ -29,6 +37,36 @@ struct Header {
 };
 
 void* ptr(uint64_t address) { return reinterpret_cast<void*>(static_cast<uintptr_t>(address)); }
+
+/// A kernel of a host build: its caller and the launcher of its object.
+struct HostKernel {
+  void (*call)(void**) = nullptr;
+  void (*launch)(unsigned, unsigned, void (*)(void*), void*) = nullptr;
+};
+int module_token = 4;
+
+/// The kernel `name` in the objects GRAFT_FAKE_CUDA_KERNELS lists, or null.
+HostKernel* find_host_kernel(const char* name) {
+  static std::map<std::string, HostKernel> kernels;
+  std::lock_guard lock(mutex);
+  const char* list = std::getenv("GRAFT_FAKE_CUDA_KERNELS");
+  if (!list) return nullptr;
+  std::string paths = list, symbol = std::string("graft_call_") + name;
+  for (size_t start = 0; start <= paths.size();) {
+    size_t end = paths.find(':', start);
+    if (end == std::string::npos) end = paths.size();
+    std::string path = paths.substr(start, end - start);
+    start = end + 1;
+    if (path.empty()) continue;
+    void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle) continue;
+    HostKernel k;
+    k.call = reinterpret_cast<void (*)(void**)>(dlsym(handle, symbol.c_str()));
+    k.launch = reinterpret_cast<void (*)(unsigned, unsigned, void (*)(void*), void*)>(dlsym(handle, "graft_host_launch"));
+    if (k.call && k.launch) return &(kernels[path + ":" + name] = k);
+  }
+  return nullptr;
+}
 
 }  // namespace
 
@@ -136,11 +174,29 @@ int cuEventElapsedTime_v2(float* ms, void*, void*) {
   *ms = 0.0f;
   return kSuccess;
 }
-int cuModuleLoadData(void**, const void*) { return kInvalidImage; }
+int cuModuleLoadData(void** module, const void*) {
+  if (!std::getenv("GRAFT_FAKE_CUDA_KERNELS")) return kInvalidImage;
+  *module = &module_token;  // the PTX is not read: kernels come from the host builds
+  return kSuccess;
+}
 int cuModuleUnload(void*) { return kSuccess; }
-int cuModuleGetFunction(void**, void*, const char*) { return kInvalidImage; }
-int cuLaunchKernel(void*, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, void*, void**, void**) {
-  return kInvalidImage;
+int cuModuleGetFunction(void** function, void*, const char* name) {
+  HostKernel* kernel = find_host_kernel(name);
+  if (!kernel) return 500;  // CUDA_ERROR_NOT_FOUND
+  *function = kernel;
+  return kSuccess;
+}
+int cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                   unsigned, void*, void** params, void**) {
+  if (!function || gz != 1 || by != 1 || bz != 1 || bx % 32 != 0) return kInvalidValue;
+  auto* kernel = static_cast<HostKernel*>(function);
+  struct Call {
+    HostKernel* kernel;
+    void** params;
+  } call{kernel, params};
+  kernel->launch(gx * gy, bx, [](void* c) { static_cast<Call*>(c)->kernel->call(static_cast<Call*>(c)->params); },
+                 &call);
+  return kSuccess;
 }
 // NVRTC opens the driver too and asks for its private tables: none here.
 int cuGetExportTable(const void** table, const void*) {
@@ -154,6 +210,7 @@ int cuGetErrorName(int status, const char** name) {
     case kOutOfMemory: *name = "CUDA_ERROR_OUT_OF_MEMORY"; break;
     case kInvalidImage: *name = "CUDA_ERROR_INVALID_IMAGE"; break;
     case kInvalidDevice: *name = "CUDA_ERROR_INVALID_DEVICE"; break;
+    case 500: *name = "CUDA_ERROR_NOT_FOUND"; break;
     default: return kInvalidValue;
   }
   return kSuccess;

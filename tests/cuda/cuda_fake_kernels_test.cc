@@ -1,0 +1,100 @@
+// The CUDA backend's own kernels, end to end, without a GPU: on the stand-in
+// driver (fake_libcuda.cc) with every hand-written source built for the host
+// (cuda_host_emulation.h), node kernels plan, upload, launch through
+// cuLaunchKernel and copy back exactly as on a GPU, and their results are
+// compared with the reference kernels: the pooling, Softmax/LayerNorm/
+// reduction and data-movement cases the GPU runs (cuda_kernel_cases.h), and
+// a model of such nodes through a Session on --device cuda against the CPU.
+// Products (cuBLAS) and pointwise kernels (PTX from the emitter) cannot run
+// here. Run by the ctest entry cuda_fake_driver; skipped otherwise.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+
+#include "cuda_host_emulation.h"
+#include "cuda_kernel_cases.h"
+#include "cuda_test_util.h"
+#include "graft/runtime/session.h"
+
+namespace graft::testing {
+namespace {
+
+class CudaFakeKernels : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    GRAFT_REQUIRE_FAKE_LIBCUDA();
+    if (std::system("c++ --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "no host C++ compiler";
+    static std::vector<std::unique_ptr<CudaHostProgram>> programs;  // built once, kept loaded
+    static std::string paths;
+    if (programs.empty()) {
+      for (const auto& [name, source] : cuda::registered_sources()) {
+        programs.push_back(std::make_unique<CudaHostProgram>(name.substr(0, name.find(' '))));
+        ASSERT_EQ(programs.back()->error(), "") << name;
+        paths += (paths.empty() ? "" : ":") + programs.back()->path();
+      }
+    }
+    setenv("GRAFT_FAKE_CUDA_KERNELS", paths.c_str(), 1);
+  }
+  void TearDown() override { unsetenv("GRAFT_FAKE_CUDA_KERNELS"); }
+};
+
+TEST_F(CudaFakeKernels, PoolingMatchesTheReference) { cuda_cases::pooling(); }
+
+TEST_F(CudaFakeKernels, SoftmaxLayerNormAndReductionsMatchTheReference) {
+  cuda_cases::softmax_layer_norm_and_reductions();
+}
+
+TEST_F(CudaFakeKernels, DataMovementMatchesTheReference) { cuda_cases::data_movement(); }
+
+TEST_F(CudaFakeKernels, AModelRunsWhollyOnTheDeviceAndMatchesTheCpu) {
+  // x[2,3,8] -> Transpose(0,2,1) -> Softmax -> Reshape[2,24] -> LayerNorm -> Concat(x flat) -> ReduceMax(axis 1)
+  auto build = [] {
+    auto g = std::make_unique<ir::Graph>();
+    g->opset_imports[""] = 20;
+    ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {2, 3, 8}))->output(0);
+    ir::Node* t = g->add_node("Transpose", {x}, 1, "transpose");
+    t->attributes.set("perm", std::vector<int64_t>{0, 2, 1});
+    ir::Value s = g->add_node("Softmax", {t->output(0)}, 1, "softmax")->output(0);
+    ir::Value shape = g->add_constant("shape", Tensor::from_vector<int64_t>({2, 24}, {2}))->output(0);
+    ir::Value r = g->add_node("Reshape", {s, shape}, 1, "reshape")->output(0);
+    ir::Value scale = g->add_constant("scale", random_tensor({24}, 5))->output(0);
+    ir::Value bias = g->add_constant("bias", random_tensor({24}, 6))->output(0);
+    ir::Value n = g->add_node("LayerNormalization", {r, scale, bias}, 1, "norm")->output(0);
+    ir::Value flat = g->add_node("Reshape", {x, shape}, 1, "flat")->output(0);
+    ir::Node* c = g->add_node("Concat", {n, flat}, 1, "concat");
+    c->attributes.set("axis", int64_t{1});
+    ir::Value axes = g->add_constant("axes", Tensor::from_vector<int64_t>({1}, {1}))->output(0);
+    g->add_output(g->add_node("ReduceMax", {c->output(0), axes}, 1, "max")->output(0), "y");
+    g->add_output(c->output(0), "all");
+    for (const auto& node : g->nodes()) node->opset_version = 20;
+    ops::infer_types(*g);
+    return g;
+  };
+  std::vector<Tensor> inputs{random_tensor({2, 3, 8}, 7)};
+  runtime::SessionOptions cpu_options;
+  cpu_options.num_threads = 2;
+  runtime::Session cpu(build(), cpu_options);
+  runtime::SessionOptions options = cpu_options;
+  options.device = Device{DeviceType::cuda, 0};
+  runtime::Session device(build(), options);
+  std::map<std::string, size_t> per_backend = device.partition_report().nodes_per_backend();
+  EXPECT_EQ(per_backend["cuda"], 7u) << device.partition_report().to_text();  // every node
+  size_t elsewhere = 0;
+  for (const auto& [backend, count] : per_backend) elsewhere += backend == "cuda" ? 0 : count;
+  EXPECT_EQ(elsewhere, 0u) << device.partition_report().to_text();
+  std::vector<Tensor> want = cpu.run(inputs);
+  for (int run = 0; run < 2; ++run) {
+    backend::RunStats stats;
+    std::vector<Tensor> got = device.run(inputs, &stats);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_FALSE(got[i].on_device());
+      expect_close(got[i], want[i], 1e-5, 1e-5);
+    }
+    EXPECT_EQ(stats.bytes_to_device, 2u * 3 * 8 * 4) << "only the input goes to the device";
+    EXPECT_EQ(stats.bytes_to_host, (2u + 2 * 48) * 4) << "only the outputs come back";
+  }
+}
+
+}  // namespace
+}  // namespace graft::testing
