@@ -163,6 +163,18 @@ std::string kernel_support(const ir::Node& node);
 /// Blocks of `threads` covering `n` items (at least 1, at most 2^31 - 1).
 uint64_t blocks_for(int64_t n, unsigned threads);
 
+/// Column-major cuBLAS products for kernels other than MatMul and Gemm
+/// (cuda_matmul.cc): C = op(A) op(B) (alpha 1, beta 0), and strided batches
+/// of C = A B. `workspace`: 4 MiB of device memory ordered on `stream`
+/// (CudaLaunchContext::scratch). TF32 as GRAFT_CUDA_TF32 says.
+void cublas_sgemm(int device, void* stream, uint64_t workspace, bool trans_a, bool trans_b, int m, int n, int k,
+                  const float* a, int lda, const float* b, int ldb, float* c, int ldc);
+void cublas_sgemm_strided(int device, void* stream, uint64_t workspace, int m, int n, int k, const float* a, int lda,
+                          long long stride_a, const float* b, int ldb, long long stride_b, float* c, int ldc,
+                          long long stride_c, int batch);
+/// Bytes of the workspace each cuBLAS call takes.
+inline constexpr size_t kCublasWorkspaceBytes = size_t{4} << 20;
+
 /// Runs one node on cuda:`device_index` with host inputs (as opencl's
 /// run_node_for_test): for tests against the reference kernels.
 std::vector<Tensor> run_node_for_test(const ir::Node& node, std::span<const Tensor> inputs, int device_index = 0);

@@ -72,7 +72,7 @@ bool use_tf32() {
 /// Workspace of each cuBLAS call: scratch of the launch, so that products
 /// running at once on two streams never share one (a handle's own workspace
 /// would be shared by every stream it is bound to).
-constexpr size_t kWorkspaceBytes = size_t{4} << 20;
+constexpr size_t kWorkspaceBytes = kCublasWorkspaceBytes;
 
 /// Runs `call(handle)` with device `device`'s handle bound to `stream` and to
 /// `workspace` (kWorkspaceBytes of device memory ordered on that stream).
@@ -371,6 +371,17 @@ std::unique_ptr<NodeKernel> make_gemm_kernel(const KernelRequest& request) {
 }
 
 }  // namespace
+
+void cublas_sgemm(int device, void* stream, uint64_t workspace, bool trans_a, bool trans_b, int m, int n, int k,
+                  const float* a, int lda, const float* b, int ldb, float* c, int ldc) {
+  const float one = 1.0f, zero = 0.0f;
+  with_cublas(device, stream, workspace, [&](const codegen::Cublas& lib, void* handle) {
+    check_cublas(lib.sgemm(handle, trans_a ? codegen::kCublasOpT : codegen::kCublasOpN,
+                           trans_b ? codegen::kCublasOpT : codegen::kCublasOpN, m, n, k, &one, a, lda, b, ldb, &zero,
+                           c, ldc),
+                 "cublasSgemm");
+  });
+}
 
 void cublas_sgemm_strided(int device, void* stream, uint64_t workspace, int m, int n, int k, const float* a, int lda, long long stride_a,
                           const float* b, int ldb, long long stride_b, float* c, int ldc, long long stride_c,

@@ -7,6 +7,8 @@
 //                         innermost, else a thread per (outer, inner) pair;
 //   LayerNormalization    a block per row of dims[axis:] (two-pass mean and
 //                         variance), scale and optional bias per element;
+//   BatchNormalization    inference, a thread per element (the module folds
+//                         one that follows a Conv into the Conv's weights);
 //   ReduceMean/Sum/Max/Min  over axes that are consecutive dimensions: a
 //                         thread per (outer, inner) pair;
 //   MaxPool, AveragePool  2-D NCHW (pads, strides, dilations, ceil_mode
@@ -32,9 +34,6 @@
 
 namespace graft::cuda {
 
-// The cuBLAS calls of cuda_matmul.cc (workspace: 4 MiB of scratch ordered on the stream).
-void cublas_sgemm_strided(int device, void* stream, uint64_t workspace, int m, int n, int k, const float* a, int lda, long long stride_a,
-                          const float* b, int ldb, long long stride_b, float* c, int ldc, long long stride_c, int batch);
 
 namespace {
 
@@ -199,6 +198,16 @@ extern "C" __global__ void graft_im2col(float* col, const float* x, i64 images, 
   const i64 kx = row % a.kw, ky = (row / a.kw) % a.kh, ci = row / (a.kw * a.kh);
   const i64 iy = oy * a.sh - a.ph + ky * a.dh, ix = ox * a.sw - a.pw + kx * a.dw;
   col[i] = (iy >= 0 && iy < a.h && ix >= 0 && ix < a.w) ? x[n * a.image_stride + (ci * a.h + iy) * a.w + ix] : 0.0f;
+}
+
+// BatchNormalization (inference): y = (x - mean) / sqrt(var + eps) * scale + bias per channel.
+extern "C" __global__ void graft_batch_norm(float* y, const float* x, const float* scale, const float* bias,
+                                            const float* mean, const float* var, i64 n, i64 channels, i64 plane,
+                                            float epsilon) {
+  const i64 i = graft_thread();
+  if (i >= n) return;
+  const i64 c = (i / plane) % channels;
+  y[i] = (x[i] - mean[c]) * rsqrtf(var[c] + epsilon) * scale[c] + bias[c];
 }
 
 // y[i] += bias[(i / plane) % channels].
@@ -542,6 +551,47 @@ std::unique_ptr<NodeKernel> make_global_pool_kernel(const KernelRequest& request
                                             request.node.op() == ir::OpId::GlobalMaxPool ? 1 : 0);
 }
 
+// ---- BatchNormalization ---------------------------------------------------
+
+class BatchNormKernel final : public NodeKernel {
+ public:
+  BatchNormKernel(int64_t n, int64_t channels, int64_t plane, float epsilon)
+      : n_(n), channels_(channels), plane_(plane), epsilon_(epsilon) {}
+  void compile(int device) override { function_ = CudaFunction(kNnSource, "graft_batch_norm", device); }
+  void enqueue(CudaLaunchContext& context, std::span<const CuTensor> inputs,
+               std::span<const CuTensor> outputs) const override {
+    if (n_ == 0) return;
+    function_.launch(context.stream(), blocks_for(n_, kThreads), kThreads, outputs[0].address, inputs[0].address,
+                     inputs[1].address, inputs[2].address, inputs[3].address, inputs[4].address, n_, channels_, plane_,
+                     epsilon_);
+  }
+
+ private:
+  int64_t n_, channels_, plane_;
+  float epsilon_;
+  CudaFunction function_;
+};
+
+std::string batch_norm_support(const KernelRequest& request) {
+  std::string why = float_only(request);
+  if (!why.empty()) return why;
+  if (request.inputs.size() != 5) return "not the five inputs of inference";
+  if (request.outputs.size() != 1 || request.node.attributes.get_int("training_mode", 0) != 0)
+    return "training mode (running statistics as outputs)";
+  const Shape& s = request.inputs[0].shape;
+  if (s.size() < 2) return "an input of rank below 2";
+  for (size_t i = 1; i < 5; ++i)
+    if (request.inputs[i].dtype != DType::float32 || request.inputs[i].numel() != s[1])
+      return "scale, bias, mean or var not one float32 per channel";
+  return {};
+}
+
+std::unique_ptr<NodeKernel> make_batch_norm_kernel(const KernelRequest& request) {
+  const Shape& s = request.inputs[0].shape;
+  return std::make_unique<BatchNormKernel>(product(s, 0, s.size()), s[1], product(s, 2, s.size()),
+                                           request.node.attributes.get_float("epsilon", 1e-5f));
+}
+
 // ---- Conv -------------------------------------------------------------------
 
 /// The kernel argument block of graft_im2col.
@@ -622,7 +672,7 @@ class ConvKernel final : public NodeKernel {
     const float* x = reinterpret_cast<const float*>(inputs[0].address);
     const float* w = reinterpret_cast<const float*>(inputs[1].address);
     float* out = reinterpret_cast<float*>(y.address);
-    const uint64_t workspace = context.scratch(size_t{4} << 20);
+    const uint64_t workspace = context.scratch(kCublasWorkspaceBytes);
     uint64_t col = 0;
     if (!p_.direct) col = context.scratch(static_cast<size_t>(p_.n * ckk * plane) * sizeof(float));
     for (int64_t g = 0; g < p_.groups; ++g) {
@@ -683,5 +733,6 @@ GRAFT_REGISTER_CUDA_KERNEL(AveragePool, pool_support, make_pool_kernel);
 GRAFT_REGISTER_CUDA_KERNEL(GlobalAveragePool, global_pool_support, make_global_pool_kernel);
 GRAFT_REGISTER_CUDA_KERNEL(GlobalMaxPool, global_pool_support, make_global_pool_kernel);
 GRAFT_REGISTER_CUDA_KERNEL(Conv, conv_support, make_conv_kernel);
+GRAFT_REGISTER_CUDA_KERNEL(BatchNormalization, batch_norm_support, make_batch_norm_kernel);
 
 }  // namespace graft::cuda

@@ -43,7 +43,8 @@ TEST(CudaSources, EveryHandWrittenSourceCompilesThroughNvrtcWithEveryKernelItLau
        {"graft_fill_matrix", "graft_strided_copy_1", "graft_strided_copy_2", "graft_strided_copy_4",
         "graft_strided_copy_8", "graft_gather_1_i32", "graft_gather_8_i32", "graft_gather_4_i64",
         "graft_gather_8_i64", "graft_softmax_rows", "graft_softmax_strided", "graft_layer_norm", "graft_reduce",
-        "graft_global_pool", "graft_pool2d", "graft_im2col", "graft_add_channel_bias"})
+        "graft_global_pool", "graft_pool2d", "graft_im2col", "graft_add_channel_bias", "graft_batch_norm", "graft_gru_step_lbr", "graft_gru_step_zr",
+        "graft_gru_step_n"})
     EXPECT_NE(all_ptx.find(std::string(".entry ") + entry + "("), std::string::npos) << entry;
 }
 

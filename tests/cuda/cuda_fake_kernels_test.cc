@@ -2,11 +2,12 @@
 // driver (fake_libcuda.cc) with every hand-written source built for the host
 // (cuda_host_emulation.h), node kernels plan, upload, launch through
 // cuLaunchKernel and copy back exactly as on a GPU, and their results are
-// compared with the reference kernels: the pooling, Softmax/LayerNorm/
+// compared with the reference kernels: the MatMul, Gemm, Conv, pooling, Softmax/LayerNorm/
 // reduction and data-movement cases the GPU runs (cuda_kernel_cases.h), and
 // a model of such nodes through a Session on --device cuda against the CPU.
-// Products (cuBLAS) and pointwise kernels (PTX from the emitter) cannot run
-// here. Run by the ctest entry cuda_fake_driver; skipped otherwise.
+// Products go to a stand-in cuBLAS (fake_libcublas.cc, host SGEMM), which
+// checks the backend's row-/column-major mapping, strides and batches, not
+// cuBLAS. Pointwise kernels (PTX from the emitter) cannot run here. Run by the ctest entry cuda_fake_driver; skipped otherwise.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -14,7 +15,9 @@
 #include "cuda_host_emulation.h"
 #include "cuda_kernel_cases.h"
 #include "cuda_test_util.h"
+#include "graft/frontend/load_model.h"
 #include "graft/runtime/session.h"
+#include "graft/zoo/zoo.h"
 
 namespace graft::testing {
 namespace {
@@ -37,6 +40,14 @@ class CudaFakeKernels : public ::testing::Test {
   }
   void TearDown() override { unsetenv("GRAFT_FAKE_CUDA_KERNELS"); }
 };
+
+TEST_F(CudaFakeKernels, MatMulGemmAndConvMatchTheReference) {
+  cuda_cases::matmul();
+  cuda_cases::gemm();
+  cuda_cases::conv();
+}
+
+TEST_F(CudaFakeKernels, GruMatchesTheReference) { cuda_cases::gru(); }
 
 TEST_F(CudaFakeKernels, PoolingMatchesTheReference) { cuda_cases::pooling(); }
 
@@ -93,6 +104,26 @@ TEST_F(CudaFakeKernels, AModelRunsWhollyOnTheDeviceAndMatchesTheCpu) {
     }
     EXPECT_EQ(stats.bytes_to_device, 2u * 3 * 8 * 4) << "only the input goes to the device";
     EXPECT_EQ(stats.bytes_to_host, (2u + 2 * 48) * 4) << "only the outputs come back";
+  }
+}
+
+TEST_F(CudaFakeKernels, EveryNodeOfTheZooModelsIsPlacedOnTheDevice) {
+  // Partitioning only (the stand-in runs no pointwise kernels): every node of
+  // the benchmark models is the CUDA backend's, with copies at the ends.
+  for (const auto& [name, shape] : std::vector<std::pair<std::string, Shape>>{
+           {"resnet50", {1, 3, 224, 224}}, {"bert", {8, 128}}, {"gru", {2, 100, 500}}, {"mobilenet_v2", {1, 3, 224, 224}}}) {
+    SCOPED_TRACE(name);
+    runtime::SessionOptions options;
+    options.device = Device{DeviceType::cuda, 0};
+    options.num_threads = 2;
+    std::unique_ptr<runtime::Session> session = frontend::load_model_from_memory(zoo::build_zoo_model(name), options);
+    ASSERT_EQ(session->inputs().size(), 1u);
+    DType dtype = session->inputs()[0].type.dtype;
+    partition::PartitionReport report = session->partition_report_for({ir::ValueType::of(dtype, shape)});
+    size_t on_device = 0, elsewhere = 0;
+    for (const auto& [backend, count] : report.nodes_per_backend()) (backend == "cuda" ? on_device : elsewhere) += count;
+    EXPECT_GT(on_device, 0u);
+    EXPECT_EQ(elsewhere, 0u) << report.to_text();
   }
 }
 

@@ -14,11 +14,7 @@
 namespace graft::testing {
 namespace {
 
-void expect_matches(const std::string& op, const std::vector<Shape>& shapes, CudaAttrs attrs = {}) {
-  expect_cuda_node_matches(op, shapes, attrs);
-}
 
-using Ints = std::vector<int64_t>;
 
 TEST(CudaKernels, EveryFloat32PointwiseOpCaseMatchesTheReference) {
   GRAFT_REQUIRE_CUDA();
@@ -34,37 +30,22 @@ TEST(CudaKernels, EveryFloat32PointwiseOpCaseMatchesTheReference) {
 
 TEST(CudaKernels, MatMulOfEveryBatchPattern) {
   GRAFT_REQUIRE_CUDA();
-  expect_matches("MatMul", {{5, 7}, {7, 3}});
-  expect_matches("MatMul", {{2, 5, 7}, {7, 3}});          // rows folded
-  expect_matches("MatMul", {{2, 3, 5, 7}, {2, 3, 7, 4}}); // strided batch
-  expect_matches("MatMul", {{2, 1, 5, 7}, {1, 3, 7, 4}}); // broadcast both ways: a loop
-  expect_matches("MatMul", {{5, 7}, {3, 7, 2}});          // shared A
-  expect_matches("MatMul", {{7}, {7, 3}});
-  expect_matches("MatMul", {{4, 7}, {7}});
-  expect_matches("MatMul", {{4, 0}, {0, 3}});             // K = 0: zeros
+  cuda_cases::matmul();
 }
 
 TEST(CudaKernels, GemmWithEachTransposeAndCBroadcast) {
   GRAFT_REQUIRE_CUDA();
-  for (int64_t ta : {0, 1})
-    for (int64_t tb : {0, 1}) {
-      Shape a = ta ? Shape{7, 5} : Shape{5, 7}, b = tb ? Shape{3, 7} : Shape{7, 3};
-      expect_matches("Gemm", {a, b}, {{"transA", ta}, {"transB", tb}});
-      expect_matches("Gemm", {a, b, {3}}, {{"transA", ta}, {"transB", tb}, {"alpha", 0.5f}, {"beta", 2.0f}});
-    }
-  expect_matches("Gemm", {{5, 7}, {7, 3}, {5, 1}});
-  expect_matches("Gemm", {{5, 7}, {7, 3}, {5, 3}});
-  expect_matches("Gemm", {{5, 7}, {7, 3}, {1, 1}});
+  cuda_cases::gemm();
 }
 
 TEST(CudaKernels, ConvWithPadsStridesDilationsGroupsAndBias) {
   GRAFT_REQUIRE_CUDA();
-  expect_matches("Conv", {{2, 3, 9, 9}, {4, 3, 3, 3}, {4}}, {{"pads", Ints{1, 1, 1, 1}}});
-  expect_matches("Conv", {{1, 3, 10, 9}, {4, 3, 3, 2}}, {{"strides", Ints{2, 2}}, {"pads", Ints{1, 0, 1, 0}}});
-  expect_matches("Conv", {{1, 2, 9, 9}, {3, 2, 3, 3}}, {{"dilations", Ints{2, 2}}});
-  expect_matches("Conv", {{2, 4, 6, 6}, {6, 2, 3, 3}, {6}}, {{"group", int64_t{2}}, {"pads", Ints{1, 1, 1, 1}}});
-  expect_matches("Conv", {{1, 4, 6, 6}, {4, 1, 3, 3}}, {{"group", int64_t{4}}, {"auto_pad", std::string("SAME_UPPER")}});
-  expect_matches("Conv", {{3, 8, 5, 5}, {6, 8, 1, 1}, {6}});  // 1x1: no im2col
+  cuda_cases::conv();
+}
+
+TEST(CudaKernels, GruForwardBothResetOrders) {
+  GRAFT_REQUIRE_CUDA();
+  cuda_cases::gru();
 }
 
 TEST(CudaKernels, Pooling) {

@@ -1,5 +1,7 @@
 // Whole zoo models on the CUDA device against the same models on graft's CPU
-// backends (rtol 1e-4, TF32 off): resnet50, bert and the residual GRU cell.
+// backends (rtol 1e-4, TF32 off): resnet50, bert, the residual GRU, the GRU
+// cell, mobilenet_v2 and the MLP; every node of each is on the device (a
+// stand-in driver shows the partition here: cuda_fake_kernels_test.cc).
 // Without a device each skips with "no CUDA device: <reason>".
 #include <gtest/gtest.h>
 
@@ -45,7 +47,10 @@ TEST_P(CudaZoo, MatchesTheCpu) {
   std::vector<Tensor> got = device->run(inputs);
   std::vector<ir::ValueType> types;
   for (const Tensor& t : inputs) types.push_back(ir::ValueType::of(t.dtype(), t.shape()));
-  std::cout << device->partition_report_for(types).to_text() << "\n";
+  partition::PartitionReport report = device->partition_report_for(types);
+  size_t elsewhere = 0;
+  for (const auto& [backend, count] : report.nodes_per_backend()) elsewhere += backend == "cuda" ? 0 : count;
+  EXPECT_EQ(elsewhere, 0u) << report.to_text();
   ASSERT_EQ(got.size(), want.size());
   for (size_t i = 0; i < got.size(); ++i) {
     ASSERT_EQ(got[i].shape(), want[i].shape());
@@ -61,7 +66,7 @@ TEST_P(CudaZoo, MatchesTheCpu) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Models, CudaZoo, ::testing::Values("resnet50", "bert", "gru_cell", "mlp"));
+INSTANTIATE_TEST_SUITE_P(Models, CudaZoo, ::testing::Values("resnet50", "bert", "gru", "gru_cell", "mobilenet_v2", "mlp"));
 
 }  // namespace
 }  // namespace graft::testing
