@@ -7,15 +7,21 @@
 // a model of such nodes through a Session on --device cuda against the CPU.
 // Products go to a stand-in cuBLAS (fake_libcublas.cc, host SGEMM), which
 // checks the backend's row-/column-major mapping, strides and batches, not
-// cuBLAS. Pointwise kernels (PTX from the emitter) cannot run here. Run by the ctest entry cuda_fake_driver; skipped otherwise.
+// cuBLAS. Pointwise kernels are the emitter's CUDA source built for the host
+// (CudaHostPointwise), recognized by their PTX: a sample of op cases and a
+// split model with fused kernels through a Session. Run by the ctest entry cuda_fake_driver; skipped otherwise.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
+#include <set>
 
 #include "cuda_host_emulation.h"
 #include "cuda_kernel_cases.h"
+#include "codegen/op_cases.h"
 #include "cuda_test_util.h"
+#include "graft/codegen/op_expressions.h"
 #include "graft/frontend/load_model.h"
+#include "graft/fusion/fuse_pointwise.h"
 #include "graft/runtime/session.h"
 #include "graft/zoo/zoo.h"
 
@@ -38,8 +44,95 @@ class CudaFakeKernels : public ::testing::Test {
     }
     setenv("GRAFT_FAKE_CUDA_KERNELS", paths.c_str(), 1);
   }
-  void TearDown() override { unsetenv("GRAFT_FAKE_CUDA_KERNELS"); }
+  void TearDown() override {
+    unsetenv("GRAFT_FAKE_CUDA_KERNELS");
+    unsetenv("GRAFT_FAKE_CUDA_MODULES");
+  }
+  /// Builds the host versions of the pointwise kernels of `nodes` (pointwise
+  /// ops or graft.FusedPointwise, as the backend compiles them) and points
+  /// the stand-in at them.
+  void prepare_pointwise(const std::vector<const ir::Node*>& nodes) {
+    CudaHostPointwise pointwise;
+    for (const ir::Node* node : nodes)
+      for (const ir::KernelIR& ir : cuda::pointwise_kernel_irs(*node)) pointwise.add(ir, cuda::target_architecture());
+    ASSERT_GT(pointwise.size(), 0u);
+    pointwise_programs_.push_back(pointwise.build());
+    ASSERT_EQ(pointwise_programs_.back()->error(), "");
+    setenv("GRAFT_FAKE_CUDA_MODULES", pointwise.modules(*pointwise_programs_.back()).c_str(), 1);
+  }
+  std::vector<std::unique_ptr<CudaHostProgram>> pointwise_programs_;
 };
+
+TEST_F(CudaFakeKernels, PointwiseKernelsOfTheEmitterMatchTheReference) {
+  // A sample of the op cases (every float32 one would take minutes of host
+  // compiles): unary, binary with broadcasting, three inputs, comparisons.
+  std::set<std::string> ops{"Add", "Mul", "Sigmoid", "Gelu", "Clip", "Where", "Max", "Less", "Pow"};
+  std::vector<BuiltCase> cases;
+  std::vector<const ir::Node*> nodes;
+  for (BuiltCase& c : build_op_cases()) {
+    if (c.inputs.empty() || c.inputs[0].dtype() != DType::float32) continue;
+    const ir::Node& node = cuda_compute_node(*c.graph);
+    if (!ops.count(node.op_type())) continue;
+    nodes.push_back(&node);
+    cases.push_back(std::move(c));
+  }
+  ASSERT_GE(cases.size(), 10u);
+  prepare_pointwise(nodes);
+  for (const BuiltCase& c : cases) {
+    SCOPED_TRACE(c.label);
+    expect_cuda_matches_reference(*c.graph, c.inputs, 1e-5, 1e-6);
+  }
+}
+
+TEST_F(CudaFakeKernels, ASplitModelWithFusedKernelsRunsThroughASessionAndMatchesTheHost) {
+  // x[4,64] -> Relu -> Add(W) -> CumSum (no CUDA kernel: the CPU) -> Mul -> Exp -> Mul(x) -> y
+  auto build = [](Tensor weight) {
+    auto g = std::make_unique<ir::Graph>();
+    g->opset_imports[""] = 17;
+    ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {4, 64}))->output(0);
+    ir::Value w = g->add_constant("W", std::move(weight))->output(0);
+    ir::Value axis = g->add_constant("axis", Tensor::scalar<int64_t>(1))->output(0);
+    ir::Value r = g->add_node("Relu", {x}, 1, "relu")->output(0);
+    ir::Value a = g->add_node("Add", {r, w}, 1, "add")->output(0);
+    ir::Value c = g->add_node("CumSum", {a, axis}, 1, "cumsum")->output(0);
+    ir::Value scale = g->add_constant("scale", Tensor::scalar<float>(-0.05f))->output(0);
+    ir::Value e = g->add_node("Exp", {g->add_node("Mul", {c, scale}, 1, "scale")->output(0)}, 1, "exp")->output(0);
+    g->add_output(g->add_node("Mul", {e, x}, 1, "mul")->output(0), "y");
+    for (const auto& n : g->nodes()) n->opset_version = 17;
+    ops::infer_types(*g);
+    return g;
+  };
+  Tensor weight = random_tensor({64}, 3);
+  std::vector<Tensor> inputs{random_tensor({4, 64}, 4)};
+  std::vector<Tensor> want = run_graph(*build(weight), inputs);
+  runtime::SessionOptions options;
+  options.device = Device{DeviceType::cuda, 0};
+  options.num_threads = 2;
+  runtime::Session session(build(weight), options);
+  // The pointwise kernels the CUDA subgraphs will compile: each subgraph
+  // fused as the CUDA module fuses its body, then its fused and single
+  // pointwise nodes.
+  std::vector<const ir::Node*> device_nodes;
+  std::vector<std::unique_ptr<ir::Graph>> bodies;
+  for (const auto& node : session.graph().nodes()) {
+    if (!node->subgraph) continue;
+    bodies.push_back(node->subgraph->clone());
+    fusion::fuse_pointwise(bodies.back());
+    for (const auto& inner : bodies.back()->nodes())
+      if ((inner->op() == ir::OpId::FusedPointwise || codegen::why_not_fusible(*inner).empty()) &&
+          cuda::kernel_support(*inner).empty())
+        device_nodes.push_back(inner.get());
+  }
+  prepare_pointwise(device_nodes);
+  backend::RunStats stats;
+  std::vector<Tensor> got = session.run(inputs, &stats);
+  ASSERT_EQ(got.size(), 1u);
+  expect_close(got[0], want[0], 1e-5, 1e-6);
+  EXPECT_EQ(stats.bytes_to_device, 2u * 4 * 64 * 4);  // x, and CumSum's result
+  EXPECT_EQ(stats.bytes_to_host, 2u * 4 * 64 * 4);    // the Add's result, and y
+  // A second run reuses the resident weight and the loaded kernels.
+  expect_close(session.run(inputs)[0], want[0], 1e-5, 1e-6);
+}
 
 TEST_F(CudaFakeKernels, MatMulGemmAndConvMatchTheReference) {
   cuda_cases::matmul();

@@ -17,8 +17,12 @@
 #include <regex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "cuda/cuda_kernel.h"
+#include "graft/codegen/compile_cache.h"
+#include "graft/codegen/cuda_emitter.h"
+#include "graft/ir/kernel_ir.h"
 
 namespace graft::testing {
 
@@ -40,6 +44,8 @@ thread_local float* graft_warp_slots = nullptr;
 #define __shared__ static
 inline float __int_as_float(unsigned u) { float f; std::memcpy(&f, &u, 4); return f; }
 inline float rsqrtf(float x) { return 1.0f / std::sqrt(x); }
+inline unsigned __umulhi(unsigned a, unsigned b) { return static_cast<unsigned>((static_cast<unsigned long long>(a) * b) >> 32); }
+inline double __longlong_as_double(long long i) { double d; std::memcpy(&d, &i, 8); return d; }
 inline void __syncthreads() { graft_block_barrier->arrive_and_wait(); }
 inline float __shfl_xor_sync(unsigned, float v, int offset) {
   const unsigned lane = threadIdx.x & 31;
@@ -105,6 +111,7 @@ inline std::set<std::string> cuda_kernel_names(const std::string& source) {
 /// A registered source compiled for the host and loaded.
 class CudaHostProgram {
  public:
+  /// The registered source whose name starts with `name_prefix`.
   explicit CudaHostProgram(const std::string& name_prefix) {
     const char* source = nullptr;
     for (const auto& [name, text] : cuda::registered_sources())
@@ -113,25 +120,14 @@ class CudaHostProgram {
       error_ = "no registered source " + name_prefix;
       return;
     }
-    const std::string dir = ::testing::TempDir();
-    static int serial = 0;  // a new file each time: a loaded one may stay mapped
-    const std::string stem = dir + "/graft_host_" + name_prefix + "_" + std::to_string(getpid()) + "_" +
-                             std::to_string(serial++);
-    const std::string cc = stem + ".cc", so = stem + ".so";
-    std::ofstream file(cc);
-    file << kCudaHostShim << source << kCudaHostCallers;
+    std::string callers;
     for (const std::string& kernel : cuda_kernel_names(source))
-      file << "extern \"C\" void graft_call_" << kernel << "(void** p) { graft_invoke(&" << kernel << ", p); }\n";
-    file.close();
-    path_ = so;
-    const std::string command = "c++ -std=c++20 -O1 -shared -fPIC -pthread -w -o " + so + " " + cc + " 2>&1";
-    if (std::system(command.c_str()) != 0) {
-      error_ = "the host compiler failed: " + command;
-      return;
-    }
-    handle_ = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
-    if (!handle_) error_ = dlerror();
-    launch_ = reinterpret_cast<Launch>(handle_ ? dlsym(handle_, "graft_host_launch") : nullptr);
+      callers += "extern \"C\" void graft_call_" + kernel + "(void** p) { graft_invoke(&" + kernel + ", p); }\n";
+    build(name_prefix, source, callers);
+  }
+  /// Host text already adapted (body) with its callers: see CudaHostPointwise.
+  CudaHostProgram(const std::string& label, const std::string& body, const std::string& callers) {
+    build(label, body, callers);
   }
   ~CudaHostProgram() {
     if (handle_) dlclose(handle_);
@@ -152,11 +148,90 @@ class CudaHostProgram {
   }
 
  private:
+  void build(const std::string& label, const std::string& body, const std::string& callers) {
+    const std::string dir = ::testing::TempDir();
+    static int serial = 0;  // a new file each time: a loaded one may stay mapped
+    const std::string stem =
+        dir + "/graft_host_" + label + "_" + std::to_string(getpid()) + "_" + std::to_string(serial++);
+    const std::string cc = stem + ".cc", so = stem + ".so";
+    std::ofstream file(cc);
+    file << kCudaHostShim << body << kCudaHostCallers << callers;
+    file.close();
+    path_ = so;
+    const std::string command = "c++ -std=c++20 -O1 -shared -fPIC -pthread -w -o " + so + " " + cc + " 2>&1";
+    if (std::system(command.c_str()) != 0) {
+      error_ = "the host compiler failed: " + command;
+      return;
+    }
+    handle_ = dlopen(so.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (!handle_) error_ = dlerror();
+    launch_ = reinterpret_cast<Launch>(handle_ ? dlsym(handle_, "graft_host_launch") : nullptr);
+  }
   using Launch = void (*)(unsigned, unsigned, void (*)(void*), void*);
   void* handle_ = nullptr;
   Launch launch_ = nullptr;
   std::string error_;
   std::string path_;
+};
+
+/// FNV-1a of a NUL-terminated text: how the stand-in driver recognizes the
+/// PTX of a pointwise kernel (GRAFT_FAKE_CUDA_MODULES, fake_libcuda.cc).
+inline uint64_t fake_cuda_ptx_hash(const char* text) {
+  uint64_t h = 1469598103934665603ULL;
+  for (; *text; ++text) h = (h ^ static_cast<unsigned char>(*text)) * 1099511628211ULL;
+  return h;
+}
+
+/// Pointwise kernels of the CUDA emitter built for the host: the emitted
+/// source with the prelude's PTX-assembly helpers (NaN tests, float16
+/// conversions) replaced by host ones, each kernel in a namespace of its own
+/// and named graft_kernel_<n>. add() gives the GRAFT_FAKE_CUDA_MODULES entry
+/// mapping the kernel's PTX to it; build() compiles them all at once.
+class CudaHostPointwise {
+ public:
+  /// Adds `ir` (as the backend compiles it, for `architecture`).
+  void add(const ir::KernelIR& ir, const std::string& architecture) {
+    std::shared_ptr<const std::string> ptx = codegen::CompileCache::global().cuda_ptx(ir, architecture);
+    const uint64_t hash = fake_cuda_ptx_hash(ptx->c_str());
+    if (!seen_.insert(hash).second) return;
+    const std::string name = "graft_kernel_" + std::to_string(count_++);
+    std::string source = codegen::emit_cuda_source(ir, name);
+    const std::string from = "// NaN tests that the compilers cannot see through";
+    const std::string to = "__device__ __forceinline__ float graft_round_half";
+    size_t a = source.find(from), b = source.find(to);
+    ASSERT_NE(a, std::string::npos);
+    ASSERT_NE(b, std::string::npos);
+    source.replace(a, b - a, R"(
+inline bool graft_isnan(float x) { return x != x; }
+inline bool graft_isnan(double x) { return x != x; }
+inline float graft_h2f(unsigned short h) { _Float16 v; std::memcpy(&v, &h, 2); return (float)v; }
+inline unsigned short graft_f2h(float f) { _Float16 v = (_Float16)f; unsigned short h; std::memcpy(&h, &v, 2); return h; }
+)");
+    body_ += "namespace graft_k" + std::to_string(count_) + " {\n" + source + "}\n";
+    callers_ += "extern \"C\" void graft_call_" + name + "(void** p) { graft_invoke(&graft_k" +
+                std::to_string(count_) + "::" + name + ", p); }\n";
+    entries_.push_back(std::to_string(hash) + "=" + name);
+  }
+  /// Compiles what was added; GRAFT_FAKE_CUDA_MODULES is then `modules()`.
+  std::unique_ptr<CudaHostProgram> build() const {
+    return std::make_unique<CudaHostProgram>("pointwise", body_, callers_);
+  }
+  /// "hash=path#kernel:..." for the program `built` compiled.
+  std::string modules(const CudaHostProgram& built) const {
+    std::string list;
+    for (const std::string& e : entries_) {
+      size_t eq = e.find('=');
+      list += (list.empty() ? "" : ":") + e.substr(0, eq) + "=" + built.path() + "#" + e.substr(eq + 1);
+    }
+    return list;
+  }
+  size_t size() const { return entries_.size(); }
+
+ private:
+  std::set<uint64_t> seen_;
+  size_t count_ = 0;
+  std::string body_, callers_;
+  std::vector<std::string> entries_;
 };
 
 /// Skips without a host C++ compiler; else `var` is the compiled `prefix` source.

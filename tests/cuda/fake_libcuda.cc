@@ -5,8 +5,9 @@
 // sources: when GRAFT_FAKE_CUDA_KERNELS lists shared objects (colon-separated,
 // made by tests/cuda/cuda_host_emulation.h), cuModuleGetFunction finds
 // `graft_call_<name>` in them and cuLaunchKernel runs it on the host through
-// their `graft_host_launch`, at once; otherwise cuModuleLoadData fails with
-// CUDA_ERROR_INVALID_IMAGE. Loaded instead of the real driver through
+// their `graft_host_launch`, at once. The PTX of a pointwise kernel is
+// recognized by its hash when GRAFT_FAKE_CUDA_MODULES maps it to a host build
+// of that kernel. Otherwise cuModuleLoadData fails with CUDA_ERROR_INVALID_IMAGE. Loaded instead of the real driver through
 // LD_LIBRARY_PATH (tests/CMakeLists.txt), it lets the CUDA DeviceAPI's own
 // code run here: allocation, copies at offsets, streams, events, the pool's
 // out-of-memory retry, and the backend up to the point where a kernel loads.
@@ -45,11 +46,40 @@ struct HostKernel {
 };
 int module_token = 4;
 
+/// A module of a pointwise kernel: the host build GRAFT_FAKE_CUDA_MODULES
+/// maps its PTX to ("<FNV-1a of the PTX>=<object>#<kernel>", colon-separated).
+struct HostModule {
+  std::string path, kernel;
+};
+
+HostModule* find_host_module(const char* ptx) {
+  static std::map<std::string, HostModule> modules;
+  const char* list = std::getenv("GRAFT_FAKE_CUDA_MODULES");
+  if (!list) return nullptr;
+  uint64_t h = 1469598103934665603ULL;
+  for (const char* c = ptx; *c; ++c) h = (h ^ static_cast<unsigned char>(*c)) * 1099511628211ULL;
+  const std::string key = std::to_string(h) + "=", entries = list;
+  for (size_t start = 0; start < entries.size();) {
+    size_t end = entries.find(':', start);
+    if (end == std::string::npos) end = entries.size();
+    std::string entry = entries.substr(start, end - start);
+    start = end + 1;
+    if (entry.rfind(key, 0) != 0) continue;
+    size_t hash = entry.find('#');
+    std::lock_guard lock(mutex);
+    HostModule& m = modules[entry];
+    m.path = entry.substr(key.size(), hash - key.size());
+    m.kernel = entry.substr(hash + 1);
+    return &m;
+  }
+  return nullptr;
+}
+
 /// The kernel `name` in the objects GRAFT_FAKE_CUDA_KERNELS lists, or null.
-HostKernel* find_host_kernel(const char* name) {
+HostKernel* find_host_kernel(const char* name, const char* only_in = nullptr) {
   static std::map<std::string, HostKernel> kernels;
   std::lock_guard lock(mutex);
-  const char* list = std::getenv("GRAFT_FAKE_CUDA_KERNELS");
+  const char* list = only_in ? only_in : std::getenv("GRAFT_FAKE_CUDA_KERNELS");
   if (!list) return nullptr;
   std::string paths = list, symbol = std::string("graft_call_") + name;
   for (size_t start = 0; start <= paths.size();) {
@@ -174,14 +204,24 @@ int cuEventElapsedTime_v2(float* ms, void*, void*) {
   *ms = 0.0f;
   return kSuccess;
 }
-int cuModuleLoadData(void** module, const void*) {
+int cuModuleLoadData(void** module, const void* image) {
+  if (HostModule* m = find_host_module(static_cast<const char*>(image))) {
+    *module = m;
+    return kSuccess;
+  }
   if (!std::getenv("GRAFT_FAKE_CUDA_KERNELS")) return kInvalidImage;
   *module = &module_token;  // the PTX is not read: kernels come from the host builds
   return kSuccess;
 }
 int cuModuleUnload(void*) { return kSuccess; }
-int cuModuleGetFunction(void** function, void*, const char* name) {
-  HostKernel* kernel = find_host_kernel(name);
+int cuModuleGetFunction(void** function, void* module, const char* name) {
+  HostKernel* kernel = nullptr;
+  if (module != &module_token) {  // a pointwise kernel's module: its one kernel, under its host name
+    auto* m = static_cast<HostModule*>(module);
+    kernel = find_host_kernel(m->kernel.c_str(), m->path.c_str());
+  } else {
+    kernel = find_host_kernel(name);
+  }
   if (!kernel) return 500;  // CUDA_ERROR_NOT_FOUND
   *function = kernel;
   return kSuccess;
