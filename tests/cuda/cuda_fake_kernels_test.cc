@@ -14,6 +14,7 @@
 
 #include <cstdlib>
 #include <set>
+#include <thread>
 
 #include "cuda_host_emulation.h"
 #include "cuda_kernel_cases.h"
@@ -29,6 +30,31 @@
 
 namespace graft::testing {
 namespace {
+
+/// x[2,3,8] -> Transpose(0,2,1) -> Softmax -> Reshape[2,24] -> LayerNorm ->
+/// Concat(x flat) -> ReduceMax(axis 1): no pointwise and no product.
+std::unique_ptr<ir::Graph> movement_model() {
+  auto g = std::make_unique<ir::Graph>();
+  g->opset_imports[""] = 20;
+  ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {2, 3, 8}))->output(0);
+  ir::Node* t = g->add_node("Transpose", {x}, 1, "transpose");
+  t->attributes.set("perm", std::vector<int64_t>{0, 2, 1});
+  ir::Value s = g->add_node("Softmax", {t->output(0)}, 1, "softmax")->output(0);
+  ir::Value shape = g->add_constant("shape", Tensor::from_vector<int64_t>({2, 24}, {2}))->output(0);
+  ir::Value r = g->add_node("Reshape", {s, shape}, 1, "reshape")->output(0);
+  ir::Value scale = g->add_constant("scale", random_tensor({24}, 5))->output(0);
+  ir::Value bias = g->add_constant("bias", random_tensor({24}, 6))->output(0);
+  ir::Value n = g->add_node("LayerNormalization", {r, scale, bias}, 1, "norm")->output(0);
+  ir::Value flat = g->add_node("Reshape", {x, shape}, 1, "flat")->output(0);
+  ir::Node* c = g->add_node("Concat", {n, flat}, 1, "concat");
+  c->attributes.set("axis", int64_t{1});
+  ir::Value axes = g->add_constant("axes", Tensor::from_vector<int64_t>({1}, {1}))->output(0);
+  g->add_output(g->add_node("ReduceMax", {c->output(0), axes}, 1, "max")->output(0), "y");
+  g->add_output(c->output(0), "all");
+  for (const auto& node : g->nodes()) node->opset_version = 20;
+  ops::infer_types(*g);
+  return g;
+}
 
 class CudaFakeKernels : public ::testing::Test {
  protected:
@@ -159,28 +185,7 @@ TEST_F(CudaFakeKernels, DataMovementMatchesTheReference) { cuda_cases::data_move
 
 TEST_F(CudaFakeKernels, AModelRunsWhollyOnTheDeviceAndMatchesTheCpu) {
   // x[2,3,8] -> Transpose(0,2,1) -> Softmax -> Reshape[2,24] -> LayerNorm -> Concat(x flat) -> ReduceMax(axis 1)
-  auto build = [] {
-    auto g = std::make_unique<ir::Graph>();
-    g->opset_imports[""] = 20;
-    ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {2, 3, 8}))->output(0);
-    ir::Node* t = g->add_node("Transpose", {x}, 1, "transpose");
-    t->attributes.set("perm", std::vector<int64_t>{0, 2, 1});
-    ir::Value s = g->add_node("Softmax", {t->output(0)}, 1, "softmax")->output(0);
-    ir::Value shape = g->add_constant("shape", Tensor::from_vector<int64_t>({2, 24}, {2}))->output(0);
-    ir::Value r = g->add_node("Reshape", {s, shape}, 1, "reshape")->output(0);
-    ir::Value scale = g->add_constant("scale", random_tensor({24}, 5))->output(0);
-    ir::Value bias = g->add_constant("bias", random_tensor({24}, 6))->output(0);
-    ir::Value n = g->add_node("LayerNormalization", {r, scale, bias}, 1, "norm")->output(0);
-    ir::Value flat = g->add_node("Reshape", {x, shape}, 1, "flat")->output(0);
-    ir::Node* c = g->add_node("Concat", {n, flat}, 1, "concat");
-    c->attributes.set("axis", int64_t{1});
-    ir::Value axes = g->add_constant("axes", Tensor::from_vector<int64_t>({1}, {1}))->output(0);
-    g->add_output(g->add_node("ReduceMax", {c->output(0), axes}, 1, "max")->output(0), "y");
-    g->add_output(c->output(0), "all");
-    for (const auto& node : g->nodes()) node->opset_version = 20;
-    ops::infer_types(*g);
-    return g;
-  };
+  auto build = [] { return movement_model(); };
   std::vector<Tensor> inputs{random_tensor({2, 3, 8}, 7)};
   runtime::SessionOptions cpu_options;
   cpu_options.num_threads = 2;
@@ -204,6 +209,26 @@ TEST_F(CudaFakeKernels, AModelRunsWhollyOnTheDeviceAndMatchesTheCpu) {
     }
     EXPECT_EQ(stats.bytes_to_device, 2u * 3 * 8 * 4) << "only the input goes to the device";
     EXPECT_EQ(stats.bytes_to_host, (2u + 2 * 48) * 4) << "only the outputs come back";
+  }
+}
+
+TEST_F(CudaFakeKernels, TwoSessionsRunAtOnceOnTheirOwnStreams) {
+  runtime::SessionOptions options;
+  options.device = Device{DeviceType::cuda, 0};
+  options.num_threads = 1;
+  runtime::Session a(movement_model(), options), b(movement_model(), options);
+  std::vector<Tensor> in_a{random_tensor({2, 3, 8}, 30)}, in_b{random_tensor({2, 3, 8}, 31)};
+  std::vector<Tensor> want_a = run_graph(*movement_model(), in_a), want_b = run_graph(*movement_model(), in_b);
+  for (int round = 0; round < 3; ++round) {
+    std::vector<Tensor> got_a, got_b;
+    std::thread ta([&] { got_a = a.run(in_a); });
+    std::thread tb([&] { got_b = b.run(in_b); });
+    ta.join();
+    tb.join();
+    for (size_t i = 0; i < want_a.size(); ++i) {
+      expect_close(got_a[i], want_a[i], 1e-5, 1e-5);
+      expect_close(got_b[i], want_b[i], 1e-5, 1e-5);
+    }
   }
 }
 

@@ -230,6 +230,11 @@ int cuLaunchKernel(void* function, unsigned gx, unsigned gy, unsigned gz, unsign
                    unsigned, void*, void** params, void**) {
   if (!function || gz != 1 || by != 1 || bz != 1 || bx % 32 != 0) return kInvalidValue;
   auto* kernel = static_cast<HostKernel*>(function);
+  // One launch at a time: a host build's grid size and __shared__ memory are
+  // process-wide (on a GPU each block has its own), so two runs launching at
+  // once must not interleave here.
+  static std::mutex launches;
+  std::lock_guard lock(launches);
   struct Call {
     HostKernel* kernel;
     void** params;
