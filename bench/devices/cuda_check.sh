@@ -10,8 +10,9 @@
 #    against the CPU at rtol 1e-4);
 # 3. `graft run --repeat` of zoo resnet50 (batch 1 and 32), bert (batch 8,
 #    seq 128) and the residual GRU on --device cuda and on the CPU backends:
-#    median latency of each (the device run's copies with --stats), and the
-#    CUDA runs' per-op profile (where the time goes).
+#    median latency of each (the device run's copies and pool peak with
+#    --stats), the first run with the PTX cache cold and warm, and the CUDA
+#    runs' per-op profile (where the time goes).
 # Each step has a time limit, so one hang does not take the rest.
 set -u
 B=${1:-build}
@@ -45,6 +46,13 @@ run "resnet50 batch 1" resnet50 input=1,3,224,224 20
 run "resnet50 batch 32" resnet50 input=32,3,224,224 5
 run "bert batch 8 seq 128" bert input_ids=8,128 10
 run "gru batch 100" gru input=2,100,500 20
+
+echo "== NVRTC: bert's first run on cuda with GRAFT_CACHE_DIR cold, then warm (first run includes the compiles)"
+for pass in cold warm; do
+  printf '%-5s ' "$pass"
+  GRAFT_CACHE_DIR="$T/cache" timeout 240 "$G" run "$T/bert.onnx" --shape input_ids=1,128 --device cuda --repeat 1 \
+    --show 0 2>&1 | grep -E "latency|rror"
+done
 
 echo "== cuda profile, resnet50 batch 32 (top ops)"
 timeout 240 "$G" run "$T/resnet50.onnx" --shape input=32,3,224,224 --device cuda --repeat 3 --profile --profile-top 12 --show 0 2>&1 | tail -30
