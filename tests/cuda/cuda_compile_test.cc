@@ -1,9 +1,9 @@
 // What the CUDA backend compiles, compiled here through NVRTC (it needs no
 // GPU, so this runs wherever the CUDA toolkit is; skipped with a message
 // where NVRTC is not): every hand-written source of the backend with every
-// kernel its node kernels look up, the pointwise kernel of every op case of
-// the shared op case list (tests/codegen/op_cases.h) as the backend lowers
-// it, and the fused bodies of a test graph and of zoo models. Also the
+// kernel its node kernels look up, the pointwise kernel of every float32 op
+// case of the shared op case list (tests/codegen/op_cases.h) as the backend
+// lowers it, and the fused bodies of a test graph and of zoo models. Also the
 // reasons the support checks give for what the backend does not take.
 #include <gtest/gtest.h>
 
@@ -76,14 +76,18 @@ TEST(CudaPointwise, EveryOpCaseCompilesThroughTheBackendsLowering) {
   auto start = std::chrono::steady_clock::now();
   size_t kernels = 0;
   std::set<std::string> ops;
+  // float32 cases, plain and broadcast (every dtype's kernel is compiled by
+  // the emitter's own tests, tests/codegen/cuda_test.cc; this is the
+  // backend's lowering of the node and its output groups).
   for (const BuiltCase& c : build_op_cases()) {
+    if (c.inputs.empty() || c.inputs[0].dtype() != DType::float32) continue;
     SCOPED_TRACE(c.label);
     const ir::Node& node = cuda_compute_node(*c.graph);
     kernels += compile_pointwise(node);
     ops.insert(node.op_type());
   }
-  EXPECT_GT(ops.size(), 50u);
-  EXPECT_GT(kernels, 150u);
+  EXPECT_GT(ops.size(), 45u);
+  EXPECT_GT(kernels, 60u);
   std::cout << kernels << " pointwise kernels of " << ops.size() << " ops compiled in "
             << std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() << " s\n";
 }
