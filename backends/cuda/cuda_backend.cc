@@ -3,7 +3,10 @@
 // the backend's op-support checker), and compiles each subgraph into a
 // CudaModule on cuda:N. Not in the default order: a session uses it when
 // asked (--device cuda, SessionOptions::device, GRAFT_BACKENDS=cuda,...).
-// Unavailable, with the reason, without the driver, a device or NVRTC.
+// Unavailable, with the reason, without the driver, a device or NVRTC, or
+// when the driver is older than NVRTC (its PTX would not load).
+#include <cstdlib>
+
 #include "cuda_module.h"
 #include "graft/backend/backend.h"
 #include "graft/codegen/cuda_driver.h"
@@ -25,6 +28,17 @@ class CudaBackend final : public backend::Backend {
     if (!why.empty()) return why;
     why = codegen::nvrtc_unavailable_reason();
     if (!why.empty()) return "no NVRTC: " + why;
+    // PTX from an NVRTC newer than the driver does not load
+    // (CUDA_ERROR_UNSUPPORTED_PTX_VERSION): refuse up front, saying so.
+    const std::string nvrtc = codegen::nvrtc_version();  // "13.0"
+    const int major = std::atoi(nvrtc.c_str());
+    const size_t dot = nvrtc.find('.');
+    const int minor = dot == std::string::npos ? 0 : std::atoi(nvrtc.c_str() + dot + 1);
+    const int driver = codegen::cuda_driver().driver_version;  // 13000 for 13.0
+    if (driver > 0 && driver < major * 1000 + minor * 10)
+      return "the CUDA driver (" + codegen::cuda_driver_version() + ") is older than NVRTC (" + nvrtc +
+             "): its PTX would not load; update the driver or put an NVRTC of the driver's version first on the "
+             "library path";
     return {};
   }
   std::unique_ptr<backend::CompiledModule> compile(const ir::Graph& subgraph,

@@ -96,6 +96,16 @@ TEST(CudaFakeDriver, GraftDevicesListsTheDevice) {
   EXPECT_NE(text.find("cuda:0            graft fake CUDA device (compute capability 9.0), 1 GiB memory, 2 multiprocessors"),
             std::string::npos)
       << text;
+  // A driver older than NVRTC: the backend refuses up front, saying why.
+  ASSERT_EQ(std::system(("GRAFT_FAKE_CUDA_DRIVER_VERSION=12040 " + graft + " devices > " + out + " 2>&1").c_str()), 0);
+  f = std::fopen(out.c_str(), "rb");
+  ASSERT_TRUE(f);
+  text.assign(8192, '\0');
+  text.resize(std::fread(text.data(), 1, text.size(), f));
+  std::fclose(f);
+  EXPECT_NE(text.find("backend cuda      unavailable: the CUDA driver (12.4) is older than NVRTC (13.0)"),
+            std::string::npos)
+      << text;
 }
 
 }  // namespace
