@@ -25,6 +25,7 @@
 
 #include "c_source.h"
 #include "graft/codegen/compile_cache.h"
+#include "graft/codegen/cuda_driver.h"
 #include "graft/codegen/fast_divider.h"
 #include "graft/codegen/kernel_runner.h"
 #include "graft/core/error.h"
@@ -303,11 +304,6 @@ std::string compile_cuda_to_ptx(const std::string& source, const std::string& pr
 namespace {
 
 struct Driver {
-  using Init = int (*)(unsigned);
-  using DeviceGet = int (*)(int*, int);
-  using DeviceCount = int (*)(int*);
-  using Attribute = int (*)(int*, int, int);
-  using PrimaryRetain = int (*)(void**, int);
   using SetCurrent = int (*)(void*);
   using ModuleLoad = int (*)(void**, const void*);
   using ModuleUnload = int (*)(void*);
@@ -337,50 +333,30 @@ struct Driver {
 };
 
 const Driver& driver() {
+  // The process's driver table (cuda_driver.h), shared with the `cuda`
+  // backend's DeviceAPI: one primary context per device.
   static const Driver library = [] {
     Driver d;
-    void* handle = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
-    if (!handle) {
-      d.error = "libcuda.so.1 not found (no NVIDIA driver)";
+    const CudaDriver& cu = cuda_driver();
+    if (!cu.error.empty()) {
+      d.error = cu.error;
       return d;
     }
-    auto init = symbol<Driver::Init>(handle, "cuInit");
-    auto count = symbol<Driver::DeviceCount>(handle, "cuDeviceGetCount");
-    auto get = symbol<Driver::DeviceGet>(handle, "cuDeviceGet");
-    auto attribute = symbol<Driver::Attribute>(handle, "cuDeviceGetAttribute");
-    auto retain = symbol<Driver::PrimaryRetain>(handle, "cuDevicePrimaryCtxRetain");
-    d.set_current = symbol<Driver::SetCurrent>(handle, "cuCtxSetCurrent");
-    d.module_load = symbol<Driver::ModuleLoad>(handle, "cuModuleLoadData");
-    d.module_unload = symbol<Driver::ModuleUnload>(handle, "cuModuleUnload");
-    d.get_function = symbol<Driver::GetFunction>(handle, "cuModuleGetFunction");
-    d.mem_alloc = symbol<Driver::MemAlloc>(handle, "cuMemAlloc_v2");
-    d.mem_free = symbol<Driver::MemFree>(handle, "cuMemFree_v2");
-    d.to_device = symbol<Driver::CopyToDevice>(handle, "cuMemcpyHtoD_v2");
-    d.to_host = symbol<Driver::CopyToHost>(handle, "cuMemcpyDtoH_v2");
-    d.on_device = symbol<Driver::CopyOnDevice>(handle, "cuMemcpyDtoD_v2");
-    d.launch = symbol<Driver::Launch>(handle, "cuLaunchKernel");
-    d.synchronize = symbol<Driver::Synchronize>(handle, "cuCtxSynchronize");
-    if (!init || !count || !get || !attribute || !retain || !d.set_current || !d.module_load || !d.module_unload ||
-        !d.get_function || !d.mem_alloc || !d.mem_free || !d.to_device || !d.to_host || !d.on_device || !d.launch ||
-        !d.synchronize) {
-      d.error = "libcuda.so.1 lacks an expected function";
-      return d;
-    }
-    if (int status = init(0); status != 0) {
-      d.error = "cuInit failed with CUDA error " + std::to_string(status);
-      return d;
-    }
-    int devices = 0;
-    if (count(&devices) != 0 || devices == 0) {
-      d.error = "no CUDA device found";
-      return d;
-    }
-    if (get(&d.device, 0) != 0 || retain(&d.context, d.device) != 0) {
-      d.error = "cannot open CUDA device 0";
-      return d;
-    }
-    attribute(&d.major, 75, d.device);  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
-    attribute(&d.minor, 76, d.device);  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
+    d.device = cu.devices[0];
+    d.context = cu.contexts[0];
+    d.set_current = cu.ctx_set_current;
+    d.module_load = cu.module_load_data;
+    d.module_unload = cu.module_unload;
+    d.get_function = cu.module_get_function;
+    d.mem_alloc = cu.mem_alloc;
+    d.mem_free = cu.mem_free;
+    d.to_device = cu.memcpy_htod;
+    d.to_host = cu.memcpy_dtoh;
+    d.on_device = cu.memcpy_dtod;
+    d.launch = cu.launch_kernel;
+    d.synchronize = cu.ctx_synchronize;
+    cu.device_get_attribute(&d.major, 75, d.device);  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR
+    cu.device_get_attribute(&d.minor, 76, d.device);  // CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR
     return d;
   }();
   return library;
@@ -508,7 +484,7 @@ void CudaKernel::launch(std::span<const CudaOperand> inputs, std::span<const Cud
   unsigned blocks =
       static_cast<unsigned>(std::min<int64_t>((total + threads * per_thread - 1) / (threads * per_thread), 65535));
   check(d.set_current(d.context), "cuCtxSetCurrent");
-  check(d.launch(function_, blocks, 1, 1, threads, 1, 1, 0, nullptr, params, nullptr), "cuLaunchKernel");
+  check(d.launch(function_, blocks, 1, 1, threads, 1, 1, 0, options.stream, params, nullptr), "cuLaunchKernel");
 }
 
 std::vector<Tensor> CudaKernel::run(std::span<const Tensor> inputs, const CudaLaunchOptions& options) const {

@@ -1,6 +1,7 @@
 // The DeviceAPI over every device type this machine has: the same tests on
-// the CPU's (always) and on OpenCL's (PoCL here; skipped, saying why, where
-// there is no OpenCL platform).
+// the CPU's (always), on OpenCL's (PoCL here; skipped, saying why, where
+// there is no OpenCL platform) and on CUDA's (skipped, saying why, without
+// an NVIDIA driver and GPU).
 #include "graft/backend/device_api.h"
 
 #include <gtest/gtest.h>
@@ -17,6 +18,7 @@
 #include "graft/ir/graph.h"
 #include "graft/ops/type_inference.h"
 #include "graft/core/error.h"
+#include "cuda/cuda_kernel.h"
 
 using namespace graft;
 using namespace graft::backend;
@@ -34,7 +36,9 @@ class DeviceApiTest : public ::testing::TestWithParam<DeviceType> {
   void SetUp() override {
     api_ = &device_api(GetParam());
     if (api_->device_count() == 0)
-      GTEST_SKIP() << "skipped: no " << (GetParam() == DeviceType::opencl ? "OpenCL" : "such") << " device here ("
+      GTEST_SKIP() << "skipped: no "
+                   << (GetParam() == DeviceType::opencl ? "OpenCL" : GetParam() == DeviceType::cuda ? "CUDA" : "such")
+                   << " device here ("
                    << api_->unavailable_reason() << ")";
     device_ = Device{GetParam(), 0};
   }
@@ -221,11 +225,30 @@ TEST_P(DeviceApiTest, WrongDeviceIsAnError) {
   EXPECT_THROW(api_->create_queue(api_->device_count()), Error);
 }
 
+/// A CUDA kernel adding 1 to each of n bytes.
+const char* const kCudaAddOne = GRAFT_CUDA_PRELUDE
+    "extern \"C\" __global__ void graft_test_add_one(unsigned char* p, i64 n) {\n"
+    "  const i64 i = graft_thread();\n"
+    "  if (i < n) p[i] += 1;\n"
+    "}\n";
+
 /// A kernel adding 1 to each of `bytes` bytes of `buffer`, on the buffer's
-/// device: a host function on the CPU, a cl_kernel on OpenCL.
+/// device: a host function on the CPU, a cl_kernel on OpenCL; on CUDA a
+/// host function that launches the CUDA kernel on `queue`'s stream (CUDA
+/// kernels launch themselves: DeviceKernel carries no CUDA arguments).
 class AddOne {
  public:
-  AddOne(const DeviceBuffer& buffer, size_t bytes) {
+  AddOne(const DeviceBuffer& buffer, size_t bytes, DeviceQueue* queue = nullptr) {
+    if (buffer.device().type == DeviceType::cuda) {
+      auto function = std::make_shared<cuda::CudaFunction>(kCudaAddOne, "graft_test_add_one", buffer.device().id);
+      uint64_t address = reinterpret_cast<uintptr_t>(buffer.handle());
+      void* stream = queue ? queue->native_handle() : nullptr;
+      kernel_.host = [function, address, bytes, stream] {
+        function->launch(stream, cuda::blocks_for(static_cast<int64_t>(bytes), 256), 256, address,
+                         static_cast<int64_t>(bytes));
+      };
+      return;
+    }
     if (buffer.device().type == DeviceType::cpu) {
       auto* data = static_cast<unsigned char*>(buffer.handle());
       kernel_.host = [data, bytes] {
@@ -271,7 +294,7 @@ TEST_P(DeviceApiTest, KernelsAndCopiesRunInQueueOrder) {
   const size_t bytes = 4096;
   std::vector<unsigned char> in = pattern(bytes, 5), out(bytes, 0), expected(bytes);
   DeviceBuffer a = api_->allocate(device_, bytes), b = api_->allocate(device_, bytes);
-  AddOne add_a(a, bytes), add_b(b, bytes);
+  AddOne add_a(a, bytes, queue.get()), add_b(b, bytes, queue.get());
   api_->copy_to_device(*queue, a, 0, in.data(), bytes);
   api_->enqueue_kernel(*queue, add_a.kernel());      // a = in + 1
   api_->copy_on_device(*queue, b, 0, a, 0, bytes);   // b = in + 1
@@ -325,19 +348,21 @@ std::string type_name(const ::testing::TestParamInfo<DeviceType>& info) {
   return info.param == DeviceType::cpu ? "cpu" : info.param == DeviceType::opencl ? "opencl" : "cuda";
 }
 
-INSTANTIATE_TEST_SUITE_P(Devices, DeviceApiTest, ::testing::Values(DeviceType::cpu, DeviceType::opencl), type_name);
+INSTANTIATE_TEST_SUITE_P(Devices, DeviceApiTest,
+                         ::testing::Values(DeviceType::cpu, DeviceType::opencl, DeviceType::cuda), type_name);
 
 TEST(DeviceApiRegistry, NamesWhatIsRegistered) {
   EXPECT_EQ(device_api(DeviceType::cpu).type(), DeviceType::cpu);
   EXPECT_EQ(device_api(DeviceType::opencl).type(), DeviceType::opencl);
+  EXPECT_EQ(device_api(DeviceType::cuda).type(), DeviceType::cuda);
   try {
-    device_api(DeviceType::cuda);
-    FAIL() << "a cuda DeviceAPI is registered";
+    device_api(static_cast<DeviceType>(7));  // no such type
+    FAIL() << "a DeviceAPI for type 7 is registered";
   } catch (const Error& e) {
     EXPECT_EQ(e.kind(), ErrorKind::unsupported);
-    EXPECT_NE(std::string(e.what()).find("registered: cpu, opencl"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("registered: cpu, cuda, opencl"), std::string::npos) << e.what();
   }
-  EXPECT_EQ(device_apis().size(), 2u);
+  EXPECT_EQ(device_apis().size(), 3u);
 }
 
 TEST(DeviceApiRegistry, SizeClassesAndByteCounts) {

@@ -1,7 +1,8 @@
 // graft devices: what this machine offers graft — the CPU and its threads,
 // the backends (and why any is unavailable), the CPU JIT of fused kernels and
-// its compile cache, the CUDA and OpenCL targets of the kernel emitters, and
-// every OpenCL platform and device (the OpenCL DeviceAPI's opencl:N) with its
+// its compile cache, CUDA (the driver, NVRTC, cuBLAS, cuDNN: each with its
+// version or why it is missing, and every cuda:N device), OpenCL's kernel
+// target, and every OpenCL platform and device (the OpenCL DeviceAPI's opencl:N) with its
 // memory and compute units.
 // What to attach to a bug report or to compare two machines.
 #include <iostream>
@@ -10,7 +11,9 @@
 
 #include "command.h"
 #include "graft/codegen/compile_cache.h"
+#include "graft/codegen/cuda_driver.h"
 #include "graft/codegen/cuda_emitter.h"
+#include "graft/codegen/cuda_libraries.h"
 #include "graft/codegen/opencl_emitter.h"
 #include "graft/core/parallel.h"
 #include "graft/backend/backend.h"
@@ -54,10 +57,30 @@ int run_devices() {
                                       : "interpreter (LLVM JIT unavailable: " + jit + ")");
   std::optional<std::string> cache = codegen::cache_directory_from_environment();
   line("compile cache", cache ? "memory and " + *cache + " (GRAFT_CACHE_DIR)" : "memory (GRAFT_CACHE_DIR unset)");
+  // CUDA: the driver and devices (the `cuda` DeviceAPI's cuda:N), then each
+  // library the backend opens at run time, with its version or why it is missing.
   std::string nvrtc = codegen::nvrtc_unavailable_reason();
-  std::string gpu = codegen::cuda_device_unavailable_reason();
-  line("cuda", (nvrtc.empty() ? "NVRTC " + codegen::nvrtc_version() : "no NVRTC (" + nvrtc + ")") + "; " +
-                   (gpu.empty() ? "device 0: " + codegen::cuda_device_architecture() : "no device (" + gpu + ")"));
+  std::string driver = codegen::cuda_driver().error;
+  std::string driver_version = codegen::cuda_driver_version();
+  line("cuda driver", driver.empty() ? "CUDA " + driver_version + " (libcuda.so.1)"
+                                     : "unavailable: " + driver +
+                                           (driver_version.empty() ? "" : " (driver CUDA " + driver_version + ")"));
+  line("cuda nvrtc", nvrtc.empty() ? "NVRTC " + codegen::nvrtc_version() +
+                                         (driver.empty() ? ", kernels for " + codegen::cuda_device_architecture()
+                                                         : ", kernels compile (no device to run them)")
+                                   : "unavailable: " + nvrtc);
+  std::string cublas = codegen::cublas_unavailable_reason();
+  line("cuda cublas", cublas.empty() ? "cuBLAS " + codegen::cublas_version() : "unavailable: " + cublas);
+  std::string cudnn = codegen::cudnn_unavailable_reason();
+  line("cuda cudnn", cudnn.empty() ? "cuDNN " + codegen::cudnn_version() + " (found; the backend's kernels do not use it yet)"
+                                   : "unavailable: " + cudnn);
+  backend::DeviceAPI& gpus = backend::device_api(DeviceType::cuda);
+  for (int id = 0; id < gpus.device_count(); ++id) {
+    backend::DeviceProperties p = gpus.properties(id);
+    line(to_string(Device{DeviceType::cuda, id}), p.name + " (" + p.version + "), " +
+                                                      backend::format_bytes(p.global_memory_bytes) + " memory, " +
+                                                      std::to_string(p.compute_units) + " multiprocessors");
+  }
   std::string opencl = codegen::opencl_unavailable_reason();
   line("opencl", opencl.empty() ? "kernels on " + codegen::opencl_device_description() : "no device (" + opencl + ")");
   backend::DeviceAPI& devices = backend::device_api(DeviceType::opencl);

@@ -23,6 +23,7 @@
 
 #include "cli_support.h"
 #include "command.h"
+#include "graft/backend/device_api.h"
 #include "graft/frontend/load_model.h"
 #include "graft/codegen/compile_cache.h"
 #include "graft/core/error.h"
@@ -292,6 +293,16 @@ int run_model(const RunCommandOptions& options) {
       std::cout << "device copies: " << format_bytes(stats.bytes_to_device) << " (" << stats.bytes_to_device
                 << " bytes) to the device, " << format_bytes(stats.bytes_to_host) << " (" << stats.bytes_to_host
                 << " bytes) to the host in the first run\n";
+    if (!options.device.empty()) {
+      // The device's caching pool (DeviceAPI): its peak over every run.
+      Device device = runtime::parse_device(options.device);
+      if (device.type != DeviceType::cpu) {
+        backend::DevicePoolStats p = backend::device_api(device.type).pool_stats(device.id);
+        std::cout << "device memory (" << to_string(device) << "): peak " << format_bytes(p.peak_bytes_in_use)
+                  << " in use, " << format_bytes(p.bytes_cached) << " cached now; " << p.device_allocations
+                  << " device allocations, " << p.reuses << " reused a cached block\n";
+      }
+    }
   }
 
   if (options.profile)
@@ -359,7 +370,8 @@ std::function<int()> setup_run(CLI::App& app) {
   sub->add_option("--backends", options->backends,
                   "backends in priority order, comma-separated (default: GRAFT_BACKENDS, else all available)");
   sub->add_option("--device", options->device,
-                  "run on this device: opencl[:N] puts the OpenCL backend first, the CPU backends run the rest "
+                  "run on this device: opencl[:N] or cuda[:N] puts that device's backend first, the CPU backends run "
+                  "the rest "
                   "(default: cpu; see graft devices)");
   sub->add_option("--annotations", options->annotations, "JSON file pinning nodes, forbidding backends, declaring regions");
   sub->add_flag("--report", options->report,

@@ -83,6 +83,9 @@ struct CudaLaunchOptions {
   /// broadcasting launch divides by multiplying in 32 bits): the path of
   /// larger tensors, for tests and benchmarks.
   bool wide_indices = false;
+  /// The CUstream to queue on (the `cuda` backend's run queue); null: the
+  /// legacy default stream.
+  void* stream = nullptr;
 };
 
 /// A kernel loaded on device 0. `launch` runs it on device memory (queued,
