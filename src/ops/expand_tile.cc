@@ -10,6 +10,7 @@
 #include "graft/core/parallel.h"
 #include "graft/ops/broadcast.h"
 #include "graft/ops/infer_util.h"
+#include "graft/ops/gradient.h"
 
 namespace graft::ops {
 namespace {
@@ -172,5 +173,15 @@ void tile_kernel(KernelContext& ctx) {
 
 GRAFT_REGISTER_OP("", "Expand", expand_infer, expand_kernel);
 GRAFT_REGISTER_OP("", "Tile", tile_infer, tile_kernel);
+
+// Gradient builder (graft/ops/gradient.h): Expand is a broadcast, which
+// autodiff sums back to the input's shape.
+namespace {
+
+void expand_gradient(GradientContext& g) { g.set_input_gradient(0, g.output_gradient(0)); }
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(Expand, expand_gradient);
 
 }  // namespace graft::ops

@@ -15,6 +15,7 @@
 #include "graft/ops/infer_util.h"
 #include "graft/ops/op_context.h"
 #include "vector_math.h"
+#include "graft/ops/gradient.h"
 
 namespace graft::ops {
 namespace {
@@ -182,5 +183,44 @@ void softmax_kernel(KernelContext& ctx) {
 
 GRAFT_REGISTER_OP("", "Softmax", infer_softmax, softmax_kernel<false>);
 GRAFT_REGISTER_OP("", "LogSoftmax", infer_softmax, softmax_kernel<true>);
+
+// Gradient builders (graft/ops/gradient.h), along the normalized axis (opset
+// 13 semantics; earlier opsets only when the axis is the last):
+// Softmax dx = y (dy - sum(dy y)); LogSoftmax dx = dy - exp(y) sum(dy).
+namespace {
+
+using enum ir::OpId;
+
+int64_t softmax_axis(const GradientContext& g) {
+  const ir::ValueType& x = g.input_type(0);
+  if (!x.has_rank) g.unsupported("the input's rank is not known");
+  const int64_t rank = static_cast<int64_t>(x.dims.size());
+  const bool old = g.node().opset_version > 0 && g.node().opset_version < 13;
+  const int64_t axis = normalize_axis(g.attrs().get_int("axis", old ? 1 : -1), rank, g.node().describe());
+  if (old && axis != rank - 1) g.unsupported("opset ", g.node().opset_version, " coerces to 2-D; only the last axis is supported");
+  return axis;
+}
+
+ir::Value sum_along(GradientContext& g, ir::Value v, int64_t axis) {
+  return g.add(ReduceSum, {v, g.int64s({axis})}, {{"keepdims", int64_t{1}}});
+}
+
+void softmax_gradient(GradientContext& g) {
+  const int64_t axis = softmax_axis(g);
+  ir::Value y = g.output(0), dy = g.output_gradient(0);
+  ir::Value dot = sum_along(g, g.add(Mul, {dy, y}), axis);
+  g.set_input_gradient(0, g.add(Mul, {y, g.add(Sub, {dy, dot})}));
+}
+
+void log_softmax_gradient(GradientContext& g) {
+  const int64_t axis = softmax_axis(g);
+  ir::Value y = g.output(0), dy = g.output_gradient(0);
+  g.set_input_gradient(0, g.add(Sub, {dy, g.add(Mul, {g.add(Exp, {y}), sum_along(g, dy, axis)})}));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(Softmax, softmax_gradient);
+GRAFT_REGISTER_GRADIENT(LogSoftmax, log_softmax_gradient);
 
 }  // namespace graft::ops
