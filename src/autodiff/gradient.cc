@@ -117,6 +117,10 @@ std::vector<std::string> trainable_initializers(const ir::Graph& graph, const st
 
 std::unique_ptr<ir::Graph> gradient(const ir::Graph& graph, std::string loss, std::vector<std::string> wrt) {
   std::unique_ptr<ir::Graph> g = graph.clone();
+  auto onnx_opset = g->opset_imports.find("");
+  if (onnx_opset != g->opset_imports.end() && onnx_opset->second < 13)
+    fail(ErrorKind::unsupported, "gradient: the model imports ai.onnx opset ", onnx_opset->second,
+         "; backward graphs are written in opset 13 or later (convert the model first)");
   ops::infer_types(*g);
 
   ir::Value loss_value = find_value(*g, loss);
@@ -233,6 +237,8 @@ std::unique_ptr<ir::Graph> gradient(const ir::Graph& graph, std::string loss, st
     outputs.push_back(grad);
     names.push_back(wrt[w] + "_grad");
   }
+  for (const auto& n : g->nodes())
+    if (n->is_backward && n->schema().domain == "graft") g->opset_imports.emplace("graft", 1);
   g->mutable_outputs() = outputs;
   g->mutable_output_names() = names;
 

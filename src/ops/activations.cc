@@ -453,7 +453,6 @@ namespace {
 
 using enum ir::OpId;
 
-DType out_dtype(const GradientContext& g) { return g.output_type(0).dtype; }
 ir::Value constant(GradientContext& g, double value) { return g.scalar(value, g.output_type(0).dtype); }
 
 void set_dx(GradientContext& g, ir::Value derivative) {
