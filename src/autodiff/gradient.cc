@@ -165,6 +165,7 @@ std::unique_ptr<ir::Graph> gradient(const ir::Graph& graph, std::string loss, st
       for (const ir::Value& v : (*it)->inputs)
         if (v) feeds_loss.insert(v.node);
 
+  int name_counter = 0;  // numbers backward nodes: unique names
   std::unordered_map<ir::Value, std::vector<ir::Value>, ValueHash> contributions;
   std::unordered_map<const ir::Node*, const ir::Node*> parent;
   {
@@ -197,7 +198,7 @@ std::unique_ptr<ir::Graph> gradient(const ir::Graph& graph, std::string loss, st
       any_need = any_need || needs[i];
     }
     if (!any_need) continue;
-    ops::GradientContext ctx(*g, *n, {}, needs);
+    ops::GradientContext ctx(*g, *n, {}, needs, &name_counter);
     std::vector<ir::Value> output_grads(static_cast<size_t>(n->num_outputs()));
     bool any_grad = false;
     for (int k = 0; k < n->num_outputs(); ++k) {
@@ -208,7 +209,7 @@ std::unique_ptr<ir::Graph> gradient(const ir::Graph& graph, std::string loss, st
     if (!n->schema().gradient)
       fail(ErrorKind::unsupported, "gradient: op ", n->op_type(), " has no gradient builder; it is needed at ",
            n->describe(), " on the path from the loss: ", path_from_loss(n, parent));
-    ops::GradientContext builder(*g, *n, output_grads, needs);
+    ops::GradientContext builder(*g, *n, output_grads, needs, &name_counter);
     n->schema().gradient(builder);
     for (size_t i = 0; i < n->inputs.size(); ++i) {
       if (!needs[i]) continue;
@@ -224,7 +225,7 @@ std::unique_ptr<ir::Graph> gradient(const ir::Graph& graph, std::string loss, st
   std::vector<std::string> names{loss};
   for (size_t w = 0; w < wrt_values.size(); ++w) {
     ir::Value v = wrt_values[w];
-    ops::GradientContext ctx(*g, *v.node, {}, {});
+    ops::GradientContext ctx(*g, *v.node, {}, {}, &name_counter);
     ir::Value grad = total(&ctx, v);
     if (!grad) {
       std::optional<Shape> shape = g->type_of(v).concrete_shape();

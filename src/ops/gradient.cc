@@ -20,12 +20,13 @@ void infer_node_types(ir::Node& node) {
 }
 
 GradientContext::GradientContext(ir::Graph& graph, ir::Node& forward, std::vector<ir::Value> output_gradients,
-                                 std::vector<bool> needs_input_gradient)
+                                 std::vector<bool> needs_input_gradient, int* name_counter)
     : graph_(graph),
       forward_(forward),
       output_gradients_(std::move(output_gradients)),
       needs_(std::move(needs_input_gradient)),
-      input_gradients_(forward.inputs.size()) {
+      input_gradients_(forward.inputs.size()),
+      counter_(name_counter ? name_counter : &own_counter_) {
   output_gradients_.resize(forward.output_types.size());
 }
 
@@ -38,9 +39,7 @@ const ir::ValueType& GradientContext::input_type(size_t i) const { return graph_
 
 ir::Node* GradientContext::add_node(ir::OpId op, const std::vector<ir::Value>& inputs, int num_outputs,
                                     std::vector<std::pair<std::string, ir::AttributeValue>> attributes) {
-  std::string base = forward_.name.empty() ? std::string(ir::op_name(forward_.op())) : forward_.name;
-  ir::Node* n = graph_.add_node(op, inputs, num_outputs,
-                                base + "_grad/" + std::string(ir::op_name(op)) + "_" + std::to_string(counter_++));
+  ir::Node* n = graph_.add_node(op, inputs, num_outputs, backward_name(ir::op_name(op)));
   // Backward nodes use the opset of today's ONNX semantics (axes as inputs).
   if (ir::op_schema(op).domain.empty() && n->opset_version < 13) n->opset_version = 17;
   if (n->opset_version == 0) n->opset_version = 1;
@@ -51,14 +50,18 @@ ir::Node* GradientContext::add_node(ir::OpId op, const std::vector<ir::Value>& i
   return n;
 }
 
+std::string GradientContext::backward_name(std::string_view what) {
+  std::string base = forward_.name.empty() ? std::string(ir::op_name(forward_.op())) : forward_.name;
+  return base + "_grad/" + std::string(what) + "_" + std::to_string((*counter_)++);
+}
+
 ir::Value GradientContext::add(ir::OpId op, const std::vector<ir::Value>& inputs,
                                std::vector<std::pair<std::string, ir::AttributeValue>> attributes) {
   return add_node(op, inputs, 1, std::move(attributes))->output(0);
 }
 
 ir::Value GradientContext::constant(Tensor value) {
-  std::string base = forward_.name.empty() ? std::string(ir::op_name(forward_.op())) : forward_.name;
-  ir::Node* n = graph_.add_constant(base + "_grad/const_" + std::to_string(counter_++), std::move(value));
+  ir::Node* n = graph_.add_constant(backward_name("const"), std::move(value));
   n->is_backward = true;
   return n->output(0);
 }

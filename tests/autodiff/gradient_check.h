@@ -113,6 +113,7 @@ inline void check_gradients(const std::string& what, const std::vector<InputSpec
       const double got = analytic[i + 1].data<double>()[e];
       ASSERT_LE(std::abs(got - numeric), atol + rtol * std::abs(numeric))
           << wrt[i] << "_grad element " << e << ": autodiff " << got << ", finite differences " << numeric;
+      if (std::getenv("GRAFT_DEBUG_FD")) std::fprintf(stderr, "%s %s[%ld] %g %g\n", what.c_str(), wrt[i].c_str(), (long)e, got, numeric);
     }
   }
 }

@@ -89,7 +89,8 @@ TEST(PointwiseGradient, ClipToConstantAndDifferentiatedBounds) {
   });
   check_gradients("Clip bounds as inputs", {{{3, 4}}, {{}}, {{}, Domain::positive}},
                   [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
-                    Value low = node(g, OpId::Mul, {x[1], doubles(g, {0.5}, {})});
+                    // low in [-0.7, -0.3] stays below high in [0.25, 0.75].
+                    Value low = node(g, OpId::Sub, {node(g, OpId::Mul, {x[1], doubles(g, {0.2}, {})}), doubles(g, {0.5}, {})});
                     Value high = node(g, OpId::Mul, {x[2], doubles(g, {0.5}, {})});
                     return {node(g, OpId::Clip, {x[0], low, high})};
                   });

@@ -35,9 +35,11 @@ class GradientContext {
   /// `forward` is a node of `graph` (the forward+backward graph under
   /// construction); `output_gradients` has one entry per output, a null
   /// Value where no gradient flows; `needs_input_gradient` says which inputs
-  /// lead to a differentiated value.
+  /// lead to a differentiated value. `name_counter`, shared by the contexts of
+  /// one differentiation, numbers the backward nodes' names so that they stay
+  /// unique in the graph (null: this context counts alone).
   GradientContext(ir::Graph& graph, ir::Node& forward, std::vector<ir::Value> output_gradients,
-                  std::vector<bool> needs_input_gradient);
+                  std::vector<bool> needs_input_gradient, int* name_counter = nullptr);
 
   /// The forward node (read its attributes, op and opset here).
   const ir::Node& node() const { return forward_; }
@@ -102,7 +104,10 @@ class GradientContext {
   std::vector<ir::Value> output_gradients_;
   std::vector<bool> needs_;
   std::vector<ir::Value> input_gradients_;
-  int counter_ = 0;
+  int own_counter_ = 0;
+  int* counter_;
+  /// "<forward name>_grad/<what>_<n>".
+  std::string backward_name(std::string_view what);
 };
 
 /// Infers the output types of one node from its inputs' types and the values
