@@ -41,7 +41,7 @@ class Cnn(nn.Module):
 
     def __init__(self):
         super().__init__()
-        self.conv1 = nn.Conv2d(1, 4, 3, padding=1)
+        self.conv1 = nn.Conv2d(1, 4, 3, padding=1, bias=False)  # BatchNorm follows: a bias would have no gradient
         self.bn1 = nn.BatchNorm2d(4)
         self.conv2 = nn.Conv2d(4, 6, 3, stride=2, padding=1, groups=2)
         self.fc = nn.Linear(6 * 2 * 2, 10)
