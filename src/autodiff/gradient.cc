@@ -109,8 +109,10 @@ std::vector<std::string> trainable_initializers(const ir::Graph& graph, const st
   }
   std::vector<std::string> names;
   for (const auto& n : graph.nodes())
+    // The importer names an initializer's node as its value; an ONNX Constant
+    // op keeps its own node name (a clip bound, a scale: not a weight).
     if (n->op() == ir::OpId::Constant && seen.count(n.get()) && is_float(n->output_types[0]) &&
-        !n->output_names[0].empty())
+        !n->output_names[0].empty() && n->name == n->output_names[0])
       names.push_back(n->output_names[0]);
   return names;
 }

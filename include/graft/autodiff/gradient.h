@@ -23,16 +23,17 @@ namespace graft::autodiff {
 /// on no path from a `wrt` value to the loss get no gradient, and a `wrt`
 /// value no gradient reaches (the loss does not depend on it, or only through
 /// inputs that are not differentiable, such as class weights) gets zeros.
-/// Forward values the result
-/// does not need are dropped. Throws invalid_argument when the loss or a wrt
+/// Forward values the result does not need are dropped. Throws invalid_argument when the loss or a wrt
 /// name is unknown, the loss is not a scalar (one element), or a wrt value is
 /// not floating point; unsupported when an op on a needed path has no
 /// gradient builder, naming the op and the path from the loss to it.
 std::unique_ptr<ir::Graph> gradient(const ir::Graph& graph, std::string loss, std::vector<std::string> wrt);
 
-/// The names of the floating-point initializers (Constant nodes) the value
-/// named `loss` depends on, in graph order: what `graft grad --wrt
-/// initializers` differentiates.
+/// The names of the floating-point initializers the value named `loss`
+/// depends on, in graph order: what `graft grad --wrt initializers`
+/// differentiates. Initializers are the Constant nodes named as their value
+/// (as the ONNX importer makes them); the values of ONNX Constant ops (clip
+/// bounds, scales) keep their own node names and are not included.
 std::vector<std::string> trainable_initializers(const ir::Graph& graph, const std::string& loss);
 
 }  // namespace graft::autodiff
