@@ -53,7 +53,7 @@ bool is_float(const ir::ValueType& t) { return t.is_tensor() && dtype_is_float(t
 /// "node 'a' (Softmax) <- node 'b' (MatMul) <- ..." from the loss's producer.
 std::string path_from_loss(const ir::Node* node, const std::unordered_map<const ir::Node*, const ir::Node*>& parent) {
   std::vector<const ir::Node*> chain;
-  for (const ir::Node* n = node; n; ) {
+  for (const ir::Node* n = node; n;) {
     chain.push_back(n);
     auto it = parent.find(n);
     n = it == parent.end() ? nullptr : it->second;
@@ -231,7 +231,8 @@ std::unique_ptr<ir::Graph> gradient(const ir::Graph& graph, std::string loss, st
     ir::Value grad = total(&ctx, v);
     if (!grad) {
       std::optional<Shape> shape = g->type_of(v).concrete_shape();
-      if (!shape) fail(ErrorKind::unsupported, "gradient: '", wrt[w], "' does not affect the loss and its shape is unknown");
+      if (!shape)
+        fail(ErrorKind::unsupported, "gradient: '", wrt[w], "' does not affect the loss and its shape is unknown");
       Tensor zeros(g->type_of(v).dtype, *shape);  // zero-filled
       ir::Node* z = g->add_constant(wrt[w] + "_grad_zero", std::move(zeros));
       z->is_backward = true;

@@ -8,8 +8,8 @@
 #include <numbers>
 
 #include "elementwise_kernels.h"
-#include "graft/ops/pointwise_expression.h"
 #include "graft/ops/gradient.h"
+#include "graft/ops/pointwise_expression.h"
 
 namespace graft::ops {
 namespace {
@@ -519,7 +519,8 @@ void hard_sigmoid_gradient(GradientContext& g) {
   const double beta = g.attrs().get_float("beta", 0.5f);
   ir::Value z = g.add(Add, {g.add(Mul, {g.input(0), constant(g, alpha)}), constant(g, beta)});
   ir::Value inside = g.add(And, {g.add(Greater, {z, constant(g, 0)}), g.add(Less, {z, constant(g, 1)})});
-  g.set_input_gradient(0, g.add(Where, {inside, g.add(Mul, {g.output_gradient(0), constant(g, alpha)}), constant(g, 0)}));
+  g.set_input_gradient(0,
+                       g.add(Where, {inside, g.add(Mul, {g.output_gradient(0), constant(g, alpha)}), constant(g, 0)}));
 }
 // x clamp(x/6 + 1/2, 0, 1): 0 below -3, 1 above 3, (2x + 3) / 6 between.
 void hard_swish_gradient(GradientContext& g) {
@@ -540,14 +541,15 @@ void gelu_gradient(GradientContext& g) {
     ir::Value t = g.add(Tanh, {u});
     ir::Value left = g.add(Mul, {constant(g, 0.5), g.add(Add, {constant(g, 1), t})});
     ir::Value du = g.add(Mul, {constant(g, c), g.add(Add, {constant(g, 1), g.add(Mul, {constant(g, 3 * k), x2})})});
-    ir::Value right = g.add(Mul, {g.add(Mul, {constant(g, 0.5), x}),
-                                  g.add(Mul, {g.add(Sub, {constant(g, 1), g.add(Mul, {t, t})}), du})});
+    ir::Value right = g.add(
+        Mul, {g.add(Mul, {constant(g, 0.5), x}), g.add(Mul, {g.add(Sub, {constant(g, 1), g.add(Mul, {t, t})}), du})});
     derivative = g.add(Add, {left, right});
   } else {
-    ir::Value cdf = g.add(Mul, {constant(g, 0.5),
-                                g.add(Add, {constant(g, 1), g.add(Erf, {g.add(Mul, {x, constant(g, std::sqrt(0.5))})})})});
-    ir::Value pdf = g.add(Mul, {constant(g, 1.0 / std::sqrt(2 * std::numbers::pi)),
-                                g.add(Exp, {g.add(Mul, {x2, constant(g, -0.5)})})});
+    ir::Value cdf = g.add(
+        Mul,
+        {constant(g, 0.5), g.add(Add, {constant(g, 1), g.add(Erf, {g.add(Mul, {x, constant(g, std::sqrt(0.5))})})})});
+    ir::Value pdf = g.add(
+        Mul, {constant(g, 1.0 / std::sqrt(2 * std::numbers::pi)), g.add(Exp, {g.add(Mul, {x2, constant(g, -0.5)})})});
     derivative = g.add(Add, {cdf, g.add(Mul, {x, pdf})});
   }
   set_dx(g, derivative);

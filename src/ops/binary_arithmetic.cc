@@ -15,8 +15,8 @@
 #include <cmath>
 
 #include "elementwise_kernels.h"
-#include "graft/ops/pointwise_expression.h"
 #include "graft/ops/gradient.h"
+#include "graft/ops/pointwise_expression.h"
 
 namespace graft::ops {
 namespace {

@@ -4,8 +4,8 @@
 // float16/bfloat16 rounds to nearest even, anything to bool is `!= 0`. Strings
 // are not stored by graft, so casts from or to string are unsupported.
 #include "elementwise_kernels.h"
-#include "graft/ops/pointwise_expression.h"
 #include "graft/ops/gradient.h"
+#include "graft/ops/pointwise_expression.h"
 
 namespace graft::ops {
 namespace {
@@ -97,8 +97,8 @@ GRAFT_REGISTER_POINTWISE(CastLike, kCastLikeExpression);
 namespace {
 
 void cast_gradient(GradientContext& g) {
-  g.set_input_gradient(0, g.add(ir::OpId::Cast, {g.output_gradient(0)},
-                                {{"to", static_cast<int64_t>(g.input_type(0).dtype)}}));
+  g.set_input_gradient(
+      0, g.add(ir::OpId::Cast, {g.output_gradient(0)}, {{"to", static_cast<int64_t>(g.input_type(0).dtype)}}));
 }
 
 }  // namespace

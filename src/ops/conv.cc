@@ -17,8 +17,8 @@
 
 #include "graft/core/parallel.h"
 #include "graft/ops/conv_util.h"
-#include "graft/ops/op_context.h"
 #include "graft/ops/gradient.h"
+#include "graft/ops/op_context.h"
 #include "math_common.h"
 
 namespace graft::ops {

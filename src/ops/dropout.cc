@@ -9,8 +9,8 @@
 #include <random>
 
 #include "data_movement.h"
-#include "graft/ops/infer_util.h"
 #include "graft/ops/gradient.h"
+#include "graft/ops/infer_util.h"
 
 namespace graft::ops {
 namespace {
@@ -106,7 +106,7 @@ void dropout_gradient(GradientContext& g) {
     const ir::Node* r = g.input(1).node;
     if (r->op() != Constant) g.unsupported("ratio must be a constant");
     ratio = r->constant_value.dtype() == DType::float64 ? r->constant_value.data<double>()[0]
-                                                       : r->constant_value.data<float>()[0];
+                                                        : r->constant_value.data<float>()[0];
   }
   const DType dtype = g.output_type(0).dtype;
   ir::Value mask = g.add(Cast, {g.output(1)}, {{"to", static_cast<int64_t>(dtype)}});

@@ -8,8 +8,8 @@
 
 #include "data_movement.h"
 #include "graft/core/parallel.h"
-#include "graft/ops/infer_util.h"
 #include "graft/ops/gradient.h"
+#include "graft/ops/infer_util.h"
 #include "math_common.h"
 
 namespace graft::ops {
@@ -224,7 +224,8 @@ void gather_grad_kernel(KernelContext& ctx) {
   for (int64_t d = axis + 1; d < data.rank(); ++d) inner *= data.dim(d);
   const int64_t extent = data.dim(axis), count = indices.numel();
   if (dy.numel() != outer * count * inner)
-    ctx.fail("d_y ", dy.type_string(), " does not match gathering ", indices.type_string(), " from ", data.type_string());
+    ctx.fail("d_y ", dy.type_string(), " does not match gathering ", indices.type_string(), " from ",
+             data.type_string());
   const std::vector<int64_t> idx = indices.to_int64_vector();
   visit_float_dtype(data.dtype(), ctx.node().describe(), [&]<typename T>() {
     using W = std::conditional_t<std::is_same_v<T, double>, double, float>;

@@ -6,9 +6,9 @@
 
 #include "graft/core/parallel.h"
 #include "graft/ops/conv_util.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/infer_util.h"
 #include "graft/ops/op_context.h"
-#include "graft/ops/gradient.h"
 
 namespace graft::ops {
 namespace {

@@ -1,8 +1,8 @@
 // Identity: the output is the input value itself (a tensor, sharing its
 // storage, or a sequence).
+#include "graft/ops/gradient.h"
 #include "graft/ops/infer_util.h"
 #include "graft/ops/pointwise_expression.h"
-#include "graft/ops/gradient.h"
 
 namespace graft::ops {
 namespace {

@@ -9,10 +9,10 @@
 
 #include "graft/core/parallel.h"
 #include "graft/ops/broadcast.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/op_context.h"
 #include "math_common.h"
 #include "vector_math.h"
-#include "graft/ops/gradient.h"
 
 namespace graft::ops {
 namespace {
@@ -224,8 +224,9 @@ void layer_norm_grad_kernel(KernelContext& ctx) {
 void layer_norm_gradient(GradientContext& g) {
   for (size_t k = 1; k < g.num_outputs(); ++k)
     if (g.output_gradient(k)) g.unsupported("a gradient through the Mean or InvStdDev output");
-  ir::Node* grad = g.add_node(ir::OpId::LayerNormalizationGrad, {g.output_gradient(0), g.input(0), g.input(1)}, 3,
-                              {{"axis", g.attrs().get_int("axis", -1)}, {"epsilon", g.attrs().get_float("epsilon", 1e-5f)}});
+  ir::Node* grad =
+      g.add_node(ir::OpId::LayerNormalizationGrad, {g.output_gradient(0), g.input(0), g.input(1)}, 3,
+                 {{"axis", g.attrs().get_int("axis", -1)}, {"epsilon", g.attrs().get_float("epsilon", 1e-5f)}});
   g.set_input_gradient(0, grad->output(0));
   if (g.needs_input_gradient(1)) g.set_input_gradient(1, grad->output(1));
   if (g.needs_input_gradient(2)) g.set_input_gradient(2, grad->output(2));

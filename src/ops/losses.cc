@@ -15,9 +15,9 @@
 #include <vector>
 
 #include "graft/core/parallel.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/op_context.h"
 #include "math_common.h"
-#include "graft/ops/gradient.h"
 
 namespace graft::ops {
 namespace {

@@ -14,10 +14,10 @@
 #include "graft/core/parallel.h"
 #include "graft/ops/broadcast.h"
 #include "graft/ops/gemm.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/infer_util.h"
 #include "graft/ops/op_context.h"
 #include "math_common.h"
-#include "graft/ops/gradient.h"
 
 namespace graft::ops {
 
@@ -540,8 +540,7 @@ void gemm_gradient(GradientContext& g) {
   const float alpha = g.attrs().get_float("alpha", 1.0f), beta = g.attrs().get_float("beta", 1.0f);
   ir::Value a = g.input(0), b = g.input(1), dy = g.output_gradient(0);
   auto gemm = [&](ir::Value x, ir::Value y, bool tx, bool ty) {
-    return g.add(Gemm, {x, y},
-                 {{"transA", int64_t{tx}}, {"transB", int64_t{ty}}, {"alpha", alpha}, {"beta", 0.0f}});
+    return g.add(Gemm, {x, y}, {{"transA", int64_t{tx}}, {"transB", int64_t{ty}}, {"alpha", alpha}, {"beta", 0.0f}});
   };
   if (g.needs_input_gradient(0))
     g.set_input_gradient(0, trans_a ? gemm(b, dy, trans_b, true) : gemm(dy, b, false, !trans_b));

@@ -222,7 +222,8 @@ void pad_gradient(GradientContext& g) {
   std::optional<std::vector<int64_t>> pads =
       g.node().opset_version > 0 && g.node().opset_version < 11 ? attribute_pads(g.attrs()) : g.constant_ints(1);
   if (g.has_input(3)) g.unsupported("the axes input");
-  if (!pads || static_cast<int64_t>(pads->size()) != 2 * rank) g.unsupported("pads must be a constant of 2 * rank values");
+  if (!pads || static_cast<int64_t>(pads->size()) != 2 * rank)
+    g.unsupported("pads must be a constant of 2 * rank values");
   std::vector<int64_t> starts, ends, axes;
   for (int64_t d = 0; d < rank; ++d) {
     const int64_t begin = (*pads)[static_cast<size_t>(d)], end = (*pads)[static_cast<size_t>(d + rank)];
@@ -236,7 +237,8 @@ void pad_gradient(GradientContext& g) {
     g.set_input_gradient(0, g.output_gradient(0));
     return;
   }
-  g.set_input_gradient(0, g.add(ir::OpId::Slice, {g.output_gradient(0), g.int64s(starts), g.int64s(ends), g.int64s(axes)}));
+  g.set_input_gradient(
+      0, g.add(ir::OpId::Slice, {g.output_gradient(0), g.int64s(starts), g.int64s(ends), g.int64s(axes)}));
 }
 
 }  // namespace

@@ -20,9 +20,9 @@
 
 #include "graft/core/parallel.h"
 #include "graft/ops/conv_util.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/infer_util.h"
 #include "graft/ops/op_context.h"
-#include "graft/ops/gradient.h"
 #include "math_common.h"
 
 namespace graft::ops {
@@ -299,10 +299,10 @@ void pool_grad_kernel(KernelContext& ctx) {
           for (int64_t oh = 0; oh < g.output[1]; ++oh)
             for (int64_t ow = 0; ow < g.output[2]; ++ow) {
               const W d = dyp[(od * g.output[1] + oh) * g.output[2] + ow];
-              const W share = kMax ? W(1)
-                                   : W(1) / static_cast<W>(counts[0][static_cast<size_t>(od)] *
-                                                           counts[1][static_cast<size_t>(oh)] *
-                                                           counts[2][static_cast<size_t>(ow)]);
+              const W share =
+                  kMax ? W(1)
+                       : W(1) / static_cast<W>(counts[0][static_cast<size_t>(od)] * counts[1][static_cast<size_t>(oh)] *
+                                               counts[2][static_cast<size_t>(ow)]);
               int64_t best = -1;
               W best_value = 0;
               for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {

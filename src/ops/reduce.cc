@@ -19,11 +19,11 @@
 #include <vector>
 
 #include "graft/core/parallel.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/infer_util.h"
 #include "graft/ops/op_context.h"
 #include "math_common.h"
 #include "vector_math.h"
-#include "graft/ops/gradient.h"
 
 namespace graft::ops {
 namespace {

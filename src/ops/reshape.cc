@@ -5,8 +5,8 @@
 #include <algorithm>
 
 #include "data_movement.h"
-#include "graft/ops/infer_util.h"
 #include "graft/ops/gradient.h"
+#include "graft/ops/infer_util.h"
 
 namespace graft::ops {
 namespace {

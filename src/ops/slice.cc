@@ -10,8 +10,8 @@
 
 #include "data_movement.h"
 #include "graft/core/parallel.h"
-#include "graft/ops/infer_util.h"
 #include "graft/ops/gradient.h"
+#include "graft/ops/infer_util.h"
 
 namespace graft::ops {
 namespace {

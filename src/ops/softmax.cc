@@ -12,10 +12,10 @@
 #include <vector>
 
 #include "graft/core/parallel.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/infer_util.h"
 #include "graft/ops/op_context.h"
 #include "vector_math.h"
-#include "graft/ops/gradient.h"
 
 namespace graft::ops {
 namespace {
@@ -197,7 +197,8 @@ int64_t softmax_axis(const GradientContext& g) {
   const int64_t rank = static_cast<int64_t>(x.dims.size());
   const bool old = g.node().opset_version > 0 && g.node().opset_version < 13;
   const int64_t axis = normalize_axis(g.attrs().get_int("axis", old ? 1 : -1), rank, g.node().describe());
-  if (old && axis != rank - 1) g.unsupported("opset ", g.node().opset_version, " coerces to 2-D; only the last axis is supported");
+  if (old && axis != rank - 1)
+    g.unsupported("opset ", g.node().opset_version, " coerces to 2-D; only the last axis is supported");
   return axis;
 }
 

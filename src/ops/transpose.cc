@@ -18,8 +18,8 @@
 
 #include "data_movement.h"
 #include "graft/core/parallel.h"
-#include "graft/ops/infer_util.h"
 #include "graft/ops/gradient.h"
+#include "graft/ops/infer_util.h"
 
 namespace graft::ops {
 namespace {
@@ -205,7 +205,8 @@ void transpose_gradient(GradientContext& g) {
     for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);
   }
   std::vector<int64_t> inverse(perm.size());
-  for (size_t i = 0; i < perm.size(); ++i) inverse[static_cast<size_t>(perm[i] < 0 ? perm[i] + rank : perm[i])] = static_cast<int64_t>(i);
+  for (size_t i = 0; i < perm.size(); ++i)
+    inverse[static_cast<size_t>(perm[i] < 0 ? perm[i] + rank : perm[i])] = static_cast<int64_t>(i);
   g.set_input_gradient(0, g.add(ir::OpId::Transpose, {g.output_gradient(0)}, {{"perm", inverse}}));
 }
 

@@ -4,11 +4,11 @@
 // integer inputs, where ONNX allows them, use wrapping integer arithmetic.
 #include <cmath>
 #include <limits>
+#include <numbers>
 
 #include "elementwise_kernels.h"
-#include "graft/ops/pointwise_expression.h"
-#include <numbers>
 #include "graft/ops/gradient.h"
+#include "graft/ops/pointwise_expression.h"
 
 namespace graft::ops {
 namespace {
@@ -241,9 +241,7 @@ void sqrt_gradient(GradientContext& g) {
   g.set_input_gradient(0, g.add(Div, {g.output_gradient(0), g.add(Mul, {g.output(0), g.scalar(2, out_dtype(g))})}));
 }
 // d (1/x) = -y^2.
-void reciprocal_gradient(GradientContext& g) {
-  set_dx(g, g.add(Neg, {g.add(Mul, {g.output(0), g.output(0)})}));
-}
+void reciprocal_gradient(GradientContext& g) { set_dx(g, g.add(Neg, {g.add(Mul, {g.output(0), g.output(0)})})); }
 // d tanh(x) = 1 - y^2.
 void tanh_gradient(GradientContext& g) {
   set_dx(g, g.add(Sub, {g.scalar(1, out_dtype(g)), g.add(Mul, {g.output(0), g.output(0)})}));

@@ -3,8 +3,8 @@
 // output may reuse the buffer of input 0 or 1 (never a later input, which
 // would be overwritten before it is read). Max and Min propagate NaN.
 #include "elementwise_kernels.h"
-#include "graft/ops/pointwise_expression.h"
 #include "graft/ops/gradient.h"
+#include "graft/ops/pointwise_expression.h"
 
 namespace graft::ops {
 namespace {
@@ -112,8 +112,8 @@ void sum_gradient(GradientContext& g) {
 }
 
 void mean_gradient(GradientContext& g) {
-  ir::Value scaled = g.add(ir::OpId::Div, {g.output_gradient(0),
-                                           g.scalar(static_cast<double>(g.num_inputs()), g.output_type(0).dtype)});
+  ir::Value scaled = g.add(
+      ir::OpId::Div, {g.output_gradient(0), g.scalar(static_cast<double>(g.num_inputs()), g.output_type(0).dtype)});
   for (size_t i = 0; i < g.num_inputs(); ++i)
     if (g.needs_input_gradient(i)) g.set_input_gradient(i, scaled);
 }

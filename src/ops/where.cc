@@ -1,8 +1,8 @@
 // Where: out = condition ? X : Y, the three inputs broadcast together; the
 // output has X's dtype (X and Y must agree) and may reuse X's or Y's buffer.
 #include "elementwise_kernels.h"
-#include "graft/ops/pointwise_expression.h"
 #include "graft/ops/gradient.h"
+#include "graft/ops/pointwise_expression.h"
 
 namespace graft::ops {
 namespace {

@@ -66,7 +66,8 @@ inline std::unique_ptr<ir::Graph> make_forward(const std::vector<InputSpec>& inp
     std::optional<Shape> shape = g->type_of(ys[k]).concrete_shape();
     EXPECT_TRUE(shape.has_value()) << "output " << k << " has no known shape";
     if (!shape) return g;
-    ir::Value r = g->add_constant("R" + std::to_string(k), random_double(*shape, Domain::symmetric, seed + 100 + k))->output(0);
+    ir::Value r =
+        g->add_constant("R" + std::to_string(k), random_double(*shape, Domain::symmetric, seed + 100 + k))->output(0);
     ir::Value term = g->add_node(ir::OpId::ReduceSum, {g->add_node(ir::OpId::Mul, {ys[k], r})->output(0)})->output(0);
     g->nodes().back()->attributes.set("keepdims", int64_t{0});
     loss = loss ? g->add_node(ir::OpId::Add, {loss, term})->output(0) : term;
@@ -113,7 +114,8 @@ inline void check_gradients(const std::string& what, const std::vector<InputSpec
       const double got = analytic[i + 1].data<double>()[e];
       ASSERT_LE(std::abs(got - numeric), atol + rtol * std::abs(numeric))
           << wrt[i] << "_grad element " << e << ": autodiff " << got << ", finite differences " << numeric;
-      if (std::getenv("GRAFT_DEBUG_FD")) std::fprintf(stderr, "%s %s[%ld] %g %g\n", what.c_str(), wrt[i].c_str(), (long)e, got, numeric);
+      if (std::getenv("GRAFT_DEBUG_FD"))
+        std::fprintf(stderr, "%s %s[%ld] %g %g\n", what.c_str(), wrt[i].c_str(), (long)e, got, numeric);
     }
   }
 }

@@ -42,7 +42,8 @@ TEST(GradientGraph, OutputsAreTheLossThenOneGradientPerValueAndBackwardNodesAreM
     if (n->name == "mul" || n->name == "tanh" || n->name == "sum") {
       EXPECT_FALSE(n->is_backward) << n->describe();
     }
-    if (n->op() != OpId::Constant && n->op() != OpId::Input && n->name != "mul" && n->name != "tanh" && n->name != "sum") {
+    if (n->op() != OpId::Constant && n->op() != OpId::Input && n->name != "mul" && n->name != "tanh" &&
+        n->name != "sum") {
       EXPECT_TRUE(n->is_backward) << n->describe();
       ++backward;
     }

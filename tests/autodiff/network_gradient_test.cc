@@ -17,7 +17,10 @@ TEST(ConvolutionGradient, StridesPaddingDilationGroupsAndBias) {
   };
   const std::vector<Case> cases = {
       {"plain", {2, 2, 5, 5}, {3, 2, 3, 3}, {}},
-      {"stride 2, pads", {1, 2, 6, 5}, {2, 2, 3, 2}, {{"strides", std::vector<int64_t>{2, 2}}, {"pads", std::vector<int64_t>{1, 0, 1, 1}}}},
+      {"stride 2, pads",
+       {1, 2, 6, 5},
+       {2, 2, 3, 2},
+       {{"strides", std::vector<int64_t>{2, 2}}, {"pads", std::vector<int64_t>{1, 0, 1, 1}}}},
       {"dilation", {1, 1, 7, 7}, {2, 1, 3, 3}, {{"dilations", std::vector<int64_t>{2, 1}}}},
       {"groups", {1, 4, 4, 4}, {4, 2, 2, 2}, {{"group", int64_t{2}}, {"auto_pad", std::string("SAME_UPPER")}}},
       {"1-D", {2, 3, 7}, {2, 3, 3}, {{"strides", std::vector<int64_t>{2}}}},
@@ -34,7 +37,8 @@ TEST(ConvolutionGradient, StridesPaddingDilationGroupsAndBias) {
 TEST(PoolingGradient, MaxAverageAndGlobalPools) {
   check_gradients("MaxPool", {{{1, 2, 5, 5}}}, [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
     return {node(g, OpId::MaxPool, {x[0]},
-                 {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{2, 2}},
+                 {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                  {"strides", std::vector<int64_t>{2, 2}},
                   {"pads", std::vector<int64_t>{1, 1, 1, 1}}})};
   });
   for (int64_t include_pad : {0, 1}) {
@@ -55,24 +59,25 @@ TEST(PoolingGradient, MaxAverageAndGlobalPools) {
 TEST(NormalizationGradient, LayerNormalizationOverTheLastAxes) {
   for (int64_t axis : {-1, 1}) {
     const Shape scale = axis == -1 ? Shape{4} : Shape{3, 4};
-    check_gradients("LayerNormalization axis " + std::to_string(axis), {{{2, 3, 4}}, {scale}, {scale}},
-                    [&](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
-                      return {node(g, OpId::LayerNormalization, {x[0], x[1], x[2]},
-                                   {{"axis", axis}, {"epsilon", 1e-3f}})};
-                    });
+    check_gradients(
+        "LayerNormalization axis " + std::to_string(axis), {{{2, 3, 4}}, {scale}, {scale}},
+        [&](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+          return {node(g, OpId::LayerNormalization, {x[0], x[1], x[2]}, {{"axis", axis}, {"epsilon", 1e-3f}})};
+        });
   }
 }
 
 TEST(NormalizationGradient, BatchNormalizationInTrainingAndInferenceMode) {
   for (int64_t training : {1, 0}) {
-    check_gradients("BatchNormalization training_mode=" + std::to_string(training), {{{3, 2, 2, 3}}, {{2}}, {{2}}},
-                    [&](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
-                      Value mean = doubles(g, {0.1, -0.2}, {2}), var = doubles(g, {0.8, 1.3}, {2});
-                      ir::Node* bn = g.add_node(OpId::BatchNormalization, {x[0], x[1], x[2], mean, var}, training ? 3 : 1);
-                      bn->attributes.set("training_mode", training);
-                      bn->attributes.set("epsilon", 1e-3f);
-                      return {bn->output(0)};
-                    });
+    check_gradients(
+        "BatchNormalization training_mode=" + std::to_string(training), {{{3, 2, 2, 3}}, {{2}}, {{2}}},
+        [&](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+          Value mean = doubles(g, {0.1, -0.2}, {2}), var = doubles(g, {0.8, 1.3}, {2});
+          ir::Node* bn = g.add_node(OpId::BatchNormalization, {x[0], x[1], x[2], mean, var}, training ? 3 : 1);
+          bn->attributes.set("training_mode", training);
+          bn->attributes.set("epsilon", 1e-3f);
+          return {bn->output(0)};
+        });
   }
 }
 
@@ -84,41 +89,44 @@ TEST(NormalizationGradient, DropoutInInferenceModeIsTheIdentity) {
 
 TEST(NetworkGradient, AConvolutionalClassifier) {
   // Conv -> BatchNormalization (training) -> Relu -> MaxPool -> Flatten -> Gemm -> SoftmaxCrossEntropyLoss.
-  check_gradients("CNN", {{{2, 1, 6, 6}}, {{3, 1, 3, 3}}, {{3}}, {{3}}, {{3}}, {{4, 12}}, {{4}}},
-                  [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
-                    Value conv = node(g, OpId::Conv, {x[0], x[1], x[2]}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
-                    ir::Node* bn = g.add_node(OpId::BatchNormalization,
-                                              {conv, x[3], x[4], doubles(g, {0, 0, 0}, {3}), doubles(g, {1, 1, 1}, {3})}, 3);
-                    bn->attributes.set("training_mode", int64_t{1});
-                    Value relu = node(g, OpId::Relu, {bn->output(0)});
-                    Value pool = node(g, OpId::MaxPool, {relu}, {{"kernel_shape", std::vector<int64_t>{3, 3}},
-                                                                 {"strides", std::vector<int64_t>{3, 3}}});
-                    Value flat = node(g, OpId::Flatten, {pool});
-                    Value logits = node(g, OpId::Gemm, {flat, x[5], x[6]}, {{"transB", int64_t{1}}});
-                    return {node(g, OpId::SoftmaxCrossEntropyLoss, {logits, ints(g, {2, 0})})};
-                  });
+  check_gradients(
+      "CNN", {{{2, 1, 6, 6}}, {{3, 1, 3, 3}}, {{3}}, {{3}}, {{3}}, {{4, 12}}, {{4}}},
+      [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+        Value conv = node(g, OpId::Conv, {x[0], x[1], x[2]}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+        ir::Node* bn = g.add_node(OpId::BatchNormalization,
+                                  {conv, x[3], x[4], doubles(g, {0, 0, 0}, {3}), doubles(g, {1, 1, 1}, {3})}, 3);
+        bn->attributes.set("training_mode", int64_t{1});
+        Value relu = node(g, OpId::Relu, {bn->output(0)});
+        Value pool = node(g, OpId::MaxPool, {relu},
+                          {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{3, 3}}});
+        Value flat = node(g, OpId::Flatten, {pool});
+        Value logits = node(g, OpId::Gemm, {flat, x[5], x[6]}, {{"transB", int64_t{1}}});
+        return {node(g, OpId::SoftmaxCrossEntropyLoss, {logits, ints(g, {2, 0})})};
+      });
 }
 
 TEST(NetworkGradient, ATransformerBlock) {
   // Embedding Gather, LayerNorm, attention (MatMul, Softmax with a Where mask), GELU MLP, residuals.
-  check_gradients("transformer", {{{6, 4}}, {{4}}, {{4}}, {{4, 4}}, {{4, 4}}, {{4, 8}}, {{8, 4}}},
-                  [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
-                    Value tokens = ints(g, {1, 4, 4, 0, 5}, {1, 5});
-                    Value h = node(g, OpId::Gather, {x[0], tokens});
-                    Value n = node(g, OpId::LayerNormalization, {h, x[1], x[2]});
-                    Value q = node(g, OpId::MatMul, {n, x[3]}), k = node(g, OpId::MatMul, {n, x[4]});
-                    Value scores = node(g, OpId::MatMul, {q, node(g, OpId::Transpose, {k}, {{"perm", std::vector<int64_t>{0, 2, 1}}})});
-                    scores = node(g, OpId::Div, {scores, doubles(g, {2.0}, {})});
-                    std::vector<int64_t> causal;
-                    for (int i = 0; i < 5; ++i)
-                      for (int j = 0; j < 5; ++j) causal.push_back(j <= i);
-                    Value mask = node(g, OpId::Cast, {ints(g, causal, {5, 5})}, {{"to", static_cast<int64_t>(DType::boolean)}});
-                    scores = node(g, OpId::Where, {mask, scores, doubles(g, {-1e4}, {})});
-                    Value attention = node(g, OpId::MatMul, {node(g, OpId::Softmax, {scores}, {{"axis", int64_t{-1}}}), n});
-                    Value r = node(g, OpId::Add, {h, attention});
-                    Value mlp = node(g, OpId::MatMul, {node(g, OpId::Gelu, {node(g, OpId::MatMul, {r, x[5]})}), x[6]});
-                    return {node(g, OpId::Add, {r, mlp})};
-                  });
+  check_gradients(
+      "transformer", {{{6, 4}}, {{4}}, {{4}}, {{4, 4}}, {{4, 4}}, {{4, 8}}, {{8, 4}}},
+      [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+        Value tokens = ints(g, {1, 4, 4, 0, 5}, {1, 5});
+        Value h = node(g, OpId::Gather, {x[0], tokens});
+        Value n = node(g, OpId::LayerNormalization, {h, x[1], x[2]});
+        Value q = node(g, OpId::MatMul, {n, x[3]}), k = node(g, OpId::MatMul, {n, x[4]});
+        Value scores =
+            node(g, OpId::MatMul, {q, node(g, OpId::Transpose, {k}, {{"perm", std::vector<int64_t>{0, 2, 1}}})});
+        scores = node(g, OpId::Div, {scores, doubles(g, {2.0}, {})});
+        std::vector<int64_t> causal;
+        for (int i = 0; i < 5; ++i)
+          for (int j = 0; j < 5; ++j) causal.push_back(j <= i);
+        Value mask = node(g, OpId::Cast, {ints(g, causal, {5, 5})}, {{"to", static_cast<int64_t>(DType::boolean)}});
+        scores = node(g, OpId::Where, {mask, scores, doubles(g, {-1e4}, {})});
+        Value attention = node(g, OpId::MatMul, {node(g, OpId::Softmax, {scores}, {{"axis", int64_t{-1}}}), n});
+        Value r = node(g, OpId::Add, {h, attention});
+        Value mlp = node(g, OpId::MatMul, {node(g, OpId::Gelu, {node(g, OpId::MatMul, {r, x[5]})}), x[6]});
+        return {node(g, OpId::Add, {r, mlp})};
+      });
 }
 
 }  // namespace

@@ -15,21 +15,32 @@ TEST(PointwiseGradient, UnaryOps) {
     std::vector<std::pair<std::string, ir::AttributeValue>> attributes;
   };
   const std::vector<Case> cases = {
-      {OpId::Neg, Domain::symmetric, {}},        {OpId::Exp, Domain::symmetric, {}},
-      {OpId::Log, Domain::positive, {}},         {OpId::Sqrt, Domain::positive, {}},
-      {OpId::Reciprocal, Domain::positive, {}},  {OpId::Tanh, Domain::symmetric, {}},
-      {OpId::Sin, Domain::symmetric, {}},        {OpId::Cos, Domain::symmetric, {}},
-      {OpId::Abs, Domain::symmetric, {}},        {OpId::Erf, Domain::symmetric, {}},
-      {OpId::Sigmoid, Domain::symmetric, {}},    {OpId::Relu, Domain::symmetric, {}},
+      {OpId::Neg, Domain::symmetric, {}},
+      {OpId::Exp, Domain::symmetric, {}},
+      {OpId::Log, Domain::positive, {}},
+      {OpId::Sqrt, Domain::positive, {}},
+      {OpId::Reciprocal, Domain::positive, {}},
+      {OpId::Tanh, Domain::symmetric, {}},
+      {OpId::Sin, Domain::symmetric, {}},
+      {OpId::Cos, Domain::symmetric, {}},
+      {OpId::Abs, Domain::symmetric, {}},
+      {OpId::Erf, Domain::symmetric, {}},
+      {OpId::Sigmoid, Domain::symmetric, {}},
+      {OpId::Relu, Domain::symmetric, {}},
       {OpId::LeakyRelu, Domain::symmetric, {{"alpha", 0.1f}}},
       {OpId::Elu, Domain::symmetric, {{"alpha", 0.7f}}},
-      {OpId::Selu, Domain::symmetric, {}},       {OpId::Celu, Domain::symmetric, {{"alpha", 1.5f}}},
+      {OpId::Selu, Domain::symmetric, {}},
+      {OpId::Celu, Domain::symmetric, {{"alpha", 1.5f}}},
       {OpId::ThresholdedRelu, Domain::symmetric, {{"alpha", 0.2f}}},
-      {OpId::Softplus, Domain::symmetric, {}},   {OpId::Softsign, Domain::symmetric, {}},
-      {OpId::Mish, Domain::symmetric, {}},       {OpId::HardSigmoid, Domain::symmetric, {{"alpha", 0.6f}}},
-      {OpId::HardSwish, Domain::symmetric, {}},  {OpId::Gelu, Domain::symmetric, {}},
+      {OpId::Softplus, Domain::symmetric, {}},
+      {OpId::Softsign, Domain::symmetric, {}},
+      {OpId::Mish, Domain::symmetric, {}},
+      {OpId::HardSigmoid, Domain::symmetric, {{"alpha", 0.6f}}},
+      {OpId::HardSwish, Domain::symmetric, {}},
+      {OpId::Gelu, Domain::symmetric, {}},
       {OpId::Gelu, Domain::symmetric, {{"approximate", std::string("tanh")}}},
-      {OpId::Identity, Domain::symmetric, {}},   {OpId::Floor, Domain::symmetric, {}},
+      {OpId::Identity, Domain::symmetric, {}},
+      {OpId::Floor, Domain::symmetric, {}},
       {OpId::Sign, Domain::symmetric, {}},
   };
   for (const Case& c : cases) {
@@ -50,13 +61,14 @@ TEST(PointwiseGradient, HardSwishOutsideTheRamp) {
 TEST(PointwiseGradient, BinaryOpsWithBroadcasting) {
   for (OpId op : {OpId::Add, OpId::Sub, OpId::Mul, OpId::Div, OpId::Pow}) {
     const Domain domain = op == OpId::Div || op == OpId::Pow ? Domain::positive : Domain::symmetric;
-    for (const auto& shapes : std::vector<std::pair<Shape, Shape>>{{{2, 3}, {2, 3}}, {{2, 3}, {3}}, {{2, 1, 4}, {3, 1}}, {{}, {2, 2}}}) {
-      check_gradients(std::string(ir::op_name(op)) + " " + shape_to_string(shapes.first) + " " +
-                          shape_to_string(shapes.second),
-                      {{shapes.first, domain}, {shapes.second, domain}},
-                      [&](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
-                        return {node(g, op, {x[0], x[1]})};
-                      });
+    for (const auto& shapes :
+         std::vector<std::pair<Shape, Shape>>{{{2, 3}, {2, 3}}, {{2, 3}, {3}}, {{2, 1, 4}, {3, 1}}, {{}, {2, 2}}}) {
+      check_gradients(
+          std::string(ir::op_name(op)) + " " + shape_to_string(shapes.first) + " " + shape_to_string(shapes.second),
+          {{shapes.first, domain}, {shapes.second, domain}},
+          [&](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+            return {node(g, op, {x[0], x[1]})};
+          });
     }
   }
 }
@@ -84,32 +96,36 @@ TEST(PointwiseGradient, WhereSendsTheGradientToTheChosenBranch) {
 }
 
 TEST(PointwiseGradient, ClipToConstantAndDifferentiatedBounds) {
-  check_gradients("Clip constant bounds", {{{3, 4}}}, [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
-    return {node(g, OpId::Clip, {x[0], doubles(g, {-0.5}, {}), doubles(g, {0.4}, {})})};
-  });
-  check_gradients("Clip bounds as inputs", {{{3, 4}}, {{}}, {{}, Domain::positive}},
+  check_gradients("Clip constant bounds", {{{3, 4}}},
                   [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
-                    // low in [-0.7, -0.3] stays below high in [0.25, 0.75].
-                    Value low = node(g, OpId::Sub, {node(g, OpId::Mul, {x[1], doubles(g, {0.2}, {})}), doubles(g, {0.5}, {})});
-                    Value high = node(g, OpId::Mul, {x[2], doubles(g, {0.5}, {})});
-                    return {node(g, OpId::Clip, {x[0], low, high})};
+                    return {node(g, OpId::Clip, {x[0], doubles(g, {-0.5}, {}), doubles(g, {0.4}, {})})};
                   });
+  check_gradients(
+      "Clip bounds as inputs", {{{3, 4}}, {{}}, {{}, Domain::positive}},
+      [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+        // low in [-0.7, -0.3] stays below high in [0.25, 0.75].
+        Value low = node(g, OpId::Sub, {node(g, OpId::Mul, {x[1], doubles(g, {0.2}, {})}), doubles(g, {0.5}, {})});
+        Value high = node(g, OpId::Mul, {x[2], doubles(g, {0.5}, {})});
+        return {node(g, OpId::Clip, {x[0], low, high})};
+      });
 }
 
 TEST(PointwiseGradient, PReluDifferentiatesTheSlope) {
-  check_gradients("PRelu", {{{2, 3, 4}}, {{3, 1}}}, [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
-    return {node(g, OpId::PRelu, {x[0], x[1]})};
-  });
+  check_gradients("PRelu", {{{2, 3, 4}}, {{3, 1}}},
+                  [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+                    return {node(g, OpId::PRelu, {x[0], x[1]})};
+                  });
 }
 
 TEST(PointwiseGradient, CastThroughFloat32AndBack) {
-  check_gradients("Cast", {{{4}}},
-                  [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
-                    Value f = node(g, OpId::Cast, {x[0]}, {{"to", static_cast<int64_t>(DType::float32)}});
-                    Value back = node(g, OpId::Cast, {node(g, OpId::Tanh, {f})}, {{"to", static_cast<int64_t>(DType::float64)}});
-                    return {back};
-                  },
-                  1, 1e-3, 1e-3, 1e-3);
+  check_gradients(
+      "Cast", {{{4}}},
+      [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+        Value f = node(g, OpId::Cast, {x[0]}, {{"to", static_cast<int64_t>(DType::float32)}});
+        Value back = node(g, OpId::Cast, {node(g, OpId::Tanh, {f})}, {{"to", static_cast<int64_t>(DType::float64)}});
+        return {back};
+      },
+      1, 1e-3, 1e-3, 1e-3);
 }
 
 }  // namespace

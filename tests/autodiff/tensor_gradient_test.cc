@@ -10,9 +10,13 @@ using ir::OpId;
 using ir::Value;
 
 TEST(LinearAlgebraGradient, MatMulBatchedBroadcastAndVectors) {
-  for (const auto& shapes : std::vector<std::pair<Shape, Shape>>{
-           {{3, 4}, {4, 2}}, {{2, 3, 4}, {4, 5}}, {{2, 1, 3, 4}, {3, 4, 2}}, {{4}, {4, 5}}, {{3, 4}, {4}}, {{4}, {4}},
-           {{4}, {2, 4, 3}}}) {
+  for (const auto& shapes : std::vector<std::pair<Shape, Shape>>{{{3, 4}, {4, 2}},
+                                                                 {{2, 3, 4}, {4, 5}},
+                                                                 {{2, 1, 3, 4}, {3, 4, 2}},
+                                                                 {{4}, {4, 5}},
+                                                                 {{3, 4}, {4}},
+                                                                 {{4}, {4}},
+                                                                 {{4}, {2, 4, 3}}}) {
     check_gradients("MatMul " + shape_to_string(shapes.first) + " x " + shape_to_string(shapes.second),
                     {{shapes.first}, {shapes.second}},
                     [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
@@ -41,10 +45,11 @@ TEST(ShapeGradient, ReshapeFlattenSqueezeUnsqueezeTranspose) {
   check_gradients("Flatten", {{{2, 3, 4}}}, [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
     return {node(g, OpId::Flatten, {x[0]}, {{"axis", int64_t{2}}})};
   });
-  check_gradients("Squeeze+Unsqueeze", {{{2, 1, 3}}}, [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
-    Value s = node(g, OpId::Squeeze, {x[0], ints(g, {1})});
-    return {node(g, OpId::Unsqueeze, {node(g, OpId::Exp, {s}), ints(g, {0, 3})})};
-  });
+  check_gradients("Squeeze+Unsqueeze", {{{2, 1, 3}}},
+                  [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+                    Value s = node(g, OpId::Squeeze, {x[0], ints(g, {1})});
+                    return {node(g, OpId::Unsqueeze, {node(g, OpId::Exp, {s}), ints(g, {0, 3})})};
+                  });
   check_gradients("Transpose", {{{2, 3, 4}}}, [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
     return {node(g, OpId::Transpose, {x[0]}, {{"perm", std::vector<int64_t>{2, 0, 1}}}),
             node(g, OpId::Transpose, {x[0]})};
@@ -52,14 +57,16 @@ TEST(ShapeGradient, ReshapeFlattenSqueezeUnsqueezeTranspose) {
 }
 
 TEST(ShapeGradient, ConcatSplitSlicePadExpand) {
-  check_gradients("Concat", {{{2, 3}}, {{2, 1}}, {{2, 2}}}, [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
-    return {node(g, OpId::Concat, {x[0], x[1], x[2]}, {{"axis", int64_t{-1}}})};
-  });
-  check_gradients("Split, one output unused", {{{2, 6}}}, [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
-    ir::Node* split = g.add_node(OpId::Split, {x[0], ints(g, {1, 2, 3})}, 3);
-    split->attributes.set("axis", int64_t{1});
-    return {split->output(0), node(g, OpId::Sin, {split->output(2)})};
-  });
+  check_gradients("Concat", {{{2, 3}}, {{2, 1}}, {{2, 2}}},
+                  [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+                    return {node(g, OpId::Concat, {x[0], x[1], x[2]}, {{"axis", int64_t{-1}}})};
+                  });
+  check_gradients("Split, one output unused", {{{2, 6}}},
+                  [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+                    ir::Node* split = g.add_node(OpId::Split, {x[0], ints(g, {1, 2, 3})}, 3);
+                    split->attributes.set("axis", int64_t{1});
+                    return {split->output(0), node(g, OpId::Sin, {split->output(2)})};
+                  });
   check_gradients("Slice", {{{4, 5}}}, [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
     return {node(g, OpId::Slice, {x[0], ints(g, {1, -4}), ints(g, {3, 100}), ints(g, {0, 1})})};
   });

@@ -44,8 +44,8 @@ class GradCliTest : public ::testing::Test {
 
   Result graft(const std::string& args) {
     const fs::path out = dir_ / "stdout", err = dir_ / "stderr";
-    std::string command = "'" + std::string(GRAFT_BINARY_DIR) + "/bin/graft' " + args + " >'" + out.string() +
-                          "' 2>'" + err.string() + "' </dev/null";
+    std::string command = "'" + std::string(GRAFT_BINARY_DIR) + "/bin/graft' " + args + " >'" + out.string() + "' 2>'" +
+                          err.string() + "' </dev/null";
     int status = std::system(command.c_str());
     return Result{WIFEXITED(status) ? WEXITSTATUS(status) : 128, read_text(out), read_text(err)};
   }
@@ -99,10 +99,10 @@ TEST_F(GradCliTest, NamedValuesAndErrors) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(graft::frontend::load_onnx(train)->output_names(), (std::vector<std::string>{"loss", "w2_grad", "x_grad"}));
 
-  for (const auto& [args, needle] : std::vector<std::pair<std::string, std::string>>{
-           {"--loss nothing", "no value named 'nothing'"},
-           {"--loss loss --wrt labels", "not floating point"},
-           {"", "give the loss"}}) {
+  for (const auto& [args, needle] :
+       std::vector<std::pair<std::string, std::string>>{{"--loss nothing", "no value named 'nothing'"},
+                                                        {"--loss loss --wrt labels", "not floating point"},
+                                                        {"", "give the loss"}}) {
     r = graft("grad '" + model + "' " + args + " -o '" + train + "'");
     EXPECT_EQ(r.exit_code, 2) << args;
     EXPECT_EQ(r.err.rfind("graft: error: ", 0), 0u) << r.err;

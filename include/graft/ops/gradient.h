@@ -119,6 +119,6 @@ void infer_node_types(ir::Node& node);
 /// Registers the gradient builder (a `void(GradientContext&)`) of an op of
 /// ops.def, in the op's semantics file beside GRAFT_REGISTER_OP:
 ///   GRAFT_REGISTER_GRADIENT(Relu, relu_gradient);
-#define GRAFT_REGISTER_GRADIENT(op, builder)                                                    \
+#define GRAFT_REGISTER_GRADIENT(op, builder)                                                 \
   [[maybe_unused]] static const bool GRAFT_CONCAT(graft_gradient_registered_, __COUNTER__) = \
       ::graft::ir::detail::register_op_gradient(::graft::ir::OpId::op, &(builder))
