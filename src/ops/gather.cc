@@ -255,4 +255,30 @@ void gather_gradient(GradientContext& g) {
 GRAFT_REGISTER_OP("graft", "GatherGrad", infer_gather_grad, gather_grad_kernel);
 GRAFT_REGISTER_GRADIENT(Gather, gather_gradient);
 
+// GatherElements and GatherND: dy added into zeros of data's shape at the
+// gathered positions (ScatterElements / ScatterND with reduction "add").
+namespace {
+
+ir::Value zeros_like(GradientContext& g, ir::Value v) {
+  std::vector<int64_t> dims = g.known_dims(v);
+  return g.constant(Tensor(g.type_of(v).dtype, Shape(dims.begin(), dims.end())));
+}
+
+void gather_elements_gradient(GradientContext& g) {
+  g.set_input_gradient(0,
+                       g.add(ir::OpId::ScatterElements, {zeros_like(g, g.input(0)), g.input(1), g.output_gradient(0)},
+                             {{"axis", g.attrs().get_int("axis", 0)}, {"reduction", std::string("add")}}));
+}
+
+void gather_nd_gradient(GradientContext& g) {
+  if (g.attrs().get_int("batch_dims", 0) != 0) g.unsupported("batch_dims other than 0");
+  g.set_input_gradient(0, g.add(ir::OpId::ScatterND, {zeros_like(g, g.input(0)), g.input(1), g.output_gradient(0)},
+                                {{"reduction", std::string("add")}}));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(GatherElements, gather_elements_gradient);
+GRAFT_REGISTER_GRADIENT(GatherND, gather_nd_gradient);
+
 }  // namespace graft::ops

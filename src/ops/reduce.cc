@@ -449,4 +449,29 @@ GRAFT_REGISTER_GRADIENT(ReduceMin, reduce_extremum_gradient);
 GRAFT_REGISTER_GRADIENT(ReduceL2, reduce_l2_gradient);
 GRAFT_REGISTER_GRADIENT(ReduceLogSumExp, reduce_log_sum_exp_gradient);
 
+// More reductions: L1 (sign(x)), LogSum (1 / sum, i.e. exp(-y)), Prod (y / x;
+// inputs with zeros are not supported: the quotient is undefined there).
+namespace {
+
+void reduce_l1_gradient(GradientContext& g) {
+  KeptReduction k = kept_reduction(g);
+  g.set_input_gradient(0, g.add(Mul, {k.dy, g.add(Sign, {g.input(0)})}));
+}
+
+void reduce_log_sum_gradient(GradientContext& g) {
+  KeptReduction k = kept_reduction(g);
+  g.set_input_gradient(0, expand_to_input(g, g.add(Mul, {k.dy, g.add(Exp, {g.add(Neg, {k.y})})})));
+}
+
+void reduce_prod_gradient(GradientContext& g) {
+  KeptReduction k = kept_reduction(g);
+  g.set_input_gradient(0, g.add(Mul, {k.dy, g.add(Div, {k.y, g.input(0)})}));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(ReduceL1, reduce_l1_gradient);
+GRAFT_REGISTER_GRADIENT(ReduceLogSum, reduce_log_sum_gradient);
+GRAFT_REGISTER_GRADIENT(ReduceProd, reduce_prod_gradient);
+
 }  // namespace graft::ops

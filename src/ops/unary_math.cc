@@ -275,4 +275,50 @@ GRAFT_REGISTER_GRADIENT(Ceil, zero_gradient);
 GRAFT_REGISTER_GRADIENT(Round, zero_gradient);
 GRAFT_REGISTER_GRADIENT(Sign, zero_gradient);
 
+// Gradient builders of the inverse and hyperbolic functions.
+namespace {
+
+using enum ir::OpId;
+
+ir::Value one(GradientContext& g) { return g.scalar(1, g.output_type(0).dtype); }
+ir::Value x_squared(GradientContext& g) { return g.add(Mul, {g.input(0), g.input(0)}); }
+
+// 1 / sqrt(1 - x^2), -1 / sqrt(1 - x^2), 1 / (1 + x^2).
+void asin_gradient(GradientContext& g) {
+  g.set_input_gradient(0, g.add(Div, {g.output_gradient(0), g.add(Sqrt, {g.add(Sub, {one(g), x_squared(g)})})}));
+}
+void acos_gradient(GradientContext& g) {
+  g.set_input_gradient(
+      0, g.add(Neg, {g.add(Div, {g.output_gradient(0), g.add(Sqrt, {g.add(Sub, {one(g), x_squared(g)})})})}));
+}
+void atan_gradient(GradientContext& g) {
+  g.set_input_gradient(0, g.add(Div, {g.output_gradient(0), g.add(Add, {one(g), x_squared(g)})}));
+}
+// 1 + tan^2, cosh, sinh.
+void tan_gradient(GradientContext& g) { set_dx(g, g.add(Add, {one(g), g.add(Mul, {g.output(0), g.output(0)})})); }
+void sinh_gradient(GradientContext& g) { set_dx(g, g.add(Cosh, {g.input(0)})); }
+void cosh_gradient(GradientContext& g) { set_dx(g, g.add(Sinh, {g.input(0)})); }
+// 1 / sqrt(x^2 + 1), 1 / sqrt(x^2 - 1), 1 / (1 - x^2).
+void asinh_gradient(GradientContext& g) {
+  g.set_input_gradient(0, g.add(Div, {g.output_gradient(0), g.add(Sqrt, {g.add(Add, {x_squared(g), one(g)})})}));
+}
+void acosh_gradient(GradientContext& g) {
+  g.set_input_gradient(0, g.add(Div, {g.output_gradient(0), g.add(Sqrt, {g.add(Sub, {x_squared(g), one(g)})})}));
+}
+void atanh_gradient(GradientContext& g) {
+  g.set_input_gradient(0, g.add(Div, {g.output_gradient(0), g.add(Sub, {one(g), x_squared(g)})}));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(Asin, asin_gradient);
+GRAFT_REGISTER_GRADIENT(Acos, acos_gradient);
+GRAFT_REGISTER_GRADIENT(Atan, atan_gradient);
+GRAFT_REGISTER_GRADIENT(Tan, tan_gradient);
+GRAFT_REGISTER_GRADIENT(Sinh, sinh_gradient);
+GRAFT_REGISTER_GRADIENT(Cosh, cosh_gradient);
+GRAFT_REGISTER_GRADIENT(Asinh, asinh_gradient);
+GRAFT_REGISTER_GRADIENT(Acosh, acosh_gradient);
+GRAFT_REGISTER_GRADIENT(Atanh, atanh_gradient);
+
 }  // namespace graft::ops

@@ -34,6 +34,17 @@ TEST(ConvolutionGradient, StridesPaddingDilationGroupsAndBias) {
   }
 }
 
+TEST(ConvolutionGradient, ConvTransposeWithStridesPadsAndGroups) {
+  check_gradients("ConvTranspose", {{{2, 4, 3, 3}}, {{4, 1, 3, 2}}, {{2}}},
+                  [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+                    return {node(g, OpId::ConvTranspose, {x[0], x[1], x[2]},
+                                 {{"strides", std::vector<int64_t>{2, 1}},
+                                  {"pads", std::vector<int64_t>{1, 0, 0, 1}},
+                                  {"output_padding", std::vector<int64_t>{1, 0}},
+                                  {"group", int64_t{2}}})};
+                  });
+}
+
 TEST(PoolingGradient, MaxAverageAndGlobalPools) {
   check_gradients("MaxPool", {{{1, 2, 5, 5}}}, [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
     return {node(g, OpId::MaxPool, {x[0]},

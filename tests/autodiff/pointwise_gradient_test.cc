@@ -51,6 +51,19 @@ TEST(PointwiseGradient, UnaryOps) {
   }
 }
 
+TEST(PointwiseGradient, InverseAndHyperbolicFunctions) {
+  // x in [-0.8, 0.8] (Asin, Acos, Atanh), Acosh at x + 1.5.
+  for (OpId op :
+       {OpId::Asin, OpId::Acos, OpId::Atan, OpId::Tan, OpId::Sinh, OpId::Cosh, OpId::Asinh, OpId::Acosh, OpId::Atanh}) {
+    check_gradients(std::string(ir::op_name(op)), {{{2, 4}}},
+                    [&](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+                      Value scaled = op == OpId::Acosh ? node(g, OpId::Add, {x[0], doubles(g, {2.5}, {})})
+                                                       : node(g, OpId::Mul, {x[0], doubles(g, {0.8}, {})});
+                      return {node(g, op, {scaled})};
+                    });
+  }
+}
+
 TEST(PointwiseGradient, HardSwishOutsideTheRamp) {
   // Inputs of [-1, 1] times 5 reach both flat parts.
   check_gradients("HardSwish", {{{3, 4}}}, [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {

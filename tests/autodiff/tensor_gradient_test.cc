@@ -89,7 +89,7 @@ TEST(ShapeGradient, GatherOfAnEmbeddingWithRepeatedIndices) {
 
 TEST(ReductionGradient, EveryReduceWithAndWithoutKeepdims) {
   for (OpId op : {OpId::ReduceSum, OpId::ReduceMean, OpId::ReduceMax, OpId::ReduceMin, OpId::ReduceSumSquare,
-                  OpId::ReduceL2, OpId::ReduceLogSumExp})
+                  OpId::ReduceL2, OpId::ReduceLogSumExp, OpId::ReduceL1, OpId::ReduceProd})
     for (int64_t keepdims : {0, 1}) {
       check_gradients(std::string(ir::op_name(op)) + " keepdims=" + std::to_string(keepdims), {{{2, 3, 4}}},
                       [&](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
@@ -97,6 +97,25 @@ TEST(ReductionGradient, EveryReduceWithAndWithoutKeepdims) {
                                 node(g, op, {x[0]}, {{"keepdims", keepdims}})};
                       });
     }
+}
+
+TEST(ReductionGradient, ReduceLogSumOfPositiveValues) {
+  check_gradients("ReduceLogSum", {{{2, 3, 4}, Domain::positive}},
+                  [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+                    return {node(g, OpId::ReduceLogSum, {x[0], ints(g, {1})}, {{"keepdims", int64_t{0}}})};
+                  });
+}
+
+TEST(ShapeGradient, TileGatherElementsGatherND) {
+  check_gradients("Tile", {{{2, 3}}}, [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+    return {node(g, OpId::Tile, {x[0], ints(g, {3, 2})})};
+  });
+  check_gradients("GatherElements", {{{3, 4}}}, [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+    return {node(g, OpId::GatherElements, {x[0], ints(g, {0, 3, 3, 1, 2, 2, 0, 0}, {2, 4})}, {{"axis", int64_t{1}}})};
+  });
+  check_gradients("GatherND", {{{3, 4, 2}}}, [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+    return {node(g, OpId::GatherND, {x[0], ints(g, {0, 1, 2, 3, 0, 1}, {3, 2})})};
+  });
 }
 
 TEST(SoftmaxGradient, SoftmaxAndLogSoftmaxAlongAnyAxis) {
