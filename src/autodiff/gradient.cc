@@ -1,6 +1,8 @@
 // Reverse-mode differentiation over the op table's gradient builders.
 //
-// The forward graph is cloned and its types inferred. Two sweeps over the
+// The forward graph is cloned, its types inferred and its integer shape
+// computations folded into constants (exporters compute Reshape targets
+// from Shape at run time; builders need the shapes). Two sweeps over the
 // topological order mark what matters: forward, the values that depend on a
 // `wrt` value (floating point only: an integer or boolean value carries no
 // gradient); backward from the loss, the nodes the loss depends on. A node in
@@ -24,6 +26,7 @@
 #include "graft/ir/graph_rebuilder.h"
 #include "graft/ir/indexed_graph.h"
 #include "graft/ops/gradient.h"
+#include "graft/ops/op_context.h"
 #include "graft/ops/type_inference.h"
 
 namespace graft::autodiff {
@@ -94,6 +97,76 @@ ir::Value sum_to_input_shape(ops::GradientContext& ctx, ir::Value grad, ir::Valu
   return reduced;
 }
 
+class HeapAllocator : public ops::OutputAllocator {
+ public:
+  Tensor allocate(DType dtype, const Shape& shape) override { return Tensor(dtype, shape); }
+};
+
+/// Shape/Size of a value of known shape.
+Tensor shape_query(const ir::Node& n, const Shape& shape) {
+  if (n.op() == ir::OpId::Size) return Tensor::scalar<int64_t>(shape_numel(shape));
+  const int64_t rank = static_cast<int64_t>(shape.size());
+  auto clamp = [&](int64_t i) { return std::clamp<int64_t>(i < 0 ? i + rank : i, 0, rank); };
+  const int64_t start = clamp(n.attributes.get_int("start", 0)), end = clamp(n.attributes.get_int("end", rank));
+  std::vector<int64_t> dims;
+  for (int64_t d = start; d < end; ++d) dims.push_back(shape[static_cast<size_t>(d)]);
+  return Tensor::from_vector<int64_t>(dims, {static_cast<int64_t>(dims.size())});
+}
+
+/// Folds the integer shape computations of an exported model (Shape of a
+/// value of known shape, then Gather, Unsqueeze, Concat, ... of constants)
+/// into constants, so that the Reshapes they feed, and every value after
+/// them, get known shapes, which builders need. Floating-point values are
+/// never folded: a weight stays the value the gradient is taken for.
+void fold_shape_computations(ir::Graph& g) {
+  std::vector<ir::Node*> order;
+  {
+    ir::IndexedGraph indexed(g);
+    for (uint32_t id = 0; id < indexed.num_nodes(); ++id) order.push_back(&indexed.mutable_node(id));
+  }
+  std::unordered_map<ir::Value, ir::Value, ValueHash> replaced;
+  auto remap = [&](ir::Value& v) {
+    auto it = replaced.find(v);
+    if (it != replaced.end()) v = it->second;
+  };
+  HeapAllocator allocator;
+  for (ir::Node* n : order) {
+    for (ir::Value& v : n->inputs) remap(v);
+    const ir::OpSchema& s = n->schema();
+    if (s.category == ir::OpCategory::source || !s.kernel || n->subgraph || ir::is_random_op(n->op())) continue;
+    ops::infer_node_types(*n);
+    std::vector<Tensor> values;
+    if ((n->op() == ir::OpId::Shape || n->op() == ir::OpId::Size) && n->inputs.size() == 1 && n->inputs[0]) {
+      std::optional<Shape> shape = g.type_of(n->inputs[0]).concrete_shape();
+      if (!shape) continue;
+      values.push_back(shape_query(*n, *shape));
+    } else {
+      bool foldable = !n->inputs.empty();
+      for (const ir::Value& v : n->inputs) foldable = foldable && (!v || v.node->op() == ir::OpId::Constant);
+      for (const ir::ValueType& t : n->output_types)
+        foldable = foldable && t.is_tensor() && t.dtype != DType::undefined && !dtype_is_float(t.dtype);
+      if (!foldable) continue;
+      std::vector<Tensor> inputs;
+      for (const ir::Value& v : n->inputs) inputs.push_back(v ? v.node->constant_value : Tensor());
+      try {
+        ops::KernelContext context(*n, std::move(inputs), {}, allocator, 1);
+        s.kernel(context);
+        values = context.outputs();
+      } catch (const Error&) {
+        continue;  // left for the run to report
+      }
+    }
+    for (size_t k = 0; k < values.size(); ++k) {
+      if (!values[k].is_defined()) continue;
+      std::string name = n->output_names[k].empty() ? g.value_name(n->output(static_cast<int>(k))) : n->output_names[k];
+      ir::Node* c = g.add_constant(name + "_folded", values[k]);
+      replaced[n->output(static_cast<int>(k))] = c->output(0);
+    }
+  }
+  for (ir::Value& v : g.mutable_outputs()) remap(v);
+  ops::infer_types(g);
+}
+
 }  // namespace
 
 std::vector<std::string> trainable_initializers(const ir::Graph& graph, const std::string& loss) {
@@ -124,6 +197,7 @@ std::unique_ptr<ir::Graph> gradient(const ir::Graph& graph, std::string loss, st
     fail(ErrorKind::unsupported, "gradient: the model imports ai.onnx opset ", onnx_opset->second,
          "; backward graphs are written in opset 13 or later (convert the model first)");
   ops::infer_types(*g);
+  fold_shape_computations(*g);
 
   ir::Value loss_value = find_value(*g, loss);
   if (!loss_value) fail(ErrorKind::invalid_argument, "gradient: no value named '", loss, "' in the graph");

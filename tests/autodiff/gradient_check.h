@@ -128,7 +128,7 @@ inline ir::Value node(ir::Graph& g, ir::OpId op, const std::vector<ir::Value>& i
   return n->output(0);
 }
 
-/// A constant int64 tensor.
+/// A constant int64 tensor (1-D when `shape` is empty).
 inline ir::Value ints(ir::Graph& g, const std::vector<int64_t>& values, Shape shape = {}) {
   static int counter = 0;
   if (shape.empty()) shape = {static_cast<int64_t>(values.size())};

@@ -62,6 +62,23 @@ TEST(GradientGraph, ValuesReadTwiceSumTheirContributions) {
   });
 }
 
+TEST(GradientGraph, ShapeComputationsAreFoldedSoThatShapesAreKnown) {
+  // As exporters write x.view(x.size(0), -1): Shape -> Gather -> Unsqueeze -> Concat -> Reshape.
+  auto build = [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+    Value zero = g.add_constant("zero", Tensor::scalar<int64_t>(0))->output(0);
+    Value batch = node(g, OpId::Gather, {node(g, OpId::Shape, {x[0]}), zero});
+    Value shape =
+        node(g, OpId::Concat, {node(g, OpId::Unsqueeze, {batch, ints(g, {0})}), ints(g, {-1})}, {{"axis", int64_t{0}}});
+    Value flat = node(g, OpId::Reshape, {node(g, OpId::Exp, {x[0]}), shape});
+    // Inference alone does not know `flat`'s shape; the loss's terms need one.
+    return {node(g, OpId::Reshape, {node(g, OpId::Mul, {flat, flat}), ints(g, {2, 6})})};
+  };
+  check_gradients("x.view(x.size(0), -1)", {{{2, 3, 2}}}, build);
+  auto forward = make_forward({{{2, 3, 2}}}, build, 1);
+  auto grad = autodiff::gradient(*forward, "loss", {"x0"});
+  for (const auto& n : grad->nodes()) EXPECT_NE(n->op(), OpId::Shape) << n->describe();
+}
+
 TEST(GradientGraph, AValueTheLossDoesNotDependOnGetsZeros) {
   auto g = small_model();
   auto grad = autodiff::gradient(*g, "loss", {"unused"});

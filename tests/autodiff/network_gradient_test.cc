@@ -92,6 +92,13 @@ TEST(NormalizationGradient, BatchNormalizationInTrainingAndInferenceMode) {
   }
 }
 
+TEST(NormalizationGradient, InstanceNormalization) {
+  check_gradients("InstanceNormalization", {{{2, 3, 2, 3}}, {{3}}, {{3}}},
+                  [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+                    return {node(g, OpId::InstanceNormalization, {x[0], x[1], x[2]}, {{"epsilon", 1e-3f}})};
+                  });
+}
+
 TEST(NormalizationGradient, DropoutInInferenceModeIsTheIdentity) {
   check_gradients("Dropout", {{{2, 3}}}, [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
     return {node(g, OpId::Dropout, {x[0]})};

@@ -85,6 +85,24 @@ class TransformerBlock(nn.Module):
         return F.cross_entropy(logits, target.reshape(b * t))
 
 
+class BertEncoder(nn.Module):
+    """A BERT-style encoder: token and position embeddings, one
+    nn.TransformerEncoderLayer (multi-head attention, GELU feed-forward,
+    post-LayerNorm; exported with run-time Shape computations), a classifier
+    on the first token."""
+
+    def __init__(self, vocab=20, dim=16, seq=6):
+        super().__init__()
+        self.embed = nn.Embedding(vocab, dim)
+        self.position = nn.Parameter(torch.randn(1, seq, dim) * 0.1)
+        self.layer = nn.TransformerEncoderLayer(dim, 2, 32, dropout=0.0, activation="gelu", batch_first=True)
+        self.classifier = nn.Linear(dim, 3)
+
+    def forward(self, tokens, target):
+        h = self.layer(self.embed(tokens) + self.position)
+        return F.cross_entropy(self.classifier(h[:, 0]), target)
+
+
 def make_mlp():
     return Mlp(), torch.randn(8, 10), torch.randint(0, 5, (8,))
 
@@ -95,6 +113,10 @@ def make_cnn():
 
 def make_transformer():
     return TransformerBlock(), torch.randint(0, 11, (2, 5)), torch.randint(0, 11, (2, 5))
+
+
+def make_bert():
+    return BertEncoder(), torch.randint(0, 20, (3, 6)), torch.randint(0, 3, (3,))
 
 
 def make_resnet18():
@@ -127,7 +149,7 @@ def with_loss(make):
     return wrapped
 
 
-MODELS = {"mlp": make_mlp, "cnn": make_cnn, "transformer": make_transformer,
+MODELS = {"mlp": make_mlp, "cnn": make_cnn, "transformer": make_transformer, "bert": make_bert,
           "resnet18": with_loss(make_resnet18), "mobilenet_v2": with_loss(make_mobilenet_v2)}
 
 
