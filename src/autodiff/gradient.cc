@@ -76,6 +76,7 @@ ir::Value sum_to_input_shape(ops::GradientContext& ctx, ir::Value grad, ir::Valu
   const ir::ValueType& gt = ctx.type_of(grad);
   const ir::ValueType& it = ctx.type_of(input);
   if (gt.has_rank && it.has_rank && gt.dims == it.dims) return grad;
+  if (!gt.has_rank) return grad;  // a builder's run-time reshape to the input's shape
   std::vector<int64_t> g = ctx.known_dims(grad), in = ctx.known_dims(input);
   if (g == in) return grad;
   if (g.size() < in.size())
@@ -133,7 +134,9 @@ void fold_shape_computations(ir::Graph& g) {
   for (ir::Node* n : order) {
     for (ir::Value& v : n->inputs) remap(v);
     const ir::OpSchema& s = n->schema();
-    if (s.category == ir::OpCategory::source || !s.kernel || n->subgraph || ir::is_random_op(n->op())) continue;
+    if (s.category == ir::OpCategory::source || s.category == ir::OpCategory::control || !s.kernel || n->subgraph ||
+        ir::is_random_op(n->op()))
+      continue;
     ops::infer_node_types(*n);
     std::vector<Tensor> values;
     if ((n->op() == ir::OpId::Shape || n->op() == ir::OpId::Size) && n->inputs.size() == 1 && n->inputs[0]) {
@@ -152,7 +155,7 @@ void fold_shape_computations(ir::Graph& g) {
         ops::KernelContext context(*n, std::move(inputs), {}, allocator, 1);
         s.kernel(context);
         values = context.outputs();
-      } catch (const Error&) {
+      } catch (const std::exception&) {
         continue;  // left for the run to report
       }
     }
