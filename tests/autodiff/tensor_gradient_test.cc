@@ -118,6 +118,30 @@ TEST(ShapeGradient, TileGatherElementsGatherND) {
   });
 }
 
+TEST(ShapeGradient, CumSumTriluDepthToSpaceSpaceToDepth) {
+  for (int64_t exclusive : {0, 1})
+    for (int64_t reverse : {0, 1}) {
+      check_gradients(
+          "CumSum exclusive=" + std::to_string(exclusive) + " reverse=" + std::to_string(reverse), {{{3, 4}}},
+          [&](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+            return {node(g, OpId::CumSum, {x[0], ints(g, {1}, {1})}, {{"exclusive", exclusive}, {"reverse", reverse}})};
+          });
+    }
+  check_gradients("Trilu", {{{3, 4}}}, [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+    return {node(g, OpId::Trilu, {x[0], ints(g, {1}, {1})}, {{"upper", int64_t{0}}})};
+  });
+  for (std::string mode : {"DCR", "CRD"}) {
+    check_gradients("DepthToSpace " + mode, {{{1, 8, 2, 3}}},
+                    [&](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+                      return {node(g, OpId::DepthToSpace, {x[0]}, {{"blocksize", int64_t{2}}, {"mode", mode}})};
+                    });
+  }
+  check_gradients("SpaceToDepth", {{{1, 2, 4, 6}}},
+                  [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+                    return {node(g, OpId::SpaceToDepth, {x[0]}, {{"blocksize", int64_t{2}}})};
+                  });
+}
+
 TEST(SoftmaxGradient, SoftmaxAndLogSoftmaxAlongAnyAxis) {
   for (OpId op : {OpId::Softmax, OpId::LogSoftmax})
     for (int64_t axis : {1, -1}) {
