@@ -92,6 +92,31 @@ TEST_F(GradCliTest, WritesTheLossAndOneGradientPerInitializer) {
   EXPECT_NE(r.out.find("w2_grad"), std::string::npos) << r.out;
 }
 
+TEST_F(GradCliTest, ShapeFixesASymbolicBatch) {
+  graft::ir::Graph g;
+  g.opset_imports[""] = 17;
+  graft::ir::ValueType x_type{DType::float32, true, {graft::ir::Dim::symbolic("batch"), graft::ir::Dim::known(3)}};
+  Value x = g.add_input("x", x_type)->output(0);
+  Value w = g.add_constant("w", graft::testing::random_tensor({3}, 1))->output(0);
+  Value y = g.add_node(OpId::Mul, {x, w})->output(0);
+  graft::ir::Node* mean = g.add_node(OpId::ReduceMean, {g.add_node(OpId::Mul, {y, y})->output(0)});
+  mean->attributes.set("keepdims", int64_t{0});
+  g.add_output(mean->output(0), "loss");
+  const std::string model = (dir_ / "dynamic.onnx").string(), train = (dir_ / "train.onnx").string();
+  graft::frontend::save_onnx(g, model);
+  Result r = graft("grad '" + model + "' --loss loss -o '" + train + "'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("is not known"), std::string::npos) << r.err;
+  r = graft("grad '" + model + "' --loss loss --shape x=4,3 -o '" + train + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto out = graft::runtime::Session(graft::frontend::load_onnx(train)).run({graft::testing::random_tensor({4, 3}, 2)});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[1].shape(), (graft::Shape{3}));
+  r = graft("grad '" + model + "' --loss loss --shape x=4,5 -o '" + train + "'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("dimension 1 is 3 in the model"), std::string::npos) << r.err;
+}
+
 TEST_F(GradCliTest, NamedValuesAndErrors) {
   const std::string model = write_classifier();
   const std::string train = (dir_ / "train.onnx").string();

@@ -1,4 +1,4 @@
-// graft grad MODEL.onnx --loss NAME --wrt initializers|W1,W2 -o train.onnx:
+// graft grad MODEL.onnx --loss NAME --wrt initializers|W1,W2 [--shape X=2,3] -o train.onnx:
 // writes the forward+backward graph (autodiff::gradient) as ONNX, with the
 // loss and one `<W>_grad` output per differentiated value. Backward nodes are
 // standard ONNX ops where one expresses the gradient; the rest are graft's
@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "cli_support.h"
 #include "command.h"
 #include "graft/autodiff/gradient.h"
 #include "graft/core/error.h"
@@ -22,13 +23,35 @@ struct GradOptions {
   std::string output;
   std::string loss;
   std::string wrt = "initializers";
+  std::vector<std::string> shapes;
 };
+
+/// Fixes the shapes of graph inputs (`--shape`): builders need known shapes,
+/// and exports with dynamic axes leave them symbolic.
+void set_input_shapes(ir::Graph& graph, const std::vector<std::string>& texts) {
+  for (const auto& [name, dims] : parse_shape_flags(texts)) {
+    ir::Node* input = nullptr;
+    for (ir::Node* in : graph.inputs())
+      if (in->output_names[0] == name) input = in;
+    if (!input) fail(ErrorKind::invalid_argument, "--shape: the model has no input named '", name, "'");
+    ir::ValueType& type = input->output_types[0];
+    if (type.has_rank && type.dims.size() != dims.size())
+      fail(ErrorKind::invalid_argument, "--shape ", name, ": ", dims.size(), " dimensions for an input of type ",
+           type.to_string());
+    for (size_t d = 0; d < dims.size() && type.has_rank; ++d)
+      if (type.dims[d].is_known() && type.dims[d].value != dims[d])
+        fail(ErrorKind::invalid_argument, "--shape ", name, ": dimension ", d, " is ", type.dims[d].value,
+             " in the model");
+    type = ir::ValueType::of(type.dtype, Shape(dims.begin(), dims.end()));
+  }
+}
 
 int write_gradient(const GradOptions& options) {
   if (options.model.empty()) fail(ErrorKind::invalid_argument, "grad: give a model");
   if (options.output.empty()) fail(ErrorKind::invalid_argument, "grad: give the output file with -o OUT.onnx");
   if (options.loss.empty()) fail(ErrorKind::invalid_argument, "grad: give the loss with --loss NAME");
   std::unique_ptr<ir::Graph> graph = frontend::load_onnx(options.model);
+  set_input_shapes(*graph, options.shapes);
   std::vector<std::string> wrt;
   if (options.wrt == "initializers") {
     wrt = autodiff::trainable_initializers(*graph, options.loss);
@@ -63,6 +86,8 @@ std::function<int()> setup_grad(CLI::App& app) {
   sub->add_option("--wrt", options->wrt,
                   "'initializers' (every floating-point initializer the loss reads; the default) or comma-separated "
                   "initializer and input names");
+  sub->add_option("--shape", options->shapes,
+                  "NAME=D0,D1,...: fix the shape of input NAME (repeatable; for models exported with dynamic axes)");
   return [options] { return write_gradient(*options); };
 }
 
