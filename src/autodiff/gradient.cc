@@ -195,10 +195,6 @@ std::vector<std::string> trainable_initializers(const ir::Graph& graph, const st
 
 std::unique_ptr<ir::Graph> gradient(const ir::Graph& graph, std::string loss, std::vector<std::string> wrt) {
   std::unique_ptr<ir::Graph> g = graph.clone();
-  auto onnx_opset = g->opset_imports.find("");
-  if (onnx_opset != g->opset_imports.end() && onnx_opset->second < 13)
-    fail(ErrorKind::unsupported, "gradient: the model imports ai.onnx opset ", onnx_opset->second,
-         "; backward graphs are written in opset 13 or later (convert the model first)");
   ops::infer_types(*g);
   fold_shape_computations(*g);
 

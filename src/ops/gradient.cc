@@ -40,8 +40,9 @@ const ir::ValueType& GradientContext::input_type(size_t i) const { return graph_
 ir::Node* GradientContext::add_node(ir::OpId op, const std::vector<ir::Value>& inputs, int num_outputs,
                                     std::vector<std::pair<std::string, ir::AttributeValue>> attributes) {
   ir::Node* n = graph_.add_node(op, inputs, num_outputs, backward_name(ir::op_name(op)));
-  // Backward nodes use the opset of today's ONNX semantics (axes as inputs).
-  if (ir::op_schema(op).domain.empty() && n->opset_version < 13) n->opset_version = 17;
+  // Backward nodes use today's ONNX forms (axes as inputs, scatter reductions)
+  // whatever the model's opset.
+  if (ir::op_schema(op).domain.empty() && n->opset_version < 17) n->opset_version = 17;
   if (n->opset_version == 0) n->opset_version = 1;
   n->is_backward = true;
   n->device = forward_.device;

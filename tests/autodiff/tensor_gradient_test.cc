@@ -152,6 +152,27 @@ TEST(SoftmaxGradient, SoftmaxAndLogSoftmaxAlongAnyAxis) {
     }
 }
 
+TEST(SoftmaxGradient, Opset11CoercesTo2D) {
+  for (OpId op : {OpId::Softmax, OpId::LogSoftmax}) {
+    auto build = [&](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+      ir::Node* n = g.add_node(op, {x[0]});
+      n->opset_version = 11;  // normalizes each row of dims[1:] as one vector
+      n->attributes.set("axis", int64_t{1});
+      return {n->output(0)};
+    };
+    check_gradients(std::string(ir::op_name(op)) + " opset 11", {{{2, 3, 2}}}, build);
+  }
+}
+
+TEST(SoftmaxGradient, LpNormalization) {
+  for (int64_t p : {1, 2}) {
+    check_gradients("LpNormalization p=" + std::to_string(p), {{{3, 4}}},
+                    [&](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+                      return {node(g, OpId::LpNormalization, {x[0]}, {{"p", p}, {"axis", int64_t{0}}})};
+                    });
+  }
+}
+
 TEST(LossGradient, SoftmaxCrossEntropyEveryReductionWeightsAndIgnoreIndex) {
   for (std::string reduction : {"mean", "sum", "none"})
     for (bool weighted : {false, true}) {

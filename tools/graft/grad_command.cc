@@ -51,6 +51,12 @@ int write_gradient(const GradOptions& options) {
   if (options.output.empty()) fail(ErrorKind::invalid_argument, "grad: give the output file with -o OUT.onnx");
   if (options.loss.empty()) fail(ErrorKind::invalid_argument, "grad: give the loss with --loss NAME");
   std::unique_ptr<ir::Graph> graph = frontend::load_onnx(options.model);
+  // Backward nodes take today's ONNX forms (axes as inputs); a file has one
+  // opset per domain, so the forward nodes must be of opset 13 or later too.
+  auto onnx_opset = graph->opset_imports.find("");
+  if (onnx_opset != graph->opset_imports.end() && onnx_opset->second < 13)
+    fail(ErrorKind::unsupported, "grad: the model imports ai.onnx opset ", onnx_opset->second,
+         "; the backward graph is written in opset 13 or later (export or convert the model at opset 13+)");
   set_input_shapes(*graph, options.shapes);
   std::vector<std::string> wrt;
   if (options.wrt == "initializers") {
