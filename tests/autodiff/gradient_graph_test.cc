@@ -6,6 +6,7 @@
 
 #include "gradient_check.h"
 #include "graft/ir/verify.h"
+#include "graft/passes/pass.h"
 
 namespace graft::testing::autodiff_check {
 namespace {
@@ -128,6 +129,35 @@ TEST(GradientGraph, TheLossMustBeAScalarAndNamesMustExist) {
 TEST(GradientGraph, TrainableInitializersAreTheFloatWeightsTheLossReads) {
   auto g = small_model();
   EXPECT_EQ(autodiff::trainable_initializers(*g, "loss"), (std::vector<std::string>{"W"}));
+}
+
+TEST(GradientGraph, FusionKeepsForwardAndBackwardNodesApart) {
+  // Tanh -> Sigmoid -> Mul chains forward; their gradients are chains of Mul,
+  // Sub and Where backward, reading the forward values.
+  auto g = std::make_unique<ir::Graph>();
+  g->opset_imports[""] = 17;
+  Value x = g->add_input("x", ir::ValueType::of(DType::float32, {4, 8}))->output(0);
+  Value w = g->add_constant("w", random_tensor({8}, 1))->output(0);
+  Value h = node(*g, OpId::Sigmoid, {node(*g, OpId::Tanh, {node(*g, OpId::Mul, {x, w})})});
+  Value r = node(*g, OpId::Relu, {node(*g, OpId::Sub, {h, node(*g, OpId::Exp, {x})})});
+  g->add_output(node(*g, OpId::ReduceMean, {r}, {{"keepdims", int64_t{0}}}), "loss");
+  std::unique_ptr<ir::Graph> fused = autodiff::gradient(*g, "loss", {"w"});
+  passes::PassContext context;
+  context.verify_after_each = true;
+  passes::run_pipeline(fused, {"infer", "fuse-pointwise"}, context);
+  size_t forward = 0, backward = 0;
+  for (const auto& n : fused->nodes()) {
+    if (n->op() != OpId::FusedPointwise) continue;
+    (n->is_backward ? backward : forward) += 1;
+    for (const auto& member : n->subgraph->nodes())
+      if (member->op() != OpId::Input && member->op() != OpId::Constant)
+        EXPECT_EQ(member->is_backward, n->is_backward) << member->describe() << " in " << n->describe();
+  }
+  EXPECT_GE(forward, 1u);
+  EXPECT_GE(backward, 1u);
+  auto want = run_graph(*autodiff::gradient(*g, "loss", {"w"}), {random_tensor({4, 8}, 2)});
+  auto got = run_graph(*fused, {random_tensor({4, 8}, 2)});
+  for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i], 1e-5, 1e-6);
 }
 
 TEST(GradientGraph, RunsThroughASessionWithTheDefaultBackendsAndFusion) {
