@@ -207,7 +207,10 @@ std::unique_ptr<ir::Graph> gradient(const ir::Graph& graph, std::string loss, st
          loss_type.to_string());
 
   std::vector<ir::Value> wrt_values;
+  std::unordered_set<std::string> seen_names;
   for (const std::string& name : wrt) {
+    if (!seen_names.insert(name).second)
+      fail(ErrorKind::invalid_argument, "gradient: '", name, "' is named twice in wrt");
     ir::Value v = find_value(*g, name);
     if (!v || (v.node->op() != ir::OpId::Constant && v.node->op() != ir::OpId::Input))
       fail(ErrorKind::invalid_argument, "gradient: '", name, "' is not an initializer or an input of the graph");

@@ -123,7 +123,8 @@ TEST(GradientGraph, TheLossMustBeAScalarAndNamesMustExist) {
   };
   expect_error("tanh", {"W"}, "must be a floating-point scalar, but it is float32[2,3]");
   expect_error("nothing", {"W"}, "no value named 'nothing'");
-  expect_error("loss", {"mul:0"}, "is not an initializer or an input");
+  expect_error("loss", {"mul"}, "is not an initializer or an input");
+  expect_error("loss", {"W", "W"}, "'W' is named twice");
 }
 
 TEST(GradientGraph, TrainableInitializersAreTheFloatWeightsTheLossReads) {

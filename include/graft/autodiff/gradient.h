@@ -23,10 +23,13 @@ namespace graft::autodiff {
 /// on no path from a `wrt` value to the loss get no gradient, and a `wrt`
 /// value no gradient reaches (the loss does not depend on it, or only through
 /// inputs that are not differentiable, such as class weights) gets zeros.
-/// Forward values the result does not need are dropped. Throws invalid_argument when the loss or a wrt
-/// name is unknown, the loss is not a scalar (one element), or a wrt value is
-/// not floating point; unsupported when an op on a needed path has no
-/// gradient builder, naming the op and the path from the loss to it.
+/// Forward values the result does not need are dropped; integer shape
+/// computations (Shape -> ... -> Reshape) are folded into constants first.
+/// Throws invalid_argument when the loss or a wrt name is unknown or
+/// repeated, the loss is not a scalar (one element), or a wrt value is not
+/// floating point; unsupported when an op on a needed path has no gradient
+/// builder, naming the op and the path from the loss to it, or when a builder
+/// needs a shape that is not known.
 std::unique_ptr<ir::Graph> gradient(const ir::Graph& graph, std::string loss, std::vector<std::string> wrt);
 
 /// The names of the floating-point initializers the value named `loss`
