@@ -2,7 +2,8 @@
 //
 // The forward graph is cloned, its types inferred and its integer shape
 // computations folded into constants (exporters compute Reshape targets
-// from Shape at run time; builders need the shapes). Two sweeps over the
+// from Shape at run time; builders need the shapes), and its LSTM and GRU
+// nodes unrolled over time into standard ops (lower_recurrent.cc). Two sweeps over the
 // topological order mark what matters: forward, the values that depend on a
 // `wrt` value (floating point only: an integer or boolean value carries no
 // gradient); backward from the loss, the nodes the loss depends on. A node in
@@ -28,6 +29,7 @@
 #include "graft/ops/gradient.h"
 #include "graft/ops/op_context.h"
 #include "graft/ops/type_inference.h"
+#include "lower_recurrent.h"
 
 namespace graft::autodiff {
 namespace {
@@ -197,6 +199,7 @@ std::unique_ptr<ir::Graph> gradient(const ir::Graph& graph, std::string loss, st
   std::unique_ptr<ir::Graph> g = graph.clone();
   ops::infer_types(*g);
   fold_shape_computations(*g);
+  lower_recurrent_nodes(*g);
 
   ir::Value loss_value = find_value(*g, loss);
   if (!loss_value) fail(ErrorKind::invalid_argument, "gradient: no value named '", loss, "' in the graph");

@@ -105,6 +105,35 @@ TEST(NormalizationGradient, DropoutInInferenceModeIsTheIdentity) {
   });
 }
 
+TEST(RecurrentGradient, LstmAndGruUnrolledEveryDirection) {
+  // seq 3, batch 2, input 3, hidden 2; the loss reads Y and Y_h (and Y_c).
+  for (OpId op : {OpId::LSTM, OpId::GRU})
+    for (std::string direction : {"forward", "reverse", "bidirectional"})
+      for (int64_t linear_before_reset : {0, 1}) {
+        if (op == OpId::LSTM && linear_before_reset) continue;
+        const int64_t dirs = direction == "bidirectional" ? 2 : 1, gates = op == OpId::LSTM ? 4 : 3, hidden = 2;
+        std::vector<InputSpec> inputs = {{{3, 2, 3}},
+                                         {{dirs, gates * hidden, 3}},
+                                         {{dirs, gates * hidden, hidden}},
+                                         {{dirs, 2 * gates * hidden}},
+                                         {{dirs, 2, hidden}}};
+        if (op == OpId::LSTM) inputs.push_back({{dirs, 2, hidden}});
+        check_gradients(std::string(ir::op_name(op)) + " " + direction +
+                            " linear_before_reset=" + std::to_string(linear_before_reset),
+                        inputs, [&](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+                          std::vector<Value> in{x[0], x[1], x[2], x[3], Value{}, x[4]};
+                          if (op == OpId::LSTM) in.push_back(x[5]);
+                          ir::Node* n = g.add_node(op, in, op == OpId::LSTM ? 3 : 2);
+                          n->attributes.set("hidden_size", hidden);
+                          n->attributes.set("direction", direction);
+                          if (op == OpId::GRU) n->attributes.set("linear_before_reset", linear_before_reset);
+                          std::vector<Value> out{n->output(0), n->output(1)};
+                          if (op == OpId::LSTM) out.push_back(n->output(2));
+                          return out;
+                        });
+      }
+}
+
 TEST(NetworkGradient, AConvolutionalClassifier) {
   // Conv -> BatchNormalization (training) -> Relu -> MaxPool -> Flatten -> Gemm -> SoftmaxCrossEntropyLoss.
   check_gradients(

@@ -103,6 +103,21 @@ class BertEncoder(nn.Module):
         return F.cross_entropy(self.classifier(h[:, 0]), target)
 
 
+class Recurrent(nn.Module):
+    """A two-layer recurrent net (GRU or LSTM; the second layer
+    bidirectional) classifying each sequence by its last step."""
+
+    def __init__(self, cell):
+        super().__init__()
+        self.first = cell(5, 8)
+        self.second = cell(8, 6, bidirectional=True)
+        self.classifier = nn.Linear(12, 4)
+
+    def forward(self, x, target):
+        h, _ = self.second(self.first(x)[0])
+        return F.cross_entropy(self.classifier(h[-1]), target)
+
+
 def make_mlp():
     return Mlp(), torch.randn(8, 10), torch.randint(0, 5, (8,))
 
@@ -117,6 +132,14 @@ def make_transformer():
 
 def make_bert():
     return BertEncoder(), torch.randint(0, 20, (3, 6)), torch.randint(0, 3, (3,))
+
+
+def make_gru():
+    return Recurrent(nn.GRU), torch.randn(7, 3, 5), torch.randint(0, 4, (3,))
+
+
+def make_lstm():
+    return Recurrent(nn.LSTM), torch.randn(7, 3, 5), torch.randint(0, 4, (3,))
 
 
 def make_resnet18():
@@ -150,6 +173,7 @@ def with_loss(make):
 
 
 MODELS = {"mlp": make_mlp, "cnn": make_cnn, "transformer": make_transformer, "bert": make_bert,
+          "gru": make_gru, "lstm": make_lstm,
           "resnet18": with_loss(make_resnet18), "mobilenet_v2": with_loss(make_mobilenet_v2)}
 
 
