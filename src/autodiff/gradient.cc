@@ -2,8 +2,8 @@
 //
 // The forward graph is cloned, its types inferred and its integer shape
 // computations folded into constants (exporters compute Reshape targets
-// from Shape at run time; builders need the shapes), and its LSTM and GRU
-// nodes unrolled over time into standard ops (lower_recurrent.cc). Two sweeps over the
+// from Shape at run time; builders need the shapes), and its RNN, LSTM and
+// GRU nodes unrolled over time into standard ops (lower_recurrent.cc). Two sweeps over the
 // topological order mark what matters: forward, the values that depend on a
 // `wrt` value (floating point only: an integer or boolean value carries no
 // gradient); backward from the loss, the nodes the loss depends on. A node in

@@ -1,8 +1,9 @@
-// LSTM and GRU unrolled over time in standard ops (ONNX formulas, gates in
-// ONNX order: LSTM i, o, f, c; GRU z, r, h). Per direction d, with W_d, R_d
+// RNN, LSTM and GRU unrolled over time in standard ops (ONNX formulas, gates
+// in ONNX order: LSTM i, o, f, c; GRU z, r, h). Per direction d, with W_d, R_d
 // transposed once and the two biases summed (GRU keeps R's h bias apart when
 // linear_before_reset is set), each step t (reversed for the reverse
 // direction) reads X[t] and the previous state:
+//   RNN:  H = tanh(X[t] W^T + H R^T + b).
 //   LSTM: [i o f c] = X[t] W^T + H R^T + b; C = f C + i c'; H = o tanh(C)
 //         with sigmoid for i, o, f and tanh for c'.
 //   GRU:  [z r] = sigmoid(X[t] W_zr^T + H R_zr^T + b_zr);
@@ -69,7 +70,7 @@ bool has(const ir::Node& n, size_t i) { return i < n.inputs.size() && n.inputs[i
 
 /// The outputs of `n` unrolled, or empty when its form is not the common one.
 std::vector<ir::Value> unroll(ir::Graph& graph, ir::Node& n) {
-  const bool lstm = n.op() == LSTM;
+  const bool lstm = n.op() == LSTM, rnn = n.op() == RNN;
   const ir::Attributes& a = n.attributes;
   if (a.get_int("layout", 0) != 0 || a.has("clip") || a.has("activations") || has(n, 4) || (lstm && has(n, 7)) ||
       (lstm && a.get_int("input_forget", 0) != 0))
@@ -79,7 +80,7 @@ std::vector<ir::Value> unroll(ir::Graph& graph, ir::Node& n) {
   if (!x_shape || !w_shape || x_shape->size() != 3 || w_shape->size() != 3) return {};
   const std::string direction = a.get_string("direction", "forward");
   const int64_t directions = direction == "bidirectional" ? 2 : 1;
-  const int64_t gates = lstm ? 4 : 3;
+  const int64_t gates = lstm ? 4 : rnn ? 1 : 3;
   const int64_t hidden = (*w_shape)[1] / gates, seq = (*x_shape)[0], batch = (*x_shape)[1];
   const DType dtype = graph.type_of(n.inputs[0]).dtype;
   const bool linear_before_reset = !lstm && a.get_int("linear_before_reset", 0) != 0;
@@ -107,13 +108,16 @@ std::vector<ir::Value> unroll(ir::Graph& graph, ir::Node& n) {
     }());
     // GRU: the z, r rows and the h rows of R apart (h multiplies r H).
     ir::Value rt_all = w.add(Transpose, {rd});
-    ir::Value rt_zr = lstm ? rt_all : w.slice_last(rt_all, 0, 2 * hidden);
-    ir::Value rt_h = lstm ? ir::Value{} : w.slice_last(rt_all, 2 * hidden, hidden);
+    const bool gru = !lstm && !rnn;
+    ir::Value rt_zr = gru ? w.slice_last(rt_all, 0, 2 * hidden) : rt_all;
+    ir::Value rt_h = gru ? w.slice_last(rt_all, 2 * hidden, hidden) : ir::Value{};
     std::vector<ir::Value> steps(static_cast<size_t>(seq));
     for (int64_t s = 0; s < seq; ++s) {
       const int64_t t = reverse ? seq - 1 - s : s;
       ir::Value xw = w.add(Add, {w.add(MatMul, {w.add(Gather, {n.inputs[0], w.index(t)}), wt}), wb});
-      if (lstm) {
+      if (rnn) {
+        h = w.add(Tanh, {w.add(Add, {w.add(Add, {xw, w.add(MatMul, {h, rt_all})}), rb})});
+      } else if (lstm) {
         ir::Value pre = w.add(Add, {w.add(Add, {xw, w.add(MatMul, {h, rt_all})}), rb});
         std::vector<ir::Value> g = w.split(pre, 4, hidden);
         ir::Value i = w.add(Sigmoid, {g[0]}), o = w.add(Sigmoid, {g[1]}), f = w.add(Sigmoid, {g[2]});
@@ -152,7 +156,7 @@ std::vector<ir::Value> unroll(ir::Graph& graph, ir::Node& n) {
 void lower_recurrent_nodes(ir::Graph& graph) {
   std::vector<ir::Node*> recurrent;
   for (const auto& n : graph.nodes())
-    if ((n->op() == LSTM || n->op() == GRU) && n->inputs.size() >= 3 && n->inputs[0] &&
+    if ((n->op() == LSTM || n->op() == GRU || n->op() == RNN) && n->inputs.size() >= 3 && n->inputs[0] &&
         dtype_is_float(graph.type_of(n->inputs[0]).dtype))
       recurrent.push_back(n.get());
   for (ir::Node* n : recurrent) {

@@ -5,7 +5,7 @@
 
 namespace graft::autodiff {
 
-/// Replaces each LSTM and GRU node of `graph` whose shapes are known and
+/// Replaces each RNN, LSTM and GRU node of `graph` whose shapes are known and
 /// whose form is the common one (layout 0, default activations, no clip, no
 /// sequence_lens, no peepholes) by the same computation unrolled over time in
 /// standard ops (Gather, MatMul, Add, Split, Sigmoid, Tanh, Mul, Concat), so

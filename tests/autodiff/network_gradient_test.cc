@@ -105,13 +105,14 @@ TEST(NormalizationGradient, DropoutInInferenceModeIsTheIdentity) {
   });
 }
 
-TEST(RecurrentGradient, LstmAndGruUnrolledEveryDirection) {
+TEST(RecurrentGradient, LstmGruAndRnnUnrolledEveryDirection) {
   // seq 3, batch 2, input 3, hidden 2; the loss reads Y and Y_h (and Y_c).
-  for (OpId op : {OpId::LSTM, OpId::GRU})
+  for (OpId op : {OpId::LSTM, OpId::GRU, OpId::RNN})
     for (std::string direction : {"forward", "reverse", "bidirectional"})
       for (int64_t linear_before_reset : {0, 1}) {
-        if (op == OpId::LSTM && linear_before_reset) continue;
-        const int64_t dirs = direction == "bidirectional" ? 2 : 1, gates = op == OpId::LSTM ? 4 : 3, hidden = 2;
+        if (op != OpId::GRU && linear_before_reset) continue;
+        const int64_t dirs = direction == "bidirectional" ? 2 : 1, hidden = 2;
+        const int64_t gates = op == OpId::LSTM ? 4 : op == OpId::GRU ? 3 : 1;
         std::vector<InputSpec> inputs = {{{3, 2, 3}},
                                          {{dirs, gates * hidden, 3}},
                                          {{dirs, gates * hidden, hidden}},
