@@ -74,10 +74,16 @@ class Exporter {
         t->set_name(name_of(n.output(0)));
         continue;
       }
-      if (!s.domain.empty())
+      // graft's backward ops (autodiff) are plain nodes of domain "graft"; its
+      // subgraph and device-copy nodes have no ONNX form.
+      const bool exportable_graft_op = s.domain == "graft" && !n.subgraph && s.id != ir::OpId::Subgraph &&
+                                       s.id != ir::OpId::FusedPointwise && s.id != ir::OpId::CopyToDevice &&
+                                       s.id != ir::OpId::CopyToHost;
+      if (!s.domain.empty() && !exportable_graft_op)
         fail(ErrorKind::unsupported, n.describe(), ": graft-domain ops have no ONNX form; export before partitioning");
       auto* np = gp.add_node();
       np->set_op_type(std::string(s.name));
+      if (!s.domain.empty()) np->set_domain(std::string(s.domain));
       np->set_name(n.name);
       size_t declared = n.inputs.size() - static_cast<size_t>(n.num_captured_inputs);
       for (size_t i = 0; i < declared; ++i) np->add_input(n.inputs[i] ? name_of(n.inputs[i]) : std::string());

@@ -91,6 +91,17 @@ bool register_op_pointwise(OpId id, const ops::PointwiseExpression* expression) 
   op.pointwise = expression;
   return true;
 }
+
+bool register_op_gradient(OpId id, GradientFn builder) {
+  OpSchema& op = table()[op_index(id)];
+  if (op.gradient) {
+    std::fprintf(stderr, "graft: op %.*s has two gradient builders\n", static_cast<int>(op.name.size()),
+                 op.name.data());
+    std::abort();
+  }
+  op.gradient = builder;
+  return true;
+}
 }  // namespace detail
 
 }  // namespace graft::ir

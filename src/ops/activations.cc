@@ -8,6 +8,7 @@
 #include <numbers>
 
 #include "elementwise_kernels.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/pointwise_expression.h"
 
 namespace graft::ops {
@@ -446,5 +447,138 @@ GRAFT_REGISTER_POINTWISE(Shrink, kShrinkExpression);
 GRAFT_REGISTER_POINTWISE(Gelu, kGeluExpression);
 GRAFT_REGISTER_POINTWISE(Swish, kSwishExpression);
 GRAFT_REGISTER_POINTWISE(PRelu, kPReluExpression);
+
+// Gradient builders (graft/ops/gradient.h): dx = dy * f'(x).
+namespace {
+
+using enum ir::OpId;
+
+ir::Value constant(GradientContext& g, double value) { return g.scalar(value, g.output_type(0).dtype); }
+
+void set_dx(GradientContext& g, ir::Value derivative) {
+  g.set_input_gradient(0, g.add(Mul, {g.output_gradient(0), derivative}));
+}
+
+/// dy where x > threshold, else dy * below (0 when `below` is null).
+void set_dx_above(GradientContext& g, double threshold, ir::Value below_derivative) {
+  ir::Value dy = g.output_gradient(0);
+  ir::Value mask = g.add(Greater, {g.input(0), constant(g, threshold)});
+  ir::Value below = below_derivative ? g.add(Mul, {dy, below_derivative}) : constant(g, 0);
+  g.set_input_gradient(0, g.add(Where, {mask, dy, below}));
+}
+
+void relu_gradient(GradientContext& g) { set_dx_above(g, 0, {}); }
+void leaky_relu_gradient(GradientContext& g) { set_dx_above(g, 0, constant(g, g.attrs().get_float("alpha", 0.01f))); }
+void thresholded_relu_gradient(GradientContext& g) { set_dx_above(g, g.attrs().get_float("alpha", 1.0f), {}); }
+// x <= 0: y = alpha (e^x - 1), so y' = y + alpha.
+void elu_gradient(GradientContext& g) {
+  set_dx_above(g, 0, g.add(Add, {g.output(0), constant(g, g.attrs().get_float("alpha", 1.0f))}));
+}
+// x <= 0: y = gamma alpha (e^x - 1), y' = y + gamma alpha; x > 0: gamma.
+void selu_gradient(GradientContext& g) {
+  const double alpha = g.attrs().get_float("alpha", 1.67326319217681884765625f);
+  const double gamma = g.attrs().get_float("gamma", 1.05070102214813232421875f);
+  ir::Value mask = g.add(Greater, {g.input(0), constant(g, 0)});
+  ir::Value derivative =
+      g.add(Where, {mask, constant(g, gamma), g.add(Add, {g.output(0), constant(g, gamma * alpha)})});
+  set_dx(g, derivative);
+}
+// x <= 0: y = alpha (e^(x/alpha) - 1), y' = y / alpha + 1.
+void celu_gradient(GradientContext& g) {
+  const double alpha = g.attrs().get_float("alpha", 1.0f);
+  set_dx_above(g, 0, g.add(Add, {g.add(Div, {g.output(0), constant(g, alpha)}), constant(g, 1)}));
+}
+// sigma' = y (1 - y).
+void sigmoid_gradient(GradientContext& g) {
+  set_dx(g, g.add(Mul, {g.output(0), g.add(Sub, {constant(g, 1), g.output(0)})}));
+}
+void softplus_gradient(GradientContext& g) { set_dx(g, g.add(Sigmoid, {g.input(0)})); }
+// x / (1 + |x|): 1 / (1 + |x|)^2.
+void softsign_gradient(GradientContext& g) {
+  ir::Value d = g.add(Add, {constant(g, 1), g.add(Abs, {g.input(0)})});
+  g.set_input_gradient(0, g.add(Div, {g.output_gradient(0), g.add(Mul, {d, d})}));
+}
+// x tanh(softplus(x)): t + x sigma(x) (1 - t^2).
+void mish_gradient(GradientContext& g) {
+  ir::Value x = g.input(0);
+  ir::Value t = g.add(Tanh, {g.add(Softplus, {x})});
+  ir::Value one_minus_t2 = g.add(Sub, {constant(g, 1), g.add(Mul, {t, t})});
+  set_dx(g, g.add(Add, {t, g.add(Mul, {g.add(Mul, {x, g.add(Sigmoid, {x})}), one_minus_t2})}));
+}
+// x sigma(a x): s + a x s (1 - s).
+void swish_gradient(GradientContext& g) {
+  ir::Value x = g.input(0);
+  ir::Value a = constant(g, g.attrs().get_float("alpha", 1.0f));
+  ir::Value s = g.add(Sigmoid, {g.add(Mul, {a, x})});
+  ir::Value rest = g.add(Mul, {g.add(Mul, {a, x}), g.add(Mul, {s, g.add(Sub, {constant(g, 1), s})})});
+  set_dx(g, g.add(Add, {s, rest}));
+}
+// clamp(alpha x + beta, 0, 1): alpha inside (0, 1), else 0.
+void hard_sigmoid_gradient(GradientContext& g) {
+  const double alpha = g.attrs().get_float("alpha", 0.2f);
+  const double beta = g.attrs().get_float("beta", 0.5f);
+  ir::Value z = g.add(Add, {g.add(Mul, {g.input(0), constant(g, alpha)}), constant(g, beta)});
+  ir::Value inside = g.add(And, {g.add(Greater, {z, constant(g, 0)}), g.add(Less, {z, constant(g, 1)})});
+  g.set_input_gradient(0,
+                       g.add(Where, {inside, g.add(Mul, {g.output_gradient(0), constant(g, alpha)}), constant(g, 0)}));
+}
+// x clamp(x/6 + 1/2, 0, 1): 0 below -3, 1 above 3, (2x + 3) / 6 between.
+void hard_swish_gradient(GradientContext& g) {
+  ir::Value x = g.input(0);
+  ir::Value middle = g.add(Div, {g.add(Add, {g.add(Mul, {x, constant(g, 2)}), constant(g, 3)}), constant(g, 6)});
+  ir::Value upper = g.add(Where, {g.add(Greater, {x, constant(g, 3)}), constant(g, 1), middle});
+  set_dx(g, g.add(Where, {g.add(Less, {x, constant(g, -3)}), constant(g, 0), upper}));
+}
+// Exact: Phi(x) + x phi(x). Tanh form: with u = c (x + k x^3), t = tanh(u):
+// 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 k x^2).
+void gelu_gradient(GradientContext& g) {
+  ir::Value x = g.input(0);
+  ir::Value x2 = g.add(Mul, {x, x});
+  ir::Value derivative;
+  if (g.attrs().get_string("approximate", "none") == "tanh") {
+    const double c = std::sqrt(2.0 / std::numbers::pi), k = 0.044715;
+    ir::Value u = g.add(Mul, {constant(g, c), g.add(Add, {x, g.add(Mul, {constant(g, k), g.add(Mul, {x2, x})})})});
+    ir::Value t = g.add(Tanh, {u});
+    ir::Value left = g.add(Mul, {constant(g, 0.5), g.add(Add, {constant(g, 1), t})});
+    ir::Value du = g.add(Mul, {constant(g, c), g.add(Add, {constant(g, 1), g.add(Mul, {constant(g, 3 * k), x2})})});
+    ir::Value right = g.add(
+        Mul, {g.add(Mul, {constant(g, 0.5), x}), g.add(Mul, {g.add(Sub, {constant(g, 1), g.add(Mul, {t, t})}), du})});
+    derivative = g.add(Add, {left, right});
+  } else {
+    ir::Value cdf = g.add(
+        Mul,
+        {constant(g, 0.5), g.add(Add, {constant(g, 1), g.add(Erf, {g.add(Mul, {x, constant(g, std::sqrt(0.5))})})})});
+    ir::Value pdf = g.add(
+        Mul, {constant(g, 1.0 / std::sqrt(2 * std::numbers::pi)), g.add(Exp, {g.add(Mul, {x2, constant(g, -0.5)})})});
+    derivative = g.add(Add, {cdf, g.add(Mul, {x, pdf})});
+  }
+  set_dx(g, derivative);
+}
+// PRelu(x, slope): dx = dy where x > 0 else dy slope; dslope = dy x where x <= 0.
+void prelu_gradient(GradientContext& g) {
+  ir::Value dy = g.output_gradient(0);
+  ir::Value mask = g.add(Greater, {g.input(0), constant(g, 0)});
+  if (g.needs_input_gradient(0)) g.set_input_gradient(0, g.add(Where, {mask, dy, g.add(Mul, {dy, g.input(1)})}));
+  if (g.needs_input_gradient(1))
+    g.set_input_gradient(1, g.add(Where, {mask, constant(g, 0), g.add(Mul, {dy, g.input(0)})}));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(Relu, relu_gradient);
+GRAFT_REGISTER_GRADIENT(LeakyRelu, leaky_relu_gradient);
+GRAFT_REGISTER_GRADIENT(ThresholdedRelu, thresholded_relu_gradient);
+GRAFT_REGISTER_GRADIENT(Elu, elu_gradient);
+GRAFT_REGISTER_GRADIENT(Selu, selu_gradient);
+GRAFT_REGISTER_GRADIENT(Celu, celu_gradient);
+GRAFT_REGISTER_GRADIENT(Sigmoid, sigmoid_gradient);
+GRAFT_REGISTER_GRADIENT(Softplus, softplus_gradient);
+GRAFT_REGISTER_GRADIENT(Softsign, softsign_gradient);
+GRAFT_REGISTER_GRADIENT(Mish, mish_gradient);
+GRAFT_REGISTER_GRADIENT(Swish, swish_gradient);
+GRAFT_REGISTER_GRADIENT(HardSigmoid, hard_sigmoid_gradient);
+GRAFT_REGISTER_GRADIENT(HardSwish, hard_swish_gradient);
+GRAFT_REGISTER_GRADIENT(Gelu, gelu_gradient);
+GRAFT_REGISTER_GRADIENT(PRelu, prelu_gradient);
 
 }  // namespace graft::ops

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "graft/core/parallel.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/infer_util.h"
 #include "graft/ops/op_context.h"
 #include "math_common.h"
@@ -132,5 +133,111 @@ void batch_norm_kernel(KernelContext& ctx) {
 }  // namespace
 
 GRAFT_REGISTER_OP("", "BatchNormalization", infer_batch_norm, batch_norm_kernel);
+
+// Backward op and gradient builder (graft/ops/gradient.h). Training mode:
+// graft.BatchNormalizationGrad(d_y, x, scale) -> d_x, d_scale, d_bias with the
+// forward's epsilon, over the batch statistics; per channel, over its M
+// elements, with x^ the normalized input:
+//   d_bias = sum d_y, d_scale = sum d_y x^,
+//   d_x = scale / sqrt(var + epsilon) (d_y - d_bias / M - x^ d_scale / M).
+// Inference mode uses the given mean and variance, in standard ops. The
+// running statistics get no gradient.
+namespace {
+
+void infer_batch_norm_grad(InferContext& ctx) {
+  ctx.set_output(0, ctx.input_type(1));
+  for (size_t i = 1; i < ctx.num_outputs(); ++i) ctx.set_output(i, ctx.input_type(2));
+}
+
+void batch_norm_grad_kernel(KernelContext& ctx) {
+  const Tensor& dy = ctx.input(0);
+  const Tensor& x = ctx.input(1);
+  const Tensor& scale = ctx.input(2);
+  if (x.rank() < 2) ctx.fail("X must have rank >= 2, got ", x.type_string());
+  if (dy.shape() != x.shape()) ctx.fail("d_y ", dy.type_string(), " must have X's shape ", x.type_string());
+  const int64_t n = x.dim(0), channels = x.dim(1);
+  if (scale.numel() != channels) ctx.fail("scale ", scale.type_string(), " must have one value per channel");
+  const int64_t plane = n * channels == 0 ? 0 : x.numel() / (n * channels);
+  const double epsilon = ctx.attrs().get_float("epsilon", 1e-5f);
+  visit_float_dtype(x.dtype(), ctx.node().describe(), [&]<typename T>() {
+    using W = double;
+    const std::vector<W> xs = tensor_to_vector<W>(x), dys = tensor_to_vector<W>(dy), s = tensor_to_vector<W>(scale);
+    std::vector<W> dx(xs.size()), dscale(static_cast<size_t>(channels)), dbias(static_cast<size_t>(channels));
+    const W m = static_cast<W>(n * plane);
+    parallel_for(channels, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t c = begin; c < end; ++c) {
+        auto at = [&](int64_t b, int64_t i) { return static_cast<size_t>((b * channels + c) * plane + i); };
+        W mean = 0, var = 0;
+        for (int64_t b = 0; b < n; ++b)
+          for (int64_t i = 0; i < plane; ++i) mean += xs[at(b, i)];
+        mean /= m;
+        for (int64_t b = 0; b < n; ++b)
+          for (int64_t i = 0; i < plane; ++i) var += (xs[at(b, i)] - mean) * (xs[at(b, i)] - mean);
+        var /= m;
+        const W inv = 1 / std::sqrt(var + epsilon);
+        W sum_dy = 0, sum_dy_xhat = 0;
+        for (int64_t b = 0; b < n; ++b)
+          for (int64_t i = 0; i < plane; ++i) {
+            sum_dy += dys[at(b, i)];
+            sum_dy_xhat += dys[at(b, i)] * (xs[at(b, i)] - mean) * inv;
+          }
+        dbias[static_cast<size_t>(c)] = sum_dy;
+        dscale[static_cast<size_t>(c)] = sum_dy_xhat;
+        const W k = s[static_cast<size_t>(c)] * inv;
+        for (int64_t b = 0; b < n; ++b)
+          for (int64_t i = 0; i < plane; ++i) {
+            const W xhat = (xs[at(b, i)] - mean) * inv;
+            dx[at(b, i)] = k * (dys[at(b, i)] - sum_dy / m - xhat * sum_dy_xhat / m);
+          }
+      }
+    });
+    auto store = [&](size_t i, const std::vector<W>& values, const Shape& shape) {
+      if (i >= ctx.num_outputs()) return;
+      T* o = ctx.allocate_output(i, x.dtype(), shape).template data<T>();
+      for (size_t k = 0; k < values.size(); ++k) o[k] = static_cast<T>(values[k]);
+    };
+    store(0, dx, x.shape());
+    store(1, dscale, scale.shape());
+    store(2, dbias, scale.shape());
+  });
+}
+
+void batch_norm_gradient(GradientContext& g) {
+  using enum ir::OpId;
+  for (size_t k = 1; k < g.num_outputs(); ++k)
+    if (g.output_gradient(k)) g.unsupported("a gradient through the running statistics");
+  if (g.node().opset_version > 0 && g.node().opset_version < 9 && g.attrs().get_int("spatial", 1) == 0)
+    g.unsupported("spatial = 0");
+  const float epsilon = g.attrs().get_float("epsilon", 1e-5f);
+  ir::Value dy = g.output_gradient(0), x = g.input(0);
+  if (is_training(g.node(), g.attrs(), g.num_outputs())) {
+    ir::Node* grad = g.add_node(BatchNormalizationGrad, {dy, x, g.input(1)}, 3, {{"epsilon", epsilon}});
+    g.set_input_gradient(0, grad->output(0));
+    if (g.needs_input_gradient(1)) g.set_input_gradient(1, grad->output(1));
+    if (g.needs_input_gradient(2)) g.set_input_gradient(2, grad->output(2));
+    return;
+  }
+  const ir::ValueType& xt = g.input_type(0);
+  if (!xt.has_rank) g.unsupported("the input's rank is not known");
+  const DType dtype = xt.dtype;
+  std::vector<int64_t> per_channel_shape(xt.dims.size() - 1, 1), axes{0};
+  per_channel_shape[0] = -1;
+  for (size_t d = 2; d < xt.dims.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+  ir::Value shape = g.int64s(per_channel_shape);
+  ir::Value inv = g.add(Reciprocal, {g.add(Sqrt, {g.add(Add, {g.input(4), g.scalar(epsilon, dtype)})})});
+  if (g.needs_input_gradient(0))
+    g.set_input_gradient(0, g.add(Mul, {dy, g.add(Reshape, {g.add(Mul, {g.input(1), inv}), shape})}));
+  if (g.needs_input_gradient(1)) {
+    ir::Value xhat = g.add(Mul, {g.add(Sub, {x, g.add(Reshape, {g.input(3), shape})}), g.add(Reshape, {inv, shape})});
+    g.set_input_gradient(1, g.add(ReduceSum, {g.add(Mul, {dy, xhat}), g.int64s(axes)}, {{"keepdims", int64_t{0}}}));
+  }
+  if (g.needs_input_gradient(2))
+    g.set_input_gradient(2, g.add(ReduceSum, {dy, g.int64s(axes)}, {{"keepdims", int64_t{0}}}));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_OP("graft", "BatchNormalizationGrad", infer_batch_norm_grad, batch_norm_grad_kernel);
+GRAFT_REGISTER_GRADIENT(BatchNormalization, batch_norm_gradient);
 
 }  // namespace graft::ops

@@ -15,6 +15,7 @@
 #include <cmath>
 
 #include "elementwise_kernels.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/pointwise_expression.h"
 
 namespace graft::ops {
@@ -230,5 +231,57 @@ GRAFT_REGISTER_POINTWISE(Sub, kSubExpression);
 GRAFT_REGISTER_POINTWISE(Mul, kMulExpression);
 GRAFT_REGISTER_POINTWISE(Div, kDivExpression);
 GRAFT_REGISTER_POINTWISE(Pow, kPowExpression);
+
+// Gradient builders (graft/ops/gradient.h).
+namespace {
+
+void add_gradient(GradientContext& g) {
+  g.set_input_gradient(0, g.output_gradient(0));
+  g.set_input_gradient(1, g.output_gradient(0));
+}
+
+void sub_gradient(GradientContext& g) {
+  g.set_input_gradient(0, g.output_gradient(0));
+  if (g.needs_input_gradient(1)) g.set_input_gradient(1, g.add(ir::OpId::Neg, {g.output_gradient(0)}));
+}
+
+void mul_gradient(GradientContext& g) {
+  using enum ir::OpId;
+  ir::Value dy = g.output_gradient(0);
+  if (g.needs_input_gradient(0)) g.set_input_gradient(0, g.add(Mul, {dy, g.input(1)}));
+  if (g.needs_input_gradient(1)) g.set_input_gradient(1, g.add(Mul, {dy, g.input(0)}));
+}
+
+// y = a / b: da = dy / b, db = -dy * y / b.
+void div_gradient(GradientContext& g) {
+  using enum ir::OpId;
+  ir::Value dy = g.output_gradient(0);
+  if (g.needs_input_gradient(0)) g.set_input_gradient(0, g.add(Div, {dy, g.input(1)}));
+  if (g.needs_input_gradient(1))
+    g.set_input_gradient(1, g.add(Neg, {g.add(Div, {g.add(Mul, {dy, g.output(0)}), g.input(1)})}));
+}
+
+// y = a ^ b: da = dy * b * a^(b-1), db = dy * y * log(a).
+void pow_gradient(GradientContext& g) {
+  using enum ir::OpId;
+  ir::Value dy = g.output_gradient(0);
+  const DType dtype = g.output_type(0).dtype;
+  if (g.needs_input_gradient(0)) {
+    ir::Value b = g.input(1);
+    if (g.input_type(1).dtype != dtype) b = g.add(Cast, {b}, {{"to", static_cast<int64_t>(dtype)}});
+    ir::Value a_pow = g.add(Pow, {g.input(0), g.add(Sub, {b, g.scalar(1, dtype)})});
+    g.set_input_gradient(0, g.add(Mul, {dy, g.add(Mul, {b, a_pow})}));
+  }
+  if (g.needs_input_gradient(1))
+    g.set_input_gradient(1, g.add(Mul, {g.add(Mul, {dy, g.output(0)}), g.add(Log, {g.input(0)})}));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(Add, add_gradient);
+GRAFT_REGISTER_GRADIENT(Sub, sub_gradient);
+GRAFT_REGISTER_GRADIENT(Mul, mul_gradient);
+GRAFT_REGISTER_GRADIENT(Div, div_gradient);
+GRAFT_REGISTER_GRADIENT(Pow, pow_gradient);
 
 }  // namespace graft::ops

@@ -4,6 +4,7 @@
 // float16/bfloat16 rounds to nearest even, anything to bool is `!= 0`. Strings
 // are not stored by graft, so casts from or to string are unsupported.
 #include "elementwise_kernels.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/pointwise_expression.h"
 
 namespace graft::ops {
@@ -91,5 +92,17 @@ GRAFT_REGISTER_OP("", "CastLike", infer_cast_like, cast_like_kernel);
 
 GRAFT_REGISTER_POINTWISE(Cast, kCastExpression);
 GRAFT_REGISTER_POINTWISE(CastLike, kCastLikeExpression);
+
+// Gradient builder (graft/ops/gradient.h): dy cast back to the input's dtype.
+namespace {
+
+void cast_gradient(GradientContext& g) {
+  g.set_input_gradient(
+      0, g.add(ir::OpId::Cast, {g.output_gradient(0)}, {{"to", static_cast<int64_t>(g.input_type(0).dtype)}}));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(Cast, cast_gradient);
 
 }  // namespace graft::ops

@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "elementwise_kernels.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/pointwise_expression.h"
 
 namespace graft::ops {
@@ -107,5 +108,39 @@ constexpr PointwiseExpression kClipExpression{PointwiseInputs::numeric, clip_exp
 GRAFT_REGISTER_OP("", "Clip", infer_clip, clip_kernel);
 
 GRAFT_REGISTER_POINTWISE(Clip, kClipExpression);
+
+// Gradient builder (graft/ops/gradient.h): dy passes where min <= x <= max;
+// a bound input gets dy where it clipped.
+namespace {
+
+void clip_gradient(GradientContext& g) {
+  using enum ir::OpId;
+  ir::Value x = g.input(0), dy = g.output_gradient(0);
+  ir::Value zero = g.scalar(0, g.output_type(0).dtype);
+  const bool attribute_bounds = g.node().opset_version > 0 && g.node().opset_version < 11;
+  ir::Value low = attribute_bounds && g.attrs().has("min")
+                      ? g.scalar(g.attrs().get_float("min"), g.output_type(0).dtype)
+                  : g.has_input(1) ? g.input(1)
+                                   : ir::Value{};
+  ir::Value high = attribute_bounds && g.attrs().has("max")
+                       ? g.scalar(g.attrs().get_float("max"), g.output_type(0).dtype)
+                   : g.has_input(2) ? g.input(2)
+                                    : ir::Value{};
+  ir::Value inside;
+  if (low) inside = g.add(GreaterOrEqual, {x, low});
+  if (high) {
+    ir::Value below_high = g.add(LessOrEqual, {x, high});
+    inside = inside ? g.add(And, {inside, below_high}) : below_high;
+  }
+  g.set_input_gradient(0, inside ? g.add(Where, {inside, dy, zero}) : dy);
+  if (g.needs_input_gradient(1) && !attribute_bounds)
+    g.set_input_gradient(1, g.add(Where, {g.add(Less, {x, low}), dy, zero}));
+  if (g.needs_input_gradient(2) && !attribute_bounds)
+    g.set_input_gradient(2, g.add(Where, {g.add(Greater, {x, high}), dy, zero}));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(Clip, clip_gradient);
 
 }  // namespace graft::ops

@@ -9,6 +9,7 @@
 
 #include "data_movement.h"
 #include "graft/core/parallel.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/infer_util.h"
 
 namespace graft::ops {
@@ -230,5 +231,50 @@ void split_kernel(KernelContext& ctx) {
 
 GRAFT_REGISTER_OP("", "Concat", concat_infer, concat_kernel);
 GRAFT_REGISTER_OP("", "Split", split_infer, split_kernel);
+
+// Gradient builders (graft/ops/gradient.h). Concat: each input's slice of
+// dy. Split: the outputs' gradients concatenated (zeros for outputs without
+// one).
+namespace {
+
+using enum ir::OpId;
+
+void concat_gradient(GradientContext& g) {
+  const ir::ValueType& y = g.output_type(0);
+  if (!y.has_rank) g.unsupported("the output's rank is not known");
+  const int64_t axis =
+      normalize_axis(g.attrs().get_int("axis"), static_cast<int64_t>(y.dims.size()), g.node().describe());
+  int64_t offset = 0;
+  for (size_t i = 0; i < g.num_inputs(); ++i) {
+    const int64_t extent = g.known_dims(g.input(i))[static_cast<size_t>(axis)];
+    if (g.needs_input_gradient(i))
+      g.set_input_gradient(
+          i, g.add(Slice, {g.output_gradient(0), g.int64s({offset}), g.int64s({offset + extent}), g.int64s({axis})}));
+    offset += extent;
+  }
+}
+
+void split_gradient(GradientContext& g) {
+  const ir::ValueType& x = g.input_type(0);
+  if (!x.has_rank) g.unsupported("the input's rank is not known");
+  const int64_t axis =
+      normalize_axis(g.attrs().get_int("axis", 0), static_cast<int64_t>(x.dims.size()), g.node().describe());
+  std::vector<ir::Value> parts;
+  for (size_t k = 0; k < g.num_outputs(); ++k) {
+    ir::Value d = g.output_gradient(k);
+    if (!d) {
+      std::optional<graft::Shape> shape = g.output_type(k).concrete_shape();
+      if (!shape) g.unsupported("the shape of output ", k, " is not known");
+      d = g.constant(Tensor(g.output_type(k).dtype, *shape));
+    }
+    parts.push_back(d);
+  }
+  g.set_input_gradient(0, g.add(Concat, parts, {{"axis", axis}}));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(Concat, concat_gradient);
+GRAFT_REGISTER_GRADIENT(Split, split_gradient);
 
 }  // namespace graft::ops

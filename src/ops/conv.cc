@@ -17,7 +17,9 @@
 
 #include "graft/core/parallel.h"
 #include "graft/ops/conv_util.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/op_context.h"
+#include "math_common.h"
 
 namespace graft::ops {
 namespace {
@@ -166,5 +168,99 @@ void conv_kernel(KernelContext& ctx) {
 }  // namespace
 
 GRAFT_REGISTER_OP("", "Conv", conv_infer, conv_kernel);
+
+// Backward ops and gradient builders (graft/ops/gradient.h), with the
+// forward's attributes: graft.ConvInputGrad(d_y, w, x) -> d_x (x passed for
+// its shape) and graft.ConvWeightGrad(d_y, x, w) -> d_w (w for its shape),
+// direct loops over every tap; the bias gradient is dy summed over N and the
+// spatial axes.
+namespace {
+
+void infer_conv_input_grad(InferContext& ctx) { ctx.set_output(0, ctx.input_type(2)); }
+
+template <bool kWeight>
+void conv_grad_kernel(KernelContext& ctx) {
+  const Tensor& dy = ctx.input(0);
+  const Tensor& x = kWeight ? ctx.input(1) : ctx.input(2);
+  const Tensor& w = kWeight ? ctx.input(2) : ctx.input(1);
+  const conv::ConvProblem p = conv::prepare_conv(ctx, x, w);
+  if (dy.shape() != p.output_shape())
+    ctx.fail("d_y ", dy.type_string(), " does not match the convolution's output ", shape_to_string(p.output_shape()));
+  const Geometry3d& g = p.geometry;
+  visit_float_dtype(x.dtype(), ctx.node().describe(), [&]<typename T>() {
+    using W = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    const std::vector<W> xs = tensor_to_vector<W>(x), ws = tensor_to_vector<W>(w), dys = tensor_to_vector<W>(dy);
+    std::vector<W> out(kWeight ? ws.size() : xs.size(), W(0));
+    const int64_t cg = p.in_channels / p.group, mg = p.out_channels / p.group;
+    // Parallel over output channels (d_w rows are disjoint) or images (d_x).
+    const int64_t jobs = kWeight ? p.out_channels : p.batch;
+    parallel_for(jobs, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t job = begin; job < end; ++job)
+        for (int64_t n = kWeight ? 0 : job; n < (kWeight ? p.batch : job + 1); ++n)
+          for (int64_t m = kWeight ? job : 0; m < (kWeight ? job + 1 : p.out_channels); ++m) {
+            const int64_t group = m / mg;
+            const W* dyp = dys.data() + (n * p.out_channels + m) * g.output_size();
+            for (int64_t c = 0; c < cg; ++c) {
+              const int64_t ic = group * cg + c;
+              const W* xp = xs.data() + (n * p.in_channels + ic) * g.input_size();
+              const W* wp = ws.data() + (m * cg + c) * g.kernel_size();
+              W* dxp = out.data() + (n * p.in_channels + ic) * g.input_size();
+              W* dwp = out.data() + (m * cg + c) * g.kernel_size();
+              for (int64_t kd = 0; kd < g.kernel[0]; ++kd)
+                for (int64_t kh = 0; kh < g.kernel[1]; ++kh)
+                  for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+                    const int64_t k = (kd * g.kernel[1] + kh) * g.kernel[2] + kw;
+                    W acc = 0;
+                    for (int64_t od = 0; od < g.output[0]; ++od) {
+                      const int64_t id = od * g.stride[0] - g.pad_begin[0] + kd * g.dilation[0];
+                      if (id < 0 || id >= g.input[0]) continue;
+                      for (int64_t oh = 0; oh < g.output[1]; ++oh) {
+                        const int64_t ih = oh * g.stride[1] - g.pad_begin[1] + kh * g.dilation[1];
+                        if (ih < 0 || ih >= g.input[1]) continue;
+                        for (int64_t ow = 0; ow < g.output[2]; ++ow) {
+                          const int64_t iw = ow * g.stride[2] - g.pad_begin[2] + kw * g.dilation[2];
+                          if (iw < 0 || iw >= g.input[2]) continue;
+                          const W d = dyp[(od * g.output[1] + oh) * g.output[2] + ow];
+                          const int64_t at = (id * g.input[1] + ih) * g.input[2] + iw;
+                          if constexpr (kWeight)
+                            acc += d * xp[at];
+                          else
+                            dxp[at] += d * wp[k];
+                        }
+                      }
+                    }
+                    if constexpr (kWeight) dwp[k] += acc;
+                  }
+            }
+          }
+    });
+    Tensor& result = ctx.allocate_output(0, x.dtype(), kWeight ? w.shape() : x.shape());
+    T* o = result.data<T>();
+    for (size_t i = 0; i < out.size(); ++i) o[i] = static_cast<T>(out[i]);
+  });
+}
+
+void conv_gradient(GradientContext& g) {
+  std::vector<std::pair<std::string, ir::AttributeValue>> attributes;
+  for (const auto& [key, value] : g.attrs().all()) attributes.emplace_back(key, value);
+  ir::Value dy = g.output_gradient(0);
+  if (g.needs_input_gradient(0))
+    g.set_input_gradient(0, g.add(ir::OpId::ConvInputGrad, {dy, g.input(1), g.input(0)}, attributes));
+  if (g.needs_input_gradient(1))
+    g.set_input_gradient(1, g.add(ir::OpId::ConvWeightGrad, {dy, g.input(0), g.input(1)}, attributes));
+  if (g.needs_input_gradient(2)) {
+    const ir::ValueType& y = g.output_type(0);
+    if (!y.has_rank) g.unsupported("the output's rank is not known");
+    std::vector<int64_t> axes{0};
+    for (size_t d = 2; d < y.dims.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+    g.set_input_gradient(2, g.add(ir::OpId::ReduceSum, {dy, g.int64s(axes)}, {{"keepdims", int64_t{0}}}));
+  }
+}
+
+}  // namespace
+
+GRAFT_REGISTER_OP("graft", "ConvInputGrad", infer_conv_input_grad, conv_grad_kernel<false>);
+GRAFT_REGISTER_OP("graft", "ConvWeightGrad", infer_conv_input_grad, conv_grad_kernel<true>);
+GRAFT_REGISTER_GRADIENT(Conv, conv_gradient);
 
 }  // namespace graft::ops

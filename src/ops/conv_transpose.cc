@@ -21,6 +21,7 @@
 
 #include "graft/core/parallel.h"
 #include "graft/ops/conv_util.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/infer_util.h"
 #include "graft/ops/op_context.h"
 
@@ -249,5 +250,35 @@ void conv_transpose_kernel(KernelContext& ctx) {
 }  // namespace
 
 GRAFT_REGISTER_OP("", "ConvTranspose", conv_transpose_infer, conv_transpose_kernel);
+
+// Gradient builder (graft/ops/gradient.h), explicit pads only (no auto_pad,
+// no output_shape): ConvTranspose is the input gradient of a Conv, so its own
+// input gradient is that Conv, Conv(d_y, w), and its weight gradient is
+// graft.ConvWeightGrad with the roles of d_y and x exchanged; the bias
+// gradient is d_y summed over N and the spatial axes.
+namespace {
+
+void conv_transpose_gradient(GradientContext& g) {
+  if (g.attrs().has("output_shape") || g.attrs().get_string("auto_pad", "NOTSET") != "NOTSET")
+    g.unsupported("output_shape or auto_pad");
+  std::vector<std::pair<std::string, ir::AttributeValue>> attributes;
+  for (const char* key : {"strides", "pads", "dilations", "group", "kernel_shape"})
+    if (g.attrs().has(key)) attributes.emplace_back(key, g.attrs().all().at(key));
+  ir::Value dy = g.output_gradient(0);
+  if (g.needs_input_gradient(0)) g.set_input_gradient(0, g.add(ir::OpId::Conv, {dy, g.input(1)}, attributes));
+  if (g.needs_input_gradient(1))
+    g.set_input_gradient(1, g.add(ir::OpId::ConvWeightGrad, {g.input(0), dy, g.input(1)}, attributes));
+  if (g.needs_input_gradient(2)) {
+    const ir::ValueType& y = g.output_type(0);
+    if (!y.has_rank) g.unsupported("the output's rank is not known");
+    std::vector<int64_t> axes{0};
+    for (size_t d = 2; d < y.dims.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+    g.set_input_gradient(2, g.add(ir::OpId::ReduceSum, {dy, g.int64s(axes)}, {{"keepdims", int64_t{0}}}));
+  }
+}
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(ConvTranspose, conv_transpose_gradient);
 
 }  // namespace graft::ops

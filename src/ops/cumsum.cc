@@ -3,6 +3,7 @@
 // Sums accumulate in the input type (float for float16/bfloat16).
 #include "data_movement.h"
 #include "graft/core/parallel.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/infer_util.h"
 
 namespace graft::ops {
@@ -56,5 +57,20 @@ void cumsum_kernel(KernelContext& ctx) {
 }  // namespace
 
 GRAFT_REGISTER_OP("", "CumSum", cumsum_infer, cumsum_kernel);
+
+// Gradient builder (graft/ops/gradient.h): each input element reaches the
+// outputs after it (before it, reversed), so d_x is the cumulative sum of d_y
+// in the other direction, exclusive when the forward is.
+namespace {
+
+void cumsum_gradient(GradientContext& g) {
+  g.set_input_gradient(0, g.add(ir::OpId::CumSum, {g.output_gradient(0), g.input(1)},
+                                {{"exclusive", g.attrs().get_int("exclusive", 0)},
+                                 {"reverse", int64_t{g.attrs().get_int("reverse", 0) == 0}}}));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(CumSum, cumsum_gradient);
 
 }  // namespace graft::ops

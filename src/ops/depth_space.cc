@@ -2,6 +2,7 @@
 // and the spatial dimensions. Each is a 6-D transpose of a reshaped view
 // (the ONNX definition), run by the shared transpose copy.
 #include "data_movement.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/infer_util.h"
 #include "transpose.h"
 
@@ -86,5 +87,36 @@ void space_to_depth_kernel(KernelContext& ctx) {
 
 GRAFT_REGISTER_OP("", "DepthToSpace", depth_to_space_infer, depth_to_space_kernel);
 GRAFT_REGISTER_OP("", "SpaceToDepth", space_to_depth_infer, space_to_depth_kernel);
+
+// Gradient builders (graft/ops/gradient.h): each op's inverse permutation.
+// DepthToSpace in DCR mode and SpaceToDepth are inverses of each other; CRD
+// mode is undone by Reshape [N, C', H, b, W, b], Transpose to [N, C', b, b,
+// H, W] and Reshape to the input's shape.
+namespace {
+
+void depth_to_space_gradient(GradientContext& g) {
+  using enum ir::OpId;
+  const int64_t b = g.attrs().get_int("blocksize");
+  ir::Value dy = g.output_gradient(0);
+  if (g.attrs().get_string("mode", "DCR") == "DCR") {
+    g.set_input_gradient(0, g.add(SpaceToDepth, {dy}, {{"blocksize", b}}));
+    return;
+  }
+  std::vector<int64_t> x = g.known_dims(g.input(0));
+  if (x.size() != 4) g.unsupported("CRD mode needs a 4-D input");
+  ir::Value view = g.add(Reshape, {dy, g.int64s({x[0], x[1] / (b * b), x[2], b, x[3], b})});
+  ir::Value moved = g.add(Transpose, {view}, {{"perm", std::vector<int64_t>{0, 1, 3, 5, 2, 4}}});
+  g.set_input_gradient(0, g.add(Reshape, {moved, g.shape_of(g.input(0))}));
+}
+
+void space_to_depth_gradient(GradientContext& g) {
+  g.set_input_gradient(0, g.add(ir::OpId::DepthToSpace, {g.output_gradient(0)},
+                                {{"blocksize", g.attrs().get_int("blocksize")}, {"mode", std::string("DCR")}}));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(DepthToSpace, depth_to_space_gradient);
+GRAFT_REGISTER_GRADIENT(SpaceToDepth, space_to_depth_gradient);
 
 }  // namespace graft::ops

@@ -9,6 +9,7 @@
 #include <random>
 
 #include "data_movement.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/infer_util.h"
 
 namespace graft::ops {
@@ -82,5 +83,38 @@ void dropout_kernel(KernelContext& ctx) {
 }  // namespace
 
 GRAFT_REGISTER_OP("", "Dropout", dropout_infer, dropout_kernel);
+
+// Gradient builder (graft/ops/gradient.h): in inference mode the identity;
+// in training mode dy times the mask output, scaled by 1 / (1 - ratio).
+namespace {
+
+void dropout_gradient(GradientContext& g) {
+  using enum ir::OpId;
+  bool training = false;
+  if (g.node().opset_version >= 12 && g.has_input(2)) {
+    const ir::Node* mode = g.input(2).node;
+    if (mode->op() != Constant) g.unsupported("training_mode must be a constant");
+    training = mode->constant_value.numel() == 1 && mode->constant_value.data<bool>()[0];
+  }
+  if (!training) {
+    g.set_input_gradient(0, g.output_gradient(0));
+    return;
+  }
+  if (g.num_outputs() < 2) g.unsupported("training mode needs the mask output");
+  double ratio = 0.5;
+  if (g.has_input(1)) {
+    const ir::Node* r = g.input(1).node;
+    if (r->op() != Constant) g.unsupported("ratio must be a constant");
+    ratio = r->constant_value.dtype() == DType::float64 ? r->constant_value.data<double>()[0]
+                                                        : r->constant_value.data<float>()[0];
+  }
+  const DType dtype = g.output_type(0).dtype;
+  ir::Value mask = g.add(Cast, {g.output(1)}, {{"to", static_cast<int64_t>(dtype)}});
+  g.set_input_gradient(0, g.add(Mul, {g.add(Mul, {g.output_gradient(0), mask}), g.scalar(1.0 / (1.0 - ratio), dtype)}));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(Dropout, dropout_gradient);
 
 }  // namespace graft::ops

@@ -9,6 +9,7 @@
 #include "data_movement.h"
 #include "graft/core/parallel.h"
 #include "graft/ops/broadcast.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/infer_util.h"
 
 namespace graft::ops {
@@ -172,5 +173,37 @@ void tile_kernel(KernelContext& ctx) {
 
 GRAFT_REGISTER_OP("", "Expand", expand_infer, expand_kernel);
 GRAFT_REGISTER_OP("", "Tile", tile_infer, tile_kernel);
+
+// Gradient builder (graft/ops/gradient.h): Expand is a broadcast, which
+// autodiff sums back to the input's shape.
+namespace {
+
+void expand_gradient(GradientContext& g) { g.set_input_gradient(0, g.output_gradient(0)); }
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(Expand, expand_gradient);
+
+// Tile: dy viewed as [r0, d0, r1, d1, ...] (repeats, input extents) and
+// summed over the repeat axes.
+namespace {
+
+void tile_gradient(GradientContext& g) {
+  std::vector<int64_t> dims = g.known_dims(g.input(0));
+  std::optional<std::vector<int64_t>> repeats = g.constant_ints(1);
+  if (!repeats || repeats->size() != dims.size()) g.unsupported("the repeats must be a constant, one per axis");
+  std::vector<int64_t> split, axes;
+  for (size_t d = 0; d < dims.size(); ++d) {
+    split.push_back((*repeats)[d]);
+    split.push_back(dims[d]);
+    axes.push_back(static_cast<int64_t>(2 * d));
+  }
+  ir::Value view = g.add(ir::OpId::Reshape, {g.output_gradient(0), g.int64s(split)});
+  g.set_input_gradient(0, g.add(ir::OpId::ReduceSum, {view, g.int64s(axes)}, {{"keepdims", int64_t{0}}}));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(Tile, tile_gradient);
 
 }  // namespace graft::ops

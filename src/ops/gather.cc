@@ -8,7 +8,9 @@
 
 #include "data_movement.h"
 #include "graft/core/parallel.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/infer_util.h"
+#include "math_common.h"
 
 namespace graft::ops {
 namespace {
@@ -203,5 +205,80 @@ void gather_nd_kernel(KernelContext& ctx) {
 GRAFT_REGISTER_OP("", "Gather", gather_infer, gather_kernel);
 GRAFT_REGISTER_OP("", "GatherElements", gather_elements_infer, gather_elements_kernel);
 GRAFT_REGISTER_OP("", "GatherND", gather_nd_infer, gather_nd_kernel);
+
+// Backward op and gradient builder (graft/ops/gradient.h):
+// graft.GatherGrad(d_y, indices, data) -> d_data with the forward's axis:
+// zeros of data's shape with every d_y[a, i, b] added into row indices[i]
+// (repeated indices accumulate: embedding gradients).
+namespace {
+
+void infer_gather_grad(InferContext& ctx) { ctx.set_output(0, ctx.input_type(2)); }
+
+void gather_grad_kernel(KernelContext& ctx) {
+  const Tensor& dy = ctx.input(0);
+  const Tensor& indices = ctx.input(1);
+  const Tensor& data = ctx.input(2);
+  const int64_t axis = normalize_axis(ctx.attrs().get_int("axis", 0), data.rank(), ctx.node().describe());
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= data.dim(d);
+  for (int64_t d = axis + 1; d < data.rank(); ++d) inner *= data.dim(d);
+  const int64_t extent = data.dim(axis), count = indices.numel();
+  if (dy.numel() != outer * count * inner)
+    ctx.fail("d_y ", dy.type_string(), " does not match gathering ", indices.type_string(), " from ",
+             data.type_string());
+  const std::vector<int64_t> idx = indices.to_int64_vector();
+  visit_float_dtype(data.dtype(), ctx.node().describe(), [&]<typename T>() {
+    using W = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    const std::vector<W> dys = tensor_to_vector<W>(dy);
+    std::vector<W> out(static_cast<size_t>(data.numel()), W(0));
+    for (int64_t a = 0; a < outer; ++a)
+      for (int64_t i = 0; i < count; ++i) {
+        int64_t row = idx[static_cast<size_t>(i)];
+        if (row < 0) row += extent;
+        if (row < 0 || row >= extent) ctx.fail("index ", idx[static_cast<size_t>(i)], " is out of range for ", extent);
+        const W* source = dys.data() + (a * count + i) * inner;
+        W* target = out.data() + (a * extent + row) * inner;
+        for (int64_t b = 0; b < inner; ++b) target[b] += source[b];
+      }
+    T* o = ctx.allocate_output(0, data.dtype(), data.shape()).template data<T>();
+    for (size_t k = 0; k < out.size(); ++k) o[k] = static_cast<T>(out[k]);
+  });
+}
+
+void gather_gradient(GradientContext& g) {
+  g.set_input_gradient(0, g.add(ir::OpId::GatherGrad, {g.output_gradient(0), g.input(1), g.input(0)},
+                                {{"axis", g.attrs().get_int("axis", 0)}}));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_OP("graft", "GatherGrad", infer_gather_grad, gather_grad_kernel);
+GRAFT_REGISTER_GRADIENT(Gather, gather_gradient);
+
+// GatherElements and GatherND: dy added into zeros of data's shape at the
+// gathered positions (ScatterElements / ScatterND with reduction "add").
+namespace {
+
+ir::Value zeros_like(GradientContext& g, ir::Value v) {
+  std::vector<int64_t> dims = g.known_dims(v);
+  return g.constant(Tensor(g.type_of(v).dtype, Shape(dims.begin(), dims.end())));
+}
+
+void gather_elements_gradient(GradientContext& g) {
+  g.set_input_gradient(0,
+                       g.add(ir::OpId::ScatterElements, {zeros_like(g, g.input(0)), g.input(1), g.output_gradient(0)},
+                             {{"axis", g.attrs().get_int("axis", 0)}, {"reduction", std::string("add")}}));
+}
+
+void gather_nd_gradient(GradientContext& g) {
+  if (g.attrs().get_int("batch_dims", 0) != 0) g.unsupported("batch_dims other than 0");
+  g.set_input_gradient(0, g.add(ir::OpId::ScatterND, {zeros_like(g, g.input(0)), g.input(1), g.output_gradient(0)},
+                                {{"reduction", std::string("add")}}));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(GatherElements, gather_elements_gradient);
+GRAFT_REGISTER_GRADIENT(GatherND, gather_nd_gradient);
 
 }  // namespace graft::ops

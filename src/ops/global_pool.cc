@@ -6,6 +6,7 @@
 
 #include "graft/core/parallel.h"
 #include "graft/ops/conv_util.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/infer_util.h"
 #include "graft/ops/op_context.h"
 
@@ -76,5 +77,30 @@ void global_lp_pool_kernel(KernelContext& ctx) { global_pool_kernel(ctx, GlobalK
 GRAFT_REGISTER_OP("", "GlobalAveragePool", global_pool_infer, global_average_pool_kernel);
 GRAFT_REGISTER_OP("", "GlobalMaxPool", global_pool_infer, global_max_pool_kernel);
 GRAFT_REGISTER_OP("", "GlobalLpPool", global_pool_infer, global_lp_pool_kernel);
+
+// Gradient builders (graft/ops/gradient.h). GlobalAveragePool: dy spread
+// evenly over each plane; GlobalMaxPool: dy to the plane's maxima.
+namespace {
+
+using enum ir::OpId;
+
+void global_average_pool_gradient(GradientContext& g) {
+  std::vector<int64_t> dims = g.known_dims(g.input(0));
+  double size = 1;
+  for (size_t d = 2; d < dims.size(); ++d) size *= static_cast<double>(dims[d]);
+  ir::Value scaled = g.add(Div, {g.output_gradient(0), g.scalar(size, g.output_type(0).dtype)});
+  g.set_input_gradient(0, g.add(Expand, {scaled, g.shape_of(g.input(0))}));
+}
+
+void global_max_pool_gradient(GradientContext& g) {
+  ir::Value mask = g.add(Equal, {g.input(0), g.output(0)});
+  ir::Value spread = g.add(Expand, {g.output_gradient(0), g.shape_of(g.input(0))});
+  g.set_input_gradient(0, g.add(Where, {mask, spread, g.scalar(0, g.output_type(0).dtype)}));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(GlobalAveragePool, global_average_pool_gradient);
+GRAFT_REGISTER_GRADIENT(GlobalMaxPool, global_max_pool_gradient);
 
 }  // namespace graft::ops

@@ -1,5 +1,6 @@
 // Identity: the output is the input value itself (a tensor, sharing its
 // storage, or a sequence).
+#include "graft/ops/gradient.h"
 #include "graft/ops/infer_util.h"
 #include "graft/ops/pointwise_expression.h"
 
@@ -18,5 +19,14 @@ constexpr PointwiseExpression kIdentityExpression{PointwiseInputs::any, identity
 GRAFT_REGISTER_OP("", "Identity", infer_same_as_input, identity_kernel);
 
 GRAFT_REGISTER_POINTWISE(Identity, kIdentityExpression);
+
+// Gradient builder (graft/ops/gradient.h).
+namespace {
+
+void identity_gradient(GradientContext& g) { g.set_input_gradient(0, g.output_gradient(0)); }
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(Identity, identity_gradient);
 
 }  // namespace graft::ops

@@ -9,6 +9,7 @@
 
 #include "graft/core/parallel.h"
 #include "graft/ops/broadcast.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/op_context.h"
 #include "math_common.h"
 #include "vector_math.h"
@@ -152,5 +153,88 @@ void layer_norm_kernel(KernelContext& ctx) {
 }  // namespace
 
 GRAFT_REGISTER_OP("", "LayerNormalization", infer_layer_norm, layer_norm_kernel);
+
+// Backward op and gradient builder (graft/ops/gradient.h):
+// graft.LayerNormalizationGrad(d_y, x, scale) -> d_x, d_scale, d_bias with the
+// forward's axis and epsilon; per row of D elements, with x^ the normalized
+// input and g = d_y scale:
+//   d_x = (g - mean(g) - x^ mean(g x^)) / sqrt(var + epsilon),
+//   d_scale = sum over rows of d_y x^, d_bias = sum over rows of d_y.
+namespace {
+
+void infer_layer_norm_grad(InferContext& ctx) {
+  ctx.set_output(0, ctx.input_type(1));
+  for (size_t i = 1; i < ctx.num_outputs(); ++i) ctx.set_output(i, ctx.input_type(2));
+}
+
+void layer_norm_grad_kernel(KernelContext& ctx) {
+  const Tensor& dy = ctx.input(0);
+  const Tensor& x = ctx.input(1);
+  const Tensor& scale = ctx.input(2);
+  if (dy.shape() != x.shape()) ctx.fail("d_y ", dy.type_string(), " must have X's shape ", x.type_string());
+  const int64_t axis = normalize_axis(ctx.attrs().get_int("axis", -1), x.rank(), ctx.node().describe());
+  const double epsilon = ctx.attrs().get_float("epsilon", 1e-5f);
+  int64_t rows = 1, width = 1;
+  for (int64_t d = 0; d < axis; ++d) rows *= x.dim(d);
+  for (int64_t d = axis; d < x.rank(); ++d) width *= x.dim(d);
+  if (scale.numel() != width)
+    ctx.unsupported("a scale of ", scale.numel(), " elements that does not cover a row of ", width);
+  visit_float_dtype(x.dtype(), ctx.node().describe(), [&]<typename T>() {
+    using W = double;
+    const std::vector<W> xs = tensor_to_vector<W>(x), dys = tensor_to_vector<W>(dy), s = tensor_to_vector<W>(scale);
+    std::vector<W> dx(xs.size()), dscale(static_cast<size_t>(width)), dbias(static_cast<size_t>(width));
+    std::vector<W> xhat(static_cast<size_t>(width)), gs(static_cast<size_t>(width));
+    for (int64_t r = 0; r < rows; ++r) {
+      const W* xr = xs.data() + r * width;
+      const W* dyr = dys.data() + r * width;
+      W mean = 0, var = 0;
+      for (int64_t i = 0; i < width; ++i) mean += xr[i];
+      mean /= static_cast<W>(width);
+      for (int64_t i = 0; i < width; ++i) var += (xr[i] - mean) * (xr[i] - mean);
+      var /= static_cast<W>(width);
+      const W inv = 1 / std::sqrt(var + epsilon);
+      W mean_g = 0, mean_gx = 0;
+      for (int64_t i = 0; i < width; ++i) {
+        const size_t k = static_cast<size_t>(i);
+        xhat[k] = (xr[i] - mean) * inv;
+        gs[k] = dyr[i] * s[k];
+        mean_g += gs[k];
+        mean_gx += gs[k] * xhat[k];
+        dscale[k] += dyr[i] * xhat[k];
+        dbias[k] += dyr[i];
+      }
+      mean_g /= static_cast<W>(width);
+      mean_gx /= static_cast<W>(width);
+      for (int64_t i = 0; i < width; ++i) {
+        const size_t k = static_cast<size_t>(i);
+        dx[static_cast<size_t>(r * width + i)] = (gs[k] - mean_g - xhat[k] * mean_gx) * inv;
+      }
+    }
+    auto store = [&](size_t i, const std::vector<W>& values, const Shape& shape) {
+      if (i >= ctx.num_outputs()) return;
+      T* o = ctx.allocate_output(i, x.dtype(), shape).template data<T>();
+      for (size_t k = 0; k < values.size(); ++k) o[k] = static_cast<T>(values[k]);
+    };
+    store(0, dx, x.shape());
+    store(1, dscale, scale.shape());
+    store(2, dbias, scale.shape());
+  });
+}
+
+void layer_norm_gradient(GradientContext& g) {
+  for (size_t k = 1; k < g.num_outputs(); ++k)
+    if (g.output_gradient(k)) g.unsupported("a gradient through the Mean or InvStdDev output");
+  ir::Node* grad =
+      g.add_node(ir::OpId::LayerNormalizationGrad, {g.output_gradient(0), g.input(0), g.input(1)}, 3,
+                 {{"axis", g.attrs().get_int("axis", -1)}, {"epsilon", g.attrs().get_float("epsilon", 1e-5f)}});
+  g.set_input_gradient(0, grad->output(0));
+  if (g.needs_input_gradient(1)) g.set_input_gradient(1, grad->output(1));
+  if (g.needs_input_gradient(2)) g.set_input_gradient(2, grad->output(2));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_OP("graft", "LayerNormalizationGrad", infer_layer_norm_grad, layer_norm_grad_kernel);
+GRAFT_REGISTER_GRADIENT(LayerNormalization, layer_norm_gradient);
 
 }  // namespace graft::ops

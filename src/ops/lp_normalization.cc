@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "graft/core/parallel.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/infer_util.h"
 #include "graft/ops/op_context.h"
 
@@ -57,5 +58,29 @@ void lp_normalization_kernel(KernelContext& ctx) {
 }  // namespace
 
 GRAFT_REGISTER_OP("", "LpNormalization", infer_lp_normalization, lp_normalization_kernel);
+
+// Gradient builder (graft/ops/gradient.h): with n the norm (axis kept) and
+// y = x / n, d_x = (d_y - s sum(d_y y)) / n along the axis, s = y for p = 2
+// and sign(x) for p = 1 (a zero vector has no gradient: it divides by 0).
+namespace {
+
+void lp_normalization_gradient(GradientContext& g) {
+  using enum ir::OpId;
+  const ir::ValueType& xt = g.input_type(0);
+  if (!xt.has_rank) g.unsupported("the input's rank is not known");
+  const int64_t p = g.attrs().get_int("p", 2);
+  const int64_t axis =
+      normalize_axis(g.attrs().get_int("axis", -1), static_cast<int64_t>(xt.dims.size()), g.node().describe());
+  ir::Value x = g.input(0), y = g.output(0), dy = g.output_gradient(0);
+  ir::Value axes = g.int64s({axis});
+  ir::Value norm = g.add(p == 1 ? ReduceL1 : ReduceL2, {x, axes}, {{"keepdims", int64_t{1}}});
+  ir::Value dot = g.add(ReduceSum, {g.add(Mul, {dy, y}), axes}, {{"keepdims", int64_t{1}}});
+  ir::Value s = p == 1 ? g.add(Sign, {x}) : y;
+  g.set_input_gradient(0, g.add(Div, {g.add(Sub, {dy, g.add(Mul, {s, dot})}), norm}));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(LpNormalization, lp_normalization_gradient);
 
 }  // namespace graft::ops

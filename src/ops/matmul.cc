@@ -14,6 +14,7 @@
 #include "graft/core/parallel.h"
 #include "graft/ops/broadcast.h"
 #include "graft/ops/gemm.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/infer_util.h"
 #include "graft/ops/op_context.h"
 #include "math_common.h"
@@ -476,5 +477,82 @@ GRAFT_REGISTER_OP("", "MatMul", infer_matmul, matmul_kernel);
 GRAFT_REGISTER_OP("", "Gemm", infer_gemm, gemm_kernel);
 GRAFT_REGISTER_OP("", "MatMulInteger", infer_matmul_integer, matmul_integer_kernel);
 GRAFT_REGISTER_OP("", "QLinearMatMul", infer_qlinear_matmul, qlinear_matmul_kernel);
+
+// Gradient builders (graft/ops/gradient.h). MatMul: dA = dY B^T and dB = A^T
+// dY over the last two axes (a 1-D operand is made a matrix first and its
+// gradient reshaped back); broadcast batch axes are summed by autodiff. Gemm:
+// other Gemms with the transpositions swapped, and beta dY for C.
+namespace {
+
+using enum ir::OpId;
+
+/// `v` with its last two axes swapped (rank >= 2).
+ir::Value swap_last_two(GradientContext& g, ir::Value v) {
+  const ir::ValueType& t = g.type_of(v);
+  if (!t.has_rank) g.unsupported("MatMul operands need a known rank");
+  const int64_t rank = static_cast<int64_t>(t.dims.size());
+  std::vector<int64_t> perm;
+  for (int64_t d = 0; d < rank; ++d) perm.push_back(d);
+  std::swap(perm[static_cast<size_t>(rank - 1)], perm[static_cast<size_t>(rank - 2)]);
+  return g.add(Transpose, {v}, {{"perm", perm}});
+}
+
+void matmul_gradient(GradientContext& g) {
+  ir::Value a = g.input(0), b = g.input(1), dy = g.output_gradient(0);
+  const ir::ValueType &at = g.input_type(0), &bt = g.input_type(1);
+  if (!at.has_rank || !bt.has_rank) g.unsupported("MatMul operands need a known rank");
+  const size_t ra = at.dims.size(), rb = bt.dims.size();
+  if (ra == 1 && rb == 1) {  // a dot product
+    if (g.needs_input_gradient(0)) g.set_input_gradient(0, g.add(Mul, {dy, b}));
+    if (g.needs_input_gradient(1)) g.set_input_gradient(1, g.add(Mul, {dy, a}));
+    return;
+  }
+  ir::Value a2 = ra == 1 ? g.add(Unsqueeze, {a, g.int64s({0})}) : a;
+  ir::Value b2 = rb == 1 ? g.add(Unsqueeze, {b, g.int64s({1})}) : b;
+  ir::Value dy2 = dy;
+  if (ra == 1) dy2 = g.add(Unsqueeze, {dy2, g.int64s({-2})});
+  if (rb == 1) dy2 = g.add(Unsqueeze, {dy2, g.int64s({-1})});
+  if (g.needs_input_gradient(0)) {
+    ir::Value da = g.add(MatMul, {dy2, swap_last_two(g, b2)});
+    if (ra == 1) {
+      // [..., 1, K]: sum every axis but the last, giving [K].
+      std::vector<int64_t> dims = g.known_dims(da), axes;
+      for (size_t d = 0; d + 1 < dims.size(); ++d) axes.push_back(static_cast<int64_t>(d));
+      da = g.add(ReduceSum, {da, g.int64s(axes)}, {{"keepdims", int64_t{0}}});
+    }
+    g.set_input_gradient(0, da);
+  }
+  if (g.needs_input_gradient(1)) {
+    ir::Value db = g.add(MatMul, {swap_last_two(g, a2), dy2});
+    if (rb == 1) {
+      // [..., K, 1]: sum every axis but the second last, then [K].
+      std::vector<int64_t> dims = g.known_dims(db), axes;
+      for (size_t d = 0; d < dims.size(); ++d)
+        if (d + 2 != dims.size()) axes.push_back(static_cast<int64_t>(d));
+      db = g.add(ReduceSum, {db, g.int64s(axes)}, {{"keepdims", int64_t{0}}});
+    }
+    g.set_input_gradient(1, db);
+  }
+}
+
+void gemm_gradient(GradientContext& g) {
+  const bool trans_a = g.attrs().get_int("transA", 0) != 0, trans_b = g.attrs().get_int("transB", 0) != 0;
+  const float alpha = g.attrs().get_float("alpha", 1.0f), beta = g.attrs().get_float("beta", 1.0f);
+  ir::Value a = g.input(0), b = g.input(1), dy = g.output_gradient(0);
+  auto gemm = [&](ir::Value x, ir::Value y, bool tx, bool ty) {
+    return g.add(Gemm, {x, y}, {{"transA", int64_t{tx}}, {"transB", int64_t{ty}}, {"alpha", alpha}, {"beta", 0.0f}});
+  };
+  if (g.needs_input_gradient(0))
+    g.set_input_gradient(0, trans_a ? gemm(b, dy, trans_b, true) : gemm(dy, b, false, !trans_b));
+  if (g.needs_input_gradient(1))
+    g.set_input_gradient(1, trans_b ? gemm(dy, a, true, trans_a) : gemm(a, dy, !trans_a, false));
+  if (g.needs_input_gradient(2))
+    g.set_input_gradient(2, beta == 1.0f ? dy : g.add(Mul, {dy, g.scalar(beta, g.output_type(0).dtype)}));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(MatMul, matmul_gradient);
+GRAFT_REGISTER_GRADIENT(Gemm, gemm_gradient);
 
 }  // namespace graft::ops

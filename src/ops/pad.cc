@@ -14,6 +14,7 @@
 
 #include "data_movement.h"
 #include "graft/core/parallel.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/infer_util.h"
 
 namespace graft::ops {
@@ -208,5 +209,40 @@ void pad_kernel(KernelContext& ctx) {
 }  // namespace
 
 GRAFT_REGISTER_OP("", "Pad", pad_infer, pad_kernel);
+
+// Gradient builder (graft/ops/gradient.h): constant mode with constant,
+// non-negative pads; dy sliced back to the input's extents (the padding
+// value gets no gradient).
+namespace {
+
+void pad_gradient(GradientContext& g) {
+  if (g.attrs().get_string("mode", "constant") != "constant") g.unsupported("modes other than constant");
+  std::vector<int64_t> dims = g.known_dims(g.input(0));
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  std::optional<std::vector<int64_t>> pads =
+      g.node().opset_version > 0 && g.node().opset_version < 11 ? attribute_pads(g.attrs()) : g.constant_ints(1);
+  if (g.has_input(3)) g.unsupported("the axes input");
+  if (!pads || static_cast<int64_t>(pads->size()) != 2 * rank)
+    g.unsupported("pads must be a constant of 2 * rank values");
+  std::vector<int64_t> starts, ends, axes;
+  for (int64_t d = 0; d < rank; ++d) {
+    const int64_t begin = (*pads)[static_cast<size_t>(d)], end = (*pads)[static_cast<size_t>(d + rank)];
+    if (begin < 0 || end < 0) g.unsupported("negative pads");
+    if (begin == 0 && end == 0) continue;
+    starts.push_back(begin);
+    ends.push_back(begin + dims[static_cast<size_t>(d)]);
+    axes.push_back(d);
+  }
+  if (axes.empty()) {
+    g.set_input_gradient(0, g.output_gradient(0));
+    return;
+  }
+  g.set_input_gradient(
+      0, g.add(ir::OpId::Slice, {g.output_gradient(0), g.int64s(starts), g.int64s(ends), g.int64s(axes)}));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(Pad, pad_gradient);
 
 }  // namespace graft::ops

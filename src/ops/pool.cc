@@ -20,8 +20,10 @@
 
 #include "graft/core/parallel.h"
 #include "graft/ops/conv_util.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/infer_util.h"
 #include "graft/ops/op_context.h"
+#include "math_common.h"
 
 namespace graft::ops {
 namespace {
@@ -257,5 +259,101 @@ void lp_pool_kernel(KernelContext& ctx) { pool_kernel(ctx, PoolKind::lp); }
 GRAFT_REGISTER_OP("", "MaxPool", pool_infer, max_pool_kernel);
 GRAFT_REGISTER_OP("", "AveragePool", pool_infer, average_pool_kernel);
 GRAFT_REGISTER_OP("", "LpPool", pool_infer, lp_pool_kernel);
+
+// Backward ops and gradient builders (graft/ops/gradient.h):
+// graft.MaxPoolGrad(d_y, x) sends each output's gradient to the first maximum
+// of its window (as the forward's indices output would name it);
+// graft.AveragePoolGrad(d_y, x) spreads it evenly over the taps the forward
+// divided by. Both carry the forward's window attributes and infer d_x = x's
+// type.
+namespace {
+
+void infer_pool_grad(InferContext& ctx) { ctx.set_output(0, ctx.input_type(1)); }
+
+template <bool kMax>
+void pool_grad_kernel(KernelContext& ctx) {
+  const Tensor& dy = ctx.input(0);
+  const Tensor& x = ctx.input(1);
+  if (x.rank() < 3) ctx.fail("input X has rank ", x.rank(), ", expected at least 3 (N, C, spatial...)");
+  const size_t spatial = static_cast<size_t>(x.rank() - 2);
+  conv::WindowAttributes attrs = conv::read_window_attributes(ctx.node(), spatial, {}, true);
+  Geometry3d g = conv::make_geometry(ctx.node(), attrs, Shape(x.shape().begin() + 2, x.shape().end()));
+  Shape out_shape = {x.dim(0), x.dim(1)};
+  for (int64_t e : conv::geometry_output_shape(g, spatial)) out_shape.push_back(e);
+  if (dy.shape() != out_shape)
+    ctx.fail("d_y ", dy.type_string(), " does not match the pooled shape ", shape_to_string(out_shape));
+  const bool include_pad = ctx.attrs().get_int("count_include_pad", 0) != 0;
+  visit_float_dtype(x.dtype(), ctx.node().describe(), [&]<typename T>() {
+    using W = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    const std::vector<W> xs = tensor_to_vector<W>(x), dys = tensor_to_vector<W>(dy);
+    std::vector<W> dx(xs.size(), W(0));
+    const int64_t planes = x.dim(0) * x.dim(1);
+    std::vector<int64_t> counts[3];
+    for (int d = 0; d < 3; ++d) counts[d] = tap_counts(g, d, include_pad);
+    parallel_for(planes, 1, [&](int64_t begin, int64_t end) {
+      for (int64_t p = begin; p < end; ++p) {
+        const W* xp = xs.data() + p * g.input_size();
+        const W* dyp = dys.data() + p * g.output_size();
+        W* dxp = dx.data() + p * g.input_size();
+        for (int64_t od = 0; od < g.output[0]; ++od)
+          for (int64_t oh = 0; oh < g.output[1]; ++oh)
+            for (int64_t ow = 0; ow < g.output[2]; ++ow) {
+              const W d = dyp[(od * g.output[1] + oh) * g.output[2] + ow];
+              const W share =
+                  kMax ? W(1)
+                       : W(1) / static_cast<W>(counts[0][static_cast<size_t>(od)] * counts[1][static_cast<size_t>(oh)] *
+                                               counts[2][static_cast<size_t>(ow)]);
+              int64_t best = -1;
+              W best_value = 0;
+              for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+                const int64_t id = od * g.stride[0] - g.pad_begin[0] + kd * g.dilation[0];
+                if (id < 0 || id >= g.input[0]) continue;
+                for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+                  const int64_t ih = oh * g.stride[1] - g.pad_begin[1] + kh * g.dilation[1];
+                  if (ih < 0 || ih >= g.input[1]) continue;
+                  for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+                    const int64_t iw = ow * g.stride[2] - g.pad_begin[2] + kw * g.dilation[2];
+                    if (iw < 0 || iw >= g.input[2]) continue;
+                    const int64_t at = (id * g.input[1] + ih) * g.input[2] + iw;
+                    if constexpr (kMax) {
+                      if (best < 0 || xp[at] > best_value) best = at, best_value = xp[at];
+                    } else {
+                      dxp[at] += d * share;
+                    }
+                  }
+                }
+              }
+              if (kMax && best >= 0) dxp[best] += d;
+            }
+      }
+    });
+    Tensor& out = ctx.allocate_output(0, x.dtype(), x.shape());
+    T* o = out.data<T>();
+    for (size_t i = 0; i < dx.size(); ++i) o[i] = static_cast<T>(dx[i]);
+  });
+}
+
+/// The forward's window attributes, for its backward op.
+std::vector<std::pair<std::string, ir::AttributeValue>> window_attributes(const GradientContext& g) {
+  std::vector<std::pair<std::string, ir::AttributeValue>> out;
+  for (const auto& [key, value] : g.attrs().all()) out.emplace_back(key, value);
+  return out;
+}
+
+void max_pool_gradient(GradientContext& g) {
+  if (g.num_outputs() > 1 && g.output_gradient(1)) g.unsupported("a gradient through the indices output");
+  g.set_input_gradient(0, g.add(ir::OpId::MaxPoolGrad, {g.output_gradient(0), g.input(0)}, window_attributes(g)));
+}
+
+void average_pool_gradient(GradientContext& g) {
+  g.set_input_gradient(0, g.add(ir::OpId::AveragePoolGrad, {g.output_gradient(0), g.input(0)}, window_attributes(g)));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_OP("graft", "MaxPoolGrad", infer_pool_grad, pool_grad_kernel<true>);
+GRAFT_REGISTER_OP("graft", "AveragePoolGrad", infer_pool_grad, pool_grad_kernel<false>);
+GRAFT_REGISTER_GRADIENT(MaxPool, max_pool_gradient);
+GRAFT_REGISTER_GRADIENT(AveragePool, average_pool_gradient);
 
 }  // namespace graft::ops

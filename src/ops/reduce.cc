@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "graft/core/parallel.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/infer_util.h"
 #include "graft/ops/op_context.h"
 #include "math_common.h"
@@ -366,5 +367,111 @@ GRAFT_REGISTER_OP("", "ReduceL1", infer_reduce, reduce_kernel<L1Op>);
 GRAFT_REGISTER_OP("", "ReduceL2", infer_reduce, reduce_kernel<L2Op>);
 GRAFT_REGISTER_OP("", "ReduceLogSum", infer_reduce, reduce_kernel<LogSumOp>);
 GRAFT_REGISTER_OP("", "ReduceLogSumExp", infer_reduce, reduce_kernel<LogSumExpOp>);
+
+// Gradient builders (graft/ops/gradient.h): dy (with the reduced axes kept
+// as 1) expanded back to the input's shape, times each op's local derivative.
+namespace {
+
+using enum ir::OpId;
+
+/// dy and the forward output reshaped with the reduced axes kept (extent 1),
+/// so they broadcast against the input.
+struct KeptReduction {
+  ir::Value dy, y;
+  double count = 1;  ///< elements reduced into each output
+};
+
+KeptReduction kept_reduction(GradientContext& g) {
+  AxesSpec spec = axes_from_attribute(g.node(), g.attrs());
+  if (g.has_input(1)) spec.axes = g.constant_ints(1);
+  if (!spec.axes) g.unsupported("the axes must be a constant");
+  std::vector<int64_t> dims = g.known_dims(g.input(0));
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  if (spec.axes->empty() && !spec.noop_with_empty_axes)
+    for (int64_t d = 0; d < rank; ++d) spec.axes->push_back(d);
+  const std::vector<int64_t> axes = normalize_axes(*spec.axes, rank, g.node().describe());
+  KeptReduction k{g.output_gradient(0), g.output(0)};
+  std::vector<int64_t> kept = dims;
+  for (int64_t a : axes) {
+    k.count *= static_cast<double>(dims[static_cast<size_t>(a)]);
+    kept[static_cast<size_t>(a)] = 1;
+  }
+  if (!spec.keepdims) {
+    ir::Value shape = g.int64s(kept);
+    k.dy = g.add(Reshape, {k.dy, shape});
+    k.y = g.add(Reshape, {k.y, shape});
+  }
+  return k;
+}
+
+ir::Value expand_to_input(GradientContext& g, ir::Value v) { return g.add(Expand, {v, g.shape_of(g.input(0))}); }
+ir::Value constant(GradientContext& g, double value) { return g.scalar(value, g.output_type(0).dtype); }
+
+void reduce_sum_gradient(GradientContext& g) { g.set_input_gradient(0, expand_to_input(g, kept_reduction(g).dy)); }
+
+void reduce_mean_gradient(GradientContext& g) {
+  KeptReduction k = kept_reduction(g);
+  g.set_input_gradient(0, expand_to_input(g, g.add(Div, {k.dy, constant(g, k.count)})));
+}
+
+// d sum(x^2) = 2 x.
+void reduce_sum_square_gradient(GradientContext& g) {
+  KeptReduction k = kept_reduction(g);
+  g.set_input_gradient(0, g.add(Mul, {g.add(Mul, {k.dy, constant(g, 2)}), g.input(0)}));
+}
+
+// Max, Min: dy to every element equal to the result.
+void reduce_extremum_gradient(GradientContext& g) {
+  KeptReduction k = kept_reduction(g);
+  ir::Value mask = g.add(Equal, {g.input(0), k.y});
+  g.set_input_gradient(0, g.add(Where, {mask, expand_to_input(g, k.dy), constant(g, 0)}));
+}
+
+// d sqrt(sum(x^2)) = x / y.
+void reduce_l2_gradient(GradientContext& g) {
+  KeptReduction k = kept_reduction(g);
+  g.set_input_gradient(0, g.add(Mul, {k.dy, g.add(Div, {g.input(0), k.y})}));
+}
+
+// d log(sum(exp(x))) = exp(x - y).
+void reduce_log_sum_exp_gradient(GradientContext& g) {
+  KeptReduction k = kept_reduction(g);
+  g.set_input_gradient(0, g.add(Mul, {k.dy, g.add(Exp, {g.add(Sub, {g.input(0), k.y})})}));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(ReduceSum, reduce_sum_gradient);
+GRAFT_REGISTER_GRADIENT(ReduceMean, reduce_mean_gradient);
+GRAFT_REGISTER_GRADIENT(ReduceSumSquare, reduce_sum_square_gradient);
+GRAFT_REGISTER_GRADIENT(ReduceMax, reduce_extremum_gradient);
+GRAFT_REGISTER_GRADIENT(ReduceMin, reduce_extremum_gradient);
+GRAFT_REGISTER_GRADIENT(ReduceL2, reduce_l2_gradient);
+GRAFT_REGISTER_GRADIENT(ReduceLogSumExp, reduce_log_sum_exp_gradient);
+
+// More reductions: L1 (sign(x)), LogSum (1 / sum, i.e. exp(-y)), Prod (y / x;
+// inputs with zeros are not supported: the quotient is undefined there).
+namespace {
+
+void reduce_l1_gradient(GradientContext& g) {
+  KeptReduction k = kept_reduction(g);
+  g.set_input_gradient(0, g.add(Mul, {k.dy, g.add(Sign, {g.input(0)})}));
+}
+
+void reduce_log_sum_gradient(GradientContext& g) {
+  KeptReduction k = kept_reduction(g);
+  g.set_input_gradient(0, expand_to_input(g, g.add(Mul, {k.dy, g.add(Exp, {g.add(Neg, {k.y})})})));
+}
+
+void reduce_prod_gradient(GradientContext& g) {
+  KeptReduction k = kept_reduction(g);
+  g.set_input_gradient(0, g.add(Mul, {k.dy, g.add(Div, {k.y, g.input(0)})}));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(ReduceL1, reduce_l1_gradient);
+GRAFT_REGISTER_GRADIENT(ReduceLogSum, reduce_log_sum_gradient);
+GRAFT_REGISTER_GRADIENT(ReduceProd, reduce_prod_gradient);
 
 }  // namespace graft::ops

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "data_movement.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/infer_util.h"
 
 namespace graft::ops {
@@ -306,5 +307,22 @@ GRAFT_REGISTER_OP("", "Reshape", reshape_infer, reshape_kernel);
 GRAFT_REGISTER_OP("", "Flatten", flatten_infer, flatten_kernel);
 GRAFT_REGISTER_OP("", "Squeeze", squeeze_infer, squeeze_kernel);
 GRAFT_REGISTER_OP("", "Unsqueeze", unsqueeze_infer, unsqueeze_kernel);
+
+// Gradient builder (graft/ops/gradient.h), shared by Reshape, Flatten,
+// Squeeze and Unsqueeze: dy reshaped to the input's shape.
+namespace {
+
+void reshape_gradient(GradientContext& g) {
+  const ir::ValueType& x = g.input_type(0);
+  ir::Value shape = x.is_concrete() ? g.shape_of(g.input(0)) : g.add(ir::OpId::Shape, {g.input(0)});
+  g.set_input_gradient(0, g.add(ir::OpId::Reshape, {g.output_gradient(0), shape}));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(Reshape, reshape_gradient);
+GRAFT_REGISTER_GRADIENT(Flatten, reshape_gradient);
+GRAFT_REGISTER_GRADIENT(Squeeze, reshape_gradient);
+GRAFT_REGISTER_GRADIENT(Unsqueeze, reshape_gradient);
 
 }  // namespace graft::ops

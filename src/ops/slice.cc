@@ -10,6 +10,7 @@
 
 #include "data_movement.h"
 #include "graft/core/parallel.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/infer_util.h"
 
 namespace graft::ops {
@@ -178,5 +179,43 @@ void slice_kernel(KernelContext& ctx) {
 }  // namespace
 
 GRAFT_REGISTER_OP("", "Slice", slice_infer, slice_kernel);
+
+// Gradient builder (graft/ops/gradient.h): dy padded with zeros back to the
+// input's extents (Pad); constant starts, ends, axes and unit steps only.
+namespace {
+
+void slice_gradient(GradientContext& g) {
+  std::vector<int64_t> dims = g.known_dims(g.input(0));
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  SliceSpec spec;
+  if (g.node().opset_version > 0 && g.node().opset_version < 10) {
+    spec.starts = g.attrs().get_ints("starts", {});
+    spec.ends = g.attrs().get_ints("ends", {});
+    spec.axes = g.attrs().get_ints("axes", {});
+  } else {
+    auto starts = g.constant_ints(1), ends = g.constant_ints(2);
+    auto axes = g.has_input(3) ? g.constant_ints(3) : std::optional<std::vector<int64_t>>(std::vector<int64_t>{});
+    auto steps = g.has_input(4) ? g.constant_ints(4) : std::optional<std::vector<int64_t>>(std::vector<int64_t>{});
+    if (!starts || !ends || !axes || !steps) g.unsupported("starts, ends, axes and steps must be constants");
+    spec = SliceSpec{*starts, *ends, *axes, *steps};
+  }
+  if (spec.axes.empty())
+    for (size_t i = 0; i < spec.starts.size(); ++i) spec.axes.push_back(static_cast<int64_t>(i));
+  if (spec.steps.empty()) spec.steps.assign(spec.starts.size(), 1);
+  std::vector<int64_t> pads(static_cast<size_t>(2 * rank), 0);
+  for (size_t i = 0; i < spec.starts.size() && i < spec.axes.size(); ++i) {
+    if (spec.steps[i] != 1) g.unsupported("steps other than 1");
+    const int64_t axis = normalize_axis(spec.axes[i], rank, g.node().describe());
+    const int64_t extent = dims[static_cast<size_t>(axis)];
+    SliceRange r = normalize_range(spec.starts[i], spec.ends[i], 1, extent);
+    pads[static_cast<size_t>(axis)] = r.start;
+    pads[static_cast<size_t>(axis + rank)] = extent - r.start - r.count;
+  }
+  g.set_input_gradient(0, g.add(ir::OpId::Pad, {g.output_gradient(0), g.int64s(pads)}));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(Slice, slice_gradient);
 
 }  // namespace graft::ops

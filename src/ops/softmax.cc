@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "graft/core/parallel.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/infer_util.h"
 #include "graft/ops/op_context.h"
 #include "vector_math.h"
@@ -182,5 +183,58 @@ void softmax_kernel(KernelContext& ctx) {
 
 GRAFT_REGISTER_OP("", "Softmax", infer_softmax, softmax_kernel<false>);
 GRAFT_REGISTER_OP("", "LogSoftmax", infer_softmax, softmax_kernel<true>);
+
+// Gradient builders (graft/ops/gradient.h), along the normalized axis (for
+// opsets before 13, along the rows of the 2-D view [outer, n]):
+// Softmax dx = y (dy - sum(dy y)); LogSoftmax dx = dy - exp(y) sum(dy).
+namespace {
+
+using enum ir::OpId;
+
+/// The output and its gradient as the gradient formulas see them, and the
+/// axis they run along.
+struct NormalizedValues {
+  ir::Value y, dy;
+  int64_t axis;
+  bool reshaped = false;  ///< viewed [outer, n]: the result is reshaped back
+};
+
+NormalizedValues normalized_values(GradientContext& g) {
+  const ir::ValueType& x = g.input_type(0);
+  if (!x.has_rank) g.unsupported("the input's rank is not known");
+  const int64_t rank = static_cast<int64_t>(x.dims.size());
+  const bool old = g.node().opset_version > 0 && g.node().opset_version < 13;
+  const int64_t axis = normalize_axis(g.attrs().get_int("axis", old ? 1 : -1), rank, g.node().describe());
+  if (!old || axis == rank - 1) return NormalizedValues{g.output(0), g.output_gradient(0), axis};
+  std::vector<int64_t> dims = g.known_dims(g.input(0));
+  int64_t outer = 1;
+  for (int64_t d = 0; d < axis; ++d) outer *= dims[static_cast<size_t>(d)];
+  ir::Value view = g.int64s({outer, -1});
+  return NormalizedValues{g.add(Reshape, {g.output(0), view}), g.add(Reshape, {g.output_gradient(0), view}), 1, true};
+}
+
+ir::Value sum_along(GradientContext& g, ir::Value v, int64_t axis) {
+  return g.add(ReduceSum, {v, g.int64s({axis})}, {{"keepdims", int64_t{1}}});
+}
+
+void set_dx(GradientContext& g, const NormalizedValues& v, ir::Value dx) {
+  g.set_input_gradient(0, v.reshaped ? g.add(Reshape, {dx, g.shape_of(g.input(0))}) : dx);
+}
+
+void softmax_gradient(GradientContext& g) {
+  NormalizedValues v = normalized_values(g);
+  ir::Value dot = sum_along(g, g.add(Mul, {v.dy, v.y}), v.axis);
+  set_dx(g, v, g.add(Mul, {v.y, g.add(Sub, {v.dy, dot})}));
+}
+
+void log_softmax_gradient(GradientContext& g) {
+  NormalizedValues v = normalized_values(g);
+  set_dx(g, v, g.add(Sub, {v.dy, g.add(Mul, {g.add(Exp, {v.y}), sum_along(g, v.dy, v.axis)})}));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(Softmax, softmax_gradient);
+GRAFT_REGISTER_GRADIENT(LogSoftmax, log_softmax_gradient);
 
 }  // namespace graft::ops

@@ -18,6 +18,7 @@
 
 #include "data_movement.h"
 #include "graft/core/parallel.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/infer_util.h"
 
 namespace graft::ops {
@@ -188,5 +189,29 @@ void transpose_bytes(const void* in, void* out, const Shape& in_shape, const std
 }
 
 GRAFT_REGISTER_OP("", "Transpose", transpose_infer, transpose_kernel);
+
+// Gradient builder (graft/ops/gradient.h): dy transposed by the inverse
+// permutation.
+namespace {
+
+void transpose_gradient(GradientContext& g) {
+  const ir::ValueType& x = g.input_type(0);
+  if (!x.has_rank) g.unsupported("the input's rank is not known");
+  const int64_t rank = static_cast<int64_t>(x.dims.size());
+  std::vector<int64_t> perm;
+  if (g.attrs().has("perm")) {
+    perm = g.attrs().get_ints("perm");
+  } else {
+    for (int64_t d = rank - 1; d >= 0; --d) perm.push_back(d);
+  }
+  std::vector<int64_t> inverse(perm.size());
+  for (size_t i = 0; i < perm.size(); ++i)
+    inverse[static_cast<size_t>(perm[i] < 0 ? perm[i] + rank : perm[i])] = static_cast<int64_t>(i);
+  g.set_input_gradient(0, g.add(ir::OpId::Transpose, {g.output_gradient(0)}, {{"perm", inverse}}));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(Transpose, transpose_gradient);
 
 }  // namespace graft::ops

@@ -5,6 +5,7 @@
 
 #include "data_movement.h"
 #include "graft/core/parallel.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/infer_util.h"
 
 namespace graft::ops {
@@ -52,5 +53,18 @@ void trilu_kernel(KernelContext& ctx) {
 }  // namespace
 
 GRAFT_REGISTER_OP("", "Trilu", trilu_infer, trilu_kernel);
+
+// Gradient builder (graft/ops/gradient.h): d_y masked by the same triangle.
+namespace {
+
+void trilu_gradient(GradientContext& g) {
+  std::vector<ir::Value> inputs{g.output_gradient(0)};
+  if (g.has_input(1)) inputs.push_back(g.input(1));
+  g.set_input_gradient(0, g.add(ir::OpId::Trilu, inputs, {{"upper", g.attrs().get_int("upper", 1)}}));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(Trilu, trilu_gradient);
 
 }  // namespace graft::ops

@@ -3,6 +3,7 @@
 // output may reuse the buffer of input 0 or 1 (never a later input, which
 // would be overwritten before it is read). Max and Min propagate NaN.
 #include "elementwise_kernels.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/pointwise_expression.h"
 
 namespace graft::ops {
@@ -100,5 +101,36 @@ GRAFT_REGISTER_POINTWISE(Sum, kSumExpression);
 GRAFT_REGISTER_POINTWISE(Mean, kMeanExpression);
 GRAFT_REGISTER_POINTWISE(Max, kMaxExpression);
 GRAFT_REGISTER_POINTWISE(Min, kMinExpression);
+
+// Gradient builders (graft/ops/gradient.h). Max and Min send dy to every
+// input equal to the result (ties are measure zero on real data).
+namespace {
+
+void sum_gradient(GradientContext& g) {
+  for (size_t i = 0; i < g.num_inputs(); ++i)
+    if (g.needs_input_gradient(i)) g.set_input_gradient(i, g.output_gradient(0));
+}
+
+void mean_gradient(GradientContext& g) {
+  ir::Value scaled = g.add(
+      ir::OpId::Div, {g.output_gradient(0), g.scalar(static_cast<double>(g.num_inputs()), g.output_type(0).dtype)});
+  for (size_t i = 0; i < g.num_inputs(); ++i)
+    if (g.needs_input_gradient(i)) g.set_input_gradient(i, scaled);
+}
+
+void extremum_gradient(GradientContext& g) {
+  using enum ir::OpId;
+  ir::Value zero = g.scalar(0, g.output_type(0).dtype);
+  for (size_t i = 0; i < g.num_inputs(); ++i)
+    if (g.needs_input_gradient(i))
+      g.set_input_gradient(i, g.add(Where, {g.add(Equal, {g.input(i), g.output(0)}), g.output_gradient(0), zero}));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(Sum, sum_gradient);
+GRAFT_REGISTER_GRADIENT(Mean, mean_gradient);
+GRAFT_REGISTER_GRADIENT(Max, extremum_gradient);
+GRAFT_REGISTER_GRADIENT(Min, extremum_gradient);
 
 }  // namespace graft::ops

@@ -1,6 +1,7 @@
 // Where: out = condition ? X : Y, the three inputs broadcast together; the
 // output has X's dtype (X and Y must agree) and may reuse X's or Y's buffer.
 #include "elementwise_kernels.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/pointwise_expression.h"
 
 namespace graft::ops {
@@ -42,5 +43,20 @@ constexpr PointwiseExpression kWhereExpression{PointwiseInputs::boolean, where_e
 GRAFT_REGISTER_OP("", "Where", infer_where, where_kernel);
 
 GRAFT_REGISTER_POINTWISE(Where, kWhereExpression);
+
+// Gradient builder (graft/ops/gradient.h): each branch gets dy where it was
+// chosen; the condition has none.
+namespace {
+
+void where_gradient(GradientContext& g) {
+  ir::Value zero = g.scalar(0, g.output_type(0).dtype);
+  ir::Value dy = g.output_gradient(0);
+  if (g.needs_input_gradient(1)) g.set_input_gradient(1, g.add(ir::OpId::Where, {g.input(0), dy, zero}));
+  if (g.needs_input_gradient(2)) g.set_input_gradient(2, g.add(ir::OpId::Where, {g.input(0), zero, dy}));
+}
+
+}  // namespace
+
+GRAFT_REGISTER_GRADIENT(Where, where_gradient);
 
 }  // namespace graft::ops

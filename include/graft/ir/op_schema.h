@@ -15,6 +15,7 @@
 namespace graft::ops {
 class InferContext;
 class KernelContext;
+class GradientContext;
 struct PointwiseExpression;
 }  // namespace graft::ops
 
@@ -38,6 +39,9 @@ std::string_view to_string(OpCategory category);
 using InferFn = void (*)(ops::InferContext&);
 /// Reference CPU kernel.
 using KernelFn = void (*)(ops::KernelContext&);
+/// Gradient builder: adds the backward nodes of one forward node
+/// (graft/ops/gradient.h).
+using GradientFn = void (*)(ops::GradientContext&);
 
 /// One row of the op table. `max_inputs`/`max_outputs` of -1 mean variadic.
 struct OpSchema {
@@ -52,6 +56,10 @@ struct OpSchema {
   /// for fusion and every code generator; set by GRAFT_REGISTER_POINTWISE,
   /// null for ops that are not fused.
   const ops::PointwiseExpression* pointwise = nullptr;
+  /// Builds the op's backward nodes for autodiff; set by
+  /// GRAFT_REGISTER_GRADIENT (graft/ops/gradient.h), null for ops without a
+  /// gradient.
+  GradientFn gradient = nullptr;
 
   /// "Conv" or "graft.Subgraph".
   std::string qualified_name() const;
@@ -75,6 +83,9 @@ bool register_op_semantics(std::string_view domain, std::string_view name, Infer
 /// Attaches a pointwise expression at static-initialization time; returns
 /// true. Aborts the program start if the op has one already.
 bool register_op_pointwise(OpId id, const ops::PointwiseExpression* expression);
+/// Attaches a gradient builder at static-initialization time; returns true.
+/// Aborts the program start if the op has one already.
+bool register_op_gradient(OpId id, GradientFn builder);
 }  // namespace detail
 
 }  // namespace graft::ir

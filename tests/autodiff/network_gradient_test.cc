@@ -1,0 +1,181 @@
+// Finite differences (float64, central, h = 1e-6; |autodiff - numeric| <=
+// 1e-6 + 1e-5 |numeric|) on the gradient builders of convolution, pooling,
+// normalization and dropout, and on small networks made of them.
+#include "gradient_check.h"
+
+namespace graft::testing::autodiff_check {
+namespace {
+
+using ir::OpId;
+using ir::Value;
+
+TEST(ConvolutionGradient, StridesPaddingDilationGroupsAndBias) {
+  struct Case {
+    std::string name;
+    Shape x, w;
+    std::vector<std::pair<std::string, ir::AttributeValue>> attributes;
+  };
+  const std::vector<Case> cases = {
+      {"plain", {2, 2, 5, 5}, {3, 2, 3, 3}, {}},
+      {"stride 2, pads",
+       {1, 2, 6, 5},
+       {2, 2, 3, 2},
+       {{"strides", std::vector<int64_t>{2, 2}}, {"pads", std::vector<int64_t>{1, 0, 1, 1}}}},
+      {"dilation", {1, 1, 7, 7}, {2, 1, 3, 3}, {{"dilations", std::vector<int64_t>{2, 1}}}},
+      {"groups", {1, 4, 4, 4}, {4, 2, 2, 2}, {{"group", int64_t{2}}, {"auto_pad", std::string("SAME_UPPER")}}},
+      {"1-D", {2, 3, 7}, {2, 3, 3}, {{"strides", std::vector<int64_t>{2}}}},
+  };
+  for (const Case& c : cases) {
+    const int64_t m = c.w[0];
+    check_gradients("Conv " + c.name, {{c.x}, {c.w}, {{m}}},
+                    [&](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+                      return {node(g, OpId::Conv, {x[0], x[1], x[2]}, c.attributes)};
+                    });
+  }
+}
+
+TEST(ConvolutionGradient, ConvTransposeWithStridesPadsAndGroups) {
+  check_gradients("ConvTranspose", {{{2, 4, 3, 3}}, {{4, 1, 3, 2}}, {{2}}},
+                  [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+                    return {node(g, OpId::ConvTranspose, {x[0], x[1], x[2]},
+                                 {{"strides", std::vector<int64_t>{2, 1}},
+                                  {"pads", std::vector<int64_t>{1, 0, 0, 1}},
+                                  {"output_padding", std::vector<int64_t>{1, 0}},
+                                  {"group", int64_t{2}}})};
+                  });
+}
+
+TEST(PoolingGradient, MaxAverageAndGlobalPools) {
+  check_gradients("MaxPool", {{{1, 2, 5, 5}}}, [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+    return {node(g, OpId::MaxPool, {x[0]},
+                 {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                  {"strides", std::vector<int64_t>{2, 2}},
+                  {"pads", std::vector<int64_t>{1, 1, 1, 1}}})};
+  });
+  for (int64_t include_pad : {0, 1}) {
+    check_gradients("AveragePool count_include_pad=" + std::to_string(include_pad), {{{2, 1, 5, 4}}},
+                    [&](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+                      return {node(g, OpId::AveragePool, {x[0]},
+                                   {{"kernel_shape", std::vector<int64_t>{2, 3}},
+                                    {"pads", std::vector<int64_t>{1, 1, 0, 1}},
+                                    {"count_include_pad", include_pad}})};
+                    });
+  }
+  check_gradients("GlobalAveragePool + GlobalMaxPool", {{{2, 3, 2, 3}}},
+                  [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+                    return {node(g, OpId::GlobalAveragePool, {x[0]}), node(g, OpId::GlobalMaxPool, {x[0]})};
+                  });
+}
+
+TEST(NormalizationGradient, LayerNormalizationOverTheLastAxes) {
+  for (int64_t axis : {-1, 1}) {
+    const Shape scale = axis == -1 ? Shape{4} : Shape{3, 4};
+    check_gradients(
+        "LayerNormalization axis " + std::to_string(axis), {{{2, 3, 4}}, {scale}, {scale}},
+        [&](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+          return {node(g, OpId::LayerNormalization, {x[0], x[1], x[2]}, {{"axis", axis}, {"epsilon", 1e-3f}})};
+        });
+  }
+}
+
+TEST(NormalizationGradient, BatchNormalizationInTrainingAndInferenceMode) {
+  for (int64_t training : {1, 0}) {
+    check_gradients(
+        "BatchNormalization training_mode=" + std::to_string(training), {{{3, 2, 2, 3}}, {{2}}, {{2}}},
+        [&](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+          Value mean = doubles(g, {0.1, -0.2}, {2}), var = doubles(g, {0.8, 1.3}, {2});
+          ir::Node* bn = g.add_node(OpId::BatchNormalization, {x[0], x[1], x[2], mean, var}, training ? 3 : 1);
+          bn->attributes.set("training_mode", training);
+          bn->attributes.set("epsilon", 1e-3f);
+          return {bn->output(0)};
+        });
+  }
+}
+
+TEST(NormalizationGradient, InstanceNormalization) {
+  check_gradients("InstanceNormalization", {{{2, 3, 2, 3}}, {{3}}, {{3}}},
+                  [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+                    return {node(g, OpId::InstanceNormalization, {x[0], x[1], x[2]}, {{"epsilon", 1e-3f}})};
+                  });
+}
+
+TEST(NormalizationGradient, DropoutInInferenceModeIsTheIdentity) {
+  check_gradients("Dropout", {{{2, 3}}}, [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+    return {node(g, OpId::Dropout, {x[0]})};
+  });
+}
+
+TEST(RecurrentGradient, LstmGruAndRnnUnrolledEveryDirection) {
+  // seq 3, batch 2, input 3, hidden 2; the loss reads Y and Y_h (and Y_c).
+  for (OpId op : {OpId::LSTM, OpId::GRU, OpId::RNN})
+    for (std::string direction : {"forward", "reverse", "bidirectional"})
+      for (int64_t linear_before_reset : {0, 1}) {
+        if (op != OpId::GRU && linear_before_reset) continue;
+        const int64_t dirs = direction == "bidirectional" ? 2 : 1, hidden = 2;
+        const int64_t gates = op == OpId::LSTM ? 4 : op == OpId::GRU ? 3 : 1;
+        std::vector<InputSpec> inputs = {{{3, 2, 3}},
+                                         {{dirs, gates * hidden, 3}},
+                                         {{dirs, gates * hidden, hidden}},
+                                         {{dirs, 2 * gates * hidden}},
+                                         {{dirs, 2, hidden}}};
+        if (op == OpId::LSTM) inputs.push_back({{dirs, 2, hidden}});
+        check_gradients(std::string(ir::op_name(op)) + " " + direction +
+                            " linear_before_reset=" + std::to_string(linear_before_reset),
+                        inputs, [&](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+                          std::vector<Value> in{x[0], x[1], x[2], x[3], Value{}, x[4]};
+                          if (op == OpId::LSTM) in.push_back(x[5]);
+                          ir::Node* n = g.add_node(op, in, op == OpId::LSTM ? 3 : 2);
+                          n->attributes.set("hidden_size", hidden);
+                          n->attributes.set("direction", direction);
+                          if (op == OpId::GRU) n->attributes.set("linear_before_reset", linear_before_reset);
+                          std::vector<Value> out{n->output(0), n->output(1)};
+                          if (op == OpId::LSTM) out.push_back(n->output(2));
+                          return out;
+                        });
+      }
+}
+
+TEST(NetworkGradient, AConvolutionalClassifier) {
+  // Conv -> BatchNormalization (training) -> Relu -> MaxPool -> Flatten -> Gemm -> SoftmaxCrossEntropyLoss.
+  check_gradients(
+      "CNN", {{{2, 1, 6, 6}}, {{3, 1, 3, 3}}, {{3}}, {{3}}, {{3}}, {{4, 12}}, {{4}}},
+      [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+        Value conv = node(g, OpId::Conv, {x[0], x[1], x[2]}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+        ir::Node* bn = g.add_node(OpId::BatchNormalization,
+                                  {conv, x[3], x[4], doubles(g, {0, 0, 0}, {3}), doubles(g, {1, 1, 1}, {3})}, 3);
+        bn->attributes.set("training_mode", int64_t{1});
+        Value relu = node(g, OpId::Relu, {bn->output(0)});
+        Value pool = node(g, OpId::MaxPool, {relu},
+                          {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{3, 3}}});
+        Value flat = node(g, OpId::Flatten, {pool});
+        Value logits = node(g, OpId::Gemm, {flat, x[5], x[6]}, {{"transB", int64_t{1}}});
+        return {node(g, OpId::SoftmaxCrossEntropyLoss, {logits, ints(g, {2, 0})})};
+      });
+}
+
+TEST(NetworkGradient, ATransformerBlock) {
+  // Embedding Gather, LayerNorm, attention (MatMul, Softmax with a Where mask), GELU MLP, residuals.
+  check_gradients(
+      "transformer", {{{6, 4}}, {{4}}, {{4}}, {{4, 4}}, {{4, 4}}, {{4, 8}}, {{8, 4}}},
+      [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+        Value tokens = ints(g, {1, 4, 4, 0, 5}, {1, 5});
+        Value h = node(g, OpId::Gather, {x[0], tokens});
+        Value n = node(g, OpId::LayerNormalization, {h, x[1], x[2]});
+        Value q = node(g, OpId::MatMul, {n, x[3]}), k = node(g, OpId::MatMul, {n, x[4]});
+        Value scores =
+            node(g, OpId::MatMul, {q, node(g, OpId::Transpose, {k}, {{"perm", std::vector<int64_t>{0, 2, 1}}})});
+        scores = node(g, OpId::Div, {scores, doubles(g, {2.0}, {})});
+        std::vector<int64_t> causal;
+        for (int i = 0; i < 5; ++i)
+          for (int j = 0; j < 5; ++j) causal.push_back(j <= i);
+        Value mask = node(g, OpId::Cast, {ints(g, causal, {5, 5})}, {{"to", static_cast<int64_t>(DType::boolean)}});
+        scores = node(g, OpId::Where, {mask, scores, doubles(g, {-1e4}, {})});
+        Value attention = node(g, OpId::MatMul, {node(g, OpId::Softmax, {scores}, {{"axis", int64_t{-1}}}), n});
+        Value r = node(g, OpId::Add, {h, attention});
+        Value mlp = node(g, OpId::MatMul, {node(g, OpId::Gelu, {node(g, OpId::MatMul, {r, x[5]})}), x[6]});
+        return {node(g, OpId::Add, {r, mlp})};
+      });
+}
+
+}  // namespace
+}  // namespace graft::testing::autodiff_check

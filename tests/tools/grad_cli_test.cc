@@ -1,0 +1,139 @@
+// graft grad, run as a process: a small classifier written as ONNX, its
+// forward+backward graph written by the CLI, read back and run, compared with
+// autodiff::gradient in process; bad arguments end with one error line.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "graft/autodiff/gradient.h"
+#include "graft/frontend/onnx_import.h"
+#include "graft/runtime/session.h"
+#include "support/graph_runner.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using graft::DType;
+using graft::Tensor;
+using graft::ir::OpId;
+using graft::ir::Value;
+
+struct Result {
+  int exit_code = -1;
+  std::string out, err;
+};
+
+std::string read_text(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class GradCliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("graft_grad_cli_test_" + std::to_string(getpid()));
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  Result graft(const std::string& args) {
+    const fs::path out = dir_ / "stdout", err = dir_ / "stderr";
+    std::string command = "'" + std::string(GRAFT_BINARY_DIR) + "/bin/graft' " + args + " >'" + out.string() + "' 2>'" +
+                          err.string() + "' </dev/null";
+    int status = std::system(command.c_str());
+    return Result{WIFEXITED(status) ? WEXITSTATUS(status) : 128, read_text(out), read_text(err)};
+  }
+
+  /// x[4,6] -> Gemm(w1, b1) -> Relu -> MatMul(w2) -> SoftmaxCrossEntropyLoss(labels) = loss.
+  std::string write_classifier() {
+    graft::ir::Graph g;
+    g.opset_imports[""] = 17;
+    Value x = g.add_input("x", graft::ir::ValueType::of(DType::float32, {4, 6}))->output(0);
+    Value w1 = g.add_constant("w1", graft::testing::random_tensor({6, 5}, 1))->output(0);
+    Value b1 = g.add_constant("b1", graft::testing::random_tensor({5}, 2))->output(0);
+    Value w2 = g.add_constant("w2", graft::testing::random_tensor({5, 3}, 3))->output(0);
+    Value labels = g.add_constant("labels", Tensor::from_vector<int64_t>({0, 2, 1, 2}, {4}))->output(0);
+    Value h = g.add_node(OpId::Relu, {g.add_node(OpId::Gemm, {x, w1, b1})->output(0)})->output(0);
+    Value logits = g.add_node(OpId::MatMul, {h, w2})->output(0);
+    g.add_output(g.add_node(OpId::SoftmaxCrossEntropyLoss, {logits, labels})->output(0), "loss");
+    const std::string path = (dir_ / "classifier.onnx").string();
+    graft::frontend::save_onnx(g, path);
+    return path;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(GradCliTest, WritesTheLossAndOneGradientPerInitializer) {
+  const std::string model = write_classifier();
+  const std::string train = (dir_ / "train.onnx").string();
+  Result r = graft("grad '" + model + "' --loss loss --wrt initializers -o '" + train + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("with respect to 3 values"), std::string::npos) << r.out;
+
+  auto written = graft::frontend::load_onnx(train);
+  ASSERT_EQ(written->output_names(), (std::vector<std::string>{"loss", "w1_grad", "b1_grad", "w2_grad"}));
+  auto in_process = graft::autodiff::gradient(*graft::frontend::load_onnx(model), "loss", {"w1", "b1", "w2"});
+  std::vector<Tensor> inputs{graft::testing::random_tensor({4, 6}, 4)};
+  auto got = graft::runtime::Session(std::move(written)).run(inputs);
+  auto want = graft::testing::run_graph(*in_process, inputs);
+  ASSERT_EQ(got.size(), 4u);
+  for (size_t i = 0; i < got.size(); ++i) graft::testing::expect_close(got[i], want[i], 1e-4, 1e-6);
+
+  // `graft run` takes the written file like any model.
+  r = graft("run '" + train + "' --shape x=4,6");
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("w2_grad"), std::string::npos) << r.out;
+}
+
+TEST_F(GradCliTest, ShapeFixesASymbolicBatch) {
+  graft::ir::Graph g;
+  g.opset_imports[""] = 17;
+  graft::ir::ValueType x_type{DType::float32, true, {graft::ir::Dim::symbolic("batch"), graft::ir::Dim::known(3)}};
+  Value x = g.add_input("x", x_type)->output(0);
+  Value w = g.add_constant("w", graft::testing::random_tensor({3}, 1))->output(0);
+  Value y = g.add_node(OpId::Mul, {x, w})->output(0);
+  graft::ir::Node* mean = g.add_node(OpId::ReduceMean, {g.add_node(OpId::Mul, {y, y})->output(0)});
+  mean->attributes.set("keepdims", int64_t{0});
+  g.add_output(mean->output(0), "loss");
+  const std::string model = (dir_ / "dynamic.onnx").string(), train = (dir_ / "train.onnx").string();
+  graft::frontend::save_onnx(g, model);
+  Result r = graft("grad '" + model + "' --loss loss -o '" + train + "'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("is not known"), std::string::npos) << r.err;
+  r = graft("grad '" + model + "' --loss loss --shape x=4,3 -o '" + train + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto out = graft::runtime::Session(graft::frontend::load_onnx(train)).run({graft::testing::random_tensor({4, 3}, 2)});
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[1].shape(), (graft::Shape{3}));
+  r = graft("grad '" + model + "' --loss loss --shape x=4,5 -o '" + train + "'");
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("dimension 1 is 3 in the model"), std::string::npos) << r.err;
+}
+
+TEST_F(GradCliTest, NamedValuesAndErrors) {
+  const std::string model = write_classifier();
+  const std::string train = (dir_ / "train.onnx").string();
+  Result r = graft("grad '" + model + "' --loss loss --wrt w2,x -o '" + train + "'");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(graft::frontend::load_onnx(train)->output_names(), (std::vector<std::string>{"loss", "w2_grad", "x_grad"}));
+
+  for (const auto& [args, needle] :
+       std::vector<std::pair<std::string, std::string>>{{"--loss nothing", "no value named 'nothing'"},
+                                                        {"--loss loss --wrt labels", "not floating point"},
+                                                        {"", "give the loss"}}) {
+    r = graft("grad '" + model + "' " + args + " -o '" + train + "'");
+    EXPECT_EQ(r.exit_code, 2) << args;
+    EXPECT_EQ(r.err.rfind("graft: error: ", 0), 0u) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+    EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
+  }
+}
+
+}  // namespace
