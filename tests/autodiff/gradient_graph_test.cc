@@ -150,9 +150,11 @@ TEST(GradientGraph, FusionKeepsForwardAndBackwardNodesApart) {
   for (const auto& n : fused->nodes()) {
     if (n->op() != OpId::FusedPointwise) continue;
     (n->is_backward ? backward : forward) += 1;
-    for (const auto& member : n->subgraph->nodes())
-      if (member->op() != OpId::Input && member->op() != OpId::Constant)
+    for (const auto& member : n->subgraph->nodes()) {
+      if (member->op() != OpId::Input && member->op() != OpId::Constant) {
         EXPECT_EQ(member->is_backward, n->is_backward) << member->describe() << " in " << n->describe();
+      }
+    }
   }
   EXPECT_GE(forward, 1u);
   EXPECT_GE(backward, 1u);
