@@ -14,6 +14,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include <google/protobuf/io/coded_stream.h>
+
 #include "graft/core/error.h"
 
 namespace graft::frontend {
@@ -147,6 +149,13 @@ bool split_fields(const ByteSource& source, uint64_t begin, uint64_t end, uint64
 
 }  // namespace
 
+bool parse_message(google::protobuf::MessageLite& message, const std::string& bytes) {
+  google::protobuf::io::CodedInputStream input(reinterpret_cast<const uint8_t*>(bytes.data()),
+                                               static_cast<int>(bytes.size()));
+  input.SetRecursionLimit(kProtobufNestingLimit);
+  return message.ParseFromCodedStream(&input) && input.ConsumedEntireMessage();
+}
+
 bool parse_model_skipping_raw_data(const ByteSource& source, ModelWithoutRawData& out) {
   std::string model_rest, graph_rest;
   std::vector<std::string> initializers;
@@ -170,12 +179,12 @@ bool parse_model_skipping_raw_data(const ByteSource& source, ModelWithoutRawData
   });
   if (!readable) return false;
   onnx::ModelProto model;
-  if (!model.ParseFromString(model_rest)) return false;
+  if (!parse_message(model, model_rest)) return false;
   if (have_graph) {
     onnx::GraphProto* graph = model.mutable_graph();
-    if (!graph->ParseFromString(graph_rest)) return false;
+    if (!parse_message(*graph, graph_rest)) return false;
     for (std::string& bytes : initializers) {
-      if (!graph->add_initializer()->ParseFromString(bytes)) return false;
+      if (!parse_message(*graph->add_initializer(), bytes)) return false;
       std::string().swap(bytes);
     }
   }

@@ -73,6 +73,15 @@ struct ModelWithoutRawData {
   std::vector<std::optional<RawDataSlice>> raw_data;
 };
 
+/// How deep protobuf messages may nest when graft parses a model: protobuf's
+/// default (100) stops at about 30 nested subgraphs (If, Loop, Scan bodies:
+/// graph, node, attribute per level); this allows about 130. Deeper models are
+/// refused with a message naming the limit, never a stack overflow.
+inline constexpr int kProtobufNestingLimit = 400;
+/// Parses `bytes` into `message` with kProtobufNestingLimit; false when the
+/// bytes are not a well-formed message (or nest deeper).
+bool parse_message(google::protobuf::MessageLite& message, const std::string& bytes);
+
 /// Parses the model in `source` as described above. Returns false, having
 /// parsed nothing, when the bytes are not well-formed protobuf or hold a shape
 /// this reader leaves to protobuf (groups, the graph field given twice, a

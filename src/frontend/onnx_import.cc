@@ -308,7 +308,10 @@ std::unique_ptr<ir::Graph> import_from(const ByteSource& source, const std::func
   if (!parse_model_skipping_raw_data(source, split)) {
     split.raw_data.clear();
     if (!parse_whole(split.model))
-      fail(ErrorKind::invalid_model, what, ": not a valid ONNX model (protobuf parsing failed: truncated or not ONNX)");
+      fail(ErrorKind::invalid_model, what,
+           ": not a valid ONNX model (protobuf parsing failed: the bytes are truncated or not ONNX, or messages nest "
+           "deeper than graft's limit of ", kProtobufNestingLimit, " levels, about ", kProtobufNestingLimit / 3,
+           " subgraphs within subgraphs)");
   }
   Importer importer(what, base_dir, &split.raw_data);
   return importer.import_model(split.model);
@@ -319,7 +322,7 @@ std::unique_ptr<ir::Graph> import_from(const ByteSource& source, const std::func
 std::unique_ptr<ir::Graph> load_onnx_from_memory(const std::string& bytes, const std::string& base_dir,
                                                  const std::string& what) {
   MemoryByteSource source(bytes.data(), bytes.size());
-  return import_from(source, [&](onnx::ModelProto& model) { return model.ParseFromString(bytes); }, base_dir, what);
+  return import_from(source, [&](onnx::ModelProto& model) { return parse_message(model, bytes); }, base_dir, what);
 }
 
 std::unique_ptr<ir::Graph> load_onnx(const std::string& path) {
@@ -334,7 +337,7 @@ std::unique_ptr<ir::Graph> load_onnx(const std::string& path) {
   auto parse_whole = [&](onnx::ModelProto& model) {
     std::string bytes(static_cast<size_t>(source.size()), '\0');
     source.read(0, bytes.data(), bytes.size());
-    return model.ParseFromString(bytes);
+    return parse_message(model, bytes);
   };
   return import_from(source, parse_whole, dir, path);
 }

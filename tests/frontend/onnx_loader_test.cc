@@ -318,5 +318,74 @@ TEST_F(OnnxLoaderTest, ValueKindsGraftCannotHoldAreErrorsNamingTheValue) {
   }
 }
 
+/// A model whose output is `depth` If nodes nested in each other's then
+/// branches (else branches are constants): each level is a graph, a node and
+/// an attribute in protobuf, so the nesting is 3 messages per level.
+onnx::ModelProto nested_if_model(int depth) {
+  auto constant_graph = [](const std::string& name, float value) {
+    onnx::GraphProto g;
+    g.set_name(name);
+    onnx::NodeProto* c = g.add_node();
+    c->set_op_type("Constant");
+    c->add_output(name + "_out");
+    onnx::AttributeProto* a = c->add_attribute();
+    a->set_name("value");
+    a->set_type(onnx::AttributeProto::TENSOR);
+    a->mutable_t()->set_data_type(onnx::TensorProto::FLOAT);
+    a->mutable_t()->add_float_data(value);
+    onnx::ValueInfoProto* out = g.add_output();
+    out->set_name(name + "_out");
+    out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    return g;
+  };
+  onnx::GraphProto inner = constant_graph("leaf", 7.0f);
+  for (int level = 0; level < depth; ++level) {
+    onnx::GraphProto outer;
+    outer.set_name("level" + std::to_string(level));
+    onnx::NodeProto* node = outer.add_node();
+    node->set_op_type("If");
+    node->add_input("cond");
+    node->add_output("level" + std::to_string(level) + "_out");
+    onnx::AttributeProto* then_branch = node->add_attribute();
+    then_branch->set_name("then_branch");
+    then_branch->set_type(onnx::AttributeProto::GRAPH);
+    *then_branch->mutable_g() = inner;
+    onnx::AttributeProto* else_branch = node->add_attribute();
+    else_branch->set_name("else_branch");
+    else_branch->set_type(onnx::AttributeProto::GRAPH);
+    *else_branch->mutable_g() = constant_graph("else" + std::to_string(level), -1.0f);
+    onnx::ValueInfoProto* out = outer.add_output();
+    out->set_name("level" + std::to_string(level) + "_out");
+    out->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::FLOAT);
+    inner = outer;
+  }
+  onnx::ModelProto model;
+  model.set_ir_version(8);
+  model.add_opset_import()->set_version(17);
+  *model.mutable_graph() = inner;
+  model.mutable_graph()->set_name("nested");
+  onnx::ValueInfoProto* cond = model.mutable_graph()->add_input();
+  cond->set_name("cond");
+  cond->mutable_type()->mutable_tensor_type()->set_elem_type(onnx::TensorProto::BOOL);
+  cond->mutable_type()->mutable_tensor_type()->mutable_shape();
+  return model;
+}
+
+TEST_F(OnnxLoaderTest, IfNodesNestedFortyDeepLoadAndTooDeepNamesTheLimit) {
+  auto graph = frontend::load_onnx_from_memory(nested_if_model(40).SerializeAsString());
+  ASSERT_EQ(graph->outputs().size(), 1u);
+  const std::string bytes = nested_if_model(200).SerializeAsString();
+  for (int from_file = 0; from_file < 2; ++from_file) {
+    try {
+      if (from_file) frontend::load_onnx(write("deep.onnx", bytes));
+      else frontend::load_onnx_from_memory(bytes);
+      ADD_FAILURE() << "If nodes nested 200 deep loaded";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.kind(), ErrorKind::invalid_model);
+      EXPECT_NE(std::string(e.what()).find("deeper than graft's limit of 400 levels"), std::string::npos) << e.what();
+    }
+  }
+}
+
 }  // namespace
 }  // namespace graft
