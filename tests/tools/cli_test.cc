@@ -182,6 +182,19 @@ TEST_F(CliTest, RunWithShapeRepeatAndStats) {
   EXPECT_NE(r.out.find("allocations"), std::string::npos) << r.out;
 }
 
+TEST_F(CliTest, AOneShotRunLeavesItsCompiledKernelsInTheDiskCache) {
+  fs::path cache = dir_ / "one_shot_cache", model = dir_ / "gru_cell.onnx";
+  fs::remove_all(cache);
+  ASSERT_EQ(graft("zoo gru_cell -o " + quote(model.string())).exit_code, 0);
+  // The GRU cell's gate arithmetic runs as fused kernels.
+  CommandResult r = graft("run " + quote(model.string()) + " --report", "GRAFT_CACHE_DIR=" + quote(cache.string()));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  ASSERT_NE(r.out.find(" fuse "), std::string::npos) << r.out;
+  size_t entries = 0;
+  for (const auto& entry : fs::directory_iterator(cache)) entries += entry.is_regular_file() ? 1 : 0;
+  EXPECT_GE(entries, 1u) << "the process exited without writing its kernels to GRAFT_CACHE_DIR";
+}
+
 TEST_F(CliTest, TimeoutAndMaxMemoryStopARunWithOneLineErrors) {
   CommandResult timed_out = graft("run " + quote(mlp_) + " --timeout 0.000001");
   EXPECT_EQ(timed_out.exit_code, 2) << timed_out.out;

@@ -336,6 +336,10 @@ int run_model(const RunCommandOptions& options) {
       }
     }
   }
+  // With a disk cache, a one-shot run leaves its fused kernels compiled there
+  // (they compile in the background after the first run, which a process
+  // that exits at once would abandon), so that the next process finds them.
+  if (codegen::cache_directory_from_environment()) codegen::CompileCache::global().wait_for_background_compiles();
   return 0;
 }
 
