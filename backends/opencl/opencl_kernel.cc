@@ -5,19 +5,9 @@
 
 #ifdef GRAFT_HAVE_OPENCL_HEADERS
 
-#include <unistd.h>
-
-#include <atomic>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
-#include <thread>
 
-#include "graft/codegen/compile_cache.h"
 #include "graft/core/error.h"
-#include "graft/ir/kernel_ir.h"
 #include "graft/partition/op_support.h"
 
 namespace graft::opencl {
@@ -28,12 +18,6 @@ void check(cl_int status, const char* what) {
   if (status != CL_SUCCESS) fail(ErrorKind::internal, what, " failed with OpenCL error ", status);
 }
 
-int64_t count(const Shape& shape) {
-  int64_t n = 1;
-  for (int64_t d : shape) n *= d;
-  return n;
-}
-
 std::map<ir::OpId, KernelRegistration>& registry() {
   static std::map<ir::OpId, KernelRegistration> kernels;
   return kernels;
@@ -41,8 +25,8 @@ std::map<ir::OpId, KernelRegistration>& registry() {
 
 }  // namespace
 
-int64_t ClTensor::numel() const { return count(shape); }
-int64_t ClType::numel() const { return count(shape); }
+int64_t ClTensor::numel() const { return shape_numel(shape); }
+int64_t ClType::numel() const { return shape_numel(shape); }
 
 // ---- ClDevice ---------------------------------------------------------------
 
@@ -67,16 +51,18 @@ ClDevice::ClDevice(int index) : index_(index) {
 cl_program ClDevice::program(const std::string& source, const std::string& options) {
   std::string key = options + '\0' + source;
   std::lock_guard lock(mutex_);
-  if (codegen::opencl_build_failures_injected()) return codegen::opencl_build_program(static_cast<size_t>(index_), source, options);
+  if (codegen::opencl_build_failures_injected())  // fails: no cached program may stand in
+    return codegen::opencl_build_program(static_cast<size_t>(index_), source, options);
   for (auto& [k, p] : programs_)
     if (k == key) return p;
-  const codegen::CompileCounters& counters = codegen::CompileCache::global().counters();
-  const uint64_t disk_hits = counters.opencl_disk_hits.load();
   cl_program program = codegen::opencl_build_program(static_cast<size_t>(index_), source, options);
-  if (counters.opencl_disk_hits.load() != disk_hits) ++loaded_;
-  else ++built_;
   programs_.emplace_back(std::move(key), program);
   return program;
+}
+
+size_t ClDevice::programs() const {
+  std::lock_guard lock(mutex_);
+  return programs_.size();
 }
 
 // ---- ClKernel ---------------------------------------------------------------

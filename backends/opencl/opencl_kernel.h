@@ -87,9 +87,10 @@ class ClDevice {
   /// the source does not build. Thread-safe; the program is kept for the
   /// process.
   cl_program program(const std::string& source, const std::string& options = {});
-  /// Programs built from source and loaded from cached binaries so far.
-  uint64_t programs_built() const { return built_; }
-  uint64_t programs_loaded_from_disk() const { return loaded_; }
+  /// Distinct programs the device holds (built from source or loaded from
+  /// GRAFT_CACHE_DIR: CompileCounters::opencl_builds and opencl_disk_hits
+  /// tell which).
+  size_t programs() const;
 
  private:
   explicit ClDevice(int index);
@@ -97,10 +98,8 @@ class ClDevice {
   cl_context context_ = nullptr;
   cl_device_id device_ = nullptr;
   const codegen::OpenClFunctions* functions_ = nullptr;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::vector<std::pair<std::string, cl_program>> programs_;  // key: options + '\0' + source
-  uint64_t built_ = 0;
-  uint64_t loaded_ = 0;
 };
 
 /// A __local buffer argument of `bytes`.
