@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "graft/backend/device_api.h"
+#include "graft/backend/device_module.h"
 #include "graft/core/tensor.h"
 #include "graft/ir/graph.h"
 
@@ -129,9 +130,8 @@ class CudaLaunchContext {
 };
 
 /// One node on the device (create at plan time; compile once; enqueue per run).
-class NodeKernel {
+class NodeKernel : public backend::DeviceNodeKernel {
  public:
-  virtual ~NodeKernel() = default;
   /// Compiles and loads the programs (first run), for device cuda:`device`.
   virtual void compile(int device) = 0;
   /// Queues the node's work: one CuTensor per node input (address 0 for an
@@ -139,8 +139,6 @@ class NodeKernel {
   /// Must not wait on the host.
   virtual void enqueue(CudaLaunchContext& context, std::span<const CuTensor> inputs,
                        std::span<const CuTensor> outputs) const = 0;
-  /// The input that output 0 is a view of (Reshape and kin), or -1.
-  virtual int aliased_input() const { return -1; }
 };
 
 using KernelSupport = std::string (*)(const KernelRequest& request);

@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "graft/backend/device_api.h"
+#include "graft/backend/device_module.h"
 #include "graft/codegen/opencl_runtime.h"
 #include "graft/core/tensor.h"
 #include "graft/ir/graph.h"
@@ -180,9 +181,8 @@ class ClLaunchContext {
 };
 
 /// One node on the device (create at plan time; compile once; enqueue per run).
-class NodeKernel {
+class NodeKernel : public backend::DeviceNodeKernel {
  public:
-  virtual ~NodeKernel() = default;
   /// Builds the programs (first run). Called once, before the first enqueue.
   virtual void compile(ClDevice& device) = 0;
   /// Queues the node's work: one ClTensor per node input (buffer null for an
@@ -191,10 +191,6 @@ class NodeKernel {
   /// (an output of 0 elements has a null buffer). Must not wait on the host.
   virtual void enqueue(ClLaunchContext& context, std::span<const ClTensor> inputs,
                        std::span<const ClTensor> outputs) const = 0;
-  /// The input that output 0 is a view of (Reshape, Flatten, Squeeze,
-  /// Unsqueeze: same bytes, another shape), or -1. When set, the caller
-  /// passes that input's buffer as output 0 and enqueue() may do nothing.
-  virtual int aliased_input() const { return -1; }
 };
 
 /// Why the node cannot run on the device (empty: it can), given its concrete
