@@ -31,6 +31,7 @@
 #include <vector>
 
 #include "graft/backend/device_api.h"
+#include "graft/backend/device_kernel_registry.h"
 #include "graft/backend/device_module.h"
 #include "graft/codegen/opencl_runtime.h"
 #include "graft/core/tensor.h"
@@ -51,24 +52,10 @@ struct ClTensor {
 };
 
 /// A concrete tensor type (the dtype and shape a value has in this plan).
-struct ClType {
-  DType dtype = DType::undefined;
-  Shape shape;
-  int64_t numel() const;
-};
+using ClType = backend::DeviceValueType;
 
 /// What a factory sees when it creates a node's kernel.
-struct KernelRequest {
-  const ir::Node& node;
-  std::vector<ClType> inputs;   ///< per node input (undefined dtype for an absent optional input)
-  std::vector<ClType> outputs;  ///< per node output
-  /// Per node input: its value when it is a constant of the graph (a
-  /// Constant node: weights, shapes, axes), else null. Kernels read
-  /// attributes-as-inputs (Reshape's shape, Slice's starts) from here; a
-  /// constant the kernel reads on the device arrives as an enqueue input
-  /// like any other (uploaded once by the module).
-  std::vector<const Tensor*> constants;
-};
+using KernelRequest = backend::DeviceKernelRequest;
 
 /// One OpenCL device's context, device and programs (shared by every module
 /// on that device, kept for the process).
@@ -199,10 +186,7 @@ using KernelSupport = std::string (*)(const KernelRequest& request);
 /// Creates the kernel of a supported node.
 using KernelFactory = std::unique_ptr<NodeKernel> (*)(const KernelRequest& request);
 
-struct KernelRegistration {
-  KernelSupport support = nullptr;
-  KernelFactory factory = nullptr;
-};
+using KernelRegistration = backend::DeviceKernelRegistry<NodeKernel>::Registration;
 
 /// Registers the kernel of `op` (once per op; aborts start-up on a second).
 bool register_kernel(ir::OpId op, KernelSupport support, KernelFactory factory);
