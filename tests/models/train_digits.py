@@ -5,15 +5,17 @@ digits that Debian's python3-sklearn ships (sklearn.datasets.load_digits:
 
 For each optimizer (AdamW, SGD with momentum and weight decay), the same
 model, initial weights and batch order are trained by `graft train` and by
-torch.optim; the check asserts
+torch.optim, with the learning rate decayed linearly to 0 (graft train
+--lr-final 0, the same factor set on PyTorch's param group each step); the
+check asserts
   - the accuracy of the trained model (trained.onnx, run by `graft run` on the
     hold-out) is at least --min-accuracy (0.97);
   - over the first 50 steps, graft's loss is within --loss-rtol (1%, relative)
     of PyTorch's at every step.
 The model is exported by PyTorch with its loss in training mode (as
 torch_grad_check.py does), with outputs `loss` and `logits`; train.npz holds
-the training samples already in the batch order of every epoch (graft train
-runs its batches in file order).
+the training samples of every epoch, each epoch in its own shuffled order,
+one after the other (graft train runs its batches in file order, one pass).
 
 Usage: train_digits.py --graft build/bin/graft --workdir /tmp/digits [--optimizers adamw,sgd]
 """
@@ -37,9 +39,9 @@ class DigitsCnn(nn.Module):
 
     def __init__(self):
         super().__init__()
-        self.conv1 = nn.Conv2d(1, 8, 3, padding=1)
-        self.conv2 = nn.Conv2d(8, 16, 3, padding=1)
-        self.fc = nn.Linear(16 * 2 * 2, 10)
+        self.conv1 = nn.Conv2d(1, 16, 3, padding=1)
+        self.conv2 = nn.Conv2d(16, 32, 3, padding=1)
+        self.fc = nn.Linear(32 * 2 * 2, 10)
 
     def logits(self, x):
         h = F.max_pool2d(torch.relu(self.conv1(x)), 2)
@@ -52,11 +54,11 @@ class DigitsCnn(nn.Module):
 
 
 OPTIMIZERS = {
-    # name: (graft train flags, torch optimizer factory, epochs)
-    "adamw": (["--optimizer", "adamw", "--lr", "0.01", "--weight-decay", "0.01"],
-              lambda params: torch.optim.AdamW(params, lr=0.01, weight_decay=0.01), 15),
-    "sgd": (["--optimizer", "sgd", "--lr", "0.05", "--momentum", "0.9", "--weight-decay", "0.0001"],
-            lambda params: torch.optim.SGD(params, lr=0.05, momentum=0.9, weight_decay=0.0001), 15),
+    # name: (graft train flags, learning rate, torch optimizer factory)
+    "adamw": (["--optimizer", "adamw", "--weight-decay", "0.01"], 0.003,
+              lambda params, lr: torch.optim.AdamW(params, lr=lr, weight_decay=0.01)),
+    "sgd": (["--optimizer", "sgd", "--momentum", "0.9", "--weight-decay", "0.0001"], 0.05,
+            lambda params, lr: torch.optim.SGD(params, lr=lr, momentum=0.9, weight_decay=0.0001)),
 }
 
 
@@ -73,6 +75,7 @@ def main():
     parser.add_argument("--workdir", required=True)
     parser.add_argument("--optimizers", default="adamw,sgd")
     parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--epochs", type=int, default=20)
     parser.add_argument("--threads", default="2")
     parser.add_argument("--min-accuracy", type=float, default=0.97)
     parser.add_argument("--loss-rtol", type=float, default=0.01)
@@ -85,17 +88,20 @@ def main():
     x = (digits.images / 16.0).astype(np.float32)[:, None, :, :]
     y = digits.target.astype(np.int64)
     x_train, x_test, y_train, y_test = train_test_split(x, y, test_size=0.2, random_state=0, stratify=y)
-    order = np.random.default_rng(0).permutation(len(x_train))
-    x_train, y_train = x_train[order], y_train[order]  # the batch order of every epoch
     batch = args.batch_size
     steps_per_epoch = len(x_train) // batch
-    np.savez_compressed(os.path.join(args.workdir, "train.npz"), data=x_train, target=y_train)
+    rng = np.random.default_rng(0)
+    order = np.concatenate([rng.permutation(len(x_train))[:steps_per_epoch * batch] for _ in range(args.epochs)])
+    x_steps, y_steps = x_train[order], y_train[order]  # every epoch's batches, in order
+    steps = len(order) // batch
+    np.savez_compressed(os.path.join(args.workdir, "train.npz"), data=x_steps, target=y_steps)
     np.save(os.path.join(args.workdir, "test_data.npy"), x_test)
-    print(f"digits: {len(x_train)} training samples ({steps_per_epoch} batches of {batch}), {len(x_test)} held out")
+    print(f"digits: {len(x_train)} training samples, {args.epochs} epochs of {steps_per_epoch} batches of {batch}, "
+          f"{len(x_test)} held out")
 
     failures = []
     for name in args.optimizers.split(","):
-        flags, make_optimizer, epochs = OPTIMIZERS[name]
+        flags, lr, make_optimizer = OPTIMIZERS[name]
         torch.manual_seed(0)
         model = DigitsCnn()
         model_path = os.path.join(args.workdir, f"digits_{name}.onnx")
@@ -106,17 +112,20 @@ def main():
                           training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
 
         # PyTorch from the same initial weights, on the same batches.
-        optimizer = make_optimizer(model.parameters())
+        optimizer = make_optimizer(model.parameters(), lr)
         torch_losses = []
-        for epoch in range(epochs):
-            for s in range(steps_per_epoch):
-                xb = torch.from_numpy(x_train[s * batch:(s + 1) * batch])
-                yb = torch.from_numpy(y_train[s * batch:(s + 1) * batch])
-                optimizer.zero_grad()
-                loss, _ = model(xb, yb)
-                loss.backward()
-                optimizer.step()
-                torch_losses.append(loss.item())
+        start = time.time()
+        for s in range(steps):
+            for group in optimizer.param_groups:  # graft train --lr-final 0, in float32 as graft takes it
+                group["lr"] = float(np.float32(lr + (0.0 - lr) * s / (steps - 1)))
+            xb = torch.from_numpy(x_steps[s * batch:(s + 1) * batch])
+            yb = torch.from_numpy(y_steps[s * batch:(s + 1) * batch])
+            optimizer.zero_grad()
+            loss, _ = model(xb, yb)
+            loss.backward()
+            optimizer.step()
+            torch_losses.append(loss.item())
+        torch_seconds = time.time() - start
         with torch.no_grad():
             torch_accuracy = float((model.logits(torch.from_numpy(x_test)).argmax(1).numpy() == y_test).mean())
 
@@ -124,8 +133,8 @@ def main():
         log = os.path.join(args.workdir, f"losses_{name}.csv")
         start = time.time()
         out = run([args.graft, "train", model_path, "--data", os.path.join(args.workdir, "train.npz"), "--loss", "loss",
-                   "--batch-size", str(batch), "--epochs", str(epochs), "--threads", args.threads, "--log", log,
-                   "-o", trained] + flags)
+                   "--batch-size", str(batch), "--lr", str(lr), "--lr-final", "0", "--threads", args.threads,
+                   "--log", log, "-o", trained] + flags)
         seconds = time.time() - start
         print(out.strip().splitlines()[-1])
         with open(log) as f:
@@ -139,12 +148,12 @@ def main():
         n = min(args.compare_steps, len(graft_losses))
         rel = [abs(g - t) / abs(t) for g, t in zip(graft_losses[:n], torch_losses[:n])]
         worst = int(np.argmax(rel))
-        print(f"{name}: {len(graft_losses)} steps in {seconds:.1f} s; hold-out accuracy graft {accuracy:.4f}, "
+        print(f"{name}: {len(graft_losses)} steps in {seconds:.1f} s (torch {torch_seconds:.1f} s); hold-out accuracy graft {accuracy:.4f}, "
               f"torch {torch_accuracy:.4f}; first {n} losses within {max(rel):.2e} relative "
               f"(worst at step {worst + 1}: graft {graft_losses[worst]:.6f}, torch {torch_losses[worst]:.6f}); "
               f"final loss graft {graft_losses[-1]:.4f}, torch {torch_losses[-1]:.4f}")
-        if len(graft_losses) != epochs * steps_per_epoch:
-            failures.append(f"{name}: {len(graft_losses)} logged steps, expected {epochs * steps_per_epoch}")
+        if len(graft_losses) != steps:
+            failures.append(f"{name}: {len(graft_losses)} logged steps, expected {steps}")
         if n < args.compare_steps:
             failures.append(f"{name}: only {n} steps to compare")
         if accuracy < args.min_accuracy:

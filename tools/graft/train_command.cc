@@ -5,8 +5,10 @@
 #include <cmath>
 #include <cstring>
 #include <fstream>
+#include <iomanip>
 #include <iostream>
 #include <numeric>
+#include <optional>
 #include <random>
 
 #include "cli_support.h"
@@ -28,6 +30,7 @@ struct TrainOptions {
   std::string parameters;
   std::string optimizer = "sgd";
   std::string learning_rate = "0.01";
+  std::string final_learning_rate;
   std::string momentum = "0";
   std::string weight_decay = "0";
   bool nesterov = false;
@@ -87,6 +90,11 @@ int train(const TrainOptions& options) {
   optimizer.beta2 = parse_float(options.beta2, "--beta2");
   optimizer.epsilon = parse_float(options.epsilon, "--eps");
   trainer_options.learning_rate = parse_float(options.learning_rate, "--lr");
+  std::optional<float> final_learning_rate;
+  if (!options.final_learning_rate.empty()) {
+    final_learning_rate = parse_float(options.final_learning_rate, "--lr-final");
+    if (*final_learning_rate < 0) fail(ErrorKind::invalid_argument, "--lr-final: must be >= 0");
+  }
   if (!options.threads.empty()) trainer_options.session.num_threads = parse_thread_count(options.threads, "--threads");
   if (!options.backends.empty()) trainer_options.session.backends = parse_name_list(options.backends, "--backends");
   trainer_options.session.fusion = parse_on_off(options.fusion, "--fusion");
@@ -125,6 +133,7 @@ int train(const TrainOptions& options) {
 
   training::Trainer trainer(*model, trainer_options);
   int64_t steps_per_epoch = samples / batch_size;
+  int64_t total_steps = steps_per_epoch * epochs;
   std::vector<int64_t> order(static_cast<size_t>(samples));
   std::mt19937_64 random(static_cast<uint64_t>(seed));
   std::ofstream log;
@@ -146,12 +155,18 @@ int train(const TrainOptions& options) {
       std::vector<int64_t> rows(order.begin() + s * batch_size, order.begin() + (s + 1) * batch_size);
       std::map<std::string, Tensor> batch;
       for (const std::string& name : input_names) batch[name] = gather_rows(data.at(name), rows);
+      if (final_learning_rate) {
+        // Linear decay: step k of K runs at lr + (final - lr) k / (K - 1).
+        double k = static_cast<double>(trainer.steps()), last = static_cast<double>(std::max<int64_t>(1, total_steps - 1));
+        double lr = trainer_options.learning_rate;
+        trainer.set_learning_rate(static_cast<float>(lr + (*final_learning_rate - lr) * k / last));
+      }
       float loss = trainer.step(batch);
       if (!std::isfinite(loss))
         fail(ErrorKind::invalid_argument, "train: the loss is ", loss, " at step ", trainer.steps(),
              " (lower --lr?)");
       sum += loss;
-      if (log) log << trainer.steps() << "," << loss << "\n";
+      if (log) log << trainer.steps() << "," << std::setprecision(9) << loss << "\n";
     }
     std::cout << "epoch " << epoch + 1 << ": mean loss " << sum / static_cast<double>(steps_per_epoch) << "\n";
   }
@@ -179,6 +194,8 @@ std::function<int()> setup_train(CLI::App& app) {
                   "comma-separated initializers to train (default: every floating-point initializer the loss reads)");
   sub->add_option("--optimizer", options->optimizer, "sgd (default) or adamw");
   sub->add_option("--lr", options->learning_rate, "learning rate (default 0.01)");
+  sub->add_option("--lr-final", options->final_learning_rate,
+                  "decay the learning rate linearly from --lr at the first step to this at the last (default: constant)");
   sub->add_option("--momentum", options->momentum, "sgd: momentum (default 0)");
   sub->add_flag("--nesterov", options->nesterov, "sgd: Nesterov momentum");
   sub->add_option("--weight-decay", options->weight_decay,
