@@ -55,7 +55,8 @@ std::map<std::string, Tensor> load_npz(const std::string& path) {
     if (arrays.count(name)) fail(ErrorKind::invalid_argument, path, ": array '", name, "' appears twice");
     std::unique_ptr<zip_file_t, MemberCloser> file(zip_fopen_index(archive.get(), static_cast<zip_uint64_t>(i), 0));
     if (!file)
-      fail(ErrorKind::invalid_argument, path, ": member '", member, "' cannot be opened (", zip_strerror(archive.get()), ")");
+      fail(ErrorKind::invalid_argument, path, ": member '", member, "' cannot be opened (", zip_strerror(archive.get()),
+           ")");
     std::string bytes(static_cast<size_t>(stat.size), '\0');
     zip_int64_t read = bytes.empty() ? 0 : zip_fread(file.get(), bytes.data(), stat.size);
     if (read < 0 || static_cast<zip_uint64_t>(read) != stat.size)

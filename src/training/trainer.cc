@@ -30,7 +30,8 @@ bool has_value(const ir::Graph& graph, const std::string& name) {
 double scalar_value(const Tensor& t) {
   if (t.dtype() == DType::float32) return *t.data<float>();
   if (t.dtype() == DType::float64) return *t.data<double>();
-  fail(ErrorKind::invalid_argument, "training: the loss is ", t.type_string(), "; expected a float32 or float64 scalar");
+  fail(ErrorKind::invalid_argument, "training: the loss is ", t.type_string(),
+       "; expected a float32 or float64 scalar");
 }
 
 /// The graph of `model`'s nodes that `outputs` need, with only the inputs they read.
@@ -89,7 +90,8 @@ Trainer::~Trainer() = default;
 
 void Trainer::set_learning_rate(float learning_rate) {
   if (!std::isfinite(learning_rate) || learning_rate < 0)
-    fail(ErrorKind::invalid_argument, "training: the learning rate is ", learning_rate, "; expected a finite value >= 0");
+    fail(ErrorKind::invalid_argument, "training: the learning rate is ", learning_rate,
+         "; expected a finite value >= 0");
   options_.learning_rate = learning_rate;
 }
 
@@ -146,7 +148,8 @@ float Trainer::step(const std::map<std::string, Tensor>& inputs) {
     feed.push_back(value);
   }
   feed.push_back(Tensor::scalar<float>(options_.learning_rate));
-  if (options_.optimizer.kind == OptimizerKind::adamw) feed.push_back(Tensor::scalar<float>(static_cast<float>(steps_ + 1)));
+  if (options_.optimizer.kind == OptimizerKind::adamw)
+    feed.push_back(Tensor::scalar<float>(static_cast<float>(steps_ + 1)));
   backend::RunStats run_stats;
   std::vector<Tensor> outputs = session_->run(feed, &run_stats);
   stats_.peak_bytes = run_stats.memory.peak_bytes;
@@ -161,12 +164,14 @@ float Trainer::step(const std::map<std::string, Tensor>& inputs) {
 Tensor Trainer::parameter(const std::string& name) const {
   if (session_) {
     auto it = current_.find(name);
-    if (it == current_.end() || std::find(layout_.parameters.begin(), layout_.parameters.end(), name) == layout_.parameters.end())
+    if (it == current_.end() ||
+        std::find(layout_.parameters.begin(), layout_.parameters.end(), name) == layout_.parameters.end())
       fail(ErrorKind::invalid_argument, "training: '", name, "' is not a trained parameter");
     return it->second;
   }
   for (const auto& n : model_->nodes())
-    if (n->op() == ir::OpId::Constant && !n->output_names.empty() && n->output_names[0] == name) return n->constant_value;
+    if (n->op() == ir::OpId::Constant && !n->output_names.empty() && n->output_names[0] == name)
+      return n->constant_value;
   fail(ErrorKind::invalid_argument, "training: the model has no initializer named '", name, "'");
 }
 

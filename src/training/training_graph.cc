@@ -129,16 +129,19 @@ TrainingGraph build_training_graph(const ir::Graph& forward, const std::string& 
   if (optimizer.kind == OptimizerKind::adamw) {
     ir::Value one = b.scalar(1.0f, new_name(prefix + "one"));
     if (optimizer.weight_decay != 0)
-      decay_factor = b.add(Sub, {one, b.add(Mul, {lr, b.scalar(optimizer.weight_decay, new_name(prefix + "weight_decay"))},
-                                            prefix + "lr_times_decay")},
+      decay_factor = b.add(Sub,
+                           {one, b.add(Mul, {lr, b.scalar(optimizer.weight_decay, new_name(prefix + "weight_decay"))},
+                                       prefix + "lr_times_decay")},
                            prefix + "decay_factor");
     beta1 = b.scalar(optimizer.beta1, new_name(prefix + "beta1"));
     beta2 = b.scalar(optimizer.beta2, new_name(prefix + "beta2"));
     one_minus_beta1 = b.scalar(1.0f - optimizer.beta1, new_name(prefix + "one_minus_beta1"));
     one_minus_beta2 = b.scalar(1.0f - optimizer.beta2, new_name(prefix + "one_minus_beta2"));
     epsilon = b.scalar(optimizer.epsilon, new_name(prefix + "epsilon"));
-    ir::Value bias_correction1 = b.add(Sub, {one, b.add(Pow, {beta1, step}, prefix + "beta1_power")}, prefix + "bias_correction1");
-    ir::Value bias_correction2 = b.add(Sub, {one, b.add(Pow, {beta2, step}, prefix + "beta2_power")}, prefix + "bias_correction2");
+    ir::Value bias_correction1 =
+        b.add(Sub, {one, b.add(Pow, {beta1, step}, prefix + "beta1_power")}, prefix + "bias_correction1");
+    ir::Value bias_correction2 =
+        b.add(Sub, {one, b.add(Pow, {beta2, step}, prefix + "beta2_power")}, prefix + "bias_correction2");
     step_size = b.add(Div, {lr, bias_correction1}, prefix + "step_size");
     bias_correction2_sqrt = b.add(Sqrt, {bias_correction2}, prefix + "bias_correction2_sqrt");
   } else {
@@ -169,24 +172,28 @@ TrainingGraph build_training_graph(const ir::Graph& forward, const std::string& 
         ir::Value next = b.add(Add, {b.add(Mul, {buffer, momentum}, node + "momentum_scaled"), d}, node + "momentum");
         result.states.push_back(buffer_name);
         new_states.push_back(next);
-        d = optimizer.nesterov ? b.add(Add, {d, b.add(Mul, {next, momentum}, node + "nesterov_scaled")}, node + "nesterov")
-                               : next;
+        d = optimizer.nesterov
+                ? b.add(Add, {d, b.add(Mul, {next, momentum}, node + "nesterov_scaled")}, node + "nesterov")
+                : next;
       }
       new_parameters.push_back(b.add(Sub, {w, b.add(Mul, {d, lr}, node + "scaled")}, node + "next"));
     } else {
       std::string m_name = new_name(name + ".exp_avg"), v_name = new_name(name + ".exp_avg_sq");
       ir::Value m = b.state(m_name, shape), v = b.state(v_name, shape);
       ir::Value decayed = decay_factor ? b.add(Mul, {w, decay_factor}, node + "decayed") : w;
-      ir::Value m_next = b.add(Add, {b.add(Mul, {m, beta1}, node + "exp_avg_scaled"),
-                                     b.add(Mul, {grad, one_minus_beta1}, node + "grad_scaled")},
-                               node + "exp_avg");
+      ir::Value m_next = b.add(
+          Add,
+          {b.add(Mul, {m, beta1}, node + "exp_avg_scaled"), b.add(Mul, {grad, one_minus_beta1}, node + "grad_scaled")},
+          node + "exp_avg");
       ir::Value grad_squared = b.add(Mul, {grad, grad}, node + "grad_squared");
-      ir::Value v_next = b.add(Add, {b.add(Mul, {v, beta2}, node + "exp_avg_sq_scaled"),
-                                     b.add(Mul, {grad_squared, one_minus_beta2}, node + "grad_squared_scaled")},
+      ir::Value v_next = b.add(Add,
+                               {b.add(Mul, {v, beta2}, node + "exp_avg_sq_scaled"),
+                                b.add(Mul, {grad_squared, one_minus_beta2}, node + "grad_squared_scaled")},
                                node + "exp_avg_sq");
-      ir::Value denominator =
-          b.add(Add, {b.add(Div, {b.add(Sqrt, {v_next}, node + "sqrt"), bias_correction2_sqrt}, node + "corrected_sqrt"), epsilon},
-                node + "denominator");
+      ir::Value denominator = b.add(
+          Add,
+          {b.add(Div, {b.add(Sqrt, {v_next}, node + "sqrt"), bias_correction2_sqrt}, node + "corrected_sqrt"), epsilon},
+          node + "denominator");
       ir::Value delta = b.add(Mul, {b.add(Div, {m_next, denominator}, node + "ratio"), step_size}, node + "delta");
       new_parameters.push_back(b.add(Sub, {decayed, delta}, node + "next"));
       result.states.push_back(m_name);

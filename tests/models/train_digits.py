@@ -76,7 +76,7 @@ def main():
     parser.add_argument("--optimizers", default="adamw,sgd")
     parser.add_argument("--batch-size", type=int, default=32)
     parser.add_argument("--epochs", type=int, default=20)
-    parser.add_argument("--threads", default="2")
+    parser.add_argument("--threads", default="1")
     parser.add_argument("--min-accuracy", type=float, default=0.97)
     parser.add_argument("--loss-rtol", type=float, default=0.01)
     parser.add_argument("--compare-steps", type=int, default=50)

@@ -1,5 +1,7 @@
 // load_npz: archives written with libzip as np.savez (stored members) and
 // np.savez_compressed (deflated) write them, and the errors of bad ones.
+#include "graft/training/npz.h"
+
 #include <gtest/gtest.h>
 #include <unistd.h>
 #include <zip.h>
@@ -9,7 +11,6 @@
 #include <list>
 
 #include "graft/core/error.h"
-#include "graft/training/npz.h"
 
 namespace graft {
 namespace {
@@ -73,9 +74,8 @@ class NpzTest : public ::testing::Test {
 
 TEST_F(NpzTest, ReadsStoredAndDeflatedMembers) {
   for (bool deflate : {false, true}) {
-    std::string path = write_zip({{"data.npy", npy_bytes({1, 2, 3, 4, 5, 6}, "(3, 2)")},
-                                  {"target.npy", npy_bytes({7, 8, 9}, "(3,)")}},
-                                 deflate);
+    std::string path = write_zip(
+        {{"data.npy", npy_bytes({1, 2, 3, 4, 5, 6}, "(3, 2)")}, {"target.npy", npy_bytes({7, 8, 9}, "(3,)")}}, deflate);
     auto arrays = training::load_npz(path);
     ASSERT_EQ(arrays.size(), 2u);
     EXPECT_EQ(arrays.at("data").shape(), (Shape{3, 2}));
@@ -90,7 +90,8 @@ TEST_F(NpzTest, BadArchivesAreErrorsNamingTheFileAndMember) {
   std::string not_zip = (dir_ / "not.npz").string();
   std::ofstream(not_zip) << "this is not a zip archive at all";
   expect_error(not_zip, ErrorKind::invalid_argument, "not an .npz archive");
-  expect_error(write_zip({{"notes.txt", "hello"}}, false), ErrorKind::invalid_argument, "member 'notes.txt' is not an .npy file");
+  expect_error(write_zip({{"notes.txt", "hello"}}, false), ErrorKind::invalid_argument,
+               "member 'notes.txt' is not an .npy file");
   std::string lying = npy_bytes({1, 2}, "(3,)");
   expect_error(write_zip({{"x.npy", lying}}, true), ErrorKind::invalid_argument, "x.npy");
   expect_error(write_zip({{"x.npy", "garbage"}}, false), ErrorKind::invalid_argument, "x.npy: not an .npy file");

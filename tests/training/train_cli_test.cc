@@ -54,7 +54,8 @@ class TrainCliTest : public ::testing::Test {
   std::string write_classifier() {
     ir::Graph g;
     g.opset_imports[""] = 17;
-    Value x = g.add_input("x", ir::ValueType{DType::float32, true, {ir::Dim::symbolic("batch"), ir::Dim::known(6)}})->output(0);
+    Value x = g.add_input("x", ir::ValueType{DType::float32, true, {ir::Dim::symbolic("batch"), ir::Dim::known(6)}})
+                  ->output(0);
     Value labels = g.add_input("labels", ir::ValueType{DType::int64, true, {ir::Dim::symbolic("batch")}})->output(0);
     Value w1 = g.add_constant("w1", testing::random_tensor({6, 16}, 1))->output(0);
     Value b1 = g.add_constant("b1", testing::random_tensor({16}, 2))->output(0);
@@ -104,8 +105,9 @@ TEST_F(TrainCliTest, TrainsWritesTheModelAndTheLossLog) {
   const std::string model = write_classifier();
   const std::string data = write_npz("train.npz", separable_data());
   const std::string trained = (dir_ / "trained.onnx").string(), log = (dir_ / "losses.csv").string();
-  Result r = graft("train '" + model + "' --data '" + data + "' --loss loss --optimizer adamw --lr 0.02 --batch-size 16 " +
-                   "--epochs 10 --shuffle --seed 3 --log '" + log + "' -o '" + trained + "'");
+  Result r =
+      graft("train '" + model + "' --data '" + data + "' --loss loss --optimizer adamw --lr 0.02 --batch-size 16 " +
+            "--epochs 10 --shuffle --seed 3 --log '" + log + "' -o '" + trained + "'");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("4 batches of 16"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("trained 3 parameters in 40 steps"), std::string::npos) << r.out;

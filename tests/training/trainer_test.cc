@@ -2,6 +2,8 @@
 // PyTorch's formulas over several steps, the in-place update of the session's
 // weights (versions bumped, a backend that converts weights sees the new
 // values), where the update fuses, the exported model, the errors.
+#include "graft/training/trainer.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -9,7 +11,6 @@
 
 #include "graft/backend/backend.h"
 #include "graft/core/error.h"
-#include "graft/training/trainer.h"
 #include "support/graph_runner.h"
 
 namespace graft {
@@ -60,7 +61,8 @@ TEST(Optimizers, SgdFirstStepIsTheHandComputedOne) {
 }
 
 /// torch.optim.SGD (dampening 0) in double, written out.
-std::vector<double> torch_sgd(std::vector<double> w, int steps, double lr, double momentum, double decay, bool nesterov) {
+std::vector<double> torch_sgd(std::vector<double> w, int steps, double lr, double momentum, double decay,
+                              bool nesterov) {
   std::vector<double> buffer(w.size(), 0.0);
   for (int k = 1; k <= steps; ++k) {
     std::vector<float> x = step_input(k);
@@ -99,7 +101,8 @@ void expect_steps_match(training::Trainer& trainer, const std::function<std::vec
     trainer.step({{"x", Tensor::from_vector<float>(step_input(k), {3})}});
     std::vector<float> got = values(trainer.parameter("w"));
     std::vector<double> want = expected(k);
-    for (size_t i = 0; i < got.size(); ++i) EXPECT_NEAR(got[i], want[i], 2e-5 * (1 + std::abs(want[i]))) << "step " << k << " w[" << i << "]";
+    for (size_t i = 0; i < got.size(); ++i)
+      EXPECT_NEAR(got[i], want[i], 2e-5 * (1 + std::abs(want[i]))) << "step " << k << " w[" << i << "]";
   }
 }
 
@@ -271,7 +274,8 @@ TEST(Export, TheTrainedModelHasTheOutputsButTheLossAndTheTrainedWeights) {
   // The same logits as the model with the trained weights set by hand.
   auto by_hand = mlp(true);
   for (const auto& n : by_hand->nodes())
-    if (n->op() == OpId::Constant && n->output_names[0] != "labels") n->constant_value = trainer.parameter(n->output_names[0]);
+    if (n->op() == OpId::Constant && n->output_names[0] != "labels")
+      n->constant_value = trainer.parameter(n->output_names[0]);
   std::vector<Tensor> want = testing::run_graph(*by_hand, {batch.at("x"), batch.at("labels")});
   testing::expect_close(logits[0], want[1]);
 }
@@ -282,8 +286,10 @@ TEST(Export, AModelWhoseOnlyOutputIsTheLossIsWrittenWhole) {
   trainer.step({{"x", Tensor::from_vector<float>({1, 1, 1}, {3})}});
   auto trained = trainer.trained_model();
   ASSERT_EQ(trained->output_names(), std::vector<std::string>{"loss"});
-  for (const auto& n : trained->nodes())
-    if (n->op() == OpId::Constant) EXPECT_EQ(values(n->constant_value), (std::vector<float>{0.9f, 1.9f, 2.9f}));
+  for (const auto& n : trained->nodes()) {
+    if (n->op() != OpId::Constant) continue;
+    EXPECT_EQ(values(n->constant_value), (std::vector<float>{0.9f, 1.9f, 2.9f}));
+  }
 }
 
 void expect_error(const std::function<void()>& f, ErrorKind kind, const std::string& text) {
@@ -313,18 +319,27 @@ TEST(TrainerErrors, NameWhatIsWrong) {
 
   training::Trainer trainer(*model, options_for(training::OptimizerKind::sgd, 0.1f));
   expect_error([&] { trainer.step({}); }, ErrorKind::invalid_argument, "no value for the model's input 'x'");
-  expect_error([&] { trainer.step({{"x", Tensor(DType::float32, {3})}, {"y", Tensor(DType::float32, {3})}}); },
-               ErrorKind::invalid_argument, "no input named 'y'");
+  expect_error(
+      [&] {
+        trainer.step({{"x", Tensor(DType::float32, {3})}, {"y", Tensor(DType::float32, {3})}});
+      },
+      ErrorKind::invalid_argument, "no input named 'y'");
   trainer.step({{"x", Tensor(DType::float32, {3})}});
-  expect_error([&] { trainer.step({{"x", Tensor(DType::float32, {4})}}); }, ErrorKind::invalid_argument,
-               "every step takes the shape of the first");
+  expect_error(
+      [&] {
+        trainer.step({{"x", Tensor(DType::float32, {4})}});
+      },
+      ErrorKind::invalid_argument, "every step takes the shape of the first");
   expect_error([&] { trainer.parameter("x"); }, ErrorKind::invalid_argument, "not a trained parameter");
 
   auto params = options_for(training::OptimizerKind::sgd, 0.1f);
   params.parameters = {"x"};
   training::Trainer of_input(*model, params);
-  expect_error([&] { of_input.step({{"x", Tensor(DType::float32, {3})}}); }, ErrorKind::invalid_argument,
-               "only initializers are trained");
+  expect_error(
+      [&] {
+        of_input.step({{"x", Tensor(DType::float32, {3})}});
+      },
+      ErrorKind::invalid_argument, "only initializers are trained");
 }
 
 TEST(TrainerErrors, ANonScalarLossIsRefused) {
@@ -334,8 +349,11 @@ TEST(TrainerErrors, ANonScalarLossIsRefused) {
   Value w = g->add_constant("w", Tensor::from_vector<float>({1, 2, 3}, {3}))->output(0);
   g->add_output(g->add_node(OpId::Mul, {w, x})->output(0), "loss");
   training::Trainer trainer(*g, options_for(training::OptimizerKind::sgd, 0.1f));
-  expect_error([&] { trainer.step({{"x", Tensor(DType::float32, {3})}}); }, ErrorKind::invalid_argument,
-               "must be a floating-point scalar");
+  expect_error(
+      [&] {
+        trainer.step({{"x", Tensor(DType::float32, {3})}});
+      },
+      ErrorKind::invalid_argument, "must be a floating-point scalar");
 }
 
 }  // namespace

@@ -109,20 +109,23 @@ int train(const TrainOptions& options) {
   for (const ir::Node* in : model->inputs()) input_names.push_back(in->output_names[0]);
   for (const auto& [name, array] : data)
     if (std::find(input_names.begin(), input_names.end(), name) == input_names.end())
-      fail(ErrorKind::invalid_argument, options.data, ": array '", name, "' is not an input of the model (inputs: ",
-           [&] {
-             std::string list;
-             for (const std::string& n : input_names) list += (list.empty() ? "" : ", ") + n;
-             return list;
-           }(),
-           ")");
+      fail(
+          ErrorKind::invalid_argument, options.data, ": array '", name, "' is not an input of the model (inputs: ",
+          [&] {
+            std::string list;
+            for (const std::string& n : input_names) list += (list.empty() ? "" : ", ") + n;
+            return list;
+          }(),
+          ")");
   int64_t samples = -1;
   std::string first;
   for (const std::string& name : input_names) {
     auto it = data.find(name);
-    if (it == data.end()) fail(ErrorKind::invalid_argument, options.data, ": no array for the model's input '", name, "'");
+    if (it == data.end())
+      fail(ErrorKind::invalid_argument, options.data, ": no array for the model's input '", name, "'");
     if (it->second.rank() == 0)
-      fail(ErrorKind::invalid_argument, options.data, ": array '", name, "' is a scalar; its first axis must be the sample");
+      fail(ErrorKind::invalid_argument, options.data, ": array '", name,
+           "' is a scalar; its first axis must be the sample");
     if (samples < 0) samples = it->second.dim(0), first = name;
     if (it->second.dim(0) != samples)
       fail(ErrorKind::invalid_argument, options.data, ": array '", name, "' holds ", it->second.dim(0),
@@ -143,10 +146,12 @@ int train(const TrainOptions& options) {
     log << "step,loss\n";
   }
   std::cout << "training " << options.model << ": " << samples << " samples, " << steps_per_epoch << " batches of "
-            << batch_size << " an epoch" << (samples % batch_size ? " (the last " + std::to_string(samples % batch_size) +
-                                                                          " samples of each epoch's order are left out)"
-                                                                    : "")
-            << ", " << training::optimizer_kind_name(optimizer.kind) << ", lr " << trainer_options.learning_rate << "\n";
+            << batch_size << " an epoch"
+            << (samples % batch_size ? " (the last " + std::to_string(samples % batch_size) +
+                                           " samples of each epoch's order are left out)"
+                                     : "")
+            << ", " << training::optimizer_kind_name(optimizer.kind) << ", lr " << trainer_options.learning_rate
+            << "\n";
   for (int64_t epoch = 0; epoch < epochs; ++epoch) {
     std::iota(order.begin(), order.end(), int64_t{0});
     if (options.shuffle) std::shuffle(order.begin(), order.end(), random);
@@ -157,14 +162,14 @@ int train(const TrainOptions& options) {
       for (const std::string& name : input_names) batch[name] = gather_rows(data.at(name), rows);
       if (final_learning_rate) {
         // Linear decay: step k of K runs at lr + (final - lr) k / (K - 1).
-        double k = static_cast<double>(trainer.steps()), last = static_cast<double>(std::max<int64_t>(1, total_steps - 1));
+        double k = static_cast<double>(trainer.steps()),
+               last = static_cast<double>(std::max<int64_t>(1, total_steps - 1));
         double lr = trainer_options.learning_rate;
         trainer.set_learning_rate(static_cast<float>(lr + (*final_learning_rate - lr) * k / last));
       }
       float loss = trainer.step(batch);
       if (!std::isfinite(loss))
-        fail(ErrorKind::invalid_argument, "train: the loss is ", loss, " at step ", trainer.steps(),
-             " (lower --lr?)");
+        fail(ErrorKind::invalid_argument, "train: the loss is ", loss, " at step ", trainer.steps(), " (lower --lr?)");
       sum += loss;
       if (log) log << trainer.steps() << "," << std::setprecision(9) << loss << "\n";
     }
@@ -194,8 +199,9 @@ std::function<int()> setup_train(CLI::App& app) {
                   "comma-separated initializers to train (default: every floating-point initializer the loss reads)");
   sub->add_option("--optimizer", options->optimizer, "sgd (default) or adamw");
   sub->add_option("--lr", options->learning_rate, "learning rate (default 0.01)");
-  sub->add_option("--lr-final", options->final_learning_rate,
-                  "decay the learning rate linearly from --lr at the first step to this at the last (default: constant)");
+  sub->add_option(
+      "--lr-final", options->final_learning_rate,
+      "decay the learning rate linearly from --lr at the first step to this at the last (default: constant)");
   sub->add_option("--momentum", options->momentum, "sgd: momentum (default 0)");
   sub->add_flag("--nesterov", options->nesterov, "sgd: Nesterov momentum");
   sub->add_option("--weight-decay", options->weight_decay,

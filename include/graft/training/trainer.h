@@ -92,7 +92,7 @@ class Trainer {
   std::unique_ptr<ir::Graph> model_;
   TrainerOptions options_;
   std::unique_ptr<runtime::Session> session_;
-  TrainingGraph layout_;  // names of the training graph (its graph moved into the session)
+  TrainingGraph layout_;                   // names of the training graph (its graph moved into the session)
   std::vector<std::string> input_names_;   // the model's inputs, in order
   std::vector<Shape> input_shapes_;        // fixed at the first step
   std::map<std::string, Tensor> current_;  // the newest value of each parameter and state
