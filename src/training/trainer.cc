@@ -12,6 +12,7 @@
 #include "graft/core/error.h"
 #include "graft/frontend/onnx_import.h"
 #include "graft/ir/indexed_graph.h"
+#include "graft/ops/type_inference.h"
 #include "graft/passes/pass.h"
 
 namespace graft::training {
@@ -189,6 +190,7 @@ std::unique_ptr<ir::Graph> Trainer::trained_model() const {
     auto it = current_.find(n->output_names[0]);
     if (it != current_.end()) n->constant_value = it->second.clone();
   }
+  ops::infer_types(*result);  // the outputs' types, for the ONNX file
   return result;
 }
 

@@ -27,6 +27,7 @@ import sys
 import time
 
 import numpy as np
+import onnx
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -55,7 +56,7 @@ class DigitsCnn(nn.Module):
 
 OPTIMIZERS = {
     # name: (graft train flags, learning rate, torch optimizer factory)
-    "adamw": (["--optimizer", "adamw", "--weight-decay", "0.01"], 0.003,
+    "adamw": (["--optimizer", "adamw", "--weight-decay", "0.01"], 0.005,
               lambda params, lr: torch.optim.AdamW(params, lr=lr, weight_decay=0.01)),
     "sgd": (["--optimizer", "sgd", "--momentum", "0.9", "--weight-decay", "0.0001"], 0.05,
             lambda params, lr: torch.optim.SGD(params, lr=lr, momentum=0.9, weight_decay=0.0001)),
@@ -139,6 +140,7 @@ def main():
         print(out.strip().splitlines()[-1])
         with open(log) as f:
             graft_losses = [float(row["loss"]) for row in csv.DictReader(f)]
+        onnx.checker.check_model(onnx.load(trained), full_check=True)  # a standard ONNX model
         outdir = os.path.join(args.workdir, f"eval_{name}")
         run([args.graft, "run", trained, "--input", "data=" + os.path.join(args.workdir, "test_data.npy"),
              "--output-dir", outdir, "--threads", args.threads])

@@ -268,6 +268,7 @@ TEST(Export, TheTrainedModelHasTheOutputsButTheLossAndTheTrainedWeights) {
   trainer.step(batch);
   std::unique_ptr<ir::Graph> trained = trainer.trained_model();
   ASSERT_EQ(trained->output_names(), std::vector<std::string>{"logits"});
+  EXPECT_EQ(trained->type_of(trained->outputs()[0]), ir::ValueType::of(DType::float32, {8, 4}));  // typed for the file
   ASSERT_EQ(trained->inputs().size(), 1u);  // the labels fed only the loss
   EXPECT_EQ(trained->inputs()[0]->output_names[0], "x");
   std::vector<Tensor> logits = testing::run_graph(*trained, {batch.at("x")});
