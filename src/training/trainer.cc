@@ -102,20 +102,26 @@ const std::vector<std::string>& Trainer::parameters() const {
 
 void Trainer::build(const std::map<std::string, Tensor>& inputs) {
   std::unique_ptr<ir::Graph> fixed = model_->clone();
+  std::vector<Shape> shapes;
   for (ir::Node* in : fixed->inputs()) {
     const Tensor& value = inputs.at(in->output_names[0]);
     ir::ValueType& type = in->output_types[0];
-    if (type.dtype != value.dtype())
+    bool fits = type.dtype == value.dtype() && (!type.has_rank || type.dims.size() == value.shape().size());
+    for (size_t d = 0; fits && type.has_rank && d < type.dims.size(); ++d)
+      fits = !type.dims[d].is_known() || type.dims[d].value == value.shape()[d];
+    if (!fits)
       fail(ErrorKind::invalid_argument, "training: input '", in->output_names[0], "' is ", type.to_string(), ", got ",
            value.type_string());
     type = ir::ValueType::of(value.dtype(), value.shape());
-    input_shapes_.push_back(value.shape());
+    shapes.push_back(value.shape());
   }
   layout_ = build_training_graph(*fixed, options_.loss, options_.parameters, options_.optimizer);
+  current_.clear();
   for (const auto& n : layout_.graph->nodes())
     if (n->op() == ir::OpId::Constant && !n->output_names.empty() &&
         std::find(layout_.updated.begin(), layout_.updated.end(), n->output_names[0]) != layout_.updated.end())
       current_[n->output_names[0]] = n->constant_value;
+  stats_ = {};
   for (const std::string& name : layout_.parameters) stats_.parameter_bytes += current_.at(name).nbytes();
   for (const std::string& name : layout_.states) stats_.state_bytes += current_.at(name).nbytes();
   runtime::SessionOptions session_options = options_.session;
@@ -130,6 +136,7 @@ void Trainer::build(const std::map<std::string, Tensor>& inputs) {
   session_options.passes = passes::default_pipeline();
   std::erase(session_options.passes, std::string("fold-constants"));
   session_ = std::make_unique<runtime::Session>(std::move(layout_.graph), session_options);
+  input_shapes_ = std::move(shapes);
 }
 
 float Trainer::step(const std::map<std::string, Tensor>& inputs) {

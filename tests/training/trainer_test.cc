@@ -319,6 +319,16 @@ TEST(TrainerErrors, NameWhatIsWrong) {
   expect_error([] { training::parse_optimizer_kind("adam"); }, ErrorKind::invalid_argument, "unknown optimizer 'adam'");
 
   training::Trainer trainer(*model, options_for(training::OptimizerKind::sgd, 0.1f));
+  expect_error(
+      [&] {
+        trainer.step({{"x", Tensor(DType::float32, {4})}});
+      },
+      ErrorKind::invalid_argument, "input 'x' is float32[3], got float32[4]");
+  expect_error(
+      [&] {
+        trainer.step({{"x", Tensor(DType::float64, {3})}});
+      },
+      ErrorKind::invalid_argument, "input 'x' is float32[3], got float64[3]");
   expect_error([&] { trainer.step({}); }, ErrorKind::invalid_argument, "no value for the model's input 'x'");
   expect_error(
       [&] {
