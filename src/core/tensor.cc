@@ -13,6 +13,11 @@ std::string to_string(const Device& device) {
   return std::string(name) + ":" + std::to_string(device.id);
 }
 
+uint64_t next_storage_version() {
+  static std::atomic<uint64_t> counter{1};
+  return counter.fetch_add(1, std::memory_order_relaxed);
+}
+
 Storage::Storage(size_t nbytes) : Storage(nbytes, true) {}
 
 Storage::Storage(size_t nbytes, bool zero) : nbytes_(nbytes), owned_(true) {

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include <cmath>
 
 #include "graft/core/tensor.h"
@@ -32,6 +34,22 @@ TEST(Tensor, CopyFromBumpsVersion) {
   EXPECT_GT(w.version(), v0);
   EXPECT_EQ(w.data<float>()[2], 6.0f);
   EXPECT_THROW(w.copy_from(Tensor::from_vector<float>({1}, {1})), Error);
+}
+
+TEST(Tensor, AStorageWhereAFreedOneWasNeverRepeatsItsVersion) {
+  // Caches key converted weights on (storage, version): a new storage at a
+  // freed one's address must not look like the old bytes.
+  std::set<std::pair<const Storage*, uint64_t>> seen;
+  int reused_addresses = 0;
+  std::set<const Storage*> addresses;
+  for (int i = 0; i < 64; ++i) {
+    Tensor t = Tensor::from_vector<float>({static_cast<float>(i)}, {1});
+    reused_addresses += !addresses.insert(t.storage().get()).second;
+    EXPECT_TRUE(seen.insert({t.storage().get(), t.version()}).second) << "storage and version repeated at " << i;
+    t.copy_from(Tensor::from_vector<float>({1.0f}, {1}));
+    EXPECT_TRUE(seen.insert({t.storage().get(), t.version()}).second) << "a write repeated a version at " << i;
+  }
+  EXPECT_GT(reused_addresses, 0) << "the allocator never reused an address: the test checked nothing";
 }
 
 TEST(DType, Float16RoundTrips) {

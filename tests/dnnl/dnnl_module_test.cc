@@ -100,6 +100,26 @@ TEST(DnnlModule, WeightsFromInputsAreConvertedPerVersion) {
   EXPECT_LE(max_relative_error(got[0], run_graph(*g, inputs)[0]), 1e-4);
 }
 
+TEST(DnnlModule, AWeightInputInAFreshTensorIsConvertedAgainWhereverItsStorageLies) {
+  // Each run passes the weight in a new tensor, the previous one freed first:
+  // its storage often lands where the last one was, at the same first
+  // version. A cache keyed by storage and version must still see new bytes
+  // (the executor's pool buffers come and go the same way).
+  auto g = new_graph();
+  ir::Node* x = g->add_input("x", ir::ValueType::of(DType::float32, {1, 8, 6, 6}));
+  ir::Node* w = g->add_input("w", ir::ValueType::of(DType::float32, {8, 8, 3, 3}));
+  ir::Node* conv = g->add_node("Conv", {x->output(0), w->output(0)}, 1, "conv");
+  g->add_output(conv->output(0));
+  ops::infer_types(*g);
+  auto module = compile_dnnl(*g);
+  const Tensor x_value = random_tensor({1, 8, 6, 6}, 6);
+  for (uint64_t seed = 20; seed < 28; ++seed) {
+    std::vector<Tensor> inputs = {x_value, random_tensor({8, 8, 3, 3}, seed)};
+    std::vector<Tensor> got = run_module(*module, inputs);
+    EXPECT_LE(max_relative_error(got[0], run_graph(*g, inputs)[0]), 1e-4) << "weight of seed " << seed;
+  }
+}
+
 TEST(DnnlModule, ModulesOfOneModelShareTheirConvertedWeights) {
   // Two plans' modules of the same subgraph (the same weight storages) at two
   // batch sizes: the second takes the first's conversions; a weight changed

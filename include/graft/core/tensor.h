@@ -15,6 +15,9 @@
 
 namespace graft {
 
+/// The next value of the process's storage version counter (Storage::version).
+uint64_t next_storage_version();
+
 /// A block of bytes, 64-byte aligned when graft allocates it, or borrowed from
 /// elsewhere (a memory-mapped file, an arena) with a release callback.
 /// Storage carries a version counter bumped by every write through the public
@@ -58,9 +61,13 @@ class Storage {
   void* data() { return data_; }
   const void* data() const { return data_; }
   size_t nbytes() const { return nbytes_; }
-  /// Incremented on every public-API write; starts at 0.
+  /// Changes on every public-API write. Versions are unique in the process:
+  /// each new storage and each write takes the next value of one counter, so
+  /// a storage made where a freed one was (the same address) never shows a
+  /// version that one had, and (storage, version) names the bytes (caches of
+  /// converted weights are keyed on it).
   uint64_t version() const { return version_.load(std::memory_order_acquire); }
-  void bump_version() { version_.fetch_add(1, std::memory_order_acq_rel); }
+  void bump_version() { version_.store(next_storage_version(), std::memory_order_release); }
 
  private:
   void* data_ = nullptr;
@@ -69,7 +76,7 @@ class Storage {
   bool owned_ = false;
   bool releasable_ = false;
   std::atomic<bool> placeholder_{false};
-  std::atomic<uint64_t> version_{0};
+  std::atomic<uint64_t> version_{next_storage_version()};
 };
 
 /// A dense, row-major tensor. Copies share storage (like a shared_ptr); use
