@@ -38,6 +38,9 @@ int emit_resize(Builder& b, const ir::Node& node);
 // dnnl_norm.cc: normalizations and softmax. `fuse_relu`: a BatchNormalization
 // grouped with the Relu after it.
 int emit_batch_norm(Builder& b, const ir::Node& node, bool fuse_relu = false);
+// A 1-D parameter of `n` values (a norm's scale, a statistic; constant or
+// activation) as a plain slot.
+int vector_slot(Builder& b, ir::Entry e, int64_t n, const std::string& label);
 int emit_lrn(Builder& b, const ir::Node& node);
 int emit_softmax(Builder& b, const ir::Node& node);
 int emit_layer_norm(Builder& b, const ir::Node& node);

@@ -20,11 +20,6 @@ namespace {
 using dnnl::normalization_flags;
 using dnnl::prop_kind;
 
-// A 1-D parameter (constant or activation) as a plain slot of `n` elements.
-int vector_slot(Builder& b, ir::Entry e, int64_t n, const std::string& label) {
-  return b.view(b.as_plain(b.slot_of(e), label), plain_desc({n}));
-}
-
 const normalization_flags kScaleShift = normalization_flags::use_scale | normalization_flags::use_shift;
 
 // Runs `Forward` in training mode on `src` for its statistics, then
