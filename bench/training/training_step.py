@@ -20,7 +20,8 @@ take turns running --block steps (who goes first alternates) until each has
 --runs timed steps; the medians and their ratio are reported. Peak memory is
 each worker's VmHWM (peak resident set) at the end, in separate processes;
 graft's also as its Session's peak of intermediate values where given. The
-loss both compute on the same weights and data is printed as a check.
+loss both compute on the same weights and data is printed as a check (the
+script fails when they differ by more than 1e-4 relative).
 
 Models (batch and shape as issue 23 names them):
   resnet18    torchvision resnet18, batch 16 at 224x224, cross-entropy loss
@@ -230,10 +231,15 @@ def main():
         print("%s ..." % name, file=sys.stderr, flush=True)
         results.append(time_model(name, args))
     print(markdown(results, machine, args.threads))
+    disagree = [r["model"] for r in results
+                if abs(r["graft"]["loss"] - r["torch"]["loss"]) > 1e-4 * max(abs(r["torch"]["loss"]), 1e-6)]
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"date": datetime.datetime.utcnow().isoformat() + "Z", "machine": machine,
                        "threads": args.threads, "results": results}, f, indent=1)
+    if disagree:
+        print("graft's loss differs from PyTorch's on the same weights and data: %s" % ", ".join(disagree))
+        return 1
     return 0
 
 
