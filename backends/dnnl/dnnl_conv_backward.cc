@@ -22,8 +22,8 @@ using dnnl::prop_kind;
 // The convolution a gradient node differentiates: its tensors' extents and
 // its window in oneDNN's terms (dilation counted from 0).
 struct ConvShape {
-  Dims x, w, y;           // ONNX extents of the forward's input, weight and output
-  Dims grouped_w;         // [group, M/group, C/group, k...] when grouped, else w
+  Dims x, w, y;    // ONNX extents of the forward's input, weight and output
+  Dims grouped_w;  // [group, M/group, C/group, k...] when grouped, else w
   Dims strides, dilates, pad_l, pad_r;
 };
 

@@ -32,8 +32,7 @@ int emit_norm_grad(Builder& b, uint32_t id, int src, int dy, int64_t params, con
   const float epsilon = node.attributes.get_float("epsilon", 1e-5f);
   const dnnl::memory::desc data = b.desc(src);
   typename Forward::primitive_desc forward(
-      typename Forward::desc(prop_kind::forward_training, data, epsilon, kScaleShift), Builder::new_attr(),
-      b.engine());
+      typename Forward::desc(prop_kind::forward_training, data, epsilon, kScaleShift), Builder::new_attr(), b.engine());
   typename Backward::primitive_desc pd(typename Backward::desc(prop_kind::backward, data, data, epsilon, kScaleShift),
                                        Builder::new_attr(), b.engine(), forward);
   const int scale = vector_slot(b, b.input(node, 2), params, node.name);

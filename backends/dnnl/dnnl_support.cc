@@ -162,8 +162,7 @@ SupportResult check_conv_grad(const ir::Node& node) {
   const ir::ValueType& x = input_type(node, x_input);
   const ir::ValueType& w = input_type(node, w_input);
   const ir::ValueType& dy = input_type(node, 0);
-  if (!all_known(x.dims) || !all_known(w.dims) || !all_known(dy.dims))
-    return SupportResult::no("shapes unknown");
+  if (!all_known(x.dims) || !all_known(w.dims) || !all_known(dy.dims)) return SupportResult::no("shapes unknown");
   const int64_t group = node.attributes.get_int("group", 1);
   if (group < 1 || x.dims[1].value % group != 0 || w.dims[0].value % group != 0 ||
       w.dims[1].value * group != x.dims[1].value)

@@ -84,7 +84,8 @@ dnnl_backend::DnnlModuleStats check_conv_gradients(const ConvCase& conv) {
   Value dy = c.input(forward_output_shape(OpId::Conv, {conv.x, conv.w}, conv.attrs));
   Value w = c.input(conv.w);
   Value x = c.input(conv.x);
-  return c.check({c.op(OpId::ConvInputGrad, {dy, w, x}, 1, conv.attrs), c.op(OpId::ConvWeightGrad, {dy, x, w}, 1, conv.attrs)});
+  return c.check(
+      {c.op(OpId::ConvInputGrad, {dy, w, x}, 1, conv.attrs), c.op(OpId::ConvWeightGrad, {dy, x, w}, 1, conv.attrs)});
 }
 
 TEST(DnnlBackward, ConvolutionGradients2d) {
@@ -92,10 +93,12 @@ TEST(DnnlBackward, ConvolutionGradients2d) {
       {{2, 16, 9, 9}, {32, 16, 3, 3}, ints("pads", {1, 1, 1, 1})},
       {{3, 8, 10, 11}, {12, 4, 3, 3}, all({one_int("group", 2), ints("strides", {2, 2}), ints("pads", {1, 0, 1, 0})})},
       {{2, 32, 12, 12}, {32, 1, 3, 3}, all({one_int("group", 32), ints("pads", {1, 1, 1, 1})})},
-      {{1, 8, 11, 13}, {8, 8, 3, 3}, all({ints("dilations", {2, 2}), ints("strides", {2, 1}), one_string("auto_pad", "SAME_UPPER")})},
+      {{1, 8, 11, 13},
+       {8, 8, 3, 3},
+       all({ints("dilations", {2, 2}), ints("strides", {2, 1}), one_string("auto_pad", "SAME_UPPER")})},
       {{2, 8, 11, 13}, {4, 8, 2, 2}, one_string("auto_pad", "SAME_LOWER")},
       {{2, 3, 17, 15}, {16, 3, 7, 7}, all({ints("strides", {2, 2}), ints("pads", {3, 3, 3, 3})})},  // resnet's stem
-      {{2, 64, 7, 7}, {128, 64, 1, 1}, ints("strides", {2, 2})},                                  // a downsample
+      {{2, 64, 7, 7}, {128, 64, 1, 1}, ints("strides", {2, 2})},                                    // a downsample
       {{1, 5, 9, 7}, {7, 5, 3, 2}, all({ints("strides", {3, 2}), ints("pads", {2, 0, 1, 1})})},
       {{2, 6, 8, 8}, {9, 2, 3, 3}, all({one_int("group", 3), ints("dilations", {1, 2}), ints("pads", {1, 2, 1, 2})})},
   };
@@ -107,9 +110,11 @@ TEST(DnnlBackward, ConvolutionGradients2d) {
 
 TEST(DnnlBackward, ConvolutionGradients1dAnd3d) {
   check_conv_gradients({{2, 4, 20}, {6, 4, 5}, ints("pads", {2, 2})});
-  check_conv_gradients({{3, 6, 19}, {6, 2, 3}, all({one_int("group", 3), ints("strides", {2}), ints("dilations", {2})})});
+  check_conv_gradients(
+      {{3, 6, 19}, {6, 2, 3}, all({one_int("group", 3), ints("strides", {2}), ints("dilations", {2})})});
   check_conv_gradients({{1, 4, 5, 6, 7}, {6, 4, 3, 3, 3}, ints("pads", {1, 1, 1, 1, 1, 1})});
-  check_conv_gradients({{2, 4, 6, 5, 7}, {8, 4, 1, 3, 2}, all({ints("strides", {2, 1, 2}), ints("pads", {0, 1, 0, 0, 1, 1})})});
+  check_conv_gradients(
+      {{2, 4, 6, 5, 7}, {8, 4, 1, 3, 2}, all({ints("strides", {2, 1, 2}), ints("pads", {0, 1, 0, 0, 1, 1})})});
 }
 
 // A resnet-like convolution's gradients run oneDNN's jit kernels, in its
@@ -128,17 +133,31 @@ struct PoolCase {
 
 TEST(DnnlBackward, PoolingGradients) {
   const std::vector<PoolCase> cases = {
-      {OpId::MaxPool, {2, 16, 11, 11}, all({ints("kernel_shape", {3, 3}), ints("strides", {2, 2}), ints("pads", {1, 1, 1, 1})})},
-      {OpId::MaxPool, {1, 8, 11, 10}, all({ints("kernel_shape", {2, 2}), ints("strides", {2, 2}), one_int("ceil_mode", 1)})},
+      {OpId::MaxPool,
+       {2, 16, 11, 11},
+       all({ints("kernel_shape", {3, 3}), ints("strides", {2, 2}), ints("pads", {1, 1, 1, 1})})},
+      {OpId::MaxPool,
+       {1, 8, 11, 10},
+       all({ints("kernel_shape", {2, 2}), ints("strides", {2, 2}), one_int("ceil_mode", 1)})},
       {OpId::MaxPool, {2, 5, 11, 11}, all({ints("kernel_shape", {2, 2}), ints("dilations", {2, 2})})},
-      {OpId::MaxPool, {3, 4, 9, 7}, all({ints("kernel_shape", {3, 2}), ints("strides", {1, 2}), one_string("auto_pad", "SAME_UPPER")})},
+      {OpId::MaxPool,
+       {3, 4, 9, 7},
+       all({ints("kernel_shape", {3, 2}), ints("strides", {1, 2}), one_string("auto_pad", "SAME_UPPER")})},
       {OpId::MaxPool, {2, 3, 13}, all({ints("kernel_shape", {4}), ints("strides", {3}), ints("pads", {1, 2})})},
       {OpId::MaxPool, {1, 4, 5, 6, 7}, all({ints("kernel_shape", {2, 2, 2}), ints("strides", {2, 2, 2})})},
-      {OpId::AveragePool, {2, 16, 11, 11}, all({ints("kernel_shape", {3, 3}), ints("pads", {1, 1, 1, 1}), one_int("count_include_pad", 1)})},
-      {OpId::AveragePool, {2, 16, 11, 11}, all({ints("kernel_shape", {3, 3}), ints("strides", {2, 2}), ints("pads", {1, 1, 1, 1})})},
-      {OpId::AveragePool, {1, 7, 11, 10}, all({ints("kernel_shape", {2, 2}), ints("strides", {2, 2}), one_int("ceil_mode", 1)})},
+      {OpId::AveragePool,
+       {2, 16, 11, 11},
+       all({ints("kernel_shape", {3, 3}), ints("pads", {1, 1, 1, 1}), one_int("count_include_pad", 1)})},
+      {OpId::AveragePool,
+       {2, 16, 11, 11},
+       all({ints("kernel_shape", {3, 3}), ints("strides", {2, 2}), ints("pads", {1, 1, 1, 1})})},
+      {OpId::AveragePool,
+       {1, 7, 11, 10},
+       all({ints("kernel_shape", {2, 2}), ints("strides", {2, 2}), one_int("ceil_mode", 1)})},
       {OpId::AveragePool, {2, 3, 13}, all({ints("kernel_shape", {3}), ints("strides", {2}), ints("pads", {1, 1})})},
-      {OpId::AveragePool, {1, 4, 5, 6, 7}, all({ints("kernel_shape", {3, 2, 3}), ints("strides", {2, 2, 1}), ints("pads", {1, 0, 1, 1, 1, 0})})},
+      {OpId::AveragePool,
+       {1, 4, 5, 6, 7},
+       all({ints("kernel_shape", {3, 2, 3}), ints("strides", {2, 2, 1}), ints("pads", {1, 0, 1, 1, 1, 0})})},
   };
   for (size_t i = 0; i < cases.size(); ++i) {
     SCOPED_TRACE("case " + std::to_string(i));
@@ -171,7 +190,8 @@ TEST(DnnlBackward, LayerNormalizationGradient) {
     Shape x;
     int64_t axis;
   };
-  for (const LnCase& l : std::vector<LnCase>{{{2, 7, 32}, -1}, {{2, 7, 32}, 1}, {{6, 10}, -1}, {{3, 5, 4, 6}, 2}, {{9}, 0}}) {
+  for (const LnCase& l :
+       std::vector<LnCase>{{{2, 7, 32}, -1}, {{2, 7, 32}, 1}, {{6, 10}, -1}, {{3, 5, 4, 6}, 2}, {{9}, 0}}) {
     SCOPED_TRACE(shape_to_string(l.x) + " axis " + std::to_string(l.axis));
     for (int outputs : {1, 3}) {
       Case c;
@@ -192,8 +212,8 @@ TEST(DnnlBackward, RefusalsLeaveTheNodeToTheReferenceWithTheReason) {
     return g->add_input(name, ir::ValueType::of(DType::float32, s))->output(0);
   };
   // A ConvTranspose's weight gradient (x and d_y exchanged) keeps its output_padding.
-  ir::Node* transposed = g->add_node(OpId::ConvWeightGrad, {in("a", {1, 4, 5, 5}), in("b", {1, 3, 10, 10}), in("w", {4, 3, 2, 2})},
-                                     1, "transposed");
+  ir::Node* transposed = g->add_node(
+      OpId::ConvWeightGrad, {in("a", {1, 4, 5, 5}), in("b", {1, 3, 10, 10}), in("w", {4, 3, 2, 2})}, 1, "transposed");
   transposed->attributes.set("strides", std::vector<int64_t>{2, 2});
   transposed->attributes.set("output_padding", std::vector<int64_t>{0, 0});
   // A dilated average pool.
@@ -234,24 +254,27 @@ TEST(DnnlBackward, ASmallCnnGradientGraph) {
     return g->add_constant(name, random_tensor(s, seed))->output(0);
   };
   // No bias before the batch normalization: its gradient is zero, rounding noise.
-  Value conv1 = node(*g, OpId::Conv, {x, weight("w1", {8, 3, 3, 3}, 1)},
-                     {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
-  ir::Node* bn = g->add_node(OpId::BatchNormalization,
-                             {conv1, weight("gamma", {8}, 3), weight("beta", {8}, 4),
-                              g->add_constant("mean", Tensor::from_vector<float>(std::vector<float>(8, 0.0f), {8}))->output(0),
-                              g->add_constant("var", Tensor::from_vector<float>(std::vector<float>(8, 1.0f), {8}))->output(0)},
-                             3, "bn");
+  Value conv1 = node(*g, OpId::Conv, {x, weight("w1", {8, 3, 3, 3}, 1)}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  ir::Node* bn =
+      g->add_node(OpId::BatchNormalization,
+                  {conv1, weight("gamma", {8}, 3), weight("beta", {8}, 4),
+                   g->add_constant("mean", Tensor::from_vector<float>(std::vector<float>(8, 0.0f), {8}))->output(0),
+                   g->add_constant("var", Tensor::from_vector<float>(std::vector<float>(8, 1.0f), {8}))->output(0)},
+                  3, "bn");
   bn->attributes.set("training_mode", int64_t{1});
   Value relu = node(*g, OpId::Relu, {bn->output(0)});
   Value pool = node(*g, OpId::MaxPool, {relu},
-                    {{"kernel_shape", std::vector<int64_t>{3, 3}}, {"strides", std::vector<int64_t>{2, 2}},
+                    {{"kernel_shape", std::vector<int64_t>{3, 3}},
+                     {"strides", std::vector<int64_t>{2, 2}},
                      {"pads", std::vector<int64_t>{1, 1, 1, 1}}});
-  Value conv2 = node(*g, OpId::Conv, {pool, weight("w2", {16, 4, 3, 3}, 5), weight("b2", {16}, 2)},
-                     {{"strides", std::vector<int64_t>{2, 2}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"group", int64_t{2}}});
+  Value conv2 = node(
+      *g, OpId::Conv, {pool, weight("w2", {16, 4, 3, 3}, 5), weight("b2", {16}, 2)},
+      {{"strides", std::vector<int64_t>{2, 2}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"group", int64_t{2}}});
   Value avg = node(*g, OpId::AveragePool, {conv2}, {{"kernel_shape", std::vector<int64_t>{3, 3}}});
   Value flat = node(*g, OpId::Flatten, {avg});
   Value norm = node(*g, OpId::LayerNormalization, {flat, weight("ln_scale", {16}, 6), weight("ln_bias", {16}, 7)});
-  Value logits = node(*g, OpId::Gemm, {norm, weight("fc", {5, 16}, 8), weight("fc_bias", {5}, 9)}, {{"transB", int64_t{1}}});
+  Value logits =
+      node(*g, OpId::Gemm, {norm, weight("fc", {5, 16}, 8), weight("fc_bias", {5}, 9)}, {{"transB", int64_t{1}}});
   Value loss = node(*g, OpId::SoftmaxCrossEntropyLoss, {logits, autodiff_check::ints(*g, {0, 3, 1, 4})});
   g->add_output(loss, "loss");
   ops::infer_types(*g);
