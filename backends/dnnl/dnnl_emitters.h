@@ -58,6 +58,9 @@ int emit_slice(Builder& b, const ir::Node& node);
 int emit_split(Builder& b, uint32_t id);
 int emit_gather(Builder& b, const ir::Node& node);
 
+// dnnl_reduce.cc: ReduceSum.
+int emit_reduce_sum(Builder& b, const ir::Node& node);
+
 // dnnl_conv_backward.cc: graft.ConvInputGrad and graft.ConvWeightGrad.
 int emit_conv_input_grad(Builder& b, const ir::Node& node);
 int emit_conv_weight_grad(Builder& b, const ir::Node& node);

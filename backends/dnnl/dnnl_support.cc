@@ -149,6 +149,31 @@ SupportResult check_pool(const ir::Node& node) {
   return check_window(node, rank - 2, {}, true, x_input);
 }
 
+// ReduceSum over constant axes (oneDNN's reduction: ranks 1 to 5); not
+// noop_with_empty_axes.
+SupportResult check_reduce_sum(const ir::Node& node) {
+  const size_t rank = rank_of(node, 0);
+  if (rank < 1 || rank > 5) return SupportResult::no("rank must be 1 to 5");
+  if (node.attributes.get_int("noop_with_empty_axes", 0) != 0) return SupportResult::no("noop_with_empty_axes");
+  if (node.opset_version >= 13 && has_input(node, 1) && !is_constant_input(node, 1))
+    return SupportResult::no("axes must be a constant");
+  std::vector<int64_t> axes;
+  if (node.opset_version >= 13) {
+    if (has_input(node, 1)) axes = node.inputs[1].node->constant_value.to_int64_vector();
+  } else {
+    axes = node.attributes.get_ints("axes", {});
+  }
+  std::vector<bool> seen(rank, false);
+  for (int64_t a : axes) {
+    if (a < 0) a += static_cast<int64_t>(rank);
+    if (a < 0 || a >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(a)])
+      return SupportResult::no("axes out of range or repeated");
+    seen[static_cast<size_t>(a)] = true;
+  }
+  if (!all_known(input_type(node, 0).dims)) return SupportResult::no("shape unknown");
+  return SupportResult::yes();
+}
+
 // graft.ConvInputGrad(d_y, w, x) and graft.ConvWeightGrad(d_y, x, w): a Conv
 // oneDNN runs (1 to 3 spatial dimensions), d_y of the forward's output shape.
 SupportResult check_conv_grad(const ir::Node& node) {
@@ -443,6 +468,7 @@ constexpr OpSupport kTable[] = {
     {OpId::LSTM, check_recurrent},
     {OpId::GRU, check_recurrent},
     {OpId::Resize, check_resize, kDataOnly},
+    {OpId::ReduceSum, check_reduce_sum, kDataOnly},
     // backward (autodiff's graft ops)
     {OpId::ConvInputGrad, check_conv_grad},
     {OpId::ConvWeightGrad, check_conv_grad},

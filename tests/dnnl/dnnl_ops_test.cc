@@ -182,6 +182,31 @@ TEST(DnnlOps, LayerNormalization) {
            c.op("LayerNormalization", {x, c.constant({7, 32})}, one_int("axis", 1))});
 }
 
+// The bias gradients and broadcast sums of backward graphs.
+TEST(DnnlOps, ReduceSum) {
+  Case c;
+  Value x = c.input({2, 8, 5, 7});
+  Value v = c.input({11});
+  auto axes = [&](std::vector<int64_t> a) {
+    return c.graph->add_constant("axes" + std::to_string(c.seed++), Tensor::from_vector<int64_t>(a, {static_cast<int64_t>(a.size())}))->output(0);
+  };
+  auto stats = c.check({c.op("ReduceSum", {x, axes({0, 2, 3})}, one_int("keepdims", 0)),
+                        c.op("ReduceSum", {x, axes({1})}),
+                        c.op("ReduceSum", {x, axes({-1, 0})}, one_int("keepdims", 0)),
+                        c.op("ReduceSum", {x}, one_int("keepdims", 0)),
+                        c.op("ReduceSum", {v, axes({0})})});
+  // Leading or middle axes are moved innermost first: oneDNN 2.6 reduces
+  // only those with its jit kernels.
+  EXPECT_EQ(stats.reference_primitives, 0);
+}
+
+TEST(DnnlOps, ReduceSumOpset11AxesAttribute) {
+  Case c;
+  c.graph->opset_imports[""] = 11;
+  Value x = c.input({3, 4, 6});
+  c.check({c.op("ReduceSum", {x}, all({ints("axes", {0, 1}), one_int("keepdims", 0)})), c.op("ReduceSum", {x})});
+}
+
 TEST(DnnlOps, ConcatOfConvs) {
   Case c;
   Value x = c.input({1, 16, 8, 8});
