@@ -7,7 +7,8 @@ Rebuilds model MODEL_NAME of training_step.py with its loss, loads the weights
 the driver exported, and speaks bench/compare's runner protocol: one JSON
 line when ready (the first step done, its loss written to OUTPUT_DIR/0.bin),
 then "run N" runs N training steps (eager mode, training mode, gradients set
-to None, forward, backward) and prints {"times_ms": [...]}; "quit" exits.
+to None, forward, backward; the models of training_step.CHANNELS_LAST in
+channels-last memory format) and prints {"times_ms": [...]}; "quit" exits.
 """
 import json
 import os
@@ -49,6 +50,9 @@ def main():
               for e in manifest]
     model, _, _ = training_step.build(name)
     model.load_state_dict(torch.load(weights))
+    if name in training_step.CHANNELS_LAST:
+        model = model.to(memory_format=torch.channels_last)
+        inputs[0] = inputs[0].contiguous(memory_format=torch.channels_last)
 
     def step():
         model.zero_grad(set_to_none=True)
