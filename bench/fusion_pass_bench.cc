@@ -1,8 +1,13 @@
 // Speed of the fuse-pointwise pass, and of fused against unfused models.
 //
-//   fusion_pass_bench [--repeat R] [--no-pass] [--no-e2e] [--scale-down K] [--graph transformer|random100k|random1m]
+//   fusion_pass_bench [--repeat R] [--no-pass] [--no-e2e] [--scale-down K]
+//                     [--graph bert-large-training|transformer|random100k|random1m]
 //
-// 1. Pass time on a synthetic forward+backward transformer graph of at least
+// 1. Pass time on the forward+backward graph autodiff::gradient makes of a
+//    24-layer BERT-large encoder (hidden 1024, 16 heads, FFN 4096, batch 8,
+//    sequence 128, as the zoo's BERT is written: LayerNormalization nodes,
+//    erf-GELU, head Reshape/Transpose; the loss a mean of squares), with
+//    respect to every weight; on a synthetic forward+backward transformer graph of at least
 //    20,000 nodes (XLNet-sized: per layer two LayerNorms written out as
 //    pointwise ops, Q/K/V/output/FFN MatMuls with bias Adds, scaled masked
 //    Softmax attention, erf-GELU; then a mirrored backward half whose nodes
@@ -24,11 +29,13 @@
 #include <string>
 #include <unordered_map>
 
+#include "graft/autodiff/gradient.h"
 #include "graft/codegen/compile_cache.h"
 #include "graft/core/parallel.h"
 #include "graft/frontend/onnx_import.h"
 #include "graft/fusion/fuse_pointwise.h"
 #include "graft/ir/indexed_graph.h"
+#include "graft/ops/type_inference.h"
 #include "graft/runtime/session.h"
 #include "graft/zoo/zoo.h"
 
@@ -147,6 +154,71 @@ std::unique_ptr<ir::Graph> transformer_graph(size_t min_nodes) {
   }
   m.graph().add_output(grad[x.node], "dx");
   return m.take();
+}
+
+/// The gradient graph of a BERT-large encoder of `layers` layers, as
+/// autodiff::gradient writes it (forward nodes, then backward ones marked
+/// is_backward). Weights are zeros: the pass reads ops and shapes only.
+std::unique_ptr<ir::Graph> bert_large_training_graph(int layers) {
+  using enum ir::OpId;
+  constexpr int64_t kBatch = 8, kSequence = 128, kHidden = 1024, kHeads = 16, kFeedForward = 4096;
+  auto g = std::make_unique<ir::Graph>();
+  g->opset_imports[""] = 17;
+  auto op = [&](ir::OpId id, std::vector<ir::Value> inputs) { return g->add_node(id, inputs)->output(0); };
+  auto ints = [&](const std::string& name, std::vector<int64_t> v) {
+    const int64_t n = static_cast<int64_t>(v.size());
+    return g->add_constant(name, Tensor::from_vector<int64_t>(std::move(v), {n}))->output(0);
+  };
+  auto scalar = [&](const std::string& name, float v) {
+    return g->add_constant(name, Tensor::from_vector<float>({v}, {}))->output(0);
+  };
+  auto weight = [&](const std::string& name, graft::Shape shape) {
+    return g->add_constant(name, Tensor(DType::float32, std::move(shape)))->output(0);
+  };
+  std::vector<std::string> weights;
+  auto dense = [&](const std::string& name, ir::Value x, int64_t in, int64_t out) {
+    weights.push_back(name + ".weight");
+    weights.push_back(name + ".bias");
+    return op(Add, {op(MatMul, {x, weight(name + ".weight", {in, out})}), weight(name + ".bias", {out})});
+  };
+  auto layer_norm = [&](const std::string& name, ir::Value x) {
+    weights.push_back(name + ".weight");
+    weights.push_back(name + ".bias");
+    ir::Node* n = g->add_node(LayerNormalization, {x, weight(name + ".weight", {kHidden}), weight(name + ".bias", {kHidden})});
+    n->attributes.set("axis", int64_t{-1});
+    n->attributes.set("epsilon", 1e-12f);
+    return n->output(0);
+  };
+  auto transpose = [&](ir::Value x, std::vector<int64_t> perm) {
+    ir::Node* n = g->add_node(Transpose, {x});
+    n->attributes.set("perm", perm);
+    return n->output(0);
+  };
+  ir::Value split = ints("split_heads", {kBatch, kSequence, kHeads, kHidden / kHeads});
+  ir::Value merge = ints("merge_heads", {kBatch, kSequence, kHidden});
+  ir::Value root = scalar("sqrt_head_size", 8.0f), sqrt2 = scalar("sqrt2", 1.41421354f);
+  ir::Value one = scalar("one", 1.0f), half = scalar("half", 0.5f);
+  ir::Value x = g->add_input("hidden", ir::ValueType::of(DType::float32, {kBatch, kSequence, kHidden}))->output(0);
+  for (int l = 0; l < layers; ++l) {
+    const std::string p = "encoder.layer." + std::to_string(l);
+    auto heads = [&](const char* name, std::vector<int64_t> perm) {
+      return transpose(op(Reshape, {dense(p + ".attention.self." + name, x, kHidden, kHidden), split}), perm);
+    };
+    ir::Value q = heads("query", {0, 2, 1, 3}), k = heads("key", {0, 2, 3, 1}), v = heads("value", {0, 2, 1, 3});
+    ir::Node* softmax = g->add_node(Softmax, {op(Div, {op(MatMul, {q, k}), root})});
+    softmax->attributes.set("axis", int64_t{-1});
+    ir::Value context = op(Reshape, {transpose(op(MatMul, {softmax->output(0), v}), {0, 2, 1, 3}), merge});
+    ir::Value attended = layer_norm(p + ".attention.output.LayerNorm",
+                                    op(Add, {dense(p + ".attention.output.dense", context, kHidden, kHidden), x}));
+    ir::Value u = dense(p + ".intermediate.dense", attended, kHidden, kFeedForward);
+    ir::Value gelu = op(Mul, {op(Mul, {u, half}), op(Add, {op(Erf, {op(Div, {u, sqrt2})}), one})});
+    x = layer_norm(p + ".output.LayerNorm", op(Add, {dense(p + ".output.dense", gelu, kFeedForward, kHidden), attended}));
+  }
+  ir::Node* loss = g->add_node(ReduceMean, {op(Mul, {x, x})});
+  loss->attributes.set("keepdims", int64_t{0});
+  g->add_output(loss->output(0), "loss");
+  ops::infer_types(*g);
+  return autodiff::gradient(*g, "loss", weights);
 }
 
 /// A random DAG of `n` nodes: 60% fusible (unary and binary pointwise), 40%
@@ -280,12 +352,19 @@ int main(int argc, char** argv) {
     else {
       std::fprintf(stderr,
                    "usage: fusion_pass_bench [--repeat R] [--no-pass] [--no-e2e] [--scale-down K] "
-                   "[--graph transformer|random100k|random1m]\n");
+                   "[--graph bert-large-training|transformer|random100k|random1m]\n");
       return 2;
     }
   }
   if (pass) std::printf("fuse-pointwise pass time (median of %d)\n", repeat);
   auto wanted = [&](const char* graph) { return pass && (only.empty() || only == graph); };
+  if (wanted("bert-large-training")) {
+    const int layers = std::max(1, 24 / static_cast<int>(scale));
+    auto start = Clock::now();
+    std::unique_ptr<ir::Graph> training = bert_large_training_graph(layers);
+    std::printf("BERT-large, %d layers: gradient graph built in %.0f ms\n", layers, ms_since(start));
+    bench_pass("BERT-large fwd+bwd (autodiff)", [&] { return training->clone(); }, repeat);
+  }
   if (wanted("transformer"))
     bench_pass("transformer fwd+bwd (XLNet-sized)", [&] { return transformer_graph(20000 / scale); }, repeat);
   if (wanted("random100k")) bench_pass("random 100k", [&] { return random_graph(100000 / scale, 1); }, repeat);

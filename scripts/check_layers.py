@@ -30,7 +30,7 @@ LAYERS = [
     ["backend"],
     ["compiler"],
     ["runtime"],
-    ["frontend", "zoo", "tools", "python"],
+    ["frontend", "zoo", "training", "tools", "python"],
     ["capi"],
 ]
 # Edges between peers of one level, each one way only, so that the component
@@ -45,6 +45,8 @@ ALLOWED_PEER_EDGES = {
     ("zoo", "frontend"),
     ("tools", "frontend"),
     ("tools", "zoo"),
+    ("training", "frontend"),
+    ("tools", "training"),
     ("python", "frontend"),
 }
 LEVEL = {c: i for i, level in enumerate(LAYERS) for c in level}

@@ -12,6 +12,9 @@ packages=(
   # `make ort-check` builds ONNX models by hand (tests/ort/) with it; the
   # Python module's tests run ONNX's backend test runner from it.
   python3-onnx
+  # Training: .npz data (graft train --data) through libzip; the digits of
+  # tests/models/train_digits.py from scikit-learn.
+  libzip-dev python3-sklearn
   # The Python module (python/, docs/python.md): pybind11 and the headers to
   # build it, pytest to test it, pip/venv/setuptools for `pip install .`.
   pybind11-dev python3-dev python3-pytest python3-pip python3-venv python3-setuptools python3-wheel

@@ -10,7 +10,6 @@
 #include "graft/codegen/cuda_emitter.h"
 #include "graft/core/error.h"
 #include "graft/ir/op_id.h"
-#include "graft/partition/op_support.h"
 
 namespace graft::cuda {
 
@@ -22,8 +21,14 @@ int64_t count(const Shape& shape) {
   return n;
 }
 
-std::map<ir::OpId, KernelRegistration>& registry() {
-  static std::map<ir::OpId, KernelRegistration> kernels;
+/// Why no kernel can be compiled here ("" when NVRTC is there).
+std::string nvrtc_missing() {
+  std::string why = codegen::nvrtc_unavailable_reason();
+  return why.empty() ? why : "no NVRTC to compile the kernels: " + why;
+}
+
+backend::DeviceKernelRegistry<NodeKernel>& registry() {
+  static backend::DeviceKernelRegistry<NodeKernel> kernels("cuda", "CUDA", nvrtc_missing);
   return kernels;
 }
 
@@ -35,7 +40,6 @@ std::vector<std::pair<std::string, const char*>>& sources() {
 }  // namespace
 
 int64_t CuTensor::numel() const { return count(shape); }
-int64_t CuType::numel() const { return count(shape); }
 
 std::string target_architecture() {
   if (codegen::cuda_device_unavailable_reason().empty()) return codegen::cuda_device_architecture();
@@ -109,58 +113,14 @@ uint64_t CudaLaunchContext::scratch(size_t bytes) {
 // ---- registry ---------------------------------------------------------------
 
 bool register_kernel(ir::OpId op, KernelSupport support, KernelFactory factory) {
-  auto [it, inserted] = registry().emplace(op, KernelRegistration{support, factory});
-  GRAFT_CHECK(inserted, "a second CUDA kernel for ", ir::op_schema(op).qualified_name());
-  partition::register_op_support("cuda", ir::op_schema(op).qualified_name(), [](const ir::Node& node) {
-    std::string why = kernel_support(node);
-    return why.empty() ? partition::Support::yes() : partition::Support::no(why);
-  });
-  return true;
+  return registry().add(op, support, factory);
 }
 
-const KernelRegistration* find_kernel(ir::OpId op) {
-  auto it = registry().find(op);
-  return it == registry().end() ? nullptr : &it->second;
-}
+const KernelRegistration* find_kernel(ir::OpId op) { return registry().find(op); }
 
-KernelRequest make_kernel_request(const ir::Node& node) {
-  KernelRequest request{node, {}, {}, {}};
-  for (const ir::Value& input : node.inputs) {
-    if (!input) {
-      request.inputs.push_back({});
-      request.constants.push_back(nullptr);
-      continue;
-    }
-    const ir::ValueType& type = node.graph().type_of(input);
-    std::optional<Shape> shape = type.concrete_shape();
-    if (!shape)
-      fail(ErrorKind::invalid_argument, node.describe(), ": input '", node.graph().value_name(input), "' is ",
-           type.to_string(), ", not a concrete tensor type");
-    request.inputs.push_back({type.dtype, *shape});
-    request.constants.push_back(input.node->op() == ir::OpId::Constant ? &input.node->constant_value : nullptr);
-  }
-  for (const ir::ValueType& type : node.output_types) {
-    std::optional<Shape> shape = type.concrete_shape();
-    if (!shape)
-      fail(ErrorKind::invalid_argument, node.describe(), ": an output is ", type.to_string(),
-           ", not a concrete tensor type");
-    request.outputs.push_back({type.dtype, *shape});
-  }
-  return request;
-}
+KernelRequest make_kernel_request(const ir::Node& node) { return backend::make_device_kernel_request(node); }
 
-std::string kernel_support(const ir::Node& node) {
-  const KernelRegistration* kernel = find_kernel(node.op());
-  if (!kernel) return "no CUDA kernel for " + node.op_type();
-  if (ir::touches_non_tensor(node)) return "a sequence or optional value";
-  for (const ir::Value& input : node.inputs)
-    if (input && !node.graph().type_of(input).is_concrete()) return "an input shape not known at plan time";
-  for (const ir::ValueType& type : node.output_types)
-    if (!type.is_concrete()) return "an output shape not known at plan time";
-  std::string nvrtc = codegen::nvrtc_unavailable_reason();
-  if (!nvrtc.empty()) return "no NVRTC to compile the kernels: " + nvrtc;
-  return kernel->support(make_kernel_request(node));
-}
+std::string kernel_support(const ir::Node& node) { return registry().support_of(node); }
 
 // ---- single-node runner -----------------------------------------------------
 

@@ -30,6 +30,8 @@
 #include <vector>
 
 #include "graft/backend/device_api.h"
+#include "graft/backend/device_kernel_registry.h"
+#include "graft/backend/device_module.h"
 #include "graft/core/tensor.h"
 #include "graft/ir/graph.h"
 
@@ -57,20 +59,10 @@ struct CuTensor {
 };
 
 /// A concrete tensor type (the dtype and shape a value has in this plan).
-struct CuType {
-  DType dtype = DType::undefined;
-  Shape shape;
-  int64_t numel() const;
-};
+using CuType = backend::DeviceValueType;
 
 /// What a factory sees when it creates a node's kernel.
-struct KernelRequest {
-  const ir::Node& node;
-  std::vector<CuType> inputs;   ///< per node input (undefined dtype for an absent optional input)
-  std::vector<CuType> outputs;  ///< per node output
-  /// Per node input: its value when it is a constant of the graph, else null.
-  std::vector<const Tensor*> constants;
-};
+using KernelRequest = backend::DeviceKernelRequest;
 
 /// The virtual architecture programs are compiled for: device 0's
 /// ("compute_90"), or compute_75 without a device (what the tests use).
@@ -129,9 +121,8 @@ class CudaLaunchContext {
 };
 
 /// One node on the device (create at plan time; compile once; enqueue per run).
-class NodeKernel {
+class NodeKernel : public backend::DeviceNodeKernel {
  public:
-  virtual ~NodeKernel() = default;
   /// Compiles and loads the programs (first run), for device cuda:`device`.
   virtual void compile(int device) = 0;
   /// Queues the node's work: one CuTensor per node input (address 0 for an
@@ -139,17 +130,12 @@ class NodeKernel {
   /// Must not wait on the host.
   virtual void enqueue(CudaLaunchContext& context, std::span<const CuTensor> inputs,
                        std::span<const CuTensor> outputs) const = 0;
-  /// The input that output 0 is a view of (Reshape and kin), or -1.
-  virtual int aliased_input() const { return -1; }
 };
 
 using KernelSupport = std::string (*)(const KernelRequest& request);
 using KernelFactory = std::unique_ptr<NodeKernel> (*)(const KernelRequest& request);
 
-struct KernelRegistration {
-  KernelSupport support = nullptr;
-  KernelFactory factory = nullptr;
-};
+using KernelRegistration = backend::DeviceKernelRegistry<NodeKernel>::Registration;
 
 /// Registers the kernel of `op` (once per op) and the backend's op-support checker.
 bool register_kernel(ir::OpId op, KernelSupport support, KernelFactory factory);

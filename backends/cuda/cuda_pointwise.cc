@@ -18,48 +18,6 @@ namespace graft::cuda {
 
 namespace {
 
-/// A body graph of one node: an Input per node input, the node, its outputs.
-std::unique_ptr<ir::Graph> single_node_body(const ir::Node& node) {
-  auto body = std::make_unique<ir::Graph>();
-  body->opset_imports = node.graph().opset_imports;
-  std::vector<ir::Value> inputs;
-  for (size_t i = 0; i < node.inputs.size(); ++i) {
-    const ir::Value& v = node.inputs[i];
-    if (!v) {
-      inputs.push_back({});
-      continue;
-    }
-    inputs.push_back(body->add_input("in" + std::to_string(i), node.graph().type_of(v))->output(0));
-  }
-  ir::Node* copy = body->add_node(node.schema(), inputs, node.num_outputs(), node.name);
-  copy->attributes = node.attributes;
-  copy->opset_version = node.opset_version;
-  for (int o = 0; o < node.num_outputs(); ++o) {
-    copy->output_types[static_cast<size_t>(o)] = node.output_types[static_cast<size_t>(o)];
-    body->add_output(copy->output(o), "out" + std::to_string(o));
-  }
-  return body;
-}
-
-/// The lowered body of a pointwise node (single op or fused).
-codegen::LoweredKernel lower(const ir::Node& node) {
-  if (node.op() == ir::OpId::FusedPointwise) return codegen::lower_body(*node.subgraph);
-  return codegen::lower_body(*single_node_body(node));
-}
-
-/// The kernel IRs of `lowered` for outputs of `shapes`, and the output groups.
-std::vector<ir::KernelIR> split_by_groups(const codegen::LoweredKernel& lowered, const std::vector<Shape>& shapes,
-                                          std::vector<std::vector<int32_t>>& groups) {
-  groups = codegen::group_outputs_by_iteration_space(shapes);
-  std::vector<ir::KernelIR> irs;
-  if (groups.size() == 1) {
-    irs.push_back(lowered.ir);
-  } else {
-    for (const auto& group : groups) irs.push_back(codegen::kernel_for_outputs(lowered.ir, group));
-  }
-  return irs;
-}
-
 class PointwiseKernel final : public NodeKernel {
  public:
   PointwiseKernel(codegen::LoweredKernel lowered, std::vector<CuType> outputs, size_t num_inputs)
@@ -68,10 +26,11 @@ class PointwiseKernel final : public NodeKernel {
   void compile(int device) override {
     std::vector<Shape> shapes;
     for (const CuType& t : outputs_) shapes.push_back(t.shape);
+    codegen::GroupedKernels grouped = codegen::kernels_by_output_group(lowered_.ir, shapes);
+    groups_ = std::move(grouped.groups);
     // One PTX per kernel IR (the compile cache): the same fused chain in
     // another node, module or session is not compiled again.
-    for (const ir::KernelIR& ir : split_by_groups(lowered_, shapes, groups_))
-      kernels_.push_back(std::make_unique<codegen::CudaKernel>(ir));
+    for (const ir::KernelIR& ir : grouped.kernels) kernels_.push_back(std::make_unique<codegen::CudaKernel>(ir));
     // Captured constants (non-scalar Constant nodes of a fused body): uploaded once.
     if (!lowered_.captured.empty()) {
       backend::DeviceAPI& api = backend::device_api(DeviceType::cuda);
@@ -113,41 +72,29 @@ class PointwiseKernel final : public NodeKernel {
   std::vector<backend::DeviceBuffer> captured_;
 };
 
+/// Single ops with a pointwise expression, and graft.FusedPointwise nodes.
 std::string pointwise_support(const KernelRequest& request) {
   for (const CuType& t : request.outputs)
     if (t.shape.size() > ir::kMaxKernelRank) return "rank above 8";
-  return codegen::why_not_fusible(request.node);
+  return codegen::why_not_lowerable(request.node);
 }
 
 std::unique_ptr<NodeKernel> make_pointwise_kernel(const KernelRequest& request) {
-  return std::make_unique<PointwiseKernel>(lower(request.node), request.outputs, request.inputs.size());
-}
-
-std::string fused_support(const KernelRequest& request) {
-  if (!request.node.subgraph) return "a fused node without a body";
-  for (const CuType& t : request.outputs)
-    if (t.shape.size() > ir::kMaxKernelRank) return "rank above 8";
-  for (const auto& node : request.node.subgraph->nodes()) {
-    if (node->op() == ir::OpId::Input) continue;
-    std::string reason = codegen::why_not_fusible(*node);
-    if (!reason.empty()) return node->describe() + ": " + reason;
-  }
-  return {};
+  return std::make_unique<PointwiseKernel>(codegen::lower_node(request.node), request.outputs, request.inputs.size());
 }
 
 }  // namespace
 
 std::vector<ir::KernelIR> pointwise_kernel_irs(const ir::Node& node) {
   KernelRequest request = make_kernel_request(node);
-  std::string why = node.op() == ir::OpId::FusedPointwise ? fused_support(request) : pointwise_support(request);
+  std::string why = pointwise_support(request);
   if (!why.empty()) fail(ErrorKind::unsupported, node.describe(), " is not pointwise on CUDA: ", why);
   std::vector<Shape> shapes;
   for (const CuType& t : request.outputs) shapes.push_back(t.shape);
-  std::vector<std::vector<int32_t>> groups;
-  return split_by_groups(lower(node), shapes, groups);
+  return codegen::kernels_by_output_group(codegen::lower_node(node).ir, shapes).kernels;
 }
 
-GRAFT_REGISTER_CUDA_KERNEL(FusedPointwise, fused_support, make_pointwise_kernel);
+GRAFT_REGISTER_CUDA_KERNEL(FusedPointwise, pointwise_support, make_pointwise_kernel);
 
 // Every op with a pointwise expression (ops/pointwise_expression.h).
 #define GRAFT_CUDA_POINTWISE(OP) GRAFT_REGISTER_CUDA_KERNEL(OP, pointwise_support, make_pointwise_kernel);

@@ -8,7 +8,6 @@
 #include <map>
 
 #include "graft/core/error.h"
-#include "graft/partition/op_support.h"
 
 namespace graft::opencl {
 
@@ -18,15 +17,14 @@ void check(cl_int status, const char* what) {
   if (status != CL_SUCCESS) fail(ErrorKind::internal, what, " failed with OpenCL error ", status);
 }
 
-std::map<ir::OpId, KernelRegistration>& registry() {
-  static std::map<ir::OpId, KernelRegistration> kernels;
+backend::DeviceKernelRegistry<NodeKernel>& registry() {
+  static backend::DeviceKernelRegistry<NodeKernel> kernels("opencl", "OpenCL");
   return kernels;
 }
 
 }  // namespace
 
 int64_t ClTensor::numel() const { return shape_numel(shape); }
-int64_t ClType::numel() const { return shape_numel(shape); }
 
 // ---- ClDevice ---------------------------------------------------------------
 
@@ -134,57 +132,14 @@ ClTensor ClLaunchContext::scratch_tensor(DType dtype, const Shape& shape) {
 // ---- registry ---------------------------------------------------------------
 
 bool register_kernel(ir::OpId op, KernelSupport support, KernelFactory factory) {
-  auto [it, inserted] = registry().emplace(op, KernelRegistration{support, factory});
-  GRAFT_CHECK(inserted, "a second OpenCL kernel for ", ir::op_schema(op).qualified_name());
-  // The backend's op-support checker (partition/op_support.h): the partitioner asks it.
-  partition::register_op_support("opencl", ir::op_schema(op).qualified_name(), [](const ir::Node& node) {
-    std::string why = kernel_support(node);
-    return why.empty() ? partition::Support::yes() : partition::Support::no(why);
-  });
-  return true;
+  return registry().add(op, support, factory);
 }
 
-const KernelRegistration* find_kernel(ir::OpId op) {
-  auto it = registry().find(op);
-  return it == registry().end() ? nullptr : &it->second;
-}
+const KernelRegistration* find_kernel(ir::OpId op) { return registry().find(op); }
 
-KernelRequest make_kernel_request(const ir::Node& node) {
-  KernelRequest request{node, {}, {}, {}};
-  for (const ir::Value& input : node.inputs) {
-    if (!input) {
-      request.inputs.push_back({});
-      request.constants.push_back(nullptr);
-      continue;
-    }
-    const ir::ValueType& type = node.graph().type_of(input);
-    std::optional<Shape> shape = type.concrete_shape();
-    if (!shape)
-      fail(ErrorKind::invalid_argument, node.describe(), ": input '", node.graph().value_name(input), "' is ",
-           type.to_string(), ", not a concrete tensor type");
-    request.inputs.push_back({type.dtype, *shape});
-    request.constants.push_back(input.node->op() == ir::OpId::Constant ? &input.node->constant_value : nullptr);
-  }
-  for (const ir::ValueType& type : node.output_types) {
-    std::optional<Shape> shape = type.concrete_shape();
-    if (!shape)
-      fail(ErrorKind::invalid_argument, node.describe(), ": an output is ", type.to_string(),
-           ", not a concrete tensor type");
-    request.outputs.push_back({type.dtype, *shape});
-  }
-  return request;
-}
+KernelRequest make_kernel_request(const ir::Node& node) { return backend::make_device_kernel_request(node); }
 
-std::string kernel_support(const ir::Node& node) {
-  const KernelRegistration* kernel = find_kernel(node.op());
-  if (!kernel) return "no OpenCL kernel for " + node.op_type();
-  if (ir::touches_non_tensor(node)) return "a sequence or optional value";
-  for (const ir::Value& input : node.inputs)
-    if (input && !node.graph().type_of(input).is_concrete()) return "an input shape not known at plan time";
-  for (const ir::ValueType& type : node.output_types)
-    if (!type.is_concrete()) return "an output shape not known at plan time";
-  return kernel->support(make_kernel_request(node));
-}
+std::string kernel_support(const ir::Node& node) { return registry().support_of(node); }
 
 const char* cl_type_name(DType dtype) {
   switch (dtype) {

@@ -31,6 +31,8 @@
 #include <vector>
 
 #include "graft/backend/device_api.h"
+#include "graft/backend/device_kernel_registry.h"
+#include "graft/backend/device_module.h"
 #include "graft/codegen/opencl_runtime.h"
 #include "graft/core/tensor.h"
 #include "graft/ir/graph.h"
@@ -50,24 +52,10 @@ struct ClTensor {
 };
 
 /// A concrete tensor type (the dtype and shape a value has in this plan).
-struct ClType {
-  DType dtype = DType::undefined;
-  Shape shape;
-  int64_t numel() const;
-};
+using ClType = backend::DeviceValueType;
 
 /// What a factory sees when it creates a node's kernel.
-struct KernelRequest {
-  const ir::Node& node;
-  std::vector<ClType> inputs;   ///< per node input (undefined dtype for an absent optional input)
-  std::vector<ClType> outputs;  ///< per node output
-  /// Per node input: its value when it is a constant of the graph (a
-  /// Constant node: weights, shapes, axes), else null. Kernels read
-  /// attributes-as-inputs (Reshape's shape, Slice's starts) from here; a
-  /// constant the kernel reads on the device arrives as an enqueue input
-  /// like any other (uploaded once by the module).
-  std::vector<const Tensor*> constants;
-};
+using KernelRequest = backend::DeviceKernelRequest;
 
 /// One OpenCL device's context, device and programs (shared by every module
 /// on that device, kept for the process).
@@ -180,9 +168,8 @@ class ClLaunchContext {
 };
 
 /// One node on the device (create at plan time; compile once; enqueue per run).
-class NodeKernel {
+class NodeKernel : public backend::DeviceNodeKernel {
  public:
-  virtual ~NodeKernel() = default;
   /// Builds the programs (first run). Called once, before the first enqueue.
   virtual void compile(ClDevice& device) = 0;
   /// Queues the node's work: one ClTensor per node input (buffer null for an
@@ -191,10 +178,6 @@ class NodeKernel {
   /// (an output of 0 elements has a null buffer). Must not wait on the host.
   virtual void enqueue(ClLaunchContext& context, std::span<const ClTensor> inputs,
                        std::span<const ClTensor> outputs) const = 0;
-  /// The input that output 0 is a view of (Reshape, Flatten, Squeeze,
-  /// Unsqueeze: same bytes, another shape), or -1. When set, the caller
-  /// passes that input's buffer as output 0 and enqueue() may do nothing.
-  virtual int aliased_input() const { return -1; }
 };
 
 /// Why the node cannot run on the device (empty: it can), given its concrete
@@ -203,10 +186,7 @@ using KernelSupport = std::string (*)(const KernelRequest& request);
 /// Creates the kernel of a supported node.
 using KernelFactory = std::unique_ptr<NodeKernel> (*)(const KernelRequest& request);
 
-struct KernelRegistration {
-  KernelSupport support = nullptr;
-  KernelFactory factory = nullptr;
-};
+using KernelRegistration = backend::DeviceKernelRegistry<NodeKernel>::Registration;
 
 /// Registers the kernel of `op` (once per op; aborts start-up on a second).
 bool register_kernel(ir::OpId op, KernelSupport support, KernelFactory factory);

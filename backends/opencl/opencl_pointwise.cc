@@ -18,29 +18,6 @@ namespace graft::opencl {
 
 namespace {
 
-/// A body graph of one node: an Input per node input, the node, its outputs.
-std::unique_ptr<ir::Graph> single_node_body(const ir::Node& node) {
-  auto body = std::make_unique<ir::Graph>();
-  body->opset_imports = node.graph().opset_imports;
-  std::vector<ir::Value> inputs;
-  for (size_t i = 0; i < node.inputs.size(); ++i) {
-    const ir::Value& v = node.inputs[i];
-    if (!v) {
-      inputs.push_back({});
-      continue;
-    }
-    inputs.push_back(body->add_input("in" + std::to_string(i), node.graph().type_of(v))->output(0));
-  }
-  ir::Node* copy = body->add_node(node.schema(), inputs, node.num_outputs(), node.name);
-  copy->attributes = node.attributes;
-  copy->opset_version = node.opset_version;
-  for (int o = 0; o < node.num_outputs(); ++o) {
-    copy->output_types[static_cast<size_t>(o)] = node.output_types[static_cast<size_t>(o)];
-    body->add_output(copy->output(o), "out" + std::to_string(o));
-  }
-  return body;
-}
-
 class PointwiseKernel final : public NodeKernel {
  public:
   PointwiseKernel(codegen::LoweredKernel lowered, std::vector<ClType> outputs, size_t num_inputs)
@@ -49,16 +26,11 @@ class PointwiseKernel final : public NodeKernel {
   void compile(ClDevice& device) override {
     std::vector<Shape> shapes;
     for (const ClType& t : outputs_) shapes.push_back(t.shape);
-    groups_ = codegen::group_outputs_by_iteration_space(shapes);
-    std::vector<ir::KernelIR> irs;
-    if (groups_.size() == 1) {
-      irs.push_back(lowered_.ir);
-    } else {
-      for (const auto& group : groups_) irs.push_back(codegen::kernel_for_outputs(lowered_.ir, group));
-    }
+    codegen::GroupedKernels grouped = codegen::kernels_by_output_group(lowered_.ir, shapes);
+    groups_ = std::move(grouped.groups);
     // One program per kernel IR for the process (the emitter's cache): the
     // same fused chain in another node, module or session is not rebuilt.
-    for (const ir::KernelIR& ir : irs) kernels_.push_back(std::make_unique<codegen::OpenClKernel>(ir));
+    for (const ir::KernelIR& ir : grouped.kernels) kernels_.push_back(std::make_unique<codegen::OpenClKernel>(ir));
     // Captured constants (non-scalar Constant nodes of a fused body): uploaded once.
     if (!lowered_.captured.empty()) {
       backend::DeviceAPI& api = backend::device_api(DeviceType::opencl);
@@ -123,39 +95,22 @@ std::string device_check() {
   return {};
 }
 
+/// Single ops with a pointwise expression, and graft.FusedPointwise nodes.
 std::string pointwise_support(const KernelRequest& request) {
   std::string why = device_check();
   if (!why.empty()) return why;
   for (const ClType& t : request.outputs)
     if (t.shape.size() > ir::kMaxKernelRank) return "rank above 8";
-  return codegen::why_not_fusible(request.node);
+  return codegen::why_not_lowerable(request.node);
 }
 
 std::unique_ptr<NodeKernel> make_pointwise_kernel(const KernelRequest& request) {
-  std::unique_ptr<ir::Graph> body = single_node_body(request.node);
-  return std::make_unique<PointwiseKernel>(codegen::lower_body(*body), request.outputs, request.inputs.size());
-}
-
-std::string fused_support(const KernelRequest& request) {
-  std::string why = device_check();
-  if (!why.empty()) return why;
-  if (!request.node.subgraph) return "a fused node without a body";
-  for (const auto& node : request.node.subgraph->nodes()) {
-    if (node->op() == ir::OpId::Input) continue;
-    std::string reason = codegen::why_not_fusible(*node);
-    if (!reason.empty()) return node->describe() + ": " + reason;
-  }
-  return {};
-}
-
-std::unique_ptr<NodeKernel> make_fused_kernel(const KernelRequest& request) {
-  return std::make_unique<PointwiseKernel>(codegen::lower_body(*request.node.subgraph), request.outputs,
-                                           request.inputs.size());
+  return std::make_unique<PointwiseKernel>(codegen::lower_node(request.node), request.outputs, request.inputs.size());
 }
 
 }  // namespace
 
-GRAFT_REGISTER_OPENCL_KERNEL(FusedPointwise, fused_support, make_fused_kernel);
+GRAFT_REGISTER_OPENCL_KERNEL(FusedPointwise, pointwise_support, make_pointwise_kernel);
 
 // Every op with a pointwise expression (ops/pointwise_expression.h).
 #define GRAFT_OPENCL_POINTWISE(OP) GRAFT_REGISTER_OPENCL_KERNEL(OP, pointwise_support, make_pointwise_kernel);

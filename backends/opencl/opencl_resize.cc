@@ -10,8 +10,8 @@
 // Why: decoders and FPN-style heads upsample feature maps between device
 // convolutions.
 // How: as the reference kernel (ops/resize.cc), the interpolation is separable
-// and its taps are computed per axis on the host, at plan time, with the
-// reference's own double-precision formulas: for each output row and column,
+// and its taps are computed per axis on the host, at plan time, by the
+// reference's own code (graft/ops/resize_taps.h): for each output row and column,
 // the input points and weights. They are uploaded once (compile) as tables;
 // nearest then is a byte-size gather through the tables (bit-exact for every
 // dtype), linear a weighted sum of ny x nx taps in float. Scales must be
@@ -26,176 +26,40 @@
 #include <algorithm>
 #include <cmath>
 
+#include "graft/ops/resize_taps.h"
+
 namespace graft::opencl {
 
 namespace {
 
 namespace dm = data_movement;
 
-enum class Mode { nearest, linear };
-enum class Coordinate {
-  half_pixel,
-  half_pixel_symmetric,
-  pytorch_half_pixel,
-  align_corners,
-  asymmetric,
-  tf_half_pixel_for_nn
-};
-enum class Nearest { round_prefer_floor, round_prefer_ceil, floor, ceil, simple };
+using ops::ResizeCoordinate;
+using ops::ResizeMode;
+using ops::ResizeSettings;
+using ops::ResizeTaps;
 
-struct Settings {
-  Mode mode = Mode::nearest;
-  Coordinate coordinate = Coordinate::half_pixel;
-  Nearest nearest = Nearest::round_prefer_floor;
-  bool exclude_outside = false;
-  std::vector<int64_t> axes;
-};
-
-std::string read_settings(const ir::Node& node, bool upsample, Settings* s) {
-  const ir::Attributes& a = node.attributes;
-  const int opset = node.opset_version;
-  const std::string mode = a.get_string("mode", "nearest");
-  if (mode == "nearest")
-    s->mode = Mode::nearest;
-  else if (mode == "linear" || mode == "bilinear")
-    s->mode = Mode::linear;
-  else
-    return "Resize mode '" + mode + "'";
-  if (upsample || opset < 11) {
-    s->coordinate = Coordinate::asymmetric;
-    s->nearest = Nearest::simple;
-    return {};
-  }
-  const std::string coordinate = a.get_string("coordinate_transformation_mode", "half_pixel");
-  if (coordinate == "half_pixel")
-    s->coordinate = Coordinate::half_pixel;
-  else if (coordinate == "half_pixel_symmetric" && opset >= 19)
-    s->coordinate = Coordinate::half_pixel_symmetric;
-  else if (coordinate == "pytorch_half_pixel")
-    s->coordinate = Coordinate::pytorch_half_pixel;
-  else if (coordinate == "align_corners")
-    s->coordinate = Coordinate::align_corners;
-  else if (coordinate == "asymmetric")
-    s->coordinate = Coordinate::asymmetric;
-  else if (coordinate == "tf_half_pixel_for_nn" && opset < 13)
-    s->coordinate = Coordinate::tf_half_pixel_for_nn;
-  else
-    return "Resize coordinate_transformation_mode '" + coordinate + "'";
-  const std::string nearest = a.get_string("nearest_mode", "round_prefer_floor");
-  if (nearest == "round_prefer_floor")
-    s->nearest = Nearest::round_prefer_floor;
-  else if (nearest == "round_prefer_ceil")
-    s->nearest = Nearest::round_prefer_ceil;
-  else if (nearest == "floor")
-    s->nearest = Nearest::floor;
-  else if (nearest == "ceil")
-    s->nearest = Nearest::ceil;
-  else
-    return "Resize nearest_mode '" + nearest + "'";
-  s->exclude_outside = a.get_int("exclude_outside", 0) != 0;
-  if (s->exclude_outside && s->mode == Mode::linear) return "Resize exclude_outside with linear";
-  if (opset >= 18) {
-    if (a.get_int("antialias", 0) != 0) return "Resize antialias";
-    if (a.get_string("keep_aspect_ratio_policy", "stretch") != "stretch") return "Resize keep_aspect_ratio_policy";
-    s->axes = a.get_ints("axes", {});
-  }
+/// The node's settings (graft/ops/resize_taps.h, the reference kernel's
+/// reading), and what of them this kernel does not do: "" when it does all.
+std::string read_settings(const ir::Node& node, bool upsample, ResizeSettings* s) {
+  std::string why = ops::read_resize_settings(node.attributes, node.opset_version, upsample, s);
+  if (!why.empty()) return "Resize " + why;
+  if (s->mode == ResizeMode::cubic) return "Resize mode 'cubic'";
+  if (s->coordinate == ResizeCoordinate::tf_crop_and_resize) return "Resize tf_crop_and_resize";
+  if (s->exclude_outside && s->mode == ResizeMode::linear) return "Resize exclude_outside with linear";
+  if (s->antialias) return "Resize antialias";
+  if (s->policy != ops::ResizeAspectPolicy::stretch) return "Resize keep_aspect_ratio_policy";
   return {};
 }
 
-// Input coordinate of output coordinate x (the reference's formulas).
-double original_coordinate(Coordinate c, double x, double scale, int64_t in, int64_t out) {
-  const double in_w = static_cast<double>(in);
-  const double out_w = scale * in_w;
-  switch (c) {
-    case Coordinate::half_pixel:
-      return (x + 0.5) / scale - 0.5;
-    case Coordinate::half_pixel_symmetric: {
-      const double adjustment = static_cast<double>(out) / out_w;
-      const double offset = in_w / 2 * (1 - adjustment);
-      return offset + (x + 0.5) / scale - 0.5;
-    }
-    case Coordinate::pytorch_half_pixel:
-      return out_w == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
-    case Coordinate::align_corners:
-      return out_w == 1 ? 0.0 : x * (in_w - 1) / (out_w - 1);
-    case Coordinate::asymmetric:
-      return x / scale;
-    case Coordinate::tf_half_pixel_for_nn:
-      return (x + 0.5) / scale;
-  }
-  return x;
-}
-
-std::vector<double> coefficients(const Settings& s, double ratio, bool upsampling) {
-  if (s.mode == Mode::linear) return {1 - ratio, ratio};
-  if (ratio == 1) return {0, 1};
-  switch (s.nearest) {
-    case Nearest::round_prefer_floor:
-      return {ratio <= 0.5 ? 1.0 : 0.0, ratio > 0.5 ? 1.0 : 0.0};
-    case Nearest::round_prefer_ceil:
-      return {ratio < 0.5 ? 1.0 : 0.0, ratio >= 0.5 ? 1.0 : 0.0};
-    case Nearest::floor:
-      return {1, 0};
-    case Nearest::ceil:
-      return {0, 1};
-    case Nearest::simple:
-      return upsampling ? std::vector<double>{1, 0} : std::vector<double>{0, 1};
-  }
-  return {1, 0};
-}
-
-/// Taps of one axis: n points per output coordinate (as the reference's compute_taps).
-struct Taps {
-  int64_t n = 1;
-  std::vector<int64_t> index;
-  std::vector<double> weight;
-};
-
-Taps compute_taps(const Settings& s, int64_t in, int64_t out, double scale) {
-  std::vector<std::vector<std::pair<int64_t, double>>> per_output(static_cast<size_t>(out));
-  for (int64_t o = 0; o < out; ++o) {
-    const double x = original_coordinate(s.coordinate, static_cast<double>(o), scale, in, out);
-    auto& list = per_output[static_cast<size_t>(o)];
-    const double x_floor = std::floor(x);
-    const int64_t x_int = static_cast<int64_t>(x_floor) - (x == x_floor ? 1 : 0);
-    const double ratio = x == x_floor ? 1.0 : x - x_floor;
-    std::vector<double> c = coefficients(s, ratio, scale >= 1);
-    if (s.exclude_outside) {
-      double sum = 0;
-      for (size_t t = 0; t < c.size(); ++t) {
-        const int64_t p = x_int + static_cast<int64_t>(t);
-        if (p < 0 || p >= in) c[t] = 0;
-        sum += c[t];
-      }
-      if (sum != 0)
-        for (double& v : c) v /= sum;
-    }
-    for (size_t t = 0; t < c.size(); ++t) {
-      if (c[t] == 0) continue;
-      list.emplace_back(std::clamp<int64_t>(x_int + static_cast<int64_t>(t), 0, in - 1), c[t]);
-    }
-    if (list.empty()) list.emplace_back(std::clamp<int64_t>(x_int + 1, 0, in - 1), 0.0);
-  }
-  Taps taps;
-  size_t n = 1;
-  for (const auto& list : per_output) n = std::max(n, list.size());
-  taps.n = static_cast<int64_t>(n);
-  taps.index.assign(static_cast<size_t>(out) * n, 0);
-  taps.weight.assign(static_cast<size_t>(out) * n, 0.0);
-  for (int64_t o = 0; o < out; ++o) {
-    const auto& list = per_output[static_cast<size_t>(o)];
-    for (size_t t = 0; t < list.size(); ++t) {
-      taps.index[static_cast<size_t>(o) * n + t] = list[t].first;
-      taps.weight[static_cast<size_t>(o) * n + t] = list[t].second;
-    }
-  }
-  return taps;
+ResizeTaps compute_taps(const ResizeSettings& s, int64_t in, int64_t out, double scale) {
+  return ops::compute_resize_taps(s, in, out, scale);
 }
 
 /// True when the taps leave the axis as it is: every output o reads input o
 /// only, with weights summing to 1 (pytorch_half_pixel on an axis of 1 gives
 /// two taps of 0.5 at the same point).
-bool passes_through(const Taps& t, int64_t in, int64_t out) {
+bool passes_through(const ResizeTaps& t, int64_t in, int64_t out) {
   if (in != out) return false;
   for (int64_t o = 0; o < out; ++o) {
     double sum = 0;
@@ -213,7 +77,7 @@ bool passes_through(const Taps& t, int64_t in, int64_t out) {
 /// What the kernel needs: the last two axes' taps and the extents.
 struct ResizePlan {
   bool nearest = true;
-  Taps y, x;
+  ResizeTaps y, x;
   int64_t hi = 1, wi = 1, ho = 1, wo = 1, total = 0;
 };
 
@@ -223,11 +87,11 @@ std::string resize_plan(const KernelRequest& request, bool upsample, ResizePlan*
   const ClType& out = request.outputs[0];
   std::string why = dm::check_movable(in.dtype);
   if (!why.empty()) return why;
-  Settings s;
+  ResizeSettings s;
   why = read_settings(node, upsample, &s);
   if (!why.empty()) return why;
   if (in.dtype == DType::boolean) return "Resize of bool";
-  if (s.mode == Mode::linear && in.dtype != DType::float32)
+  if (s.mode == ResizeMode::linear && in.dtype != DType::float32)
     return "Resize linear on " + std::string(dtype_name(in.dtype));
   const int64_t rank = static_cast<int64_t>(in.shape.size());
   if (rank < 2) return "Resize of rank below 2";
@@ -310,9 +174,9 @@ std::string resize_plan(const KernelRequest& request, bool upsample, ResizePlan*
   plan->wi = in.shape[w];
   plan->ho = out.shape[h];
   plan->wo = out.shape[w];
-  plan->nearest = s.mode == Mode::nearest;
+  plan->nearest = s.mode == ResizeMode::nearest;
   if (plan->nearest) {
-    for (const Taps* t : {&plan->y, &plan->x}) {
+    for (const ResizeTaps* t : {&plan->y, &plan->x}) {
       if (t->n != 1) return "Resize nearest with more than one tap";
       for (double v : t->weight)
         if (v != 1.0) return "Resize nearest with a weight other than 1 (exclude_outside)";

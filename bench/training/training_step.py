@@ -13,8 +13,8 @@ two workers run one training step over and over, each in its own process:
   reset to None before each step; the CNN in channels-last memory format
   (CHANNELS_LAST: about 10% faster than the default for resnet18 here).
 
-A step is forward + backward only: graft has no optimizer op yet, so neither
-side updates the weights. Both use --threads intra-op threads (default 2;
+A step is forward + backward only (the script predates `graft train`'s
+update nodes): neither side updates the weights. Both use --threads intra-op threads (default 2;
 torch.set_num_threads, one inter-op thread) and OMP_WAIT_POLICY=PASSIVE unless
 --spin (the machine may be shared). After --warmup steps each, the workers
 take turns running --block steps (who goes first alternates) until each has

@@ -3,7 +3,8 @@
 // The forward graph is cloned, its types inferred and its integer shape
 // computations folded into constants (exporters compute Reshape targets
 // from Shape at run time; builders need the shapes), and its RNN, LSTM and
-// GRU nodes unrolled over time into standard ops (lower_recurrent.cc). Two sweeps over the
+// GRU nodes unrolled over time into standard ops (lower_recurrent.cc), and
+// log(sigmoid(x)) rewritten as -softplus(-x) (use_stable_forms). Two sweeps over the
 // topological order mark what matters: forward, the values that depend on a
 // `wrt` value (floating point only: an integer or boolean value carries no
 // gradient); backward from the loss, the nodes the loss depends on. A node in
@@ -172,6 +173,38 @@ void fold_shape_computations(ir::Graph& g) {
   ops::infer_types(g);
 }
 
+/// Rewrites log(sigmoid(x)) (how PyTorch exports logsigmoid and the
+/// binary cross-entropy with logits) as -softplus(-x): the same values, but a
+/// gradient that stays finite where sigmoid(x) underflows to 0 (x below about
+/// -88 in float32), where the chain rule through Log gives dy / 0.
+void use_stable_forms(ir::Graph& g) {
+  using enum ir::OpId;
+  std::vector<ir::Node*> order;
+  {
+    ir::IndexedGraph indexed(g);
+    for (uint32_t id = 0; id < indexed.num_nodes(); ++id) order.push_back(&indexed.mutable_node(id));
+  }
+  std::unordered_map<ir::Value, ir::Value, ValueHash> replaced;
+  for (ir::Node* n : order) {
+    for (ir::Value& v : n->inputs)
+      if (auto it = replaced.find(v); it != replaced.end()) v = it->second;
+    if (n->op() != Log || n->inputs.size() != 1 || !n->inputs[0] || n->inputs[0].node->op() != Sigmoid) continue;
+    const ir::Value x = n->inputs[0].node->inputs[0];
+    const std::string name = n->name.empty() ? "log_sigmoid" : n->name;
+    ir::Node* negated = g.add_node(Neg, {x}, 1, name + "_stable_neg");
+    ir::Node* softplus = g.add_node(Softplus, {negated->output(0)}, 1, name + "_stable_softplus");
+    ir::Node* result = g.add_node(Neg, {softplus->output(0)}, 1, name + "_stable");
+    if (!n->output_names[0].empty()) {  // the value keeps its name (it may be the loss)
+      result->output_names[0] = n->output_names[0];
+      n->output_names[0] += "_unstable";
+    }
+    replaced[n->output(0)] = result->output(0);
+  }
+  for (ir::Value& v : g.mutable_outputs())
+    if (auto it = replaced.find(v); it != replaced.end()) v = it->second;
+  ops::infer_types(g);
+}
+
 }  // namespace
 
 std::vector<std::string> trainable_initializers(const ir::Graph& graph, const std::string& loss) {
@@ -200,6 +233,7 @@ std::unique_ptr<ir::Graph> gradient(const ir::Graph& graph, std::string loss, st
   ops::infer_types(*g);
   fold_shape_computations(*g);
   lower_recurrent_nodes(*g);
+  use_stable_forms(*g);
 
   ir::Value loss_value = find_value(*g, loss);
   if (!loss_value) fail(ErrorKind::invalid_argument, "gradient: no value named '", loss, "' in the graph");

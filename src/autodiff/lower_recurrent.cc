@@ -68,18 +68,33 @@ class Writer {
 
 bool has(const ir::Node& n, size_t i) { return i < n.inputs.size() && n.inputs[i]; }
 
+/// Whether `n` uses its op's default activations: none given, or the
+/// defaults spelled out for each direction (PyTorch's exporter writes RNN's
+/// ["Tanh"]), with no activation_alpha or activation_beta.
+bool default_activations(const ir::Node& n, int64_t directions) {
+  const ir::Attributes& a = n.attributes;
+  if (a.has("activation_alpha") || a.has("activation_beta")) return false;
+  if (!a.has("activations")) return true;
+  const std::vector<std::string> per_direction = n.op() == LSTM  ? std::vector<std::string>{"Sigmoid", "Tanh", "Tanh"}
+                                                 : n.op() == GRU ? std::vector<std::string>{"Sigmoid", "Tanh"}
+                                                                 : std::vector<std::string>{"Tanh"};
+  std::vector<std::string> expected;
+  for (int64_t d = 0; d < directions; ++d) expected.insert(expected.end(), per_direction.begin(), per_direction.end());
+  return a.get_strings("activations") == expected;
+}
+
 /// The outputs of `n` unrolled, or empty when its form is not the common one.
 std::vector<ir::Value> unroll(ir::Graph& graph, ir::Node& n) {
   const bool lstm = n.op() == LSTM, rnn = n.op() == RNN;
   const ir::Attributes& a = n.attributes;
-  if (a.get_int("layout", 0) != 0 || a.has("clip") || a.has("activations") || has(n, 4) || (lstm && has(n, 7)) ||
-      (lstm && a.get_int("input_forget", 0) != 0))
+  const std::string direction = a.get_string("direction", "forward");
+  const int64_t directions = direction == "bidirectional" ? 2 : 1;
+  if (a.get_int("layout", 0) != 0 || a.has("clip") || !default_activations(n, directions) || has(n, 4) ||
+      (lstm && has(n, 7)) || (lstm && a.get_int("input_forget", 0) != 0))
     return {};
   std::optional<graft::Shape> x_shape = graph.type_of(n.inputs[0]).concrete_shape();
   std::optional<graft::Shape> w_shape = graph.type_of(n.inputs[1]).concrete_shape();
   if (!x_shape || !w_shape || x_shape->size() != 3 || w_shape->size() != 3) return {};
-  const std::string direction = a.get_string("direction", "forward");
-  const int64_t directions = direction == "bidirectional" ? 2 : 1;
   const int64_t gates = lstm ? 4 : rnn ? 1 : 3;
   const int64_t hidden = (*w_shape)[1] / gates, seq = (*x_shape)[0], batch = (*x_shape)[1];
   const DType dtype = graph.type_of(n.inputs[0]).dtype;

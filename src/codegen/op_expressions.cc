@@ -9,6 +9,8 @@
 // the bounds stated in docs/codegen.md.
 #include "graft/codegen/op_expressions.h"
 
+#include <memory>
+
 #include "graft/ir/graph.h"
 #include "graft/ir/indexed_graph.h"
 #include "graft/ops/pointwise_expression.h"
@@ -155,6 +157,52 @@ LoweredKernel lower_body(const ir::Graph& body) {
   }
   kernel = canonicalize(kernel);
   return result;
+}
+
+namespace {
+
+/// A body graph of one node: an Input per node input, the node, its outputs.
+std::unique_ptr<ir::Graph> single_node_body(const ir::Node& node) {
+  auto body = std::make_unique<ir::Graph>();
+  body->opset_imports = node.graph().opset_imports;
+  std::vector<ir::Value> inputs;
+  for (size_t i = 0; i < node.inputs.size(); ++i) {
+    const ir::Value& v = node.inputs[i];
+    if (!v) {
+      inputs.push_back({});
+      continue;
+    }
+    inputs.push_back(body->add_input("in" + std::to_string(i), node.graph().type_of(v))->output(0));
+  }
+  ir::Node* copy = body->add_node(node.schema(), inputs, node.num_outputs(), node.name);
+  copy->attributes = node.attributes;
+  copy->opset_version = node.opset_version;
+  for (int o = 0; o < node.num_outputs(); ++o) {
+    copy->output_types[static_cast<size_t>(o)] = node.output_types[static_cast<size_t>(o)];
+    body->add_output(copy->output(o), "out" + std::to_string(o));
+  }
+  return body;
+}
+
+}  // namespace
+
+std::string why_not_lowerable(const ir::Node& node) {
+  if (node.op() != ir::OpId::FusedPointwise) return why_not_fusible(node);
+  if (!node.subgraph) return "a fused node without a body";
+  for (const auto& body_node : node.subgraph->nodes()) {
+    if (body_node->op() == ir::OpId::Input) continue;
+    std::string reason = why_not_fusible(*body_node);
+    if (!reason.empty()) return body_node->describe() + ": " + reason;
+  }
+  return {};
+}
+
+LoweredKernel lower_node(const ir::Node& node) {
+  if (node.op() == ir::OpId::FusedPointwise) {
+    if (!node.subgraph) fail(ErrorKind::invalid_model, node.describe(), ": a fused node without a body");
+    return lower_body(*node.subgraph);
+  }
+  return lower_body(*single_node_body(node));
 }
 
 }  // namespace graft::codegen

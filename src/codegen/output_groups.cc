@@ -50,4 +50,15 @@ ir::KernelIR kernel_for_outputs(const ir::KernelIR& ir, std::span<const int32_t>
   return canonicalize(part);  // drops what these outputs do not read
 }
 
+GroupedKernels kernels_by_output_group(const ir::KernelIR& ir, std::span<const Shape> output_shapes) {
+  GroupedKernels grouped;
+  grouped.groups = group_outputs_by_iteration_space(output_shapes);
+  if (grouped.groups.size() == 1) {
+    grouped.kernels.push_back(ir);
+    return grouped;
+  }
+  for (const std::vector<int32_t>& group : grouped.groups) grouped.kernels.push_back(kernel_for_outputs(ir, group));
+  return grouped;
+}
+
 }  // namespace graft::codegen

@@ -41,8 +41,9 @@ std::string header_value(const std::string& header, const std::string& key, cons
 
 }  // namespace
 
-Tensor load_npy(const std::string& path) {
-  std::string bytes = read_file_bytes(path, size_t{1} << 34);
+Tensor load_npy(const std::string& path) { return parse_npy(read_file_bytes(path, size_t{1} << 34), path); }
+
+Tensor parse_npy(const std::string& bytes, const std::string& path) {
   if (bytes.size() < 10 || std::memcmp(bytes.data(), "\x93NUMPY", 6) != 0)
     fail(ErrorKind::invalid_argument, path, ": not an .npy file");
   int major = static_cast<unsigned char>(bytes[6]);

@@ -8,15 +8,11 @@
 // coordinate_transformation_mode, using the scale and, like the reference,
 // output_width = scale * input_width (a real number when scales are given).
 //
-// Interpolation is separable. With x_int = floor(x_original) (x_original - 1
-// when it is an integer) and ratio = x_original - x_int in (0, 1], a mode
-// yields n coefficients for the input points x_int + start .. x_int + start
-// + n - 1: nearest (n = 2, one of them 1 by nearest_mode), linear (n = 2:
-// 1 - ratio, ratio), cubic (n = 4, Keys kernel with cubic_coeff_a), and the
-// antialiased linear/cubic filters that widen by 1/scale when downscaling.
-// Points outside the input take the border value (edge padding), or get
-// weight 0 with exclude_outside (the rest renormalized). tf_crop_and_resize
-// returns extrapolation_value where x_original falls outside the input.
+// Interpolation is separable: its taps per dimension (the input points and
+// weights of each output coordinate, by mode, nearest_mode, exclude_outside,
+// antialias) are graft/ops/resize_taps.h's, which device kernels share.
+// tf_crop_and_resize returns extrapolation_value where x_original falls
+// outside the input.
 //
 // The kernel precomputes these taps per dimension, then computes each output
 // row as the weighted sum over the tap product of the outer dimensions and
@@ -29,101 +25,24 @@
 #include "data_movement.h"
 #include "graft/core/parallel.h"
 #include "graft/ops/infer_util.h"
+#include "graft/ops/resize_taps.h"
 
 namespace graft::ops {
 namespace {
 
-enum class Mode { nearest, linear, cubic };
-enum class CoordinateMode {
-  half_pixel,
-  half_pixel_symmetric,
-  pytorch_half_pixel,
-  align_corners,
-  asymmetric,
-  tf_half_pixel_for_nn,
-  tf_crop_and_resize,
-};
-enum class NearestMode { round_prefer_floor, round_prefer_ceil, floor, ceil, simple };
-enum class AspectPolicy { stretch, not_larger, not_smaller };
+using Settings = ResizeSettings;
+using Mode = ResizeMode;
+using CoordinateMode = ResizeCoordinate;
+using AspectPolicy = ResizeAspectPolicy;
+using Taps = ResizeTaps;
 
-struct Settings {
-  Mode mode = Mode::nearest;
-  CoordinateMode coordinate = CoordinateMode::half_pixel;
-  NearestMode nearest = NearestMode::round_prefer_floor;
-  double cubic_a = -0.75;
-  bool exclude_outside = false;
-  double extrapolation = 0;
-  bool antialias = false;
-  AspectPolicy policy = AspectPolicy::stretch;
-  std::vector<int64_t> axes;  // opset 18; empty = all
-  bool upsample = false;      // the Upsample op
-};
-
+// The node's attributes (graft/ops/resize_taps.h); what is not valid fails
+// the node.
 template <typename Context>
 Settings read_settings(const Context& ctx, bool upsample) {
   Settings s;
-  s.upsample = upsample;
-  const ir::Attributes& a = ctx.attrs();
-  const std::string mode = a.get_string("mode", "nearest");
-  if (mode == "nearest")
-    s.mode = Mode::nearest;
-  else if (mode == "linear" || mode == "bilinear" || mode == "trilinear")
-    s.mode = Mode::linear;
-  else if (mode == "cubic" && !upsample && ctx.opset() >= 11)
-    s.mode = Mode::cubic;
-  else
-    ctx.fail("mode '", mode, "' is not supported at opset ", ctx.opset());
-  if (upsample || ctx.opset() < 11) {
-    // Upsample and Resize-10: asymmetric coordinates; nearest rounds down
-    // when upsampling and up when downsampling (as ONNX Runtime does).
-    s.coordinate = CoordinateMode::asymmetric;
-    s.nearest = NearestMode::simple;
-    return s;
-  }
-  const std::string coordinate = a.get_string("coordinate_transformation_mode", "half_pixel");
-  if (coordinate == "half_pixel")
-    s.coordinate = CoordinateMode::half_pixel;
-  else if (coordinate == "half_pixel_symmetric" && ctx.opset() >= 19)
-    s.coordinate = CoordinateMode::half_pixel_symmetric;
-  else if (coordinate == "pytorch_half_pixel")
-    s.coordinate = CoordinateMode::pytorch_half_pixel;
-  else if (coordinate == "align_corners")
-    s.coordinate = CoordinateMode::align_corners;
-  else if (coordinate == "asymmetric")
-    s.coordinate = CoordinateMode::asymmetric;
-  else if (coordinate == "tf_half_pixel_for_nn" && ctx.opset() < 13)
-    s.coordinate = CoordinateMode::tf_half_pixel_for_nn;
-  else if (coordinate == "tf_crop_and_resize")
-    s.coordinate = CoordinateMode::tf_crop_and_resize;
-  else
-    ctx.fail("coordinate_transformation_mode '", coordinate, "' is not valid at opset ", ctx.opset());
-  const std::string nearest = a.get_string("nearest_mode", "round_prefer_floor");
-  if (nearest == "round_prefer_floor")
-    s.nearest = NearestMode::round_prefer_floor;
-  else if (nearest == "round_prefer_ceil")
-    s.nearest = NearestMode::round_prefer_ceil;
-  else if (nearest == "floor")
-    s.nearest = NearestMode::floor;
-  else if (nearest == "ceil")
-    s.nearest = NearestMode::ceil;
-  else
-    ctx.fail("nearest_mode '", nearest, "' is not valid");
-  s.cubic_a = a.get_float("cubic_coeff_a", -0.75f);
-  s.exclude_outside = a.get_int("exclude_outside", 0) != 0;
-  s.extrapolation = a.get_float("extrapolation_value", 0.0f);
-  if (ctx.opset() >= 18) {
-    s.antialias = a.get_int("antialias", 0) != 0;
-    const std::string policy = a.get_string("keep_aspect_ratio_policy", "stretch");
-    if (policy == "stretch")
-      s.policy = AspectPolicy::stretch;
-    else if (policy == "not_larger")
-      s.policy = AspectPolicy::not_larger;
-    else if (policy == "not_smaller")
-      s.policy = AspectPolicy::not_smaller;
-    else
-      ctx.fail("keep_aspect_ratio_policy '", policy, "' is not valid");
-    s.axes = a.get_ints("axes", {});
-  }
+  std::string why = read_resize_settings(ctx.attrs(), ctx.opset(), upsample, &s);
+  if (!why.empty()) ctx.fail(why);
   return s;
 }
 
@@ -253,167 +172,6 @@ void resize_infer_common(InferContext& ctx, bool upsample) {
 
 void resize_infer(InferContext& ctx) { resize_infer_common(ctx, false); }
 void upsample_infer(InferContext& ctx) { resize_infer_common(ctx, true); }
-
-// ---- taps -------------------------------------------------------------------
-
-// Interpolation taps of one dimension: for output coordinate o, the points
-// index[o * n + t] with weight[o * n + t]; outside[o] marks extrapolation.
-struct Taps {
-  int64_t n = 1;
-  std::vector<int64_t> index;
-  std::vector<double> weight;
-  std::vector<bool> outside;
-  bool identity = false;  // every output reads the same input coordinate, weight 1
-};
-
-double cubic_coefficient(double x, double a) {
-  x = std::abs(x);
-  if (x <= 1) return ((a + 2) * x - (a + 3)) * x * x + 1;
-  if (x < 2) return ((a * x - 5 * a) * x + 8 * a) * x - 4 * a;
-  return 0;
-}
-
-// Input coordinate of output coordinate x (the reference's formulas).
-double original_coordinate(const Settings& s, double x, double scale, int64_t in, int64_t out, double roi_start,
-                           double roi_end) {
-  const double in_w = static_cast<double>(in);
-  const double out_w = scale * in_w;
-  switch (s.coordinate) {
-    case CoordinateMode::half_pixel:
-      return (x + 0.5) / scale - 0.5;
-    case CoordinateMode::half_pixel_symmetric: {
-      const double adjustment = static_cast<double>(out) / out_w;
-      const double offset = in_w / 2 * (1 - adjustment);
-      return offset + (x + 0.5) / scale - 0.5;
-    }
-    case CoordinateMode::pytorch_half_pixel:
-      return out_w == 1 ? -0.5 : (x + 0.5) / scale - 0.5;
-    case CoordinateMode::align_corners:
-      return out_w == 1 ? 0.0 : x * (in_w - 1) / (out_w - 1);
-    case CoordinateMode::asymmetric:
-      return x / scale;
-    case CoordinateMode::tf_half_pixel_for_nn:
-      return (x + 0.5) / scale;
-    case CoordinateMode::tf_crop_and_resize: {
-      const double x_ori =
-          out_w == 1 ? (roi_end - roi_start) * (in_w - 1) / 2 : x * (roi_end - roi_start) * (in_w - 1) / (out_w - 1);
-      return x_ori + roi_start * (in_w - 1);
-    }
-  }
-  return x;
-}
-
-// Coefficients for `ratio` in (0, 1]; `start` receives the offset of the
-// first point from x_int.
-std::vector<double> coefficients(const Settings& s, double ratio, double scale, bool upsampling, int64_t* start) {
-  switch (s.mode) {
-    case Mode::nearest: {
-      *start = 0;
-      if (ratio == 1) return {0, 1};
-      switch (s.nearest) {
-        case NearestMode::round_prefer_floor:
-          return {ratio <= 0.5 ? 1.0 : 0.0, ratio > 0.5 ? 1.0 : 0.0};
-        case NearestMode::round_prefer_ceil:
-          return {ratio < 0.5 ? 1.0 : 0.0, ratio >= 0.5 ? 1.0 : 0.0};
-        case NearestMode::floor:
-          return {1, 0};
-        case NearestMode::ceil:
-          return {0, 1};
-        case NearestMode::simple:
-          return upsampling ? std::vector<double>{1, 0} : std::vector<double>{0, 1};
-      }
-      return {1, 0};
-    }
-    case Mode::linear: {
-      if (!s.antialias || scale >= 1) {
-        *start = 0;
-        return {1 - ratio, ratio};
-      }
-      const int64_t first = static_cast<int64_t>(std::floor(-1 / scale) + 1);
-      const int64_t footprint = 2 - 2 * first;
-      std::vector<double> c;
-      double sum = 0;
-      for (int64_t i = first; i < first + footprint; ++i) {
-        c.push_back(std::clamp(1 - std::abs((static_cast<double>(i) - ratio) * scale), 0.0, 1.0));
-        sum += c.back();
-      }
-      for (double& v : c) v /= sum;
-      *start = first;
-      return c;
-    }
-    case Mode::cubic: {
-      const double a = s.cubic_a;
-      if (!s.antialias || scale >= 1) {
-        *start = -1;
-        return {cubic_coefficient(ratio + 1, a), cubic_coefficient(ratio, a), cubic_coefficient(1 - ratio, a),
-                cubic_coefficient(2 - ratio, a)};
-      }
-      const int64_t first = static_cast<int64_t>(std::floor(-2 / scale) + 1);
-      const int64_t last = 2 - first;
-      std::vector<double> c;
-      double sum = 0;
-      for (int64_t i = first; i < last; ++i) {
-        c.push_back(cubic_coefficient(scale * (static_cast<double>(i) - ratio), a));
-        sum += c.back();
-      }
-      for (double& v : c) v /= sum;
-      *start = first;
-      return c;
-    }
-  }
-  return {};
-}
-
-Taps compute_taps(const Settings& s, int64_t in, int64_t out, double scale, double roi_start, double roi_end) {
-  Taps taps;
-  taps.outside.assign(static_cast<size_t>(out), false);
-  std::vector<std::vector<std::pair<int64_t, double>>> per_output(static_cast<size_t>(out));
-  for (int64_t o = 0; o < out; ++o) {
-    const double x = original_coordinate(s, static_cast<double>(o), scale, in, out, roi_start, roi_end);
-    auto& list = per_output[static_cast<size_t>(o)];
-    if (s.coordinate == CoordinateMode::tf_crop_and_resize && (x < 0 || x > static_cast<double>(in - 1))) {
-      taps.outside[static_cast<size_t>(o)] = true;
-      continue;
-    }
-    const double x_floor = std::floor(x);
-    const int64_t x_int = static_cast<int64_t>(x_floor) - (x == x_floor ? 1 : 0);
-    const double ratio = x == x_floor ? 1.0 : x - x_floor;
-    int64_t start = 0;
-    std::vector<double> c = coefficients(s, ratio, scale, scale >= 1, &start);
-    if (s.exclude_outside) {
-      double sum = 0;
-      for (size_t t = 0; t < c.size(); ++t) {
-        const int64_t p = x_int + start + static_cast<int64_t>(t);
-        if (p < 0 || p >= in) c[t] = 0;
-        sum += c[t];
-      }
-      if (sum != 0)
-        for (double& v : c) v /= sum;
-    }
-    for (size_t t = 0; t < c.size(); ++t) {
-      if (c[t] == 0) continue;
-      const int64_t p = std::clamp<int64_t>(x_int + start + static_cast<int64_t>(t), 0, in - 1);
-      list.emplace_back(p, c[t]);
-    }
-    if (list.empty()) list.emplace_back(std::clamp<int64_t>(x_int + 1, 0, in - 1), 0.0);
-  }
-  size_t n = 1;
-  for (const auto& list : per_output) n = std::max(n, list.size());
-  taps.n = static_cast<int64_t>(n);
-  taps.index.assign(static_cast<size_t>(out) * n, 0);
-  taps.weight.assign(static_cast<size_t>(out) * n, 0.0);
-  taps.identity = n == 1 && in == out;
-  for (int64_t o = 0; o < out; ++o) {
-    const auto& list = per_output[static_cast<size_t>(o)];
-    for (size_t t = 0; t < list.size(); ++t) {
-      taps.index[static_cast<size_t>(o) * n + t] = list[t].first;
-      taps.weight[static_cast<size_t>(o) * n + t] = list[t].second;
-    }
-    if (taps.outside[static_cast<size_t>(o)] || list.size() != 1 || list[0].first != o || list[0].second != 1.0)
-      taps.identity = false;
-  }
-  return taps;
-}
 
 // ---- kernel -----------------------------------------------------------------
 
@@ -550,7 +308,7 @@ void resize_kernel_common(KernelContext& ctx, bool upsample) {
     if (x.shape()[d] == 0) ctx.fail("cannot resize an empty input ", x.type_string());
   std::vector<Taps> taps;
   for (size_t d = 0; d < rank; ++d)
-    taps.push_back(compute_taps(s, x.shape()[d], g.out[d], g.scale[d], roi_start[d], roi_end[d]));
+    taps.push_back(compute_resize_taps(s, x.shape()[d], g.out[d], g.scale[d], roi_start[d], roi_end[d]));
   visit_numeric_dtype(x.dtype(), upsample ? "Upsample" : "Resize",
                       [&]<typename T>() { interpolate<T>(x, y, taps, s.extrapolation); });
 }

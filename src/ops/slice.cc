@@ -180,11 +180,32 @@ void slice_kernel(KernelContext& ctx) {
 
 GRAFT_REGISTER_OP("", "Slice", slice_infer, slice_kernel);
 
-// Gradient builder (graft/ops/gradient.h): dy padded with zeros back to the
-// input's extents (Pad); constant starts, ends, axes and unit steps only.
+// Gradient builder (graft/ops/gradient.h): dy spread back over the input's
+// extents with zeros between and around its elements; constant starts, ends,
+// axes and steps only. Along an axis of step s, output element j came from
+// input element start + j*s: a negative step is first reversed (Slice with
+// step -1), then zeros are interleaved (Unsqueeze, Pad by |s|-1 along the new
+// axis, Reshape) and the tail trimmed (Slice); one Pad puts every axis at
+// its offset in the input at the end.
 namespace {
 
+// dy with |step|-1 zeros after each of its `count` elements along `axis`
+// (`dims` its extents), trimmed to (count-1)*|step|+1 elements.
+ir::Value interleave_zeros(GradientContext& g, ir::Value dy, std::vector<int64_t> dims, int64_t axis, int64_t step) {
+  using enum ir::OpId;
+  const int64_t rank = static_cast<int64_t>(dims.size());
+  const int64_t count = dims[static_cast<size_t>(axis)];
+  ir::Value lifted = g.add(Unsqueeze, {dy, g.int64s({axis + 1})});
+  std::vector<int64_t> pads(static_cast<size_t>(2 * (rank + 1)), 0);
+  pads[static_cast<size_t>(axis + 1 + rank + 1)] = step - 1;
+  ir::Value spread = g.add(Pad, {lifted, g.int64s(pads)});
+  dims[static_cast<size_t>(axis)] = count * step;
+  ir::Value flat = g.add(Reshape, {spread, g.int64s(dims)});
+  return g.add(Slice, {flat, g.int64s({0}), g.int64s({(count - 1) * step + 1}), g.int64s({axis})});
+}
+
 void slice_gradient(GradientContext& g) {
+  using enum ir::OpId;
   std::vector<int64_t> dims = g.known_dims(g.input(0));
   const int64_t rank = static_cast<int64_t>(dims.size());
   SliceSpec spec;
@@ -202,16 +223,32 @@ void slice_gradient(GradientContext& g) {
   if (spec.axes.empty())
     for (size_t i = 0; i < spec.starts.size(); ++i) spec.axes.push_back(static_cast<int64_t>(i));
   if (spec.steps.empty()) spec.steps.assign(spec.starts.size(), 1);
+  ir::Value dy = g.output_gradient(0);
+  std::vector<int64_t> dy_dims = g.known_dims(g.output(0));
   std::vector<int64_t> pads(static_cast<size_t>(2 * rank), 0);
-  for (size_t i = 0; i < spec.starts.size() && i < spec.axes.size(); ++i) {
-    if (spec.steps[i] != 1) g.unsupported("steps other than 1");
+  for (size_t i = 0; i < spec.starts.size() && i < spec.axes.size() && i < spec.steps.size(); ++i) {
     const int64_t axis = normalize_axis(spec.axes[i], rank, g.node().describe());
     const int64_t extent = dims[static_cast<size_t>(axis)];
-    SliceRange r = normalize_range(spec.starts[i], spec.ends[i], 1, extent);
-    pads[static_cast<size_t>(axis)] = r.start;
-    pads[static_cast<size_t>(axis + rank)] = extent - r.start - r.count;
+    const int64_t step = spec.steps[i];
+    if (step == 0) g.unsupported("a step of 0");
+    SliceRange r = normalize_range(spec.starts[i], spec.ends[i], step, extent);
+    int64_t low = r.start, span = r.count;
+    if (r.count > 0 && step != 1) {
+      if (step < 0) {  // the lowest input element first
+        dy = g.add(Slice, {dy, g.int64s({-1}), g.int64s({std::numeric_limits<int64_t>::min()}), g.int64s({axis}),
+                           g.int64s({-1})});
+        low = r.start + (r.count - 1) * step;
+      }
+      const int64_t stride = step < 0 ? -step : step;
+      if (stride > 1 && r.count > 1) dy = interleave_zeros(g, dy, dy_dims, axis, stride);
+      span = (r.count - 1) * stride + 1;
+      dy_dims[static_cast<size_t>(axis)] = span;
+    }
+    if (r.count == 0) low = 0;
+    pads[static_cast<size_t>(axis)] = low;
+    pads[static_cast<size_t>(axis + rank)] = extent - low - span;
   }
-  g.set_input_gradient(0, g.add(ir::OpId::Pad, {g.output_gradient(0), g.int64s(pads)}));
+  g.set_input_gradient(0, g.add(Pad, {dy, g.int64s(pads)}));
 }
 
 }  // namespace

@@ -189,5 +189,26 @@ TEST(GradientGraph, RunsThroughASessionWithTheDefaultBackendsAndFusion) {
   }
 }
 
+TEST(GradientGraph, LogOfSigmoidStaysFiniteWhereTheSigmoidUnderflows) {
+  // PyTorch exports logsigmoid as Log(Sigmoid(x)); through the chain rule its
+  // gradient at x = -120 would be 0 * (1 / 0). d/dx log(sigmoid(x)) = sigmoid(-x).
+  auto g = std::make_unique<ir::Graph>();
+  g->opset_imports[""] = 17;
+  Value x = g->add_input("x", ir::ValueType::of(DType::float32, {4}))->output(0);
+  Value log_sigmoid = node(*g, OpId::Log, {node(*g, OpId::Sigmoid, {x})});
+  g->add_output(node(*g, OpId::ReduceSum, {log_sigmoid}, {{"keepdims", int64_t{0}}}), "loss");
+  auto grad = autodiff::gradient(*g, "loss", {"x"});
+  const std::vector<float> xs{-120.0f, -3.0f, 0.5f, 90.0f};
+  auto out = run_graph(*grad, {Tensor::from_vector<float>(xs, {4})});
+  ASSERT_EQ(out.size(), 2u);
+  double loss = 0;
+  for (size_t i = 0; i < xs.size(); ++i) {
+    const double expected = 1.0 / (1.0 + std::exp(static_cast<double>(xs[i])));
+    EXPECT_NEAR(out[1].data<float>()[i], expected, 1e-6) << "x = " << xs[i];
+    loss += -std::log1p(std::exp(-static_cast<double>(xs[i])));
+  }
+  EXPECT_NEAR(out[0].data<float>()[0], loss, 1e-3 * std::abs(loss));
+}
+
 }  // namespace
 }  // namespace graft::testing::autodiff_check

@@ -128,6 +128,15 @@ TEST(RecurrentGradient, LstmGruAndRnnUnrolledEveryDirection) {
                           n->attributes.set("hidden_size", hidden);
                           n->attributes.set("direction", direction);
                           if (op == OpId::GRU) n->attributes.set("linear_before_reset", linear_before_reset);
+                          if (direction != "forward") {  // the defaults spelled out, as PyTorch's exporter does
+                            std::vector<std::string> activations;
+                            for (int64_t d = 0; d < dirs; ++d)
+                              for (const char* f : op == OpId::LSTM  ? std::vector<const char*>{"Sigmoid", "Tanh", "Tanh"}
+                                                   : op == OpId::GRU ? std::vector<const char*>{"Sigmoid", "Tanh"}
+                                                                     : std::vector<const char*>{"Tanh"})
+                                activations.push_back(f);
+                            n->attributes.set("activations", activations);
+                          }
                           std::vector<Value> out{n->output(0), n->output(1)};
                           if (op == OpId::LSTM) out.push_back(n->output(2));
                           return out;

@@ -92,6 +92,17 @@ TEST(ShapeGradient, ConcatSplitSlicePadExpand) {
   check_gradients("Slice", {{{4, 5}}}, [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
     return {node(g, OpId::Slice, {x[0], ints(g, {1, -4}), ints(g, {3, 100}), ints(g, {0, 1})})};
   });
+  check_gradients("Slice with steps 2, -1 and -3", {{{7, 5, 8}}},
+                  [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+                    return {node(g, OpId::Slice,
+                                 {x[0], ints(g, {1, -1, 6}), ints(g, {100, -100, 0}), ints(g, {0, 1, 2}),
+                                  ints(g, {2, -1, -3})})};
+                  });
+  check_gradients("Slice with a step past the end and an empty range", {{{5, 4}}},
+                  [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+                    return {node(g, OpId::Slice, {x[0], ints(g, {3, 2}), ints(g, {4, 2}), ints(g, {0, 1}),
+                                                  ints(g, {5, 1})})};
+                  });
   check_gradients("Pad", {{{2, 3}}}, [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
     return {node(g, OpId::Pad, {x[0], ints(g, {0, 2, 1, 0}), doubles(g, {0.5}, {})})};
   });

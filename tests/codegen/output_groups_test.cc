@@ -86,5 +86,19 @@ TEST(OutputGroups, PartialKernelsComputeWhatTheWholeKernelDoes) {
   }
 }
 
+TEST(OutputGroups, KernelsByOutputGroupIsTheWholeKernelOrOnePerGroup) {
+  ir::KernelIR ir = three_output_ir();
+  GroupedKernels one = kernels_by_output_group(ir, std::vector<Shape>{{4, 5}, {4, 5}, {4, 1}});
+  EXPECT_EQ(one.groups, (Groups{{0, 1, 2}}));
+  ASSERT_EQ(one.kernels.size(), 1u);
+  EXPECT_EQ(to_string(one.kernels[0]), to_string(ir));
+  // a [2,3] and b [4,5] do not broadcast; c [4,1] joins b.
+  GroupedKernels split = kernels_by_output_group(ir, std::vector<Shape>{{2, 3}, {4, 5}, {4, 1}});
+  EXPECT_EQ(split.groups, (Groups{{0}, {1, 2}}));
+  ASSERT_EQ(split.kernels.size(), 2u);
+  EXPECT_EQ(to_string(split.kernels[0]), to_string(kernel_for_outputs(ir, std::vector<int32_t>{0})));
+  EXPECT_EQ(to_string(split.kernels[1]), to_string(kernel_for_outputs(ir, std::vector<int32_t>{1, 2})));
+}
+
 }  // namespace
 }  // namespace graft::codegen

@@ -82,7 +82,7 @@ TEST(CudaPointwise, EveryOpCaseCompilesThroughTheBackendsLowering) {
   for (const BuiltCase& c : build_op_cases()) {
     if (c.inputs.empty() || c.inputs[0].dtype() != DType::float32) continue;
     SCOPED_TRACE(c.label);
-    const ir::Node& node = cuda_compute_node(*c.graph);
+    const ir::Node& node = compute_node(*c.graph);
     kernels += compile_pointwise(node);
     ops.insert(node.op_type());
   }

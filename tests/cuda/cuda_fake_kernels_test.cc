@@ -118,7 +118,7 @@ TEST_F(CudaFakeKernels, PointwiseKernelsOfTheEmitterMatchTheReference) {
   std::vector<const ir::Node*> nodes;
   for (BuiltCase& c : build_op_cases()) {
     if (c.inputs.empty() || c.inputs[0].dtype() != DType::float32) continue;
-    const ir::Node& node = cuda_compute_node(*c.graph);
+    const ir::Node& node = compute_node(*c.graph);
     if (!ops.count(node.op_type())) continue;
     nodes.push_back(&node);
     cases.push_back(std::move(c));

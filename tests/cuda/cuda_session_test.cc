@@ -160,13 +160,13 @@ TEST(CudaSession, WeightsAreUploadedOnceAndAgainWhenTheyChange) {
   std::vector<Tensor> inputs{random_tensor({4, 64}, 6)};
   runtime::Session session(split_model(weight), cuda_options());
   session.run(inputs);
-  const uint64_t after_first = cuda::weight_uploads();
+  const uint64_t after_first = backend::weight_uploads(DeviceType::cuda);
   for (int i = 0; i < 3; ++i) session.run(inputs);
-  EXPECT_EQ(cuda::weight_uploads(), after_first) << "weights stay resident between runs";
+  EXPECT_EQ(backend::weight_uploads(DeviceType::cuda), after_first) << "weights stay resident between runs";
   Tensor changed = random_tensor({64}, 7);
   weight.copy_from(changed);  // the session shares the weight's storage; its version moves
   std::vector<Tensor> got = session.run(inputs);
-  EXPECT_GT(cuda::weight_uploads(), after_first);
+  EXPECT_GT(backend::weight_uploads(DeviceType::cuda), after_first);
   expect_close(got[0], run_graph(*split_model(changed), inputs)[0], 1e-5, 1e-6);
 }
 

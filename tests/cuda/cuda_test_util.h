@@ -12,7 +12,7 @@
 #include "graft/codegen/cuda_emitter.h"
 #include "graft/ir/graph.h"
 #include "graft/ops/type_inference.h"
-#include "support/graph_runner.h"
+#include "support/device_node_check.h"
 
 namespace graft::testing {
 
@@ -46,35 +46,16 @@ inline std::string cuda_device_missing() {
       GTEST_SKIP() << "runs on the stand-in libcuda.so.1 only (ctest -R cuda_fake_driver)";      \
   } while (0)
 
-/// The first node of `graph` that is not an Input or a Constant.
-inline const ir::Node& cuda_compute_node(const ir::Graph& graph) {
-  for (const auto& node : graph.nodes())
-    if (node->op() != ir::OpId::Input && node->op() != ir::OpId::Constant) return *node;
-  ADD_FAILURE() << "the graph has no compute node";
-  return *graph.nodes().front();
-}
-
-/// Runs the graph's single compute node on CUDA and the whole graph on the
-/// reference kernels, and expects every output to agree within rtol/atol.
+/// The graph's single compute node on CUDA against the whole graph on the
+/// reference kernels (expect_node_matches_reference).
 inline void expect_cuda_matches_reference(const ir::Graph& graph, const std::vector<Tensor>& inputs,
                                           double rtol = 1e-5, double atol = 1e-5) {
-  std::vector<Tensor> want = run_graph(graph, inputs);
-  const ir::Node& node = cuda_compute_node(graph);
-  std::vector<Tensor> node_inputs;
-  for (const ir::Value& v : node.inputs) {
-    Tensor value;
-    if (v) {
-      for (size_t i = 0; i < graph.inputs().size(); ++i)
-        if (graph.inputs()[i] == v.node) value = inputs[i];
-    }
-    node_inputs.push_back(value);
-  }
-  std::vector<Tensor> got = cuda::run_node_for_test(node, node_inputs);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i) {
-    SCOPED_TRACE("output " + std::to_string(i) + " of " + node.describe());
-    expect_close(got[i], want[i], rtol, atol);
-  }
+  expect_node_matches_reference(
+      graph, inputs,
+      [](const ir::Node& node, const std::vector<Tensor>& node_inputs) {
+        return cuda::run_node_for_test(node, node_inputs);
+      },
+      rtol, atol);
 }
 
 using CudaAttrs = std::initializer_list<std::pair<const char*, ir::AttributeValue>>;

@@ -21,9 +21,18 @@ comparisons, casts to integers or bool) only take values that nothing
 approximate produced: graft's approximations have a stated error, and a
 value one ulp below an integer legitimately floors differently.
 
+With --gradient, each model's loss is the sum of its floating-point outputs
+times fixed random weights; `graft grad` differentiates it with respect to
+every floating-point input, and graft's gradients are compared with PyTorch
+autograd's. Ops without a gradient in graft (Resize, Pad in reflect or
+replicate mode) are left out, and so is any step whose operand sits on a
+kink of its op (an exact 0 into relu or abs, a clamp bound, ties into max,
+min and max pooling), where the two sides may rightly pick different
+one-sided derivatives or split a tie differently (docs/training.md).
+
 Usage: torch_random_programs.py --graft build/bin/graft --workdir DIR [--models N] [--seed S]
        [--programs-per-model K] [--max-steps M] [--layers | --dynamic] [--via onnx|artifact|opt]
-       [--more-dtypes] [--fusion on|off] [--backends ref] [--device opencl] [--keep]
+       [--more-dtypes] [--fusion on|off] [--backends ref] [--device opencl] [--gradient] [--keep]
 Exit code 0 only when every output of every model matches.
 """
 import argparse
@@ -426,6 +435,8 @@ SHAPE_GENERIC = {"self_matmul", "softmax", "reduce", "transpose", "reshape", "sl
                  "index_select", "cumsum", "reduce_more", "embedding", "argmax"}
 # Set by main for --dynamic: the draws above keep to what holds at any extent.
 dynamic = False
+# Set by main for --gradient (see NO_GRADIENT and on_a_kink).
+gradient = False
 
 # Layer ops: float32 only (what the dnnl backend and the exporter's layer
 # patterns take); their sums round in another order than PyTorch's, so their
@@ -444,6 +455,33 @@ LAYER_OPS = [Op(name, arity, (torch.float32,), None, approx=True, make=make) for
     Op("argmax", 1, (torch.float32, torch.int64, torch.int32), None, discrete=True, make=_argmax)]
 
 OPS = _ops()
+
+
+# --gradient: layer ops whose ONNX form has no gradient builder in graft
+# (Resize; Pad in reflect and replicate modes).
+NO_GRADIENT = {"interpolate", "pad"}
+# Ops with a kink or a tie: one-sided derivatives that graft and PyTorch may
+# pick differently at these points. A step is not drawn when an operand holds
+# one of the op family's breakpoints exactly (random inputs never do; relu's
+# zeros, clamp's bounds and integer-valued results do).
+KINKED = {"relu", "abs", "leaky_relu", "hardtanh", "relu6", "clamp", "hardsigmoid", "hardswish", "log", "sqrt",
+          "reciprocal", "div", "pow", "reduce_more", "softsign", "square", "tan", "asin", "acos", "layer_norm",
+          "group_norm", "batch_norm", "attention", "recurrent"}
+BREAKPOINTS = torch.tensor([0.0, 1.0, -1.0, 1.5, -1.5, 2.0, -2.0, 3.0, -3.0, 6.0, 1.2, -1.2, 0.9, -0.9, 20.0, -20.0])
+# Ops that pick among their operands' elements: a tie splits differently.
+TIED = {"maximum", "minimum", "reduce", "pool", "reduce_more"}
+
+
+def on_a_kink(op, operands):
+    floats = [t for t in operands if t.dtype.is_floating_point and t.numel()]
+    if op.name in KINKED and any(bool(torch.isin(t.double(), BREAKPOINTS.double()).any()) for t in floats):
+        return True
+    if op.name in TIED:
+        if any(torch.unique(t).numel() < t.numel() for t in floats):
+            return True
+        if len(floats) == 2 and bool((floats[0] == floats[1]).any()):
+            return True
+    return False
 
 
 class Value:
@@ -487,6 +525,8 @@ class Program:
         n_inputs = rng.randint(1, 4)
         shapes = random_shapes(rng, n_inputs)
         layer_ops = [op for op in LAYER_OPS if op.name in SHAPE_GENERIC] if dynamic else LAYER_OPS
+        if gradient:
+            layer_ops = [op for op in layer_ops if op.name not in NO_GRADIENT]
         ops = OPS + layer_ops * 4 if layers else OPS
         main = rng.choice([torch.float32] * 4 + [torch.float64, torch.int32, torch.int64])
         if layers:
@@ -531,6 +571,8 @@ class Program:
             if out.dtype.is_floating_point and not bool(torch.isfinite(out).all()):
                 continue  # keep values finite: inf - inf, casts of inf
             if out.dtype.is_floating_point and out.numel() and float(out.abs().max()) > 1e6:
+                continue
+            if gradient and on_a_kink(op, operands):
                 continue
             values.append(Value(out, op.approx or any(values[a].approx for a in args)))
             self.steps.append((op, args, fn))
@@ -667,6 +709,8 @@ def run_model(index, args, rng):
     inputs = [p.inputs[k][1] for p in programs for k in p.used]
     input_names = [p.inputs[k][0] for p in programs for k in p.used]
     output_names = ["p%d_out%d" % (k, j) for k, p in enumerate(programs) for j in range(len(p.outputs))]
+    if args.gradient:
+        return run_gradient_model(folder, programs, model, inputs, input_names, gen, args)
     dynamic_axes = None
     if args.dynamic:
         # Exported with every extent above 1 symbolic, run at other extents.
@@ -739,6 +783,84 @@ def run_model(index, args, rng):
     return failures, fused
 
 
+class WeightedLoss(torch.nn.Module):
+    """The sum of a model's floating-point outputs times fixed random weights
+    (float32): a loss whose gradient reaches every output with its own values."""
+
+    def __init__(self, model, weights):
+        super().__init__()
+        self.model, self.weights = model, weights
+
+    def forward(self, *inputs):
+        terms = [(out.to(torch.float32) * w).sum()
+                 for out, w in zip(self.model(*inputs), self.weights) if w is not None]
+        return torch.stack(terms).sum()
+
+
+def run_gradient_model(folder, programs, model, inputs, input_names, gen, args):
+    """--gradient: graft's gradient of a weighted sum of the outputs with
+    respect to every floating-point input against PyTorch autograd's."""
+    weights = [torch.randn(want.shape, generator=gen) if want.dtype.is_floating_point else None
+               for p in programs for want in p.expected]
+    wrt = [k for k, t in enumerate(inputs) if t.dtype.is_floating_point]
+    if all(w is None for w in weights) or not wrt:
+        return None, "(nothing to differentiate: no floating-point output or input)"
+    loss_model = WeightedLoss(model, weights)
+    leaves = [t.clone().requires_grad_(True) if k in wrt else t for k, t in enumerate(inputs)]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loss = loss_model(*leaves)
+        grads = torch.autograd.grad(loss, [leaves[k] for k in wrt], allow_unused=True)
+    grads = [torch.zeros_like(inputs[k]) if g is None else g for k, g in zip(wrt, grads)]
+    onnx_path = os.path.join(folder, "model.onnx")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            torch.onnx.export(loss_model, tuple(inputs), onnx_path, opset_version=args.opset,
+                              input_names=input_names, output_names=["loss"], do_constant_folding=True)
+    except Exception as e:
+        return None, "%s: %s" % (type(e).__name__, str(e).splitlines()[0][:200])
+    # The exporter drops inputs that reach the loss through no floating-point
+    # path (their gradient is zero in PyTorch too).
+    import onnx
+    kept = {i.name for i in onnx.load(onnx_path, load_external_data=False).graph.input}
+    grads = [g for k, g in zip(wrt, grads) if input_names[k] in kept]
+    names = [input_names[k] for k in wrt if input_names[k] in kept]
+    if not names:
+        return None, "(nothing to differentiate: the exported loss reads no floating-point input)"
+    grad_path = os.path.join(folder, "grad.onnx")
+    proc = subprocess.run([args.graft, "grad", onnx_path, "--loss", "loss", "--wrt", ",".join(names), "-o", grad_path],
+                          capture_output=True, text=True)
+    if proc.returncode != 0:
+        return ["graft grad failed: " + (proc.stderr.strip() or proc.stdout.strip())[-600:] + "\n" +
+                "\n".join(describe(p) for p in programs)], 0
+    command = [args.graft, "run", grad_path, "--output-dir", os.path.join(folder, "out"), "--threads", "2",
+               "--fusion", args.fusion, "--report"] + (["--backends", args.backends] if args.backends else [])
+    for name, tensor in zip(input_names, inputs):
+        if name not in kept:
+            continue
+        path = os.path.join(folder, name + ".npy")
+        np.save(path, tensor.numpy())
+        command += ["--input", "%s=%s" % (name, path)]
+    proc = subprocess.run(command, capture_output=True, text=True)
+    if proc.returncode != 0:
+        return ["graft failed: " + (proc.stderr.strip() or proc.stdout.strip())[-600:] + "\n" +
+                "\n".join(describe(p) for p in programs)], 0
+    fused = 0
+    for line in proc.stdout.splitlines():
+        if line.startswith("partition:") and " fuse " in line:
+            fused = int(line.split(" fuse ")[1].split()[0])
+    failures = []
+    for name, want in [("loss", loss.detach())] + [(n + "_grad", g) for n, g in zip(names, grads)]:
+        got = np.load(os.path.join(folder, "out", name + ".npy"))
+        problem = compare(got, want.numpy(), args.rtol, args.atol)
+        if problem:
+            failures.append("%s: %s\n%s" % (name, problem, "\n".join(describe(p) for p in programs)))
+    if not failures and not args.keep:
+        shutil.rmtree(folder)
+    return failures, fused
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--graft", required=True)
@@ -765,10 +887,15 @@ def main():
     parser.add_argument("--via", choices=["onnx", "artifact", "opt"], default="onnx",
                         help="run the exported model (onnx), the artifact graft compile makes of it, "
                              "or the ONNX graft opt writes after its passes")
+    parser.add_argument("--gradient", action="store_true",
+                        help="compare graft grad's gradients of a weighted sum of the outputs with PyTorch autograd's")
     parser.add_argument("--keep", action="store_true", help="keep every model's folder, not only failing ones")
     args = parser.parse_args()
-    global dynamic, FLOATS, INTS, DTYPES, OPS
+    if args.gradient and (args.dynamic or args.via != "onnx" or args.device):
+        parser.error("--gradient takes the exported model as it is (no --dynamic, --via or --device)")
+    global dynamic, gradient, FLOATS, INTS, DTYPES, OPS
     dynamic = args.dynamic  # with --layers, only the layer ops of SHAPE_GENERIC
+    gradient = args.gradient  # leaves out ops without gradients and steps on kinks
     if args.more_dtypes:
         FLOATS, INTS = FLOATS + MORE_FLOATS, INTS + MORE_INTS
         DTYPES = FLOATS + INTS + (torch.bool,)

@@ -81,20 +81,20 @@ TEST(OpenClSession, WeightsAreUploadedOnceAndAgainWhenTheyChange) {
   Tensor weight = random_tensor({64}, 5);
   runtime::Session session(split_model(weight), opencl_options());
   std::vector<Tensor> inputs{random_tensor({4, 64}, 6)};
-  const uint64_t before = opencl::weight_uploads();
+  const uint64_t before = backend::weight_uploads(DeviceType::opencl);
   std::vector<Tensor> first;
   for (int i = 0; i < 5; ++i) first = session.run(inputs);
-  const uint64_t per_session = opencl::weight_uploads() - before;
+  const uint64_t per_session = backend::weight_uploads(DeviceType::opencl) - before;
   EXPECT_GE(per_session, 1u);
   EXPECT_LE(per_session, 3u);  // W (and the scalar constants a body may keep)
   for (int i = 0; i < 5; ++i) session.run(inputs);
-  EXPECT_EQ(opencl::weight_uploads() - before, per_session) << "runs after the first uploaded weights again";
+  EXPECT_EQ(backend::weight_uploads(DeviceType::opencl) - before, per_session) << "runs after the first uploaded weights again";
 
   // A changed weight (Tensor::copy_from bumps its version) is uploaded again and used.
   Tensor new_weight = random_tensor({64}, 7);
   weight.copy_from(new_weight);
   std::vector<Tensor> got = session.run(inputs);
-  EXPECT_GT(opencl::weight_uploads() - before, per_session);
+  EXPECT_GT(backend::weight_uploads(DeviceType::opencl) - before, per_session);
   std::vector<Tensor> want = run_graph(*split_model(new_weight), inputs);
   expect_close(got[0], want[0], 1e-5, 1e-6);
 }

@@ -43,4 +43,13 @@ struct LoweredKernel {
 /// when a body node is not fusible.
 LoweredKernel lower_body(const ir::Graph& body);
 
+/// Why `node`, a graft.FusedPointwise node or a single op with a pointwise
+/// expression, cannot be lowered to one kernel ("" when it can): its body's
+/// first node that is not fusible, named; what is_fusible says of a single op.
+std::string why_not_lowerable(const ir::Node& node);
+/// Lowers `node` (as why_not_lowerable accepts): a FusedPointwise node's
+/// body, or a body of the single op (an Input per node input) whose types are
+/// the node's own. The device backends run every pointwise node this way.
+LoweredKernel lower_node(const ir::Node& node);
+
 }  // namespace graft::codegen

@@ -33,4 +33,12 @@ std::vector<std::vector<int32_t>> group_outputs_by_iteration_space(std::span<con
 /// (an input no expression reads is never touched, so it may have any shape).
 ir::KernelIR kernel_for_outputs(const ir::KernelIR& ir, std::span<const int32_t> outputs);
 
+/// The kernels `ir` runs as when its outputs have `output_shapes`: `ir`
+/// itself when they share one iteration space, else one kernel per group.
+struct GroupedKernels {
+  std::vector<std::vector<int32_t>> groups;  ///< as group_outputs_by_iteration_space
+  std::vector<ir::KernelIR> kernels;         ///< per group (kernel_for_outputs)
+};
+GroupedKernels kernels_by_output_group(const ir::KernelIR& ir, std::span<const Shape> output_shapes);
+
 }  // namespace graft::codegen

@@ -1,0 +1,206 @@
+// Trainer: one Session run per step over the training graph, the new
+// parameters and optimizer state written back into the session's Constants
+// after each run (Session::set_weight bumps their storage version, so a
+// backend's converted copy of a weight is refreshed at the next run).
+#include "graft/training/trainer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <unordered_map>
+
+#include "graft/backend/backend.h"
+#include "graft/core/error.h"
+#include "graft/frontend/onnx_import.h"
+#include "graft/ir/indexed_graph.h"
+#include "graft/ops/type_inference.h"
+#include "graft/passes/pass.h"
+
+namespace graft::training {
+
+namespace {
+
+bool has_value(const ir::Graph& graph, const std::string& name) {
+  for (const std::string& out : graph.output_names())
+    if (out == name) return true;
+  for (const auto& n : graph.nodes())
+    for (const std::string& out : n->output_names)
+      if (out == name) return true;
+  return false;
+}
+
+double scalar_value(const Tensor& t) {
+  if (t.dtype() == DType::float32) return *t.data<float>();
+  if (t.dtype() == DType::float64) return *t.data<double>();
+  fail(ErrorKind::invalid_argument, "training: the loss is ", t.type_string(),
+       "; expected a float32 or float64 scalar");
+}
+
+/// The graph of `model`'s nodes that `outputs` need, with only the inputs they read.
+std::unique_ptr<ir::Graph> keep_needed(const ir::Graph& model, const std::vector<size_t>& outputs) {
+  ir::IndexedGraph indexed(model);
+  std::vector<char> live(indexed.num_nodes(), 0);
+  std::vector<uint32_t> stack;
+  for (size_t k : outputs) {
+    const ir::Entry& e = indexed.outputs()[k];
+    if (e.present() && !live[e.node_id]) live[e.node_id] = 1, stack.push_back(e.node_id);
+  }
+  while (!stack.empty()) {
+    uint32_t id = stack.back();
+    stack.pop_back();
+    for (const ir::Entry& e : indexed.inputs(id))
+      if (e.present() && !live[e.node_id]) live[e.node_id] = 1, stack.push_back(e.node_id);
+  }
+  auto result = std::make_unique<ir::Graph>();
+  result->name = model.name;
+  result->opset_imports = model.opset_imports;
+  std::unordered_map<const ir::Node*, ir::Node*> copies;
+  // Graph inputs first, in the model's order.
+  for (const ir::Node* in : model.inputs())
+    for (uint32_t id = 0; id < indexed.num_nodes(); ++id)
+      if (&indexed.node(id) == in && live[id]) copies[in] = result->add_input(in->output_names[0], in->output_types[0]);
+  for (uint32_t id = 0; id < indexed.num_nodes(); ++id) {
+    const ir::Node& n = indexed.node(id);
+    if (!live[id] || copies.count(&n)) continue;
+    std::vector<ir::Value> inputs;
+    for (const ir::Value& v : n.inputs) inputs.push_back(v.node ? ir::Value{copies.at(v.node), v.index} : ir::Value{});
+    copies[&n] = result->copy_node(n, inputs);
+  }
+  for (size_t k : outputs) {
+    const ir::Value& v = model.outputs()[k];
+    result->add_output(ir::Value{copies.at(v.node), v.index}, model.output_names()[k]);
+  }
+  return result;
+}
+
+}  // namespace
+
+Trainer::Trainer(const ir::Graph& model, TrainerOptions options) : model_(model.clone()), options_(std::move(options)) {
+  if (options_.loss.empty()) fail(ErrorKind::invalid_argument, "training: name the loss value");
+  if (!has_value(*model_, options_.loss))
+    fail(ErrorKind::invalid_argument, "training: the model has no value named '", options_.loss, "' (the loss)");
+  validate(options_.optimizer);
+  set_learning_rate(options_.learning_rate);
+  for (const ir::Node* in : model_->inputs()) input_names_.push_back(in->output_names[0]);
+  // The Constants share storage with `model`'s: the trained values go to
+  // fresh tensors, never into the caller's graph.
+  for (const auto& n : model_->nodes())
+    if (n->op() == ir::OpId::Constant) n->constant_value = n->constant_value.clone();
+}
+
+Trainer::~Trainer() = default;
+
+void Trainer::set_learning_rate(float learning_rate) {
+  if (!std::isfinite(learning_rate) || learning_rate < 0)
+    fail(ErrorKind::invalid_argument, "training: the learning rate is ", learning_rate,
+         "; expected a finite value >= 0");
+  options_.learning_rate = learning_rate;
+}
+
+const std::vector<std::string>& Trainer::parameters() const {
+  return session_ ? layout_.parameters : options_.parameters;
+}
+
+void Trainer::build(const std::map<std::string, Tensor>& inputs) {
+  std::unique_ptr<ir::Graph> fixed = model_->clone();
+  std::vector<Shape> shapes;
+  for (ir::Node* in : fixed->inputs()) {
+    const Tensor& value = inputs.at(in->output_names[0]);
+    ir::ValueType& type = in->output_types[0];
+    bool fits = type.dtype == value.dtype() && (!type.has_rank || type.dims.size() == value.shape().size());
+    for (size_t d = 0; fits && type.has_rank && d < type.dims.size(); ++d)
+      fits = !type.dims[d].is_known() || type.dims[d].value == value.shape()[d];
+    if (!fits)
+      fail(ErrorKind::invalid_argument, "training: input '", in->output_names[0], "' is ", type.to_string(), ", got ",
+           value.type_string());
+    type = ir::ValueType::of(value.dtype(), value.shape());
+    shapes.push_back(value.shape());
+  }
+  layout_ = build_training_graph(*fixed, options_.loss, options_.parameters, options_.optimizer);
+  current_.clear();
+  for (const auto& n : layout_.graph->nodes())
+    if (n->op() == ir::OpId::Constant && !n->output_names.empty() &&
+        std::find(layout_.updated.begin(), layout_.updated.end(), n->output_names[0]) != layout_.updated.end())
+      current_[n->output_names[0]] = n->constant_value;
+  stats_ = {};
+  for (const std::string& name : layout_.parameters) stats_.parameter_bytes += current_.at(name).nbytes();
+  for (const std::string& name : layout_.states) stats_.state_bytes += current_.at(name).nbytes();
+  runtime::SessionOptions session_options = options_.session;
+  // The update goes to the fusion pass, not to a backend's subgraphs: a
+  // vendor library would take it as post-ops of the gradient's matrix
+  // product, whose scalar operands (step size, bias corrections) change
+  // every step, and dnnl's then go stale (docs/training.md).
+  for (const std::string& name : backend::resolve_backend_order(session_options.backends)) {
+    if (!backend::get_backend(name).property()) continue;
+    for (const std::string& node : layout_.update_nodes) session_options.annotations.forbidden[node].insert(name);
+  }
+  session_options.passes = passes::default_pipeline();
+  std::erase(session_options.passes, std::string("fold-constants"));
+  session_ = std::make_unique<runtime::Session>(std::move(layout_.graph), session_options);
+  input_shapes_ = std::move(shapes);
+}
+
+float Trainer::step(const std::map<std::string, Tensor>& inputs) {
+  for (const auto& [name, value] : inputs)
+    if (std::find(input_names_.begin(), input_names_.end(), name) == input_names_.end())
+      fail(ErrorKind::invalid_argument, "training: the model has no input named '", name, "'");
+  for (const std::string& name : input_names_)
+    if (!inputs.count(name)) fail(ErrorKind::invalid_argument, "training: no value for the model's input '", name, "'");
+  if (!session_) build(inputs);
+  std::vector<Tensor> feed;
+  for (size_t i = 0; i < input_names_.size(); ++i) {
+    const Tensor& value = inputs.at(input_names_[i]);
+    if (value.shape() != input_shapes_[i])
+      fail(ErrorKind::invalid_argument, "training: input '", input_names_[i], "' has shape ",
+           shape_to_string(value.shape()), "; every step takes the shape of the first, ",
+           shape_to_string(input_shapes_[i]));
+    feed.push_back(value);
+  }
+  feed.push_back(Tensor::scalar<float>(options_.learning_rate));
+  if (options_.optimizer.kind == OptimizerKind::adamw)
+    feed.push_back(Tensor::scalar<float>(static_cast<float>(steps_ + 1)));
+  backend::RunStats run_stats;
+  std::vector<Tensor> outputs = session_->run(feed, &run_stats);
+  stats_.peak_bytes = run_stats.memory.peak_bytes;
+  for (size_t i = 0; i < layout_.updated.size(); ++i) {
+    session_->set_weight(layout_.updated[i], outputs[1 + i]);
+    current_[layout_.updated[i]] = outputs[1 + i];
+  }
+  ++steps_;
+  return static_cast<float>(scalar_value(outputs[0]));
+}
+
+Tensor Trainer::parameter(const std::string& name) const {
+  if (session_) {
+    auto it = current_.find(name);
+    if (it == current_.end() ||
+        std::find(layout_.parameters.begin(), layout_.parameters.end(), name) == layout_.parameters.end())
+      fail(ErrorKind::invalid_argument, "training: '", name, "' is not a trained parameter");
+    return it->second;
+  }
+  for (const auto& n : model_->nodes())
+    if (n->op() == ir::OpId::Constant && !n->output_names.empty() && n->output_names[0] == name)
+      return n->constant_value;
+  fail(ErrorKind::invalid_argument, "training: the model has no initializer named '", name, "'");
+}
+
+std::unique_ptr<ir::Graph> Trainer::trained_model() const {
+  std::vector<size_t> outputs;
+  for (size_t k = 0; k < model_->outputs().size(); ++k)
+    if (model_->output_names()[k] != options_.loss) outputs.push_back(k);
+  if (outputs.empty())
+    for (size_t k = 0; k < model_->outputs().size(); ++k) outputs.push_back(k);
+  std::unique_ptr<ir::Graph> result = keep_needed(*model_, outputs);
+  for (const auto& n : result->nodes()) {
+    if (n->op() != ir::OpId::Constant || n->output_names.empty()) continue;
+    if (std::find(layout_.parameters.begin(), layout_.parameters.end(), n->output_names[0]) == layout_.parameters.end())
+      continue;
+    auto it = current_.find(n->output_names[0]);
+    if (it != current_.end()) n->constant_value = it->second.clone();
+  }
+  ops::infer_types(*result);  // the outputs' types, for the ONNX file
+  return result;
+}
+
+void Trainer::export_model(const std::string& path) const { frontend::save_onnx(*trained_model(), path); }
+
+}  // namespace graft::training
