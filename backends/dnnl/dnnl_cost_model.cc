@@ -31,6 +31,14 @@ Dims input_dims(const ir::IndexedGraph& graph, const ir::Node& n, size_t i) {
 }  // namespace
 
 double node_microseconds(const ir::IndexedGraph& graph, const ir::Node& node) {
+  // A convolution's gradients do the forward's multiply-adds: d_y's elements
+  // times a filter's (w is input 1 of ConvInputGrad, input 2 of ConvWeightGrad).
+  if (node.op() == OpId::ConvInputGrad || node.op() == OpId::ConvWeightGrad) {
+    Dims w = input_dims(graph, node, node.op() == OpId::ConvInputGrad ? 1 : 2);
+    Dims dy = input_dims(graph, node, 0);
+    return 2 * static_cast<double>(product(dy, 0, dy.size())) * static_cast<double>(product(w, 1, w.size())) /
+           kFlopsPerMicrosecond;
+  }
   double bytes = 0;
   for (const ir::ValueType& t : node.output_types) bytes += elements(t) * sizeof(float);
   for (size_t i = 0; i < node.inputs.size(); ++i) {

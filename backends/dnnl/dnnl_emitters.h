@@ -23,7 +23,14 @@ int emit_conv_transpose(Builder& b, const Group& g, const std::string& label);
 // dnnl_matmul.cc: MatMul and Gemm anchors.
 int emit_matmul(Builder& b, const Group& g, const std::string& label);
 
-// dnnl_pool.cc: pools and resampling.
+// dnnl_pool.cc: pools and resampling. pool_window: a MaxPool's or
+// AveragePool's (or their gradients') window in oneDNN's terms for input
+// extents `x` (ONNX's ceil_mode as extra end padding).
+struct PoolWindow {
+  dnnl::algorithm alg;
+  Dims strides, kernel, dilation, pad_l, pad_r;
+};
+PoolWindow pool_window(const ir::Node& node, const Dims& x);
 int emit_pool(Builder& b, const ir::Node& node);
 int emit_global_pool(Builder& b, const ir::Node& node);
 int emit_resize(Builder& b, const ir::Node& node);
@@ -31,6 +38,9 @@ int emit_resize(Builder& b, const ir::Node& node);
 // dnnl_norm.cc: normalizations and softmax. `fuse_relu`: a BatchNormalization
 // grouped with the Relu after it.
 int emit_batch_norm(Builder& b, const ir::Node& node, bool fuse_relu = false);
+// A 1-D parameter of `n` values (a norm's scale, a statistic; constant or
+// activation) as a plain slot.
+int vector_slot(Builder& b, ir::Entry e, int64_t n, const std::string& label);
 int emit_lrn(Builder& b, const ir::Node& node);
 int emit_softmax(Builder& b, const ir::Node& node);
 int emit_layer_norm(Builder& b, const ir::Node& node);
@@ -47,6 +57,21 @@ int emit_transpose(Builder& b, const ir::Node& node);
 int emit_slice(Builder& b, const ir::Node& node);
 int emit_split(Builder& b, uint32_t id);
 int emit_gather(Builder& b, const ir::Node& node);
+
+// dnnl_reduce.cc: ReduceSum.
+int emit_reduce_sum(Builder& b, const ir::Node& node);
+
+// dnnl_conv_backward.cc: graft.ConvInputGrad and graft.ConvWeightGrad.
+int emit_conv_input_grad(Builder& b, const ir::Node& node);
+int emit_conv_weight_grad(Builder& b, const ir::Node& node);
+
+// dnnl_pool_backward.cc: graft.MaxPoolGrad and graft.AveragePoolGrad.
+int emit_pool_grad(Builder& b, const ir::Node& node);
+
+// dnnl_norm_backward.cc: graft.BatchNormalizationGrad and
+// graft.LayerNormalizationGrad (outputs 1 and 2 through Builder::set_slot).
+int emit_batch_norm_grad(Builder& b, uint32_t id);
+int emit_layer_norm_grad(Builder& b, uint32_t id);
 
 // dnnl_recurrent.cc: LSTM and GRU.
 int emit_recurrent(Builder& b, uint32_t id);

@@ -12,12 +12,11 @@ using dnnl::algorithm;
 using dnnl::prop_kind;
 using ir::Entry;
 
-// A 1-D per-channel parameter (constant or activation) as a plain slot of `n` elements.
+}  // namespace
+
 int vector_slot(Builder& b, Entry e, int64_t n, const std::string& label) {
   return b.view(b.as_plain(b.slot_of(e), label), plain_desc({n}));
 }
-
-}  // namespace
 
 int emit_batch_norm(Builder& b, const ir::Node& node, bool fuse_relu) {
   int src = b.dense(b.slot_of(b.input(node, 0)), node.name);

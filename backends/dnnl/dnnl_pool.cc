@@ -30,26 +30,30 @@ int pool(Builder& b, const ir::Node& node, algorithm alg, const Dims& out, const
 
 }  // namespace
 
-int emit_pool(Builder& b, const ir::Node& node) {
-  bool max = node.op() == OpId::MaxPool;
-  Dims x = b.dims(b.input(node, 0)), out = dims_of(node.output_types[0]);
-  size_t spatial = x.size() - 2;
+PoolWindow pool_window(const ir::Node& node, const Dims& x) {
+  const bool max = node.op() == OpId::MaxPool || node.op() == OpId::MaxPoolGrad;
+  const size_t spatial = x.size() - 2;
   ops::conv::WindowAttributes attrs = ops::conv::read_window_attributes(node, spatial, {}, true);
-  Dims strides, kernel, dilation, pad_l, pad_r;
+  PoolWindow w;
   for (size_t d = 0; d < spatial; ++d) {
     ops::conv::ResolvedDim r = ops::conv::resolve_dim(node, attrs, d, x[2 + d]);
     int64_t window = (attrs.kernel[d] - 1) * attrs.dilations[d] + 1;
     int64_t needed = (r.output - 1) * attrs.strides[d] + window - x[2 + d] - r.pad_begin;
-    strides.push_back(attrs.strides[d]);
-    kernel.push_back(attrs.kernel[d]);
-    dilation.push_back(attrs.dilations[d] - 1);
-    pad_l.push_back(r.pad_begin);
-    pad_r.push_back(std::max(needed, r.pad_end));
+    w.strides.push_back(attrs.strides[d]);
+    w.kernel.push_back(attrs.kernel[d]);
+    w.dilation.push_back(attrs.dilations[d] - 1);
+    w.pad_l.push_back(r.pad_begin);
+    w.pad_r.push_back(std::max(needed, r.pad_end));
   }
-  algorithm alg = max                                               ? algorithm::pooling_max
-                  : node.attributes.get_int("count_include_pad", 0) ? algorithm::pooling_avg_include_padding
-                                                                    : algorithm::pooling_avg_exclude_padding;
-  return pool(b, node, alg, out, strides, kernel, dilation, pad_l, pad_r);
+  w.alg = max                                               ? algorithm::pooling_max
+          : node.attributes.get_int("count_include_pad", 0) ? algorithm::pooling_avg_include_padding
+                                                            : algorithm::pooling_avg_exclude_padding;
+  return w;
+}
+
+int emit_pool(Builder& b, const ir::Node& node) {
+  const PoolWindow w = pool_window(node, b.dims(b.input(node, 0)));
+  return pool(b, node, w.alg, dims_of(node.output_types[0]), w.strides, w.kernel, w.dilation, w.pad_l, w.pad_r);
 }
 
 int emit_global_pool(Builder& b, const ir::Node& node) {

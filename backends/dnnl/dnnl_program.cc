@@ -114,6 +114,19 @@ int emit_by_op(Builder& b, uint32_t id) {
       return emit_recurrent(b, id);
     case OpId::Resize:
       return emit_resize(b, node);
+    case OpId::ReduceSum:
+      return emit_reduce_sum(b, node);
+    case OpId::ConvInputGrad:
+      return emit_conv_input_grad(b, node);
+    case OpId::ConvWeightGrad:
+      return emit_conv_weight_grad(b, node);
+    case OpId::MaxPoolGrad:
+    case OpId::AveragePoolGrad:
+      return emit_pool_grad(b, node);
+    case OpId::BatchNormalizationGrad:
+      return emit_batch_norm_grad(b, id);
+    case OpId::LayerNormalizationGrad:
+      return emit_layer_norm_grad(b, id);
     default:
       break;
   }

@@ -51,11 +51,14 @@ bool all_known(const std::vector<ir::Dim>& dims) {
   return true;
 }
 
-SupportResult check_window(const ir::Node& node, size_t spatial, const std::vector<int64_t>& kernel, bool pool) {
+// The window of `node` over input `x_input` resolves (pads, output extents)
+// where its extents are known.
+SupportResult check_window(const ir::Node& node, size_t spatial, const std::vector<int64_t>& kernel, bool pool,
+                           size_t x_input = 0) {
   if (spatial < 1 || spatial > 3) return SupportResult::no("only 1 to 3 spatial dimensions");
   try {
     ops::conv::WindowAttributes attrs = ops::conv::read_window_attributes(node, spatial, kernel, pool);
-    const ir::ValueType& x = input_type(node, 0);
+    const ir::ValueType& x = input_type(node, x_input);
     for (size_t d = 0; d < spatial; ++d)
       if (x.dims[2 + d].is_known()) ops::conv::resolve_dim(node, attrs, d, x.dims[2 + d].value);
   } catch (const Error& e) {
@@ -128,18 +131,113 @@ SupportResult check_gemm(const ir::Node& node) {
   return SupportResult::yes();
 }
 
+// MaxPool and AveragePool (x is input 0), and their gradients (x is input 1).
 SupportResult check_pool(const ir::Node& node) {
   if (node.num_outputs() > 1) return SupportResult::no("the Indices output is not supported");
-  size_t rank = rank_of(node, 0);
+  const bool gradient = node.op() == OpId::MaxPoolGrad || node.op() == OpId::AveragePoolGrad;
+  const size_t x_input = gradient ? 1 : 0;
+  size_t rank = rank_of(node, x_input);
   if (rank < 3) return SupportResult::no("rank below 3");
-  if (node.op() == OpId::AveragePool && node.attributes.get_int("ceil_mode", 0) != 0 &&
-      node.attributes.get_int("count_include_pad", 0) != 0)
+  const bool average = node.op() == OpId::AveragePool || node.op() == OpId::AveragePoolGrad;
+  if (average && node.attributes.get_int("ceil_mode", 0) != 0 && node.attributes.get_int("count_include_pad", 0) != 0)
     return SupportResult::no("ceil_mode with count_include_pad");
-  if (node.op() == OpId::AveragePool && node.attributes.has("dilations")) {
+  if (average && node.attributes.has("dilations")) {
     for (int64_t d : node.attributes.get_ints("dilations"))
       if (d != 1) return SupportResult::no("dilated AveragePool");
   }
-  return check_window(node, rank - 2, {}, true);
+  if (gradient && rank_of(node, 0) != rank) return SupportResult::no("d_y and x differ in rank");
+  return check_window(node, rank - 2, {}, true, x_input);
+}
+
+// ReduceSum over constant axes (oneDNN's reduction: ranks 1 to 5); not
+// noop_with_empty_axes, nor a sum over leading axes only.
+SupportResult check_reduce_sum(const ir::Node& node) {
+  const size_t rank = rank_of(node, 0);
+  if (rank < 1 || rank > 5) return SupportResult::no("rank must be 1 to 5");
+  if (node.attributes.get_int("noop_with_empty_axes", 0) != 0) return SupportResult::no("noop_with_empty_axes");
+  if (node.opset_version >= 13 && has_input(node, 1) && !is_constant_input(node, 1))
+    return SupportResult::no("axes must be a constant");
+  std::vector<int64_t> axes;
+  if (node.opset_version >= 13) {
+    if (has_input(node, 1)) axes = node.inputs[1].node->constant_value.to_int64_vector();
+  } else {
+    axes = node.attributes.get_ints("axes", {});
+  }
+  std::vector<bool> seen(rank, false);
+  for (int64_t a : axes) {
+    if (a < 0) a += static_cast<int64_t>(rank);
+    if (a < 0 || a >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(a)])
+      return SupportResult::no("axes out of range or repeated");
+    seen[static_cast<size_t>(a)] = true;
+  }
+  if (!all_known(input_type(node, 0).dims)) return SupportResult::no("shape unknown");
+  // Summing the leading axes of a row-major tensor streams it once on the
+  // reference kernel; oneDNN 2.6 would transpose it first (3x slower on
+  // BERT's bias gradients, [8, 128, 3072] -> [3072]).
+  size_t leading = 0;
+  while (leading < rank && seen[leading]) ++leading;
+  size_t reduced = 0;
+  for (bool s : seen) reduced += s;
+  if (leading > 0 && leading < rank && reduced == leading)
+    return SupportResult::no("a sum over leading axes only (faster on the reference kernel)");
+  return SupportResult::yes();
+}
+
+// graft.ConvInputGrad(d_y, w, x) and graft.ConvWeightGrad(d_y, x, w): a Conv
+// oneDNN runs (1 to 3 spatial dimensions), d_y of the forward's output shape.
+SupportResult check_conv_grad(const ir::Node& node) {
+  const bool weight_grad = node.op() == OpId::ConvWeightGrad;
+  const size_t x_input = weight_grad ? 1 : 2, w_input = weight_grad ? 2 : 1;
+  if (node.attributes.has("output_padding") || node.attributes.has("output_shape"))
+    return SupportResult::no("a ConvTranspose's attributes (output_padding, output_shape)");
+  const size_t rank = rank_of(node, x_input);
+  if (rank < 3 || rank > 5 || rank_of(node, w_input) != rank || rank_of(node, 0) != rank)
+    return SupportResult::no("d_y, x and w must have equal rank 3 to 5");
+  const ir::ValueType& x = input_type(node, x_input);
+  const ir::ValueType& w = input_type(node, w_input);
+  const ir::ValueType& dy = input_type(node, 0);
+  if (!all_known(x.dims) || !all_known(w.dims) || !all_known(dy.dims)) return SupportResult::no("shapes unknown");
+  const int64_t group = node.attributes.get_int("group", 1);
+  if (group < 1 || x.dims[1].value % group != 0 || w.dims[0].value % group != 0 ||
+      w.dims[1].value * group != x.dims[1].value)
+    return SupportResult::no("channels do not match the group count");
+  std::vector<int64_t> kernel;
+  for (size_t d = 2; d < rank; ++d) kernel.push_back(w.dims[d].value);
+  try {
+    ops::conv::WindowAttributes attrs = ops::conv::read_window_attributes(node, rank - 2, kernel, false);
+    if (dy.dims[0].value != x.dims[0].value || dy.dims[1].value != w.dims[0].value)
+      return SupportResult::no("d_y does not match the convolution's output");
+    for (size_t d = 0; d + 2 < rank; ++d)
+      if (ops::conv::resolve_dim(node, attrs, d, x.dims[2 + d].value).output != dy.dims[2 + d].value)
+        return SupportResult::no("d_y does not match the convolution's output");
+  } catch (const Error& e) {
+    return SupportResult::no(e.what());
+  }
+  return SupportResult::yes();
+}
+
+// graft.BatchNormalizationGrad and graft.LayerNormalizationGrad (d_y, x,
+// scale): d_y of x's shape, on oneDNN's 2-D to 5-D normalizations.
+SupportResult check_norm_grad(const ir::Node& node) {
+  const ir::ValueType& x = input_type(node, 1);
+  if (!all_known(x.dims) || !all_known(input_type(node, 2).dims)) return SupportResult::no("shapes unknown");
+  if (!same_dims(input_type(node, 0).dims, x.dims)) return SupportResult::no("d_y and x differ in shape");
+  int64_t scale = 1;
+  for (const ir::Dim& d : input_type(node, 2).dims) scale *= d.value;
+  const int64_t rank = static_cast<int64_t>(x.dims.size());
+  if (node.op() == OpId::BatchNormalizationGrad) {
+    if (rank < 2 || rank > 5) return SupportResult::no("rank must be 2 to 5");
+    if (scale != x.dims[1].value) return SupportResult::no("scale must have one value per channel");
+    return SupportResult::yes();
+  }
+  int64_t axis = node.attributes.get_int("axis", -1);
+  if (axis < 0) axis += rank;
+  if (axis < 0 || axis >= rank) return SupportResult::no("axis out of range");
+  if (axis + 1 > 5) return SupportResult::no("more than 4 dimensions before the axis");
+  int64_t width = 1;
+  for (int64_t d = axis; d < rank; ++d) width *= x.dims[static_cast<size_t>(d)].value;
+  if (scale != width) return SupportResult::no("scale must cover the normalized dimensions");
+  return SupportResult::yes();
 }
 
 SupportResult check_global_pool(const ir::Node& node) {
@@ -379,6 +477,14 @@ constexpr OpSupport kTable[] = {
     {OpId::LSTM, check_recurrent},
     {OpId::GRU, check_recurrent},
     {OpId::Resize, check_resize, kDataOnly},
+    {OpId::ReduceSum, check_reduce_sum, kDataOnly},
+    // backward (autodiff's graft ops)
+    {OpId::ConvInputGrad, check_conv_grad},
+    {OpId::ConvWeightGrad, check_conv_grad},
+    {OpId::MaxPoolGrad, check_pool},
+    {OpId::AveragePoolGrad, check_pool},
+    {OpId::BatchNormalizationGrad, check_norm_grad},
+    {OpId::LayerNormalizationGrad, check_norm_grad},
     // eltwise: post-ops or eltwise primitives
     {OpId::Relu, always},
     {OpId::LeakyRelu, always},

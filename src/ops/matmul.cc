@@ -480,8 +480,13 @@ GRAFT_REGISTER_OP("", "QLinearMatMul", infer_qlinear_matmul, qlinear_matmul_kern
 
 // Gradient builders (graft/ops/gradient.h). MatMul: dA = dY B^T and dB = A^T
 // dY over the last two axes (a 1-D operand is made a matrix first and its
-// gradient reshaped back); broadcast batch axes are summed by autodiff. Gemm:
-// other Gemms with the transpositions swapped, and beta dY for C.
+// gradient reshaped back); broadcast batch axes are summed by autodiff. A
+// matrix B applied to every matrix of a batched A (a linear layer on
+// [batch, seq, features]) gets dB as one product over all rows, A and dY
+// viewed as [rows, K] and [rows, N]: a batched A^T dY would write a [batch,
+// K, N] product for autodiff to sum (BERT's attention input projection: 900
+// MB and a reduction slower than the product). Gemm: other Gemms with the
+// transpositions swapped, and beta dY for C.
 namespace {
 
 using enum ir::OpId;
@@ -522,7 +527,12 @@ void matmul_gradient(GradientContext& g) {
     }
     g.set_input_gradient(0, da);
   }
-  if (g.needs_input_gradient(1)) {
+  if (g.needs_input_gradient(1) && rb == 2 && ra > 2) {
+    const std::vector<int64_t> a_dims = g.known_dims(a), dy_dims = g.known_dims(dy);
+    ir::Value rows_a = g.add(Reshape, {a, g.int64s({-1, a_dims.back()})});
+    ir::Value rows_dy = g.add(Reshape, {dy, g.int64s({-1, dy_dims.back()})});
+    g.set_input_gradient(1, g.add(Gemm, {rows_a, rows_dy}, {{"transA", int64_t{1}}}));
+  } else if (g.needs_input_gradient(1)) {
     ir::Value db = g.add(MatMul, {swap_last_two(g, a2), dy2});
     if (rb == 1) {
       // [..., K, 1]: sum every axis but the second last, then [K].

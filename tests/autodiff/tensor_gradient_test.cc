@@ -12,6 +12,7 @@ using ir::Value;
 TEST(LinearAlgebraGradient, MatMulBatchedBroadcastAndVectors) {
   for (const auto& shapes : std::vector<std::pair<Shape, Shape>>{{{3, 4}, {4, 2}},
                                                                  {{2, 3, 4}, {4, 5}},
+                                                                 {{2, 3, 2, 4}, {4, 5}},
                                                                  {{2, 1, 3, 4}, {3, 4, 2}},
                                                                  {{4}, {4, 5}},
                                                                  {{3, 4}, {4}},
@@ -23,6 +24,27 @@ TEST(LinearAlgebraGradient, MatMulBatchedBroadcastAndVectors) {
                       return {node(g, OpId::MatMul, {x[0], x[1]})};
                     });
   }
+}
+
+// A matrix applied to every matrix of a batch (a linear layer on [batch,
+// seq, features]) gets its gradient as one product over all rows, not as a
+// batched product summed over the batch.
+TEST(LinearAlgebraGradient, AMatrixSharedByABatchGetsOneProduct) {
+  auto g = std::make_unique<ir::Graph>();
+  g->opset_imports[""] = 17;
+  Value x = g->add_input("x", ir::ValueType::of(DType::float32, {2, 3, 4}))->output(0);
+  Value w = g->add_constant("w", random_tensor({4, 5}, 1))->output(0);
+  Value y = node(*g, OpId::MatMul, {x, w});
+  g->add_output(node(*g, OpId::ReduceSum, {y}, {{"keepdims", int64_t{0}}}), "loss");
+  auto grad = autodiff::gradient(*g, "loss", {"w"});
+  size_t gemms = 0, batched_products = 0;
+  for (const auto& n : grad->nodes()) {
+    if (!n->is_backward) continue;
+    gemms += n->op() == OpId::Gemm;
+    batched_products += n->op() == OpId::MatMul;
+  }
+  EXPECT_EQ(gemms, 1u);
+  EXPECT_EQ(batched_products, 0u);
 }
 
 TEST(LinearAlgebraGradient, GemmEveryTranspositionWithBroadcastC) {

@@ -182,6 +182,44 @@ TEST(DnnlOps, LayerNormalization) {
            c.op("LayerNormalization", {x, c.constant({7, 32})}, one_int("axis", 1))});
 }
 
+// The bias gradients and broadcast sums of backward graphs.
+TEST(DnnlOps, ReduceSum) {
+  Case c;
+  Value x = c.input({2, 8, 5, 7});
+  Value v = c.input({11});
+  auto axes = [&](std::vector<int64_t> a) {
+    return c.graph->add_constant("axes" + std::to_string(c.seed++), Tensor::from_vector<int64_t>(a, {static_cast<int64_t>(a.size())}))->output(0);
+  };
+  auto stats = c.check({c.op("ReduceSum", {x, axes({0, 2, 3})}, one_int("keepdims", 0)),
+                        c.op("ReduceSum", {x, axes({1})}),
+                        c.op("ReduceSum", {x, axes({-1, 0})}, one_int("keepdims", 0)),
+                        c.op("ReduceSum", {x}, one_int("keepdims", 0)),
+                        c.op("ReduceSum", {v, axes({0})})});
+  // Leading or middle axes are moved innermost first: oneDNN 2.6 reduces
+  // only those with its jit kernels.
+  EXPECT_EQ(stats.reference_primitives, 0);
+}
+
+// A sum over leading axes only (a linear layer's bias gradient) is left to
+// the reference kernel, which streams the tensor once.
+TEST(DnnlOps, ReduceSumOverLeadingAxesIsLeftToTheReference) {
+  auto g = new_graph();
+  Value x = g->add_input("x", ir::ValueType::of(DType::float32, {8, 16, 32}))->output(0);
+  Value axes = g->add_constant("axes", Tensor::from_vector<int64_t>({0, 1}, {2}))->output(0);
+  ir::Node* sum = g->add_node("ReduceSum", {x, axes}, 1, "bias_grad");
+  sum->attributes.set("keepdims", int64_t{0});
+  g->add_output(sum->output(0));
+  ops::infer_types(*g);
+  EXPECT_NE(dnnl_backend::dnnl_supports(*sum).reason.find("leading axes"), std::string::npos);
+}
+
+TEST(DnnlOps, ReduceSumOpset11AxesAttribute) {
+  Case c;
+  c.graph->opset_imports[""] = 11;
+  Value x = c.input({3, 4, 6});
+  c.check({c.op("ReduceSum", {x}, all({ints("axes", {0, 2}), one_int("keepdims", 0)})), c.op("ReduceSum", {x})});
+}
+
 TEST(DnnlOps, ConcatOfConvs) {
   Case c;
   Value x = c.input({1, 16, 8, 8});
