@@ -6,6 +6,20 @@
 
 namespace graft::backend {
 
+namespace {
+
+/// The check at the start of each run of a Loop, Scan or If body (one per
+/// iteration); the node that runs the body adds "in the body of" its name.
+void check_body_limits(const RunLimits& limits) {
+  if (limits.cancel && limits.cancel->load(std::memory_order_relaxed))
+    fail(ErrorKind::cancelled, "run cancelled");
+  if (limits.deadline != std::chrono::steady_clock::time_point::max() &&
+      std::chrono::steady_clock::now() > limits.deadline)
+    fail(ErrorKind::cancelled, "run passed its deadline");
+}
+
+}  // namespace
+
 /// The run's queues, one per device, made on first use. The host waits for
 /// all of them before the run returns (and, should it throw, as they are
 /// destroyed).
@@ -58,7 +72,8 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, BufferPool& po
                                   RunStats* stats) const {
   GRAFT_CHECK(inputs.size() == graph_.inputs().size(), "executor got ", inputs.size(), " inputs, graph has ",
               graph_.inputs().size());
-  check_limits(options.limits, nullptr);
+  if (options.nested) check_body_limits(options.limits);
+  else check_limits(options.limits, nullptr);
   ScopedNumThreads threads(options.num_threads);
   if (!options.nested) pool.begin_run();
   RunQueues queues(options.profile && stats);
@@ -119,9 +134,11 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, BufferPool& po
     } catch (const std::bad_alloc&) {
       fail(ErrorKind::resource_exhausted, n.describe(), ": the host is out of memory");
     } catch (const Error& e) {
-      // A memory limit reached in the pool: name the node it was reached at.
-      if (e.kind() != ErrorKind::resource_exhausted || std::string_view(e.what()).find("node '") != std::string_view::npos)
-        throw;
+      // A memory limit reached in the pool, or a deadline passed in a Loop's
+      // body: name the node it happened in.
+      const bool named = std::string_view(e.what()).find("node '") != std::string_view::npos;
+      if (e.kind() == ErrorKind::cancelled) fail(ErrorKind::cancelled, e.what(), " in the body of ", n.describe());
+      if (e.kind() != ErrorKind::resource_exhausted || named) throw;
       fail(ErrorKind::resource_exhausted, n.describe(), ": ", e.what());
     }
     if (options.profile && stats) {
@@ -175,6 +192,7 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, BufferPool& po
   }
   return results;
 }
+
 
 void Executor::check_limits(const RunLimits& limits, const ir::Node* node) {
   // Before the first node, planning and compiling (a new shape's first run) took the time.
