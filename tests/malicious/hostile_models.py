@@ -240,7 +240,7 @@ def write_cases(folder):
     add("constant_of_shape_default_limit", "huge sizes",
         _one_node("ConstantOfShape", ["s"], [_i64("s", [1 << 24, 1 << 24])]), "memory limit")
     add("expand_huge", "huge sizes", _one_node("Expand", ["X", "s"], [_i64("s", [1 << 31, 1 << 31])], x_shape=(1, 1)), "bytes", big)
-    add("reshape_huge", "huge sizes", _one_node("Reshape", ["X", "s"], [_i64("s", [1 << 40, 1 << 40])]), "Reshape")
+    add("reshape_huge", "huge sizes", _one_node("Reshape", ["X", "s"], [_i64("s", [1 << 40, 1 << 40])]), "2^63")
     add("reshape_two_minus_one", "huge sizes", _one_node("Reshape", ["X", "s"], [_i64("s", [-1, -1])]), "-1")
     add("pad_huge", "huge sizes",
         _one_node("Pad", ["X", "p"], [_i64("p", [1 << 30, 1 << 30, 1 << 30, 1 << 30])]), "bytes", big)
