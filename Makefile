@@ -10,7 +10,7 @@ export CCACHE_BASEDIR ?= $(CURDIR)
 # working directory into every debug-info object and miss in every new clone.
 export CCACHE_NOHASHDIR ?= 1
 
-.PHONY: all deps build demo test unit-test asan-test conformance compare ort-check install clean
+.PHONY: all deps build demo test unit-test asan-test tsan conformance compare ort-check install clean
 
 all: build
 
@@ -42,6 +42,22 @@ asan-test: deps
 	cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=None -DGRAFT_SANITIZE=ON -DGRAFT_BUILD_BENCH=OFF $(CMAKE_FLAGS)
 	cmake --build $(ASAN_DIR) -j $(JOBS)
 	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j $(JOBS) -L unit --timeout 900
+
+# ThreadSanitizer on the runtime tests, with tests/runtime/concurrent_runs_test.cc
+# at 8 threads x 500 runs on one Session (plans made while other threads run).
+# Its own build folder, -O1 -g1, only runtime_tests and what it needs. One
+# OpenMP thread (OMP_THREAD_LIMIT=1 also caps tests that ask for more): GCC's
+# OpenMP runtime is not instrumented, so its barriers would read as races.
+# The build is too slow for CI (docs/security.md gives its time).
+TSAN_DIR ?= build-tsan
+TSAN_FLAGS := -fsanitize=thread -fno-omit-frame-pointer -O1 -g1
+tsan: deps
+	cmake -S . -B $(TSAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=None -DGRAFT_BUILD_BENCH=OFF -DGRAFT_WITH_PYTHON=OFF \
+	  "-DCMAKE_C_FLAGS=$(TSAN_FLAGS)" "-DCMAKE_CXX_FLAGS=$(TSAN_FLAGS)" \
+	  -DCMAKE_EXE_LINKER_FLAGS=-fsanitize=thread -DCMAKE_SHARED_LINKER_FLAGS=-fsanitize=thread $(CMAKE_FLAGS)
+	cmake --build $(TSAN_DIR) -j $(JOBS) --target runtime_tests
+	cd $(TSAN_DIR) && TSAN_OPTIONS="halt_on_error=1 second_deadlock_stack=1" GRAFT_NUM_THREADS=1 OMP_NUM_THREADS=1 OMP_THREAD_LIMIT=1 \
+	  GRAFT_TEST_CONCURRENT_RUNS=500 ./tests/runtime_tests
 
 conformance: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -L conformance

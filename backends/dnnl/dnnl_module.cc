@@ -294,7 +294,15 @@ std::vector<Tensor> DnnlModule::run(std::span<const Tensor> inputs, backend::Mod
     std::unordered_map<int, dnnl::memory> args;
     const int run_threads = omp_get_max_threads();
     int current_threads = run_threads;
-    for (const Step& step : program_.steps) {
+    for (size_t index = 0; index < program_.steps.size(); ++index) {
+      const Step& step = program_.steps[index];
+      // A whole network can be one dnnl subgraph: deadlines and cancellation
+      // are checked between its primitives too, not only around it.
+      if (index > 0 && context.limits && backend::run_limits_reached(*context.limits)) {
+        stream.wait();
+        backend::fail_run_limits(*context.limits, " before primitive " + std::to_string(index + 1) + " of " +
+                                                      std::to_string(program_.steps.size()) + " of a dnnl subgraph");
+      }
       int step_threads = step.threads > 0 ? step.threads : run_threads;
       if (step_threads != current_threads) {
         omp_set_num_threads(step_threads);

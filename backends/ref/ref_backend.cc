@@ -21,6 +21,7 @@ class RefModule final : public CompiledModule {
     RunOptions options;
     options.num_threads = context.num_threads;
     options.nested = true;
+    if (context.limits) options.limits = *context.limits;
     return executor_.run(inputs, context.pool, options);
   }
   void save(std::ostream&) const override {}

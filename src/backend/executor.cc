@@ -6,6 +6,7 @@
 
 namespace graft::backend {
 
+
 /// The run's queues, one per device, made on first use. The host waits for
 /// all of them before the run returns (and, should it throw, as they are
 /// destroyed).
@@ -58,7 +59,10 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, BufferPool& po
                                   RunStats* stats) const {
   GRAFT_CHECK(inputs.size() == graph_.inputs().size(), "executor got ", inputs.size(), " inputs, graph has ",
               graph_.inputs().size());
-  check_limits(options.limits, nullptr);
+  // A body's first check: the node that runs the body (a Loop, once per
+  // iteration) adds "in the body of" its name.
+  if (options.nested && run_limits_reached(options.limits)) fail_run_limits(options.limits, "");
+  if (!options.nested) check_limits(options.limits, nullptr);
   ScopedNumThreads threads(options.num_threads);
   if (!options.nested) pool.begin_run();
   RunQueues queues(options.profile && stats);
@@ -106,7 +110,8 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, BufferPool& po
       } else if (module) {
         const bool on_device = n.device.type != DeviceType::cpu;
         ModuleRunContext module_context{pool, options.num_threads, on_device ? queues.on(n.device) : nullptr,
-                                        on_device && options.profile && stats ? &device_profile : nullptr};
+                                        on_device && options.profile && stats ? &device_profile : nullptr,
+                                        &options.limits};
         outs = module->run(node_inputs, module_context);
         if (outs.size() != static_cast<size_t>(n.num_outputs()))
           fail(ErrorKind::internal, n.describe(), ": module '", module->type_key(), "' returned ", outs.size(),
@@ -119,9 +124,11 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, BufferPool& po
     } catch (const std::bad_alloc&) {
       fail(ErrorKind::resource_exhausted, n.describe(), ": the host is out of memory");
     } catch (const Error& e) {
-      // A memory limit reached in the pool: name the node it was reached at.
-      if (e.kind() != ErrorKind::resource_exhausted || std::string_view(e.what()).find("node '") != std::string_view::npos)
-        throw;
+      // A memory limit reached in the pool, or a deadline passed in a Loop's
+      // body: name the node it happened in.
+      const bool named = std::string_view(e.what()).find("node '") != std::string_view::npos;
+      if (e.kind() == ErrorKind::cancelled) fail(ErrorKind::cancelled, e.what(), " in the body of ", n.describe());
+      if (e.kind() != ErrorKind::resource_exhausted || named) throw;
       fail(ErrorKind::resource_exhausted, n.describe(), ": ", e.what());
     }
     if (options.profile && stats) {
@@ -177,13 +184,9 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, BufferPool& po
 }
 
 void Executor::check_limits(const RunLimits& limits, const ir::Node* node) {
+  if (!run_limits_reached(limits)) return;
   // Before the first node, planning and compiling (a new shape's first run) took the time.
-  const std::string where = node ? " before " + node->describe() : " before its first node";
-  if (limits.cancel && limits.cancel->load(std::memory_order_relaxed))
-    fail(ErrorKind::cancelled, "run cancelled", where);
-  if (limits.deadline != std::chrono::steady_clock::time_point::max() &&
-      std::chrono::steady_clock::now() > limits.deadline)
-    fail(ErrorKind::cancelled, "run passed its deadline", where);
+  fail_run_limits(limits, node ? " before " + node->describe() : " before its first node");
 }
 
 Tensor Executor::copy_across(const ir::Node& node, const Tensor& value, RunQueues& queues,

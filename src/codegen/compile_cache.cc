@@ -13,6 +13,7 @@
 
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -94,13 +95,13 @@ std::string write_atomically(const std::filesystem::path& path, const std::strin
   std::filesystem::path temporary = path.parent_path() / name.str();
   {
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
-    if (!out) return "cannot create " + temporary.string();
+    if (!out) return "cannot create " + temporary.string() + " (" + std::strerror(errno) + ")";
     out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
     out.flush();
     if (!out) {
       std::error_code ignored;
       std::filesystem::remove(temporary, ignored);
-      return "cannot write " + temporary.string();
+      return "cannot write " + temporary.string() + " (" + std::strerror(errno) + ")";
     }
   }
   std::error_code ec;
@@ -110,6 +111,15 @@ std::string write_atomically(const std::filesystem::path& path, const std::strin
     return "cannot rename into " + path.string();
   }
   return {};
+}
+
+/// A cache folder that cannot take an entry (read-only, full disk) costs
+/// compiles, never correctness: said once per process, not once per kernel.
+void warn_cache_write_failure_once(const std::string& problem) {
+  static std::atomic<bool> warned{false};
+  if (warned.exchange(true)) return;
+  std::cerr << "graft: warning: compile cache: " << problem
+            << "; kernels are compiled but not cached (further failures to write are not reported)\n";
 }
 
 }  // namespace
@@ -134,8 +144,9 @@ std::optional<std::string> cache_directory_from_environment() {
     if (ec || !std::filesystem::is_directory(dir))
       fail(ErrorKind::invalid_argument, "GRAFT_CACHE_DIR=\"", value, "\" cannot be created: ", ec.message());
   }
-  if (::access(dir.c_str(), R_OK | W_OK | X_OK) != 0)
-    fail(ErrorKind::invalid_argument, "GRAFT_CACHE_DIR=\"", value, "\" is not readable and writable");
+  // A folder this process cannot write (read-only, another user's, a full
+  // disk) is still used: its entries are read, and the first entry that
+  // cannot be written is one warning (warn_cache_write_failure_once).
   return dir.string();
 }
 
@@ -221,7 +232,7 @@ std::shared_ptr<const KernelRunner> CompileCache::compile_or_load(const ir::Kern
   auto runner = load_object(ir, object, prefix);
   if (dir) {
     std::string problem = write_atomically(path, encode_entry(key, object));
-    if (!problem.empty()) std::cerr << "graft: warning: compile cache: " << problem << "\n";
+    if (!problem.empty()) warn_cache_write_failure_once(problem);
   }
   return runner;
 }
@@ -264,7 +275,7 @@ std::shared_ptr<const std::string> CompileCache::cuda_ptx(const ir::KernelIR& ir
   counters_.cuda_compiles++;
   if (dir) {
     std::string problem = write_atomically(path, encode_entry(key, *ptx));
-    if (!problem.empty()) std::cerr << "graft: warning: compile cache: " << problem << "\n";
+    if (!problem.empty()) warn_cache_write_failure_once(problem);
   }
   ptx_memory_.emplace(key, ptx);
   return ptx;

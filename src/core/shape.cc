@@ -20,7 +20,8 @@ int64_t shape_numel(const Shape& shape, const std::string& what) {
 size_t shape_nbytes(const Shape& shape, size_t element_size, const std::string& what) {
   int64_t n = shape_numel(shape, what);
   if (element_size != 0 && static_cast<uint64_t>(n) > std::numeric_limits<int64_t>::max() / element_size)
-    fail(ErrorKind::invalid_argument, what, ": shape ", shape_to_string(shape), " is too large in bytes");
+    fail(ErrorKind::resource_exhausted, what, ": shape ", shape_to_string(shape), " needs more than 2^63 bytes (",
+         element_size, " bytes per element)");
   return static_cast<size_t>(n) * element_size;
 }
 

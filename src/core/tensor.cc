@@ -1,10 +1,12 @@
 #include "graft/core/tensor.h"
 
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 
 namespace graft {
 
@@ -20,11 +22,35 @@ uint64_t next_storage_version() {
 
 Storage::Storage(size_t nbytes) : Storage(nbytes, true) {}
 
+namespace {
+
+uint64_t host_memory_bytes() {
+  static const uint64_t bytes = [] {
+    long pages = ::sysconf(_SC_PHYS_PAGES), page_size = ::sysconf(_SC_PAGESIZE);
+    return pages > 0 && page_size > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page_size)
+                                      : std::numeric_limits<uint64_t>::max();
+  }();
+  return bytes;
+}
+
+// A request larger than the machine's memory is refused before it is made:
+// under Linux's overcommit it could succeed and then bring in the OOM killer
+// when its pages are written. The executor adds the node to the message.
+void check_host_allocation(size_t nbytes, DType dtype, const Shape* shape) {
+  if (nbytes <= host_memory_bytes()) return;
+  fail(ErrorKind::resource_exhausted, "allocating ", nbytes, " bytes",
+       shape ? " for " + std::string(dtype_name(dtype)) + shape_to_string(*shape) : std::string(),
+       " would pass the host's memory of ", host_memory_bytes(), " bytes");
+}
+
+}  // namespace
+
 Storage::Storage(size_t nbytes, bool zero) : nbytes_(nbytes), owned_(true) {
+  check_host_allocation(nbytes, DType::undefined, nullptr);
   size_t rounded = (nbytes + 63) / 64 * 64;
   if (rounded == 0) rounded = 64;
   data_ = std::aligned_alloc(64, rounded);
-  if (!data_) fail(ErrorKind::invalid_argument, "out of memory allocating ", nbytes, " bytes");
+  if (!data_) fail(ErrorKind::resource_exhausted, "the host is out of memory allocating ", nbytes, " bytes");
   if (zero) std::memset(data_, 0, rounded);
 }
 
@@ -77,13 +103,16 @@ Tensor::Tensor(DType dtype, Shape shape, Device device)
   if (!dtype_is_storable(dtype_))
     fail(ErrorKind::unsupported, "tensors of dtype ", dtype_name(dtype_), " are not supported");
   numel_ = shape_numel(shape_);
-  storage_ = std::make_shared<Storage>(shape_nbytes(shape_, dtype_size(dtype_)));
+  const size_t nbytes = shape_nbytes(shape_, dtype_size(dtype_));
+  check_host_allocation(nbytes, dtype_, &shape_);
+  storage_ = std::make_shared<Storage>(nbytes);
 }
 
 Tensor Tensor::uninitialized(DType dtype, Shape shape) {
   if (!dtype_is_storable(dtype))
     fail(ErrorKind::unsupported, "tensors of dtype ", dtype_name(dtype), " are not supported");
   size_t nbytes = shape_nbytes(shape, dtype_size(dtype));
+  check_host_allocation(nbytes, dtype, &shape);
   return Tensor(dtype, std::move(shape), std::make_shared<Storage>(nbytes, false));
 }
 

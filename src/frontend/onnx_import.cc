@@ -122,6 +122,9 @@ class Importer {
     ir::ValueType t;
     t.sequence = sequence;
     t.optional = optional;
+    if (tt.has_elem_type() && (tt.elem_type() < 0 || tt.elem_type() > 16))
+      fail(ErrorKind::invalid_model, what_, ": value '", info.name(), "' has element type ", tt.elem_type(),
+           ", not an ONNX tensor type");
     t.dtype = tt.has_elem_type() ? dtype_from_onnx(tt.elem_type()) : DType::undefined;
     if (t.dtype == DType::string || t.dtype == DType::complex64 || t.dtype == DType::complex128)
       fail(ErrorKind::unsupported, what_, ": value '", info.name(), "' has dtype ", dtype_name(t.dtype),

@@ -99,6 +99,8 @@ void check_count(const Field& field, int64_t numel, const std::string& what, con
 Tensor tensor_from_proto(const onnx::TensorProto& proto, const std::string& what, const std::string& base_dir,
                          const RawDataSlice* raw_slice) {
   if (!proto.has_data_type()) fail(ErrorKind::invalid_model, what, ": tensor has no data type");
+  if (proto.data_type() < 0 || proto.data_type() > 16)
+    fail(ErrorKind::invalid_model, what, ": data type ", proto.data_type(), " is not an ONNX tensor type");
   DType dtype = dtype_from_onnx(proto.data_type());
   if (!dtype_is_storable(dtype))
     fail(ErrorKind::unsupported, what, ": tensors of type ", dtype_name(dtype), " are not supported");

@@ -3,6 +3,8 @@
 // elementwise::convert_value: float to integer truncates toward zero, float to
 // float16/bfloat16 rounds to nearest even, anything to bool is `!= 0`. Strings
 // are not stored by graft, so casts from or to string are unsupported.
+#include <limits>
+
 #include "elementwise_kernels.h"
 #include "graft/ops/gradient.h"
 #include "graft/ops/pointwise_expression.h"
@@ -26,9 +28,20 @@ void infer_cast_to(InferContext& ctx, DType target) {
   ctx.set_output(0, std::move(type));
 }
 
+/// Cast's attribute 'to' as a dtype; a value that is no ONNX type is an error naming the node.
+DType cast_attribute_to(const ir::Node& node, int64_t to) {
+  if (to < 0 || to > std::numeric_limits<int32_t>::max())
+    fail(ErrorKind::invalid_model, node.describe(), ": attribute 'to' is ", to, ", not an ONNX tensor type");
+  try {
+    return dtype_from_onnx(static_cast<int32_t>(to));
+  } catch (const Error& e) {
+    fail(ErrorKind::invalid_model, node.describe(), ": attribute 'to': ", e.what());
+  }
+}
+
 void infer_cast(InferContext& ctx) {
   if (!ctx.attrs().has("to")) ctx.fail("attribute 'to' is required");
-  infer_cast_to(ctx, dtype_from_onnx(static_cast<int32_t>(ctx.attrs().get_int("to"))));
+  infer_cast_to(ctx, cast_attribute_to(ctx.node(), ctx.attrs().get_int("to")));
 }
 
 void infer_cast_like(InferContext& ctx) {
@@ -56,7 +69,7 @@ void cast_tensor(KernelContext& ctx, const Tensor& x, DType target) {
 }
 
 void cast_kernel(KernelContext& ctx) {
-  cast_tensor(ctx, ctx.input(0), dtype_from_onnx(static_cast<int32_t>(ctx.attrs().get_int("to"))));
+  cast_tensor(ctx, ctx.input(0), cast_attribute_to(ctx.node(), ctx.attrs().get_int("to")));
 }
 
 void cast_like_kernel(KernelContext& ctx) { cast_tensor(ctx, ctx.input(0), ctx.input(1).dtype()); }

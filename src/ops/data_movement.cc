@@ -99,7 +99,9 @@ ir::Dim dims_product(const std::vector<ir::Dim>& dims, size_t begin, size_t end)
   int unknown_count = 0;
   for (size_t d = begin; d < end; ++d) {
     if (dims[d].is_known()) {
-      product *= dims[d].value;
+      // A product past 2^63 is no tensor's size: left unknown, for the
+      // kernel's shape check to name.
+      if (__builtin_mul_overflow(product, dims[d].value, &product)) return ir::Dim{};
     } else {
       unknown = &dims[d];
       ++unknown_count;

@@ -37,8 +37,10 @@ void onehot_kernel(KernelContext& ctx) {
   if (depth_tensor.numel() != 1) ctx.fail("depth must be a scalar, got ", depth_tensor.type_string());
   if (values.numel() != 2) ctx.fail("values must hold [off_value, on_value], got ", values.type_string());
   const double depth_value = depth_tensor.value_as_double(0);
-  if (!(depth_value >= 1) || depth_value > static_cast<double>(int64_t{1} << 40))
-    ctx.fail("depth must be a positive number, got ", depth_value);
+  if (!(depth_value >= 1)) ctx.fail("depth must be a positive number, got ", depth_value);
+  if (depth_value > static_cast<double>(int64_t{1} << 40))
+    fail(ErrorKind::resource_exhausted, ctx.node().describe(), ": depth ", depth_value,
+         " is past graft's limit of 2^40 classes");
   const int64_t depth = static_cast<int64_t>(depth_value);
   const int64_t out_rank = indices.rank() + 1;
   const int64_t axis = checked_axis(ctx, ctx.attrs().get_int("axis", -1), out_rank);

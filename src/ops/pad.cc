@@ -149,16 +149,23 @@ void pad_kernel(KernelContext& ctx) {
   }
   std::vector<int64_t> full = full_pads(ctx, pads, axes, rank);
   Shape out_shape(static_cast<size_t>(rank));
-  std::vector<std::vector<int64_t>> maps;
   for (int64_t d = 0; d < rank; ++d) {
     const size_t i = static_cast<size_t>(d);
-    out_shape[i] = x.dim(d) + full[i] + full[i + static_cast<size_t>(rank)];
+    if (__builtin_add_overflow(x.dim(d), full[i], &out_shape[i]) ||
+        __builtin_add_overflow(out_shape[i], full[i + static_cast<size_t>(rank)], &out_shape[i]))
+      ctx.fail("pads of dimension ", d, " overflow 64-bit sizes");
     if (out_shape[i] < 0) ctx.fail("pads shrink dimension ", d, " of size ", x.dim(d), " below 0");
-    maps.push_back(coordinate_map(ctx, mode, x.dim(d), full[i], out_shape[i]));
   }
   shape_numel(out_shape, ctx.node().describe());
   const std::array<uint8_t, 8> value = padding_value(ctx, x.dtype());
+  // The output first: its size is checked against the memory limit before
+  // the coordinate maps, as long as its dimensions, are made.
   Tensor& y = ctx.allocate_output(0, x.dtype(), out_shape);
+  std::vector<std::vector<int64_t>> maps;
+  for (int64_t d = 0; d < rank; ++d) {
+    const size_t i = static_cast<size_t>(d);
+    maps.push_back(coordinate_map(ctx, mode, x.dim(d), full[i], out_shape[i]));
+  }
   const int64_t total = y.numel();
   if (total == 0) return;
   if (rank == 0) {

@@ -33,9 +33,9 @@ ir::Dim inferred_extent(const Context& ctx, const std::vector<ir::Dim>& in, cons
   int64_t in_product = 1, out_product = 1;
   std::vector<std::string> in_symbols;
   for (const ir::Dim& d : in) {
-    if (d.is_known())
-      in_product *= d.value;
-    else if (d.symbol.empty())
+    if (d.is_known()) {
+      if (__builtin_mul_overflow(in_product, d.value, &in_product)) return ir::Dim{};
+    } else if (d.symbol.empty())
       return ir::Dim{};
     else
       in_symbols.push_back(d.symbol);
@@ -44,7 +44,8 @@ ir::Dim inferred_extent(const Context& ctx, const std::vector<ir::Dim>& in, cons
     if (i == position) continue;
     const ir::Dim& d = out[i];
     if (d.is_known()) {
-      out_product *= d.value;
+      if (__builtin_mul_overflow(out_product, d.value, &out_product))
+        ctx.fail("the requested shape has more than 2^63 elements");
       continue;
     }
     auto match = std::find(in_symbols.begin(), in_symbols.end(), d.symbol);
@@ -92,6 +93,8 @@ std::vector<ir::Dim> reshape_dims(const Context& ctx, const std::vector<ir::Dim>
     out[static_cast<size_t>(infer_position)] = inferred_extent(ctx, in, out, static_cast<size_t>(infer_position));
   } else if (total.is_known()) {
     ir::Dim product = dims_product(out, 0, out.size());
+    if (!product.is_known() && std::all_of(out.begin(), out.end(), [](const ir::Dim& d) { return d.is_known(); }))
+      ctx.fail("cannot reshape ", total.value, " elements into a shape of more than 2^63 elements");
     if (product.is_known() && product.value != total.value)
       ctx.fail("cannot reshape ", total.value, " elements into ", product.value, " elements");
   }

@@ -301,7 +301,13 @@ void resize_kernel_common(KernelContext& ctx, bool upsample) {
       roi_end[static_cast<size_t>(axes[i])] = roi[i + axes.size()];
     }
   }
-  shape_numel(g.out, ctx.node().describe());
+  // Scales such as 1e9 ask for more bytes than 64 bits count: say so (the
+  // memory limit of allocate_output() judges every smaller request).
+  double output_bytes = static_cast<double>(dtype_size(x.dtype()));
+  for (int64_t d : g.out) output_bytes *= static_cast<double>(d);
+  if (output_bytes >= 0x1p63)
+    fail(ErrorKind::resource_exhausted, ctx.node().describe(), ": output ", dtype_name(x.dtype()), shape_to_string(g.out),
+         " needs ", output_bytes, " bytes, more than any memory holds");
   Tensor& y = ctx.allocate_output(0, x.dtype(), g.out);
   if (y.numel() == 0) return;
   for (size_t d = 0; d < rank; ++d)

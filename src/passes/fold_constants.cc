@@ -8,6 +8,8 @@
 // Reshape whose shape just became constant gets a known output shape, which
 // a Shape further down can then fold (swin_t's window partitions chain
 // several such steps). Random ops and control flow are never folded.
+#include <algorithm>
+#include <new>
 #include <string_view>
 
 #include "graft/ir/graph_rebuilder.h"
@@ -86,6 +88,27 @@ std::vector<Tensor> evaluate(const ir::Node& n, std::vector<Tensor> inputs, ops:
   return kctx.outputs();
 }
 
+/// Folding never makes a constant much larger than what it is made from: an
+/// expansion (ConstantOfShape, Tile, Expand, Range of a huge size) runs when
+/// the model runs, where the run's memory limit judges it, rather than while
+/// the model loads.
+constexpr uint64_t kMaxFoldedExpansionBytes = 64ull << 20;
+
+bool output_too_large_to_fold(const ir::Node& n, const std::vector<ir::Value>& inputs) {
+  uint64_t input_bytes = 0;
+  for (const ir::Value& v : inputs)
+    if (v && v.node->op() == ir::OpId::Constant) input_bytes += v.node->constant_value.nbytes();
+  const uint64_t bound = std::max(kMaxFoldedExpansionBytes, input_bytes);
+  for (const ir::ValueType& t : n.output_types) {
+    auto shape = t.concrete_shape();
+    if (!shape) continue;  // the kernel's allocations are checked when it runs
+    double bytes = static_cast<double>(dtype_size(t.dtype));
+    for (int64_t d : *shape) bytes *= static_cast<double>(d);
+    if (bytes > static_cast<double>(bound)) return true;
+  }
+  return false;
+}
+
 /// Shape/Size of a value whose shape is fully known, else an undefined tensor.
 Tensor fold_shape_query(const ir::Node& n, const ir::ValueType& input_type) {
   auto shape = input_type.concrete_shape();
@@ -120,10 +143,18 @@ bool fold_once(std::unique_ptr<ir::Graph>& graph, PassContext& ctx) {
       bool all_constant = !inputs.empty();
       for (const ir::Value& v : inputs)
         if (v && !is_constant(v)) all_constant = false;
-      if (all_constant) {
+      if (all_constant && !output_too_large_to_fold(n, inputs)) {
         std::vector<Tensor> values;
         for (const ir::Value& v : inputs) values.push_back(v ? v.node->constant_value : Tensor());
-        outputs = evaluate(n, std::move(values), allocator, ctx.num_threads);
+        try {
+          outputs = evaluate(n, std::move(values), allocator, ctx.num_threads);
+        } catch (const Error& e) {
+          // Too large for this host: left for the run, which names the node and the bytes.
+          if (e.kind() != ErrorKind::resource_exhausted) throw;
+          outputs.clear();
+        } catch (const std::bad_alloc&) {
+          outputs.clear();
+        }
       }
     }
     bool folded = !outputs.empty();

@@ -85,6 +85,49 @@ TEST(RunLimits, APassedDeadlineStopsTheRun) {
   EXPECT_EQ(session.run(inputs, limits).size(), 1u);
 }
 
+/// y = x + 1 repeated `trips` times by a Loop whose trip count is an input.
+std::unique_ptr<ir::Graph> counting_loop() {
+  auto body = std::make_unique<ir::Graph>();
+  body->opset_imports[""] = 17;
+  body->add_input("i", ir::ValueType::of(DType::int64, {}));
+  ir::Value cond = body->add_input("cond_in", ir::ValueType::of(DType::boolean, {}))->output(0);
+  ir::Value acc = body->add_input("acc_in", ir::ValueType::of(DType::float32, {1}))->output(0);
+  ir::Value one = body->add_constant("one", Tensor::from_vector<float>({1.0f}, {1}))->output(0);
+  body->add_output(body->add_node("Identity", {cond}, 1, "keep")->output(0), "cond_out");
+  body->add_output(body->add_node("Add", {acc, one}, 1, "step")->output(0), "acc_out");
+  auto g = std::make_unique<ir::Graph>();
+  g->opset_imports[""] = 17;
+  ir::Value trips = g->add_input("trips", ir::ValueType::of(DType::int64, {}))->output(0);
+  ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {1}))->output(0);
+  Tensor true_scalar(DType::boolean, {});
+  true_scalar.data<bool>()[0] = true;
+  ir::Value yes = g->add_constant("yes", true_scalar)->output(0);
+  ir::Node* loop = g->add_node("Loop", {trips, yes, x}, 1, "loop");
+  loop->attributes.set("body", std::shared_ptr<ir::Graph>(std::move(body)));
+  g->add_output(loop->output(0), "y");
+  ops::infer_types(*g);
+  return g;
+}
+
+TEST(RunLimits, ALoopOfTwoToTheSixtyTwoTripsStopsAtTheDeadlineNamingTheLoop) {
+  Session session(counting_loop(), reference_only());
+  Tensor x = Tensor::from_vector<float>({0.0f}, {1});
+  backend::RunLimits limits;
+  limits.deadline = std::chrono::steady_clock::now() + 200ms;
+  auto start = std::chrono::steady_clock::now();
+  try {
+    session.run({Tensor::scalar<int64_t>(int64_t{1} << 62), x}, limits);
+    ADD_FAILURE() << "2^62 iterations ended";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::cancelled);
+    EXPECT_NE(std::string(e.what()).find("in the body of node 'loop' (Loop)"), std::string::npos) << e.what();
+  }
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 30s);
+  limits.deadline = std::chrono::steady_clock::now() + 60s;
+  std::vector<Tensor> y = session.run({Tensor::scalar<int64_t>(3), x}, limits);
+  EXPECT_EQ(y.at(0).data<float>()[0], 3.0f);
+}
+
 TEST(RunLimits, AnAllocationPastTheMemoryLimitNamesTheNodeAndTheSessionRunsAgain) {
   SessionOptions options = reference_only();
   options.max_memory = 1u << 20;  // 1 MiB of intermediates

@@ -13,6 +13,7 @@
 #include "graft/core/tensor.h"
 #include "graft/backend/buffer_pool.h"
 #include "graft/backend/device_api.h"
+#include "graft/backend/run_limits.h"
 
 namespace graft::ir {
 class Graph;
@@ -43,6 +44,9 @@ struct ModuleRunContext {
   /// Set in profiled runs for device modules: where they record their
   /// kernels' events (the queue is then a profiled one).
   DeviceProfile* profile = nullptr;
+  /// The run's deadline and cancellation flag (null: none). A module that
+  /// runs many steps checks them between steps (run_limits_reached).
+  const RunLimits* limits = nullptr;
 };
 
 /// One compiled subgraph. Immutable after creation as far as callers can

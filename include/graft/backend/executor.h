@@ -13,6 +13,7 @@
 #include "graft/ir/indexed_graph.h"
 #include "graft/backend/buffer_pool.h"
 #include "graft/backend/compiled_module.h"
+#include "graft/backend/run_limits.h"
 
 namespace graft::backend {
 
@@ -27,17 +28,6 @@ struct NodeTiming {
   /// Model nodes this node stands for: the computing (non-source) nodes of a
   /// graft.Subgraph / graft.FusedPointwise body, else 1.
   int64_t model_nodes = 1;
-};
-
-/// Limits of one run: a deadline and a cancellation flag, checked before
-/// every node (the nodes of Loop, Scan and If bodies included, so a loop of
-/// 2^62 iterations stops too). Either ends the run with a `cancelled` Error;
-/// the session stays usable.
-struct RunLimits {
-  /// The run fails once this time has passed; max(): no deadline.
-  std::chrono::steady_clock::time_point deadline = std::chrono::steady_clock::time_point::max();
-  /// When set and true (from any thread), the run fails at its next check.
-  const std::atomic<bool>* cancel = nullptr;
 };
 
 /// Per-run options.

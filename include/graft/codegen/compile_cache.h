@@ -52,7 +52,8 @@ struct CompileCounters {
 bool jit_enabled_by_environment();
 /// The disk cache directory from GRAFT_CACHE_DIR (nullopt when unset or
 /// empty). Creates it when missing; throws invalid_argument naming
-/// GRAFT_CACHE_DIR when it is not a directory or cannot be created.
+/// GRAFT_CACHE_DIR when it is not a directory or cannot be created. A
+/// directory that cannot be written is used read-only, with one warning.
 std::optional<std::string> cache_directory_from_environment();
 
 /// Empty when the LLVM JIT compiles fused kernels on this machine (it loads
