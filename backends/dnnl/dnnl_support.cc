@@ -290,7 +290,10 @@ SupportResult check_recurrent(const ir::Node& node) {
   }
   // Weights are converted when first seen and again when their version
   // changes: constants or graph inputs, not values computed in the graph.
-  auto is_weight = [&](size_t i) { return is_constant_input(node, i) || node.inputs[i].node->op() == OpId::Input; };
+  // (W and R are required, but a model may leave them empty: then they are no weights, and ref names the problem.)
+  auto is_weight = [&](size_t i) {
+    return has_input(node, i) && (is_constant_input(node, i) || node.inputs[i].node->op() == OpId::Input);
+  };
   if (!is_weight(1) || !is_weight(2)) return SupportResult::no("W and R must be constants or graph inputs");
   if (has_input(node, 3) && !is_weight(3)) return SupportResult::no("B must be a constant or a graph input");
   if (has_input(node, 4)) return SupportResult::no("sequence_lens");
