@@ -165,6 +165,8 @@ SupportResult check_lrn(const ir::Node& node) {
 
 SupportResult check_layer_norm(const ir::Node& node) {
   if (node.num_outputs() > 1) return SupportResult::no("Mean and InvStdDev outputs are not supported");
+  // Scale is required; a model that leaves it empty goes to ref, which names it.
+  if (!has_input(node, 1)) return SupportResult::no("no Scale input");
   int64_t rank = static_cast<int64_t>(rank_of(node, 0));
   int64_t axis = node.attributes.get_int("axis", -1);
   if (axis < 0) axis += rank;
