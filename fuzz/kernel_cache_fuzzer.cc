@@ -22,6 +22,7 @@ namespace {
 const graft::ir::KernelIR& add_kernel() {
   static const graft::ir::KernelIR kernel = [] {
     graft::ir::KernelIR ir;
+    ir.input_dtypes = {graft::DType::float32, graft::DType::float32};
     int32_t x = ir.add_input(0, graft::DType::float32), y = ir.add_input(1, graft::DType::float32);
     ir.outputs.push_back(ir.add_op(graft::ir::ExprOp::add, graft::DType::float32, x, y));
     return graft::ir::canonicalize(ir);
