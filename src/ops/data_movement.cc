@@ -104,7 +104,8 @@ ir::Dim dims_product(const std::vector<ir::Dim>& dims, size_t begin, size_t end)
   int unknown_count = 0;
   for (size_t d = begin; d < end; ++d) {
     if (dims[d].is_known()) {
-      product *= dims[d].value;
+      // A product past int64 is not a size anything could hold: unknown, and a run checks the real shapes.
+      if (__builtin_mul_overflow(product, dims[d].value, &product)) return ir::Dim{};
     } else {
       unknown = &dims[d];
       ++unknown_count;
