@@ -10,7 +10,7 @@ export CCACHE_BASEDIR ?= $(CURDIR)
 # working directory into every debug-info object and miss in every new clone.
 export CCACHE_NOHASHDIR ?= 1
 
-.PHONY: all deps build demo test unit-test asan-test tsan conformance compare ort-check install clean
+.PHONY: all deps build demo test unit-test asan-test fuzz tsan conformance compare ort-check install clean
 
 all: build
 
@@ -38,10 +38,31 @@ test: build
 	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 900
 	$(MAKE) asan-test
 
+# The sanitizer build is compiled by clang (ASAN_CXX) so that the fuzzers
+# (fuzz/, docs/security.md) live in it: the library carries libFuzzer's
+# coverage instrumentation besides ASan and UBSan, and it builds only what
+# the unit tests and the fuzzers run (graft_unit_test_programs: no
+# benchmarks, no Python module). After the unit tests, each fuzzer runs
+# FUZZ_SECONDS on its corpus, FUZZ_JOBS at a time; a crash fails the target.
+ASAN_CC ?= clang-14
+ASAN_CXX ?= clang++-14
+FUZZ_SECONDS ?= 60
+FUZZ_JOBS ?= 2
+ASAN_CONFIGURE = cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=None -DGRAFT_SANITIZE=ON \
+  -DGRAFT_BUILD_BENCH=OFF -DGRAFT_WITH_PYTHON=OFF -DCMAKE_C_COMPILER=$(ASAN_CC) -DCMAKE_CXX_COMPILER=$(ASAN_CXX) $(CMAKE_FLAGS)
 asan-test: deps
-	cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=None -DGRAFT_SANITIZE=ON -DGRAFT_BUILD_BENCH=OFF $(CMAKE_FLAGS)
-	cmake --build $(ASAN_DIR) -j $(JOBS)
+	$(ASAN_CONFIGURE)
+	cmake --build $(ASAN_DIR) -j $(JOBS) --target graft_unit_test_programs
 	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j $(JOBS) -L unit --timeout 900
+	/usr/bin/python3 fuzz/run_fuzzers.py --build $(ASAN_DIR) --seconds $(FUZZ_SECONDS) --jobs $(FUZZ_JOBS)
+
+# The fuzzers alone, for longer: make fuzz FUZZ_SECONDS=3600 (each harness;
+# FUZZ_JOBS at a time). FUZZERS="npy_fuzzer artifact_fuzzer" picks some.
+FUZZERS ?=
+fuzz: deps
+	$(ASAN_CONFIGURE)
+	cmake --build $(ASAN_DIR) -j $(JOBS) --target graft_fuzzers graft_cli
+	/usr/bin/python3 fuzz/run_fuzzers.py --build $(ASAN_DIR) --seconds $(FUZZ_SECONDS) --jobs $(FUZZ_JOBS) $(FUZZERS)
 
 # ThreadSanitizer on the runtime tests, with tests/runtime/concurrent_runs_test.cc
 # at 8 threads x 500 runs on one Session (plans made while other threads run).

@@ -24,6 +24,9 @@ packages=(
   # reference BLAS (bert4_seq128: 1.7 s a run instead of 36 ms). graft and
   # ONNX Runtime do not use it.
   libopenblas0-openmp
+  # The sanitizer build (`make asan-test`) and its fuzzers (fuzz/, `make fuzz`):
+  # clang with its sanitizer runtimes, libFuzzer and the OpenMP runtime clang links.
+  clang-14 libclang-rt-14-dev libfuzzer-14-dev libomp-14-dev
 )
 missing=()
 for p in "${packages[@]}"; do

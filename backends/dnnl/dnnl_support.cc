@@ -263,6 +263,8 @@ SupportResult check_lrn(const ir::Node& node) {
 
 SupportResult check_layer_norm(const ir::Node& node) {
   if (node.num_outputs() > 1) return SupportResult::no("Mean and InvStdDev outputs are not supported");
+  // Scale is required; a model that leaves it empty goes to ref, which names it.
+  if (!has_input(node, 1)) return SupportResult::no("no Scale input");
   int64_t rank = static_cast<int64_t>(rank_of(node, 0));
   int64_t axis = node.attributes.get_int("axis", -1);
   if (axis < 0) axis += rank;
@@ -388,7 +390,10 @@ SupportResult check_recurrent(const ir::Node& node) {
   }
   // Weights are converted when first seen and again when their version
   // changes: constants or graph inputs, not values computed in the graph.
-  auto is_weight = [&](size_t i) { return is_constant_input(node, i) || node.inputs[i].node->op() == OpId::Input; };
+  // (W and R are required, but a model may leave them empty: then they are no weights, and ref names the problem.)
+  auto is_weight = [&](size_t i) {
+    return has_input(node, i) && (is_constant_input(node, i) || node.inputs[i].node->op() == OpId::Input);
+  };
   if (!is_weight(1) || !is_weight(2)) return SupportResult::no("W and R must be constants or graph inputs");
   if (has_input(node, 3) && !is_weight(3)) return SupportResult::no("B must be a constant or a graph input");
   if (has_input(node, 4)) return SupportResult::no("sequence_lens");

@@ -10,6 +10,7 @@
 
 #include "graft/backend/backend.h"
 #include "graft/core/error.h"
+#include "graft/core/printable.h"
 #include "graft/partition/op_support.h"
 #include "property_backend.h"
 
@@ -74,7 +75,7 @@ const Backend* find_backend(std::string_view name) {
 
 const Backend& get_backend(std::string_view name) {
   const Backend* b = find_backend(name);
-  if (!b) fail(ErrorKind::invalid_argument, "unknown backend '", name, "' (available: ", backend_names(), ")");
+  if (!b) fail(ErrorKind::invalid_argument, "unknown backend '", printable_excerpt(name), "' (available: ", backend_names(), ")");
   return *b;
 }
 
@@ -125,7 +126,7 @@ std::vector<std::string> resolve_backend_order(const std::vector<std::string>& r
       fail(ErrorKind::invalid_argument, origin, " has an empty backend name (available: ", backend_names(), ")");
     get_backend(names[i]);  // throws naming the available backends
     for (size_t j = 0; j < i; ++j)
-      if (names[j] == names[i]) fail(ErrorKind::invalid_argument, origin, " names backend '", names[i], "' twice");
+      if (names[j] == names[i]) fail(ErrorKind::invalid_argument, origin, " names backend '", printable_excerpt(names[i]), "' twice");
   }
   return names;
 }

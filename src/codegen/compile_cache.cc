@@ -26,6 +26,7 @@
 #include "graft/codegen/cuda_emitter.h"
 #include "graft/codegen/interpreter.h"
 #include "graft/core/error.h"
+#include "graft/core/printable.h"
 #include "llvm_jit.h"
 
 namespace graft::codegen {
@@ -128,7 +129,7 @@ bool jit_enabled_by_environment() {
   const char* value = std::getenv("GRAFT_JIT");
   if (!value || std::strcmp(value, "1") == 0) return true;
   if (std::strcmp(value, "0") == 0) return false;
-  fail(ErrorKind::invalid_argument, "GRAFT_JIT must be 0 or 1, got \"", value, "\"");
+  fail(ErrorKind::invalid_argument, "GRAFT_JIT must be 0 or 1, got \"", printable_excerpt(value), "\"");
 }
 
 std::optional<std::string> cache_directory_from_environment() {
@@ -138,11 +139,11 @@ std::optional<std::string> cache_directory_from_environment() {
   std::error_code ec;
   if (std::filesystem::exists(dir, ec)) {
     if (!std::filesystem::is_directory(dir, ec))
-      fail(ErrorKind::invalid_argument, "GRAFT_CACHE_DIR=\"", value, "\" is not a directory");
+      fail(ErrorKind::invalid_argument, "GRAFT_CACHE_DIR=\"", printable_excerpt(value, 256), "\" is not a directory");
   } else {
     std::filesystem::create_directories(dir, ec);
     if (ec || !std::filesystem::is_directory(dir))
-      fail(ErrorKind::invalid_argument, "GRAFT_CACHE_DIR=\"", value, "\" cannot be created: ", ec.message());
+      fail(ErrorKind::invalid_argument, "GRAFT_CACHE_DIR=\"", printable_excerpt(value, 256), "\" cannot be created: ", ec.message());
   }
   // A folder this process cannot write (read-only, another user's, a full
   // disk) is still used: its entries are read, and the first entry that

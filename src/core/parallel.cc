@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "graft/core/error.h"
+#include "graft/core/printable.h"
 
 namespace graft {
 
@@ -23,7 +24,7 @@ int default_num_threads() {
     char* end = nullptr;
     long v = std::strtol(env, &end, 10);
     if (*end != '\0' || v < 1 || v > 1024)
-      fail(ErrorKind::invalid_argument, "GRAFT_NUM_THREADS='", env, "' is not a thread count (expected 1..1024)");
+      fail(ErrorKind::invalid_argument, "GRAFT_NUM_THREADS='", printable_excerpt(env), "' is not a thread count (expected 1..1024)");
     return static_cast<int>(v);
   }
   unsigned hw = std::thread::hardware_concurrency();

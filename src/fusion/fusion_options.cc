@@ -4,6 +4,7 @@
 #include <string>
 
 #include "graft/core/error.h"
+#include "graft/core/printable.h"
 
 namespace graft::fusion {
 
@@ -13,10 +14,7 @@ std::optional<bool> fusion_from_environment() {
   std::string text(value);
   if (text == "1") return true;
   if (text == "0") return false;
-  std::string shown = text.size() > 64 ? text.substr(0, 64) + "..." : text;
-  for (char& c : shown)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
-  fail(ErrorKind::invalid_argument, "GRAFT_FUSION='", shown, "' is not valid (expected 0 or 1)");
+  fail(ErrorKind::invalid_argument, "GRAFT_FUSION='", printable_excerpt(text), "' is not valid (expected 0 or 1)");
 }
 
 bool fusion_enabled(std::optional<bool> option) {

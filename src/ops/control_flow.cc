@@ -105,6 +105,9 @@ void loop_kernel(KernelContext& ctx) {
   int64_t max_trips = ctx.has_input(0) ? ctx.input(0).value_as_int64(0) : INT64_MAX;
   bool cond = ctx.has_input(1) ? ctx.input(1).value_as_double(0) != 0.0 : true;
   if (!ctx.has_input(0) && !ctx.has_input(1)) ctx.unsupported("a Loop with neither trip count nor condition never ends");
+  // Each carried value is also an output (a node read from an artifact need not say so).
+  if (n_carried > ctx.node().output_types.size())
+    ctx.fail("carries ", n_carried, " values but has ", ctx.node().output_types.size(), " outputs");
   std::vector<Tensor> carried;
   for (size_t i = 0; i < n_carried; ++i)  // an absent initial value is an empty optional
     carried.push_back(ctx.has_input(2 + i) ? ctx.input_value(2 + i) : Tensor::none(ctx.node().output_types[i].dtype));

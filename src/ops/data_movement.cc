@@ -74,12 +74,17 @@ std::optional<std::vector<double>> constant_input_doubles(const InferContext& ct
 }
 
 std::optional<int64_t> known_length(const InferContext& ctx, size_t i) {
+  // A declared length past this is left unknown: callers make it a rank
+  // (Reshape, Expand, Unsqueeze, ConstantOfShape: one Dim each), and a model
+  // may declare a shape input of 2^31 elements that no run could feed.
+  constexpr int64_t kMaxDeclaredLength = 1024;
   if (!ctx.has_input(i)) return std::nullopt;
   if (const Tensor* t = ctx.input_constant(i)) return t->numel();
   const ir::ValueType& type = ctx.input_type(i);
   if (!type.has_rank) return std::nullopt;
   if (type.dims.empty()) return 1;
-  if (type.dims.size() == 1 && type.dims[0].is_known()) return type.dims[0].value;
+  if (type.dims.size() == 1 && type.dims[0].is_known() && type.dims[0].value <= kMaxDeclaredLength)
+    return type.dims[0].value;
   return std::nullopt;
 }
 

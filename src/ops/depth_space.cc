@@ -13,8 +13,18 @@ template <typename Context>
 int64_t read_blocksize(const Context& ctx) {
   if (!ctx.attrs().has("blocksize")) ctx.fail("attribute 'blocksize' is required");
   const int64_t b = ctx.attrs().get_int("blocksize");
-  if (b <= 0) ctx.fail("blocksize must be positive, got ", b);
+  // At most 2^31: blocksize^2 (the channel factor) must fit in int64.
+  if (b <= 0 || b > (int64_t{1} << 31)) ctx.fail("blocksize must be in 1..2^31, got ", b);
   return b;
+}
+
+// d * factor, refused when it overflows int64: the dims of a declared or an
+// empty tensor are not bounded by any memory.
+template <typename Context>
+int64_t scaled_extent(const Context& ctx, int64_t d, int64_t factor, const char* what) {
+  int64_t product;
+  if (__builtin_mul_overflow(d, factor, &product)) ctx.fail(what, " ", d, " times ", factor, " overflows int64");
+  return product;
 }
 
 // DCR (default) or CRD (opset 11+).
@@ -25,7 +35,9 @@ bool depth_to_space_is_crd(const Context& ctx) {
   return mode == "CRD";
 }
 
-ir::Dim scaled(const ir::Dim& d, int64_t factor) { return d.is_known() ? ir::Dim::known(d.value * factor) : ir::Dim{}; }
+ir::Dim scaled(const InferContext& ctx, const ir::Dim& d, int64_t factor, const char* what) {
+  return d.is_known() ? ir::Dim::known(scaled_extent(ctx, d.value, factor, what)) : ir::Dim{};
+}
 
 template <typename Context>
 ir::Dim divided(const Context& ctx, const ir::Dim& d, int64_t divisor, const char* what) {
@@ -44,7 +56,7 @@ void depth_to_space_infer(InferContext& ctx) {
   }
   if (x.dims.size() != 4) ctx.fail("input must be 4-D (NCHW), got ", x.to_string());
   ctx.set_output(0, ranked_type(x.dtype, {x.dims[0], divided(ctx, x.dims[1], b * b, "channel count"),
-                                          scaled(x.dims[2], b), scaled(x.dims[3], b)}));
+                                          scaled(ctx, x.dims[2], b, "height"), scaled(ctx, x.dims[3], b, "width")}));
 }
 
 void space_to_depth_infer(InferContext& ctx) {
@@ -55,7 +67,7 @@ void space_to_depth_infer(InferContext& ctx) {
     return;
   }
   if (x.dims.size() != 4) ctx.fail("input must be 4-D (NCHW), got ", x.to_string());
-  ctx.set_output(0, ranked_type(x.dtype, {x.dims[0], scaled(x.dims[1], b * b), divided(ctx, x.dims[2], b, "height"),
+  ctx.set_output(0, ranked_type(x.dtype, {x.dims[0], scaled(ctx, x.dims[1], b * b, "channel count"), divided(ctx, x.dims[2], b, "height"),
                                           divided(ctx, x.dims[3], b, "width")}));
 }
 
@@ -66,7 +78,8 @@ void depth_to_space_kernel(KernelContext& ctx) {
   const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
   if (c % (b * b) != 0) ctx.fail("channel count ", c, " is not divisible by blocksize^2 = ", b * b);
   const int64_t oc = c / (b * b);
-  Tensor& y = ctx.allocate_output(0, x.dtype(), {n, oc, h * b, w * b});
+  Tensor& y = ctx.allocate_output(0, x.dtype(),
+                                  {n, oc, scaled_extent(ctx, h, b, "height"), scaled_extent(ctx, w, b, "width")});
   if (depth_to_space_is_crd(ctx))
     transpose_bytes(x.raw_data(), y.raw_data(), {n, oc, b, b, h, w}, {0, 1, 4, 2, 5, 3}, dtype_size(x.dtype()));
   else
@@ -79,7 +92,7 @@ void space_to_depth_kernel(KernelContext& ctx) {
   if (x.rank() != 4) ctx.fail("input must be 4-D (NCHW), got ", x.type_string());
   const int64_t n = x.dim(0), c = x.dim(1), h = x.dim(2), w = x.dim(3);
   if (h % b != 0 || w % b != 0) ctx.fail("spatial size ", h, "x", w, " is not divisible by blocksize ", b);
-  Tensor& y = ctx.allocate_output(0, x.dtype(), {n, c * b * b, h / b, w / b});
+  Tensor& y = ctx.allocate_output(0, x.dtype(), {n, scaled_extent(ctx, c, b * b, "channel count"), h / b, w / b});
   transpose_bytes(x.raw_data(), y.raw_data(), {n, c, h / b, b, w / b, b}, {0, 3, 5, 1, 2, 4}, dtype_size(x.dtype()));
 }
 

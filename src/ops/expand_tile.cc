@@ -104,6 +104,15 @@ void expand_kernel(KernelContext& ctx) {
 
 // ---- Tile -------------------------------------------------------------------
 
+// extent * repeats, an error naming the dimension when it overflows int64.
+template <typename Context>
+int64_t tiled_extent(const Context& ctx, int64_t extent, int64_t repeats, size_t d) {
+  int64_t product;
+  if (__builtin_mul_overflow(extent, repeats, &product))
+    ctx.fail("dimension ", d, " of size ", extent, " repeated ", repeats, " times overflows int64");
+  return product;
+}
+
 void tile_infer(InferContext& ctx) {
   const ir::ValueType& x = ctx.input_type(0);
   if (!x.has_rank) {
@@ -118,7 +127,7 @@ void tile_infer(InferContext& ctx) {
       const int64_t rep = (*repeats)[d];
       if (rep < 0) ctx.fail("repeats has a negative entry ", rep);
       if (dims[d].is_known())
-        dims[d] = ir::Dim::known(dims[d].value * rep);
+        dims[d] = ir::Dim::known(tiled_extent(ctx, dims[d].value, rep, d));
       else if (rep == 0)
         dims[d] = ir::Dim::known(0);
       else if (rep != 1)
@@ -138,7 +147,7 @@ void tile_kernel(KernelContext& ctx) {
   Shape out_shape = x.shape();
   for (size_t d = 0; d < out_shape.size(); ++d) {
     if (repeats[d] < 0) ctx.fail("repeats has a negative entry ", repeats[d]);
-    out_shape[d] *= repeats[d];
+    out_shape[d] = tiled_extent(ctx, out_shape[d], repeats[d], d);
   }
   shape_numel(out_shape, ctx.node().describe());  // overflow check
   Tensor& y = ctx.allocate_output(0, x.dtype(), out_shape);

@@ -24,6 +24,9 @@ void mvn_kernel(KernelContext& ctx) {
   const Tensor& x = ctx.input(0);
   const std::vector<int64_t> axes =
       normalize_axes(ctx.attrs().get_ints("axes", {0, 2, 3}), x.rank(), ctx.node().describe());
+  Tensor& y = ctx.allocate_output_in_place(0, x.dtype(), x.shape(), 0);
+  if (x.numel() == 0) return;
+  // After the empty case: the offset tables multiply extents that a zero extent elsewhere leaves unbounded.
   const ReductionLayout layout = make_reduction_layout(x.shape(), axes);
   const int64_t kept = layout.kept_count(), reduced = layout.reduced_count();
   auto offset = [&](int64_t k, int64_t r) -> int64_t {
@@ -36,8 +39,6 @@ void mvn_kernel(KernelContext& ctx) {
         return layout.kept_offsets[static_cast<size_t>(k)] + layout.reduced_offsets[static_cast<size_t>(r)];
     }
   };
-  Tensor& y = ctx.allocate_output_in_place(0, x.dtype(), x.shape(), 0);
-  if (x.numel() == 0) return;
   visit_float_dtype(x.dtype(), ctx.node().describe(), [&]<typename T>() {
     using W = std::conditional_t<std::is_same_v<T, double>, double, float>;
     const T* in = x.data<T>();

@@ -56,6 +56,17 @@ std::vector<int64_t> attribute_pads(const ir::Attributes& attrs) {
   return attrs.get_ints("paddings", {});
 }
 
+// extent + begin + end, the padded size of one dimension; overflow and a
+// negative size are errors naming the dimension.
+template <typename Context>
+int64_t padded_extent(const Context& ctx, int64_t extent, int64_t begin, int64_t end, size_t d) {
+  int64_t grown;
+  if (__builtin_add_overflow(extent, begin, &grown) || __builtin_add_overflow(grown, end, &grown))
+    ctx.fail("pads (", begin, ", ", end, ") of dimension ", d, " of size ", extent, " overflow int64");
+  if (grown < 0) ctx.fail("pads shrink dimension ", d, " of size ", extent, " below 0");
+  return grown;
+}
+
 void pad_infer(InferContext& ctx) {
   const ir::ValueType& x = ctx.input_type(0);
   read_mode(ctx);
@@ -78,13 +89,11 @@ void pad_infer(InferContext& ctx) {
   std::vector<int64_t> full = full_pads(ctx, *pads, *axes, rank);
   std::vector<ir::Dim> dims = x.dims;
   for (size_t d = 0; d < dims.size(); ++d) {
-    const int64_t grow = full[d] + full[d + static_cast<size_t>(rank)];
-    if (dims[d].is_known()) {
-      if (dims[d].value + grow < 0) ctx.fail("pads shrink dimension ", d, " of size ", dims[d].value, " below 0");
-      dims[d] = ir::Dim::known(dims[d].value + grow);
-    } else if (grow != 0) {
+    const int64_t begin = full[d], end = full[d + static_cast<size_t>(rank)];
+    if (dims[d].is_known())
+      dims[d] = ir::Dim::known(padded_extent(ctx, dims[d].value, begin, end, d));
+    else if (int64_t grow; __builtin_add_overflow(begin, end, &grow) || grow != 0)
       dims[d] = ir::Dim{};
-    }
   }
   ctx.set_output(0, ranked_type(x.dtype, std::move(dims)));
 }
@@ -151,26 +160,25 @@ void pad_kernel(KernelContext& ctx) {
   Shape out_shape(static_cast<size_t>(rank));
   for (int64_t d = 0; d < rank; ++d) {
     const size_t i = static_cast<size_t>(d);
-    if (__builtin_add_overflow(x.dim(d), full[i], &out_shape[i]) ||
-        __builtin_add_overflow(out_shape[i], full[i + static_cast<size_t>(rank)], &out_shape[i]))
-      ctx.fail("pads of dimension ", d, " overflow 64-bit sizes");
-    if (out_shape[i] < 0) ctx.fail("pads shrink dimension ", d, " of size ", x.dim(d), " below 0");
+    out_shape[i] = padded_extent(ctx, x.dim(d), full[i], full[i + static_cast<size_t>(rank)], i);
   }
   shape_numel(out_shape, ctx.node().describe());
   const std::array<uint8_t, 8> value = padding_value(ctx, x.dtype());
   // The output first: its size is checked against the memory limit before
   // the coordinate maps, as long as its dimensions, are made.
   Tensor& y = ctx.allocate_output(0, x.dtype(), out_shape);
-  std::vector<std::vector<int64_t>> maps;
-  for (int64_t d = 0; d < rank; ++d) {
-    const size_t i = static_cast<size_t>(d);
-    maps.push_back(coordinate_map(ctx, mode, x.dim(d), full[i], out_shape[i]));
-  }
   const int64_t total = y.numel();
   if (total == 0) return;
   if (rank == 0) {
     std::memcpy(y.raw_data(), x.raw_data(), x.nbytes());
     return;
+  }
+  // The coordinate maps only now: each is as long as its output extent,
+  // which the allocated (memory-limited) output bounds.
+  std::vector<std::vector<int64_t>> maps;
+  for (int64_t d = 0; d < rank; ++d) {
+    const size_t i = static_cast<size_t>(d);
+    maps.push_back(coordinate_map(ctx, mode, x.dim(d), full[i], out_shape[i]));
   }
   const std::vector<int64_t> strides = shape_strides(x.shape());
   const int64_t row = out_shape.back(), rows = total / row;

@@ -334,12 +334,14 @@ void reduce_kernel(KernelContext& ctx) {
     else if (spec.keepdims)
       out_shape.push_back(1);
   }
-  const ReductionLayout layout = make_reduction_layout(x.shape(), axes);
   constexpr bool kMaxOrMin = std::is_same_v<Op<float>, MaxOp<float>> || std::is_same_v<Op<float>, MinOp<float>>;
   if (x.dtype() == DType::boolean && !kMaxOrMin)
     ctx.fail(ctx.node().op_type(), " is not defined for bool (ReduceMax and ReduceMin are, from opset 20)");
   Tensor& y = ctx.allocate_output(0, x.dtype(), out_shape);
   if (y.numel() == 0) return;
+  // Only now: the layout's offset tables grow with the kept and reduced
+  // extents, which an empty input does not bound, the checked output does.
+  const ReductionLayout layout = make_reduction_layout(x.shape(), axes);
   if (x.dtype() == DType::boolean) {
     // Max is any, min is all: the bytes 0 and 1 as uint8, then each result
     // back to 0 or 1 (a min over no elements gives 255: true, as all()).

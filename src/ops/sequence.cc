@@ -249,8 +249,10 @@ void concat_from_sequence_kernel(KernelContext& ctx) {
   Shape out_shape = viewed(items[0]);
   out_shape[static_cast<size_t>(axis)] = 0;
   for (size_t i = 0; i < items.size(); ++i) {
-    Shape s = viewed(items[i]);
-    bool compatible = s.size() == out_shape.size();
+    // Ranks first: viewed() inserts the new axis at a place only item 0's rank bounds.
+    bool compatible = items[i].shape().size() == first.size();
+    Shape s = compatible ? viewed(items[i]) : Shape{};
+    compatible = compatible && s.size() == out_shape.size();
     for (size_t d = 0; compatible && d < s.size(); ++d)
       compatible = d == static_cast<size_t>(axis) || s[d] == out_shape[d];
     if (!compatible || (new_axis && items[i].shape() != first))

@@ -246,8 +246,8 @@ struct Primitives {
   ATTRIBUTES void affine_##SUFFIX(const float* x, float* y, int64_t n, float factor, float offset) {              \
     affine_impl<V>(x, y, n, factor, offset);                                                                      \
   }                                                                                                               \
-  ATTRIBUTES V sigmoid_vec_##SUFFIX(V v) { return sigmoid_vec<V>(v); }                                            \
-  ATTRIBUTES V tanh_vec_##SUFFIX(V v) { return tanh_vec<V>(v); }                                                  \
+  GRAFT_ALWAYS_INLINE V sigmoid_vec_##SUFFIX(V v) { return sigmoid_vec<V>(v); }                                   \
+  GRAFT_ALWAYS_INLINE V tanh_vec_##SUFFIX(V v) { return tanh_vec<V>(v); }                                         \
   ATTRIBUTES void sigmoid_##SUFFIX(const float* x, float* y, int64_t n) {                                         \
     map_impl<V, sigmoid_vec_##SUFFIX>(x, y, n);                                                                   \
   }                                                                                                               \

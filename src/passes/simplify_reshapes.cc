@@ -40,6 +40,8 @@ bool is_identity(const std::vector<int64_t>& perm) {
 // Reshape whose target is a constant without 0 entries.
 bool is_absolute_reshape(const ir::IndexedGraph& g, uint32_t id) {
   if (!pattern::is_op(g, id, ir::OpId::Reshape)) return false;
+  // Reshape-1 (before opset 5) has one input; a model may use that form at any opset.
+  if (g.inputs(id).size() < 2) return false;
   const Tensor* shape = pattern::constant_of(g, g.inputs(id)[1]);
   if (!shape) return false;
   for (int64_t v : shape->to_int64_vector())

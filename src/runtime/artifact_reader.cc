@@ -283,11 +283,14 @@ class ArtifactReader {
     t.optional = (flags & 4) != 0;
     uint32_t rank = r.count("value rank", 12);
     if (rank > af::kMaxRank) fail(ErrorKind::invalid_model, r.what(), ": rank ", rank);
+    int64_t known_elements = 1;  // every consumer of the type multiplies its dimensions in int64
     for (uint32_t k = 0; k < rank; ++k) {
       ir::Dim dim;
       dim.value = r.get<int64_t>("dimension");
       dim.symbol = r.str("dimension symbol", 4096);
       if (dim.value < -1) fail(ErrorKind::invalid_model, r.what(), ": dimension ", dim.value);
+      if (dim.value > 0 && __builtin_mul_overflow(known_elements, dim.value, &known_elements))
+        fail(ErrorKind::invalid_model, r.what(), ": a value's dimensions multiply past 2^63 elements");
       t.dims.push_back(std::move(dim));
     }
     return t;

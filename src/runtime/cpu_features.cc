@@ -2,9 +2,23 @@
 
 #include <utility>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <cpuid.h>
+#endif
+
 namespace graft::runtime {
 
 namespace {
+
+#if defined(__x86_64__) || defined(__i386__)
+/// F16C: CPUID leaf 1, ECX bit 29, usable where AVX is (its VEX encoding);
+/// clang's __builtin_cpu_supports does not know the name "f16c".
+bool host_has_f16c() {
+  unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+  return __builtin_cpu_supports("avx") && __get_cpuid(1, &eax, &ebx, &ecx, &edx) && (ecx & bit_F16C) != 0;
+}
+#endif
+
 constexpr std::pair<CpuFeature, const char*> kNames[] = {
     {CpuFeature::sse4_2, "sse4.2"},     {CpuFeature::avx, "avx"},           {CpuFeature::avx2, "avx2"},
     {CpuFeature::fma, "fma"},           {CpuFeature::avx512f, "avx512f"},   {CpuFeature::avx512bw, "avx512bw"},
@@ -27,7 +41,7 @@ uint64_t host_cpu_features() {
   add(__builtin_cpu_supports("avx512bw"), CpuFeature::avx512bw);
   add(__builtin_cpu_supports("avx512vl"), CpuFeature::avx512vl);
   add(__builtin_cpu_supports("avx512vnni"), CpuFeature::avx512vnni);
-  add(__builtin_cpu_supports("f16c"), CpuFeature::f16c);
+  add(host_has_f16c(), CpuFeature::f16c);
 #endif
   return mask;
 }

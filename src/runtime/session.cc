@@ -12,6 +12,7 @@
 #include "graft/backend/backend.h"
 #include "graft/codegen/compile_cache.h"
 #include "graft/core/parallel.h"
+#include "graft/core/printable.h"
 #include "graft/runtime/artifact.h"
 
 namespace graft::runtime {
@@ -32,10 +33,7 @@ int max_specialized_plans(std::optional<int> option) {
   if (option) return check(*option, "max_specialized_plans " + std::to_string(*option));
   const char* env = std::getenv("GRAFT_MAX_PLANS");
   if (!env || !*env) return SessionOptions::kDefaultMaxSpecializedPlans;
-  std::string text(env);
-  std::string shown = text.size() > 64 ? text.substr(0, 64) + "..." : text;
-  for (char& c : shown)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  std::string shown = printable_excerpt(env);
   char* end = nullptr;
   errno = 0;
   long value = std::strtol(env, &end, 10);
@@ -44,9 +42,7 @@ int max_specialized_plans(std::optional<int> option) {
 }
 
 uint64_t parse_byte_size(const std::string& text, const std::string& what) {
-  std::string shown = text.size() > 64 ? text.substr(0, 64) + "..." : text;
-  for (char& c : shown)
-    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  std::string shown = printable_excerpt(text);
   auto bad = [&]() -> uint64_t {
     fail(ErrorKind::invalid_argument, what, " '", shown, "' is not a size (bytes, or with K, M, G or T: 512M, 2G)");
   };
@@ -87,10 +83,10 @@ Device parse_device(const std::string& text) {
   if (type == "cpu") device.type = DeviceType::cpu;
   else if (type == "opencl") device.type = DeviceType::opencl;
   else if (type == "cuda") device.type = DeviceType::cuda;
-  else fail(ErrorKind::invalid_argument, "device '", text, "': the type is cpu, opencl or cuda");
+  else fail(ErrorKind::invalid_argument, "device '", printable_excerpt(text), "': the type is cpu, opencl or cuda");
   if (text.find(':') != std::string::npos) {
     if (id_text.empty() || id_text.size() > 4 || id_text.find_first_not_of("0123456789") != std::string::npos)
-      fail(ErrorKind::invalid_argument, "device '", text, "': the id after ':' is a number (opencl:0)");
+      fail(ErrorKind::invalid_argument, "device '", printable_excerpt(text), "': the id after ':' is a number (opencl:0)");
     device.id = std::stoi(id_text);
   }
   return device;

@@ -237,7 +237,9 @@ TEST(GridSample, PaddingModes) {
   Tensor grid = Tensor::from_vector<float>({-3, 0, 0.5f, 0}, {1, 1, 2, 2});
   std::map<std::string, std::vector<float>> want = {
       {"zeros", {0, 2.5f}}, {"border", {1, 2.5f}}, {"reflection", {3, 2.5f}}};
-  for (auto& [padding, values] : want) {
+  for (const auto& entry : want) {
+    const std::string& padding = entry.first;  // (clang 14 cannot capture a structured binding)
+    const std::vector<float>& values = entry.second;
     auto g = single_node("GridSample", {x, grid}, 16, [&](Node* n) {
       n->attributes.set("padding_mode", padding);
       n->attributes.set("align_corners", int64_t{1});

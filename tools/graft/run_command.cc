@@ -187,7 +187,8 @@ int run_model(const RunCommandOptions& options) {
   for (const auto& info : session.inputs()) input_names += (input_names.empty() ? "'" : ", '") + info.name + "'";
   if (input_names.empty()) input_names = "none";
   auto check_names = [&](const auto& given, const char* flag) {
-    for (const auto& [name, value] : given) {
+    for (const auto& entry : given) {
+      const std::string& name = entry.first;  // (clang 14 cannot capture a structured binding)
       bool known = std::any_of(session.inputs().begin(), session.inputs().end(),
                                [&](const runtime::ValueInfo& info) { return info.name == name; });
       if (!known)
