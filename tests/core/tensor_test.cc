@@ -38,18 +38,17 @@ TEST(Tensor, CopyFromBumpsVersion) {
 
 TEST(Tensor, AStorageWhereAFreedOneWasNeverRepeatsItsVersion) {
   // Caches key converted weights on (storage, version): a new storage at a
-  // freed one's address must not look like the old bytes.
-  std::set<std::pair<const Storage*, uint64_t>> seen;
-  int reused_addresses = 0;
-  std::set<const Storage*> addresses;
+  // freed one's address must not look like the old bytes. Versions unique
+  // over every storage and write guarantee it wherever the allocator puts
+  // the next storage (a sanitizer's allocator rarely reuses an address soon,
+  // glibc's at once).
+  std::set<uint64_t> versions;
   for (int i = 0; i < 64; ++i) {
     Tensor t = Tensor::from_vector<float>({static_cast<float>(i)}, {1});
-    reused_addresses += !addresses.insert(t.storage().get()).second;
-    EXPECT_TRUE(seen.insert({t.storage().get(), t.version()}).second) << "storage and version repeated at " << i;
+    EXPECT_TRUE(versions.insert(t.version()).second) << "a new storage repeated a version at " << i;
     t.copy_from(Tensor::from_vector<float>({1.0f}, {1}));
-    EXPECT_TRUE(seen.insert({t.storage().get(), t.version()}).second) << "a write repeated a version at " << i;
+    EXPECT_TRUE(versions.insert(t.version()).second) << "a write repeated a version at " << i;
   }
-  EXPECT_GT(reused_addresses, 0) << "the allocator never reused an address: the test checked nothing";
 }
 
 TEST(DType, Float16RoundTrips) {
