@@ -43,7 +43,8 @@ test: build
 # coverage instrumentation besides ASan and UBSan, and it builds only what
 # the unit tests and the fuzzers run (graft_unit_test_programs: no
 # benchmarks, no Python module). After the unit tests, each fuzzer runs
-# FUZZ_SECONDS on its corpus, FUZZ_JOBS at a time; a crash fails the target.
+# FUZZ_SECONDS on its corpus, FUZZ_JOBS at a time; what it finds is reported
+# (build-asan/fuzz/findings/) but fails only `make fuzz`.
 ASAN_CC ?= clang-14
 ASAN_CXX ?= clang++-14
 FUZZ_SECONDS ?= 60
@@ -54,7 +55,10 @@ asan-test: deps
 	$(ASAN_CONFIGURE)
 	cmake --build $(ASAN_DIR) -j $(JOBS) --target graft_unit_test_programs
 	cd $(ASAN_DIR) && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j $(JOBS) -L unit --timeout 900
-	/usr/bin/python3 fuzz/run_fuzzers.py --build $(ASAN_DIR) --seconds $(FUZZ_SECONDS) --jobs $(FUZZ_JOBS)
+	@# A new finding of this short run is reported and kept in build-asan/fuzz/findings/
+	@# without failing the target: it is a new bug, not a regression (the
+	@# regression inputs fail the unit tests above, fuzz_replay_*). `make fuzz` fails on it.
+	-/usr/bin/python3 fuzz/run_fuzzers.py --build $(ASAN_DIR) --seconds $(FUZZ_SECONDS) --jobs $(FUZZ_JOBS)
 
 # The fuzzers alone, for longer: make fuzz FUZZ_SECONDS=3600 (each harness;
 # FUZZ_JOBS at a time). FUZZERS="npy_fuzzer artifact_fuzzer" picks some.
