@@ -14,6 +14,7 @@
 #include "graft/frontend/npy.h"
 #include "graft/frontend/onnx_import.h"
 #include "support/graph_runner.h"
+#include "support/cli_runner.h"
 
 namespace graft {
 namespace {
@@ -22,17 +23,8 @@ namespace fs = std::filesystem;
 using ir::OpId;
 using ir::Value;
 
-struct Result {
-  int exit_code = -1;
-  std::string out, err;
-};
-
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
+using Result = graft::testing::CliResult;
+using graft::testing::read_text;
 
 class TrainCliTest : public ::testing::Test {
  protected:
@@ -42,13 +34,7 @@ class TrainCliTest : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  Result graft(const std::string& args) {
-    const fs::path out = dir_ / "stdout", err = dir_ / "stderr";
-    std::string command = "'" + std::string(GRAFT_BINARY_DIR) + "/bin/graft' " + args + " >'" + out.string() + "' 2>'" +
-                          err.string() + "' </dev/null";
-    int status = std::system(command.c_str());
-    return Result{WIFEXITED(status) ? WEXITSTATUS(status) : 128, read_text(out), read_text(err)};
-  }
+  Result graft(const std::string& args) { return graft::testing::run_graft(args, dir_); }
 
   /// x[batch,6] -> Gemm -> Relu -> Gemm = logits; SoftmaxCrossEntropyLoss(logits, labels) = loss.
   std::string write_classifier() {
