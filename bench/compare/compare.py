@@ -26,6 +26,14 @@ float, graph inputs and outputs), with float16 inputs; accuracy is against
 PyTorch's float32 eager outputs. PyTorch 1.13 has no float16 convolutions on
 the CPU, so it sits those out.
 
+A model name with the suffix _qdq (mobilenet_v2_qdq, resnet50_qdq,
+bert4_seq128_qdq, ...) is that model's export quantized statically to int8
+in the QDQ format by qdq_quantize.py (as ONNX Runtime's quantize_static
+writes it, calibrated on 3 random inputs): accuracy is against PyTorch's
+float32 model, and "graft vs ORT" gives max |graft - ONNX Runtime| on the
+first output in quantization steps of that output. PyTorch runs the float
+model, so it sits those out too.
+
 Prints a markdown table and writes everything (all times) as JSON.
 
     compare.py [--models a,b] [--runs 20] [--quick] [--passive] [--backends dnnl,fuse]
@@ -245,6 +253,58 @@ def write_tensors(tensors, names, folder, prefix):
 
 
 FLOAT16_SUFFIX = "_fp16"
+QDQ_SUFFIX = "_qdq"
+
+
+def base_model(name):
+    for suffix in (FLOAT16_SUFFIX, QDQ_SUFFIX):
+        if name.endswith(suffix):
+            return name[:-len(suffix)]
+    return name
+
+
+def export_qdq(name, workdir, opset):
+    """The float export of the base model, quantized by qdq_quantize.py; inputs
+    and reference (PyTorch float32) are the base model's."""
+    import torch
+    base = export(base_model(name), workdir, opset)
+    folder = os.path.join(workdir, name)
+    os.makedirs(folder, exist_ok=True)
+    paths = dict(base)
+    paths["onnx"] = os.path.join(folder, "model.onnx")
+    paths["stamp"] = os.path.join(folder, "export.json")
+    stamp = {"opset": opset, "torch": torch.__version__, "version": 3, "qdq": 1}
+    if os.path.exists(paths["stamp"]) and os.path.exists(paths["onnx"] + ".json"):
+        with open(paths["stamp"]) as f:
+            if json.load(f) == stamp:
+                return paths
+    sys.path.insert(0, HERE)
+    import qdq_quantize
+    manifests = qdq_quantize.random_manifests(base["onnx"], 3, 100, folder)
+    qdq_quantize.quantize(base["onnx"], paths["onnx"], manifests, folder)
+    with open(paths["stamp"], "w") as f:
+        json.dump(stamp, f)
+    return paths
+
+
+def output_step(paths):
+    """The quantization step of a QDQ export's first output, or None."""
+    info = paths["onnx"] + ".json"
+    if not os.path.exists(info):
+        return None
+    with open(info) as f:
+        steps = json.load(f)["output_steps"]
+    return steps[0] if steps else None
+
+
+def steps_apart(a_outputs, b_outputs, step):
+    """max |a - b| on the first outputs, in quantization steps."""
+    import numpy as np
+    a = np.fromfile(a_outputs[0]["file"], dtype=a_outputs[0]["dtype"]).astype(np.float64)
+    b = np.fromfile(b_outputs[0]["file"], dtype=b_outputs[0]["dtype"]).astype(np.float64)
+    if a.size != b.size:
+        return float("inf")
+    return float(np.max(np.abs(a - b))) / step if a.size else 0.0
 
 
 def convert_to_float16(path):
@@ -277,6 +337,8 @@ def convert_to_float16(path):
 def export(name, workdir, opset):
     """Exports `name` once per (opset, torch version); returns its folder's paths."""
     import torch
+    if name.endswith(QDQ_SUFFIX):
+        return export_qdq(name, workdir, opset)
     folder = os.path.join(workdir, name)
     os.makedirs(folder, exist_ok=True)
     paths = {k: os.path.join(folder, v) for k, v in
@@ -461,6 +523,8 @@ def compare_model(name, args):
         if runtime == "torch" and name.endswith(FLOAT16_SUFFIX):
             entry["error"] = "torch: PyTorch 1.13 has no float16 convolutions on the CPU"
             continue
+        if runtime == "torch" and name.endswith(QDQ_SUFFIX):
+            continue  # it would run the float model
         # The pause after a turn, before every start too: the workers of the
         # previous model (or runtime) have just exited, and the kernel is
         # still freeing their memory; the first to start would pay for it.
@@ -475,6 +539,10 @@ def compare_model(name, args):
                                                        os.path.dirname(paths["reference"]))
         except WorkerError as e:
             entry["error"] = str(e)
+    step = output_step(paths)
+    if step and "graft" in workers and "ort" in workers:
+        result["runtimes"]["graft"]["steps_from_ort"] = steps_apart(
+            workers["graft"].ready["outputs"], workers["ort"].ready["outputs"], step)
     active = list(workers)
     times = {r: [] for r in active}
     try:
@@ -530,6 +598,9 @@ def markdown(results, runtimes):
         head += ["graft max rel err"]
         if "ort" in runtimes:
             head += ["ORT max rel err"]
+    with_steps = any(get(r, "graft", "steps_from_ort") is not None for r in results)
+    if with_steps:
+        head += ["graft vs ORT (steps)"]
     head += ["first inference ms (%s)" % " / ".join(LABELS[r] for r in runtimes)]
     head += ["peak RSS MiB (%s)" % " / ".join(LABELS[r] for r in runtimes)]
     lines.append("| " + " | ".join(head) + " |")
@@ -553,6 +624,8 @@ def markdown(results, runtimes):
             if "ort" in runtimes:
                 e = get(result, "ort", "max_rel_error")
                 row.append("%.1e" % e if e is not None else "–")
+        if with_steps:
+            row.append(fmt(get(result, "graft", "steps_from_ort"), 2))
         row.append(" / ".join(fmt(get(result, r, "first_inference_ms"), 0) for r in runtimes))
         row.append(" / ".join(fmt(get(result, r, "peak_rss_kb") / 1024 if get(result, r, "peak_rss_kb") else None, 0)
                               for r in runtimes))
@@ -624,9 +697,9 @@ def main():
     args.runtimes = [r for r in args.runtimes.split(",") if r]
     names = MODEL_NAMES if args.models == "all" else [m for m in args.models.split(",") if m]
     for name in names:
-        base = name[:-len(FLOAT16_SUFFIX)] if name.endswith(FLOAT16_SUFFIX) else name
+        base = base_model(name)
         if base not in MODEL_NAMES and base not in EXTRA_MODEL_NAMES and not is_torchvision_model(base):
-            print("unknown model '%s' (known: %s, or a torchvision.models function name; any with _fp16)"
+            print("unknown model '%s' (known: %s, or a torchvision.models function name; any with _fp16 or _qdq)"
                   % (name, ", ".join(MODEL_NAMES + EXTRA_MODEL_NAMES)), file=sys.stderr)
             return 2
     for r in args.runtimes:
