@@ -28,6 +28,8 @@ struct DnnlModuleStats {
   int winograd_convolutions = 0;   ///< convolutions on a Winograd implementation ("jit_wino_...", "jit_fp32_wino_...")
   int gemm_convolutions = 0;       ///< convolutions on oneDNN's im2col + gemm fallback ("x64:gemm:jit", plain layouts)
   int deconvolutions = 0;          ///< deconvolution primitives (a ConvTranspose whose kernel equals its stride is a matmul)
+  int int8_convolutions = 0;      ///< convolutions computing in int8 (u8 source, s8 weights: dnnl_int8.cc)
+  int int8_matmuls = 0;           ///< matmuls computing in int8 (u8 source, s8 weights: dnnl_int8.cc)
 };
 
 /// The statistics of a module the dnnl backend compiled. Throws

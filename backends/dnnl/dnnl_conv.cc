@@ -1,12 +1,14 @@
 // Convolutions: Conv and ConvTranspose anchors with their groups' post-ops.
 // Source, weights and destination are created with format_tag::any, so
 // oneDNN picks blocked layouts; the weights (a BatchNormalization folded in)
-// are converted to the layout picked (dnnl_weights.cc). 3x3 convolutions
+// are converted to the layout picked (dnnl_weights.cc); a Conv of
+// fake-quantized input and int8 weights runs in int8 (dnnl_int8.cc). 3x3 convolutions
 // with large outputs ask for Winograd; a ConvTranspose whose kernel equals
 // its stride runs as a matmul and one reorder.
 #include <algorithm>
 
 #include "dnnl_emitters.h"
+#include "dnnl_int8.h"
 #include "graft/ops/conv_util.h"
 
 namespace graft::dnnl_backend {
@@ -138,7 +140,15 @@ int emit_conv(Builder& b, const Group& g, const std::string& label) {
     wd.insert(wd.end(), w_dims.begin() + 1, w_dims.end());
   }
   bool bias = b.has_input(conv, 2) || folded_batch_norm(g);
-  int src_slot = b.slot_of(b.input(conv, 0));
+  if (g.int8) {
+    if (int result = emit_int8_conv(b, g, label, {x_dims, wd, dst_dims, strides, dilates, pad_l, pad_r, bias});
+        result >= 0)
+      return result;
+  }
+  // An int8 convolution that oneDNN has only reference code for runs in
+  // float32 on its source's values; a folded fake quantization gives them.
+  int src_slot = g.int8 && !g.int8->source->folded_nodes.empty() ? dequantized_source(b, *g.int8->source, label)
+                                                                  : b.slot_of(b.input(conv, 0));
   memory::desc w_any = any_desc(wd), b_any = any_desc({w_dims[0]});
   algorithm alg = prefers_winograd(kernel, strides, dilates, group, dst_dims, w_dims) ? algorithm::convolution_winograd
                                                                                       : algorithm::convolution_direct;

@@ -14,10 +14,13 @@
 // before an eltwise post-op whose algorithm it already holds with other
 // parameters (oneDNN 2.6's jit post-ops would apply the first parameters to
 // both). A BatchNormalization that no convolution took, followed by a Relu,
-// becomes one primitive (fuse_norm_relu).
+// becomes one primitive (fuse_norm_relu). A Conv that runs in int8
+// (dnnl_int8.cc, found first) anchors a group the same way, without a
+// BatchNormalization (its weights are int8 as they are); the fake
+// quantization it folds belongs to no group, and a chain ends before it.
 #include <algorithm>
 
-#include "dnnl_post_ops.h"
+#include "dnnl_int8.h"
 
 namespace graft::dnnl_backend {
 namespace {
@@ -52,12 +55,16 @@ class GroupFormer {
   }
 
   Grouping run() {
+    Int8Plan int8 = find_int8_convolutions(indexed_, is_output_);
+    result_.folded_into_int8 = std::move(int8.folded);
     for (uint32_t id = 0; id < indexed_.num_nodes(); ++id) {
       if (!is_anchor(indexed_.node(id)) || result_.group_of[id] >= 0) continue;
       Group g;
       g.anchor = g.last = id;
       g.members = {id};
+      g.int8 = int8.convolution_of[id];
       grow(g);
+      if (g.int8 && !is_output_[indexed_.entry_id(g.last, 0)]) g.requantize_to = requantized_output(indexed_, int8, g);
       add_group(std::move(g));
     }
     // A standalone BatchNormalization followed by Relu: one primitive (fuse_norm_relu).
@@ -105,9 +112,10 @@ class GroupFormer {
       if (next < 0) return;
       uint32_t cid = static_cast<uint32_t>(next);
       const ir::Node& c = indexed_.node(cid);
-      if (result_.group_of[cid] >= 0) return;
+      if (result_.group_of[cid] >= 0 || result_.folded_into_int8[cid]) return;
       const OpId op = c.op();
-      if (op == OpId::BatchNormalization && anchor.op() == OpId::Conv && g.post_ops.empty() && all_sources(cid, 1, 5)) {
+      if (op == OpId::BatchNormalization && anchor.op() == OpId::Conv && !g.int8 && g.post_ops.empty() &&
+          all_sources(cid, 1, 5)) {
         g.post_ops.push_back(PostOp{PostOp::Kind::fold_batch_norm, &c, algorithm::undef, 0, 0, {}});
       } else if (std::vector<PostOp> ops = eltwise_post_ops(c); !ops.empty()) {
         for (const PostOp& p : ops)

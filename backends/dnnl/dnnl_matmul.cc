@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "dnnl_emitters.h"
+#include "dnnl_int8.h"
 
 namespace graft::dnnl_backend {
 namespace {
@@ -34,6 +35,11 @@ bool collapsible_post_ops(const Builder& b, const Group& g, const Dims& dst_dims
 // MatMul and Gemm; Gemm's C becomes the first (binary add) post-op.
 int emit_matmul(Builder& b, const Group& g, const std::string& label) {
   const ir::Node& node = b.graph().node(g.anchor);
+  if (g.int8) {  // dnnl_int8.cc; else float32 on the source's values
+    if (int result = emit_int8_matmul(b, g, label); result >= 0) return result;
+    if (!g.int8->source->folded_nodes.empty())
+      b.set_slot(g.int8->source->folded_nodes.back(), 0, dequantized_source(b, *g.int8->source, label));
+  }
   bool gemm = node.op() == OpId::Gemm;
   Dims a_dims = b.dims(b.input(node, 0)), b_dims = b.dims(b.input(node, 1));
   Dims dst_dims = dims_of(node.output_types[0]);

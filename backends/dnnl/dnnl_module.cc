@@ -61,6 +61,12 @@ DnnlModuleStats DnnlModule::stats() const {
     s.winograd_convolutions += step.implementation.find("wino") != std::string::npos;
     s.gemm_convolutions += step.implementation.rfind("x64:gemm", 0) == 0;
     s.deconvolutions += step.primitive.get_kind() == dnnl::primitive::kind::deconvolution;
+    const auto kind = step.primitive.get_kind();
+    for (const auto& [arg, slot] : step.args)
+      if (arg == DNNL_ARG_SRC && program_.slots[slot].desc.data_type() == dnnl::memory::data_type::u8) {
+        s.int8_convolutions += kind == dnnl::primitive::kind::convolution;
+        s.int8_matmuls += kind == dnnl::primitive::kind::matmul;
+      }
   }
   return s;
 }
@@ -133,7 +139,7 @@ std::vector<Tensor> DnnlModule::superseded_constants() const {
   std::set<TensorBytesKey> listed;
   for (uint32_t w : storable_weights()) {
     const Weight& weight = program_.weights[w];
-    bool all = true;
+    bool all = !weight.builder_reads_sources;
     for (const WeightSource& s : weight.sources)
       all = all && s.constant.numel() > 1 && !read_directly.count(tensor_bytes_key(s.constant));
     if (!all) continue;

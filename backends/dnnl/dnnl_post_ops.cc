@@ -149,9 +149,11 @@ size_t post_ops_with_jit_code(const Builder& b, const Group& g, const Dims& dst_
 template <typename Primitive>
 int finish_anchor(Builder& b, const Group& g, const std::string& label, const Dims& dst_dims, int src_slot,
                   const MakeDesc<Primitive>& make_desc, typename Primitive::primitive_desc& pd, size_t& fused,
-                  const std::function<bool()>& fall_back) {
+                  const std::function<bool()>& fall_back, const AnchorQuantization* quantization) {
   using PrimitiveDesc = typename Primitive::primitive_desc;
-  auto create = [&](const memory::desc& src, const memory::desc& dst, const dnnl::primitive_attr& attr) {
+  // Every attribute handed here is a fresh handle: configuring it changes no other.
+  auto create = [&](const memory::desc& src, const memory::desc& dst, dnnl::primitive_attr attr) {
+    if (quantization) quantization->configure(attr);
     try {
       return PrimitiveDesc(make_desc(src, dst), attr, b.engine());
     } catch (const dnnl::error&) {
@@ -172,7 +174,7 @@ int finish_anchor(Builder& b, const Group& g, const std::string& label, const Di
   attr.set_post_ops(ops);
   memory::desc dst_md = sum_slot >= 0 ? b.desc(sum_slot) : dst_preferred ? preferred_dst : any_desc(dst_dims);
   pd = create(src_any, dst_md, attr);
-  int src = b.as_desc(src_slot, pd.src_desc(), label);
+  int src = quantization ? quantization->source(pd.src_desc()) : b.as_desc(src_slot, pd.src_desc(), label);
   int dst = sum_slot >= 0 ? sum_slot : b.add_slot(pd.dst_desc());
   std::vector<std::pair<int, int>> args = {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}};
   for (auto& a : binary_args) args.push_back(a);
@@ -184,11 +186,11 @@ int finish_anchor(Builder& b, const Group& g, const std::string& label, const Di
 template int finish_anchor<dnnl::convolution_forward>(Builder&, const Group&, const std::string&, const Dims&, int,
                                                       const MakeDesc<dnnl::convolution_forward>&,
                                                       dnnl::convolution_forward::primitive_desc&, size_t&,
-                                                      const std::function<bool()>&);
+                                                      const std::function<bool()>&, const AnchorQuantization*);
 template int finish_anchor<dnnl::deconvolution_forward>(Builder&, const Group&, const std::string&, const Dims&, int,
                                                         const MakeDesc<dnnl::deconvolution_forward>&,
                                                         dnnl::deconvolution_forward::primitive_desc&, size_t&,
-                                                        const std::function<bool()>&);
+                                                        const std::function<bool()>&, const AnchorQuantization*);
 
 int apply_post_ops(Builder& b, const Group& g, size_t first, int src, const std::string& label) {
   for (size_t k = first; k < g.post_ops.size(); ++k) {

@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <vector>
@@ -17,6 +18,9 @@
 #include "dnnl_builder.h"
 
 namespace graft::dnnl_backend {
+
+struct Int8Convolution;  // dnnl_int8.h
+struct QuantizedSource;  // dnnl_int8.h
 
 /// One node absorbed into an anchor.
 struct PostOp {
@@ -36,18 +40,28 @@ struct Group {
   std::vector<PostOp> post_ops;
   std::vector<uint32_t> members;  ///< anchor first
   uint32_t last = 0;              ///< node whose output the group computes
+  /// A Conv anchor that runs in int8 (dnnl_int8.h): its quantized source and
+  /// weight scales; nullptr for a float32 anchor.
+  std::shared_ptr<const Int8Convolution> int8;
+  /// An int8 group whose result only int8 convolutions read, through a
+  /// folded fake quantization: it writes that source's uint8 form itself.
+  std::shared_ptr<QuantizedSource> requantize_to;
 };
 
 /// The groups of a subgraph.
 struct Grouping {
   std::vector<Group> groups;
   std::vector<int> group_of;  ///< per node: index into groups, or -1
+  /// Per node: a fake quantization that int8 convolutions fold (not emitted).
+  std::vector<bool> folded_into_int8;
 };
 
 /// Groups the nodes of `graph` (dnnl_grouping.cc): every Conv,
 /// ConvTranspose, MatMul and Gemm anchors a group and absorbs the chain of
 /// single-consumer nodes after it that oneDNN can attach; a standalone
-/// BatchNormalization followed by Relu is a group too (fuse_norm_relu).
+/// BatchNormalization followed by Relu is a group too (fuse_norm_relu). A
+/// Conv of fake-quantized input and int8 weights gets its Int8Convolution
+/// (dnnl_int8.h) and takes no BatchNormalization.
 /// `is_output` tells, per entry id, the subgraph's outputs (they end a chain).
 Grouping form_groups(const ir::IndexedGraph& graph, const std::vector<bool>& is_output);
 
@@ -63,6 +77,15 @@ dnnl::algorithm binary_algorithm(ir::OpId op);
 /// alpha * x + beta (eltwise_linear); false when not expressible so.
 bool scalar_as_linear(ir::OpId op, int constant_position, float c, float& alpha, float& beta);
 
+/// What an int8 anchor changes in finish_anchor: `configure` sets the
+/// attributes every primitive descriptor of the anchor gets (output scales,
+/// zero points), and `source` makes the primitive's source in the layout it
+/// picked (quantized, where finish_anchor would reorder the source slot).
+struct AnchorQuantization {
+  std::function<void(dnnl::primitive_attr&)> configure;
+  std::function<int(const dnnl::memory::desc& src)> source;
+};
+
 /// Makes an anchor's operation descriptor for given source and destination descriptors.
 template <typename Primitive>
 using MakeDesc = std::function<typename Primitive::desc(const dnnl::memory::desc& src, const dnnl::memory::desc& dst)>;
@@ -73,12 +96,13 @@ using MakeDesc = std::function<typename Primitive::desc(const dnnl::memory::desc
 /// (apply_post_ops) once it has added the step's weights. `fall_back`, when
 /// given, is called once if oneDNN has no implementation for what `make_desc`
 /// asks (say, a Winograd convolution with these post-ops): it switches
-/// make_desc to a choice that always exists. Instantiated for
-/// dnnl::convolution_forward and dnnl::deconvolution_forward.
+/// make_desc to a choice that always exists. `quantization`, when given,
+/// makes the anchor an int8 one. Instantiated for dnnl::convolution_forward
+/// and dnnl::deconvolution_forward.
 template <typename Primitive>
 int finish_anchor(Builder& b, const Group& g, const std::string& label, const Dims& dst_dims, int src_slot,
                   const MakeDesc<Primitive>& make_desc, typename Primitive::primitive_desc& pd, size_t& fused,
-                  const std::function<bool()>& fall_back = {});
+                  const std::function<bool()>& fall_back = {}, const AnchorQuantization* quantization = nullptr);
 
 /// Runs the group's post-ops from `first` on as separate primitives on `src`
 /// (what finish_anchor left out of the anchor); returns the slot of the result.

@@ -175,6 +175,8 @@ DnnlProgram lower(const ir::Graph& subgraph) {
   for (uint32_t id = 0; id < graph.num_nodes(); ++id) {
     const ir::Node& node = graph.node(id);
     if (is_input(node) || is_constant(node)) continue;
+    // Read by int8 convolutions only, through their quantized source (dnnl_int8.cc).
+    if (grouping.folded_into_int8[id]) continue;
     if (grouping.group_of[id] >= 0) {
       const Group& g = grouping.groups[grouping.group_of[id]];
       if (g.last == id) b.with_threads_for(group_microseconds(graph, g), [&] { emit_group(b, g); });

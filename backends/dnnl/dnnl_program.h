@@ -69,6 +69,10 @@ struct Weight {
   std::function<void(const std::vector<Tensor>& sources, float* plain_out)> fill;
   dnnl::primitive convert;  ///< plain -> desc reorder (absent for identity weights)
   bool identity = false;
+  /// The program builder reads the sources' values (an int8 convolution's
+  /// weight scales, dnnl_int8.cc): they are never released or left out of
+  /// an artifact (superseded_constants), so that loading builds it again.
+  bool builder_reads_sources = false;
   std::string label;
 };
 

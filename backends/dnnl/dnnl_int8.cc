@@ -1,0 +1,486 @@
+// Int8 convolutions of quantization-aware (QDQ) exports.
+//
+// Such a model puts a QuantizeLinear -> DequantizeLinear pair on every
+// activation a convolution reads and a DequantizeLinear on its int8 weights.
+// The default passes leave this in float32: fold-constants evaluates the
+// weights' DequantizeLinear (float weights that are int8 values times a
+// scale per output channel), and lower-quantize-dequantize writes each pair
+// as Mul(Clip(Round(Div(x, s)), lo, hi), s), where lo..hi are the 256
+// integers of the quantized type less its zero point. A convolution of such
+// an input computes s * s_w[c] * sum(q_x * q_w) + bias: an integer product,
+// which oneDNN runs as a u8 x s8 convolution (VNNI's vpdpbusd) four times as
+// dense as float32. Only with VNNI: AVX2's vpmaddubsw adds pairs of u8 x s8
+// products in 16 bits, which saturate (int8_runs_without_saturation).
+//
+// Finding them (before the groups are formed): a Conv whose input 0 is that
+// pattern with the same scale in Div and Mul, hi - lo = 255 and -lo a uint8
+// zero point, whose weights are a constant of which every output channel is
+// integers in [-128, 127] times one scale (int8_weight_scales: the scale is
+// max |w| / 127, or / 128, and each w / scale must be within 1e-3 of an
+// integer; float weights never are), and whose bias is a constant or input.
+// When every reader of the pattern's Mul is such a convolution, the pattern
+// is folded: none of its nodes is emitted, and the convolutions quantize x
+// itself. Otherwise the pattern runs in float32 as before (others read it)
+// and the convolutions quantize its output s * q, which gives back q
+// exactly (q is an integer below 2^8, the product rounded once).
+//
+// Emitting one: the source becomes uint8 u = q + z in one reorder (output
+// scale 1 / s, destination zero point z; rounding half to even, saturating),
+// made once per quantized source and shared by the convolutions that read
+// it; the convolution reads u with source zero point z (oneDNN subtracts it,
+// padding included), s8 weights q_w (converted from the float weights once,
+// like any weight), output scales s * s_w[c] and the bias divided by them
+// (oneDNN 2.6 adds the bias before scaling), and writes float32 with the
+// group's post-ops: the rest of the graph is unchanged. When the result
+// feeds only a folded fake quantization (conv -> Relu -> QDQ -> conv, the
+// common case), the convolution requantizes instead: output scales
+// s * s_w[c] / s', destination zero point z', Clip bounds divided by s'
+// (Relu and Clip commute with a positive scale), uint8 written in the
+// layout oneDNN picks, which the next convolutions read as their source:
+// int8 from one convolution to the next. Where oneDNN has only
+// reference code for the int8 convolution, it runs in float32 on the
+// dequantized source instead. Dividing by s as a product with 1 / s may put a
+// value within a float step of a rounding boundary one quantization step
+// from the reference kernels' value, as the float32 lowering already did.
+#include "dnnl_int8.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "dnnl_emitters.h"
+
+namespace graft::dnnl_backend {
+namespace {
+
+using dnnl::memory;
+using ir::Entry;
+using ir::OpId;
+
+// The value of a one-element float32 constant behind `e`.
+std::optional<float> scalar_float(const ir::IndexedGraph& g, Entry e) {
+  if (!e.present()) return std::nullopt;
+  const ir::Node& n = g.node(e.node_id);
+  if (!is_scalar_constant(n) || n.constant_value.dtype() != DType::float32) return std::nullopt;
+  return n.constant_value.data<float>()[0];
+}
+
+// The node producing `e` when it has op `op` and `e` is its output 0.
+std::optional<uint32_t> produced_by(const ir::IndexedGraph& g, Entry e, OpId op) {
+  if (!e.present() || e.index != 0 || g.node(e.node_id).op() != op) return std::nullopt;
+  return e.node_id;
+}
+
+struct FakeQuantization {
+  uint32_t div = 0, round = 0, clip = 0, mul = 0;
+  Entry x;
+  float scale = 1;
+  int32_t zero_point = 0;
+};
+
+// Mul(Clip(Round(Div(x, s)), lo, hi), s) ending at `value`, with lo..hi the
+// 256 values of a uint8 less zero point -lo.
+std::optional<FakeQuantization> match_fake_quantization(const ir::IndexedGraph& g, Entry value) {
+  FakeQuantization f;
+  std::optional<uint32_t> mul = produced_by(g, value, OpId::Mul);
+  if (!mul) return std::nullopt;
+  f.mul = *mul;
+  auto mul_in = g.inputs(f.mul);
+  if (mul_in.size() != 2) return std::nullopt;
+  std::optional<float> out_scale = scalar_float(g, mul_in[1]);
+  std::optional<uint32_t> clip = produced_by(g, mul_in[0], OpId::Clip);
+  if (!out_scale || !clip) return std::nullopt;
+  f.clip = *clip;
+  const ir::Node& clip_node = g.node(f.clip);
+  auto clip_in = g.inputs(f.clip);
+  std::optional<float> lo, hi;
+  if (clip_node.opset_version < 11) {
+    lo = clip_node.attributes.get_float("min", -INFINITY);
+    hi = clip_node.attributes.get_float("max", INFINITY);
+  } else if (clip_in.size() == 3) {
+    lo = scalar_float(g, clip_in[1]);
+    hi = scalar_float(g, clip_in[2]);
+  }
+  if (!lo || !hi || *lo != std::floor(*lo) || *hi - *lo != 255.0f || *lo > 0 || *lo < -255) return std::nullopt;
+  std::optional<uint32_t> round = produced_by(g, clip_in[0], OpId::Round);
+  if (!round) return std::nullopt;
+  f.round = *round;
+  std::optional<uint32_t> div = produced_by(g, g.inputs(f.round)[0], OpId::Div);
+  if (!div) return std::nullopt;
+  f.div = *div;
+  auto div_in = g.inputs(f.div);
+  std::optional<float> scale = div_in.size() == 2 ? scalar_float(g, div_in[1]) : std::nullopt;
+  if (!scale || *scale != *out_scale || !(*scale > 0) || !std::isfinite(1.0f / *scale)) return std::nullopt;
+  f.x = div_in[0];
+  if (g.node(f.x.node_id).output_types[f.x.index].dtype != DType::float32) return std::nullopt;
+  f.scale = *scale;
+  f.zero_point = static_cast<int32_t>(-*lo);
+  return f;
+}
+
+// Whether node `id` reads `producer`'s outputs exactly once, at input `index`.
+bool reads_only_at(const ir::IndexedGraph& g, uint32_t id, uint32_t producer, size_t index) {
+  auto in = g.inputs(id);
+  for (size_t i = 0; i < in.size(); ++i)
+    if (in[i].present() && in[i].node_id == producer && i != index) return false;
+  return index < in.size() && in[index].present() && in[index].node_id == producer;
+}
+
+}  // namespace
+
+std::optional<std::vector<float>> int8_weight_scales(const Tensor& weights, size_t axis) {
+  if (weights.dtype() != DType::float32 || axis >= weights.shape().size() || weights.numel() == 0)
+    return std::nullopt;
+  const int64_t channels = weights.shape()[axis];
+  int64_t inner = 1;
+  for (size_t d = axis + 1; d < weights.shape().size(); ++d) inner *= weights.shape()[d];
+  const float* w = weights.data<float>();
+  const int64_t n = weights.numel();
+  auto channel = [&](int64_t i) { return (i / inner) % channels; };
+  std::vector<float> largest(channels, 0.0f);
+  for (int64_t i = 0; i < n; ++i) largest[channel(i)] = std::max(largest[channel(i)], std::abs(w[i]));
+  float overall = 0;
+  for (float l : largest) {
+    if (!std::isfinite(l)) return std::nullopt;
+    overall = std::max(overall, l);
+  }
+  // Whether w / scale_of(channel) is an int8 value everywhere.
+  auto integral_with = [&](const std::vector<float>& scales) {
+    for (int64_t i = 0; i < n; ++i) {
+      const float q = w[i] / scales[channel(i)];
+      if (!(std::abs(q - std::nearbyint(q)) <= 1e-3f && q >= -128.5f && q <= 127.5f)) return false;
+    }
+    return true;
+  };
+  // One scale for the whole tensor (a per-tensor quantization), else one
+  // per channel; each the largest magnitude over 127 or over 128.
+  for (float steps : {127.0f, 128.0f}) {
+    std::vector<float> scales(channels, overall > 0 ? overall / steps : 1.0f);
+    if (integral_with(scales)) return scales;
+  }
+  // Per channel: 127 steps where that makes every value of the channel
+  // integral, else 128 (one pass over the values each).
+  std::vector<float> scales(channels);
+  std::vector<bool> integral(channels);
+  for (float steps : {127.0f, 128.0f}) {
+    for (int64_t c = 0; c < channels; ++c)
+      if (!integral[c]) scales[c] = largest[c] > 0 ? largest[c] / steps : 1.0f;
+    std::vector<bool> fits(channels, true);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t c = channel(i);
+      if (integral[c] || !fits[c]) continue;
+      const float q = w[i] / scales[c];
+      fits[c] = std::abs(q - std::nearbyint(q)) <= 1e-3f && q >= -128.5f && q <= 127.5f;
+    }
+    for (int64_t c = 0; c < channels; ++c) integral[c] = integral[c] || fits[c];
+  }
+  for (int64_t c = 0; c < channels; ++c)
+    if (!integral[c]) return std::nullopt;
+  return scales;
+}
+
+bool int8_runs_without_saturation() {
+  const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
+  for (dnnl::cpu_isa vnni : {dnnl::cpu_isa::avx512_core_vnni, dnnl::cpu_isa::avx2_vnni}) {
+    const auto bits = static_cast<unsigned>(vnni);
+    if ((isa & bits) == bits) return true;
+  }
+  return false;
+}
+
+Int8Plan find_int8_convolutions(const ir::IndexedGraph& g, const std::vector<bool>& is_output) {
+  Int8Plan plan;
+  plan.convolution_of.resize(g.num_nodes());
+  plan.folded.assign(g.num_nodes(), false);
+  plan.folded_source_of.resize(g.num_nodes());
+  if (!int8_runs_without_saturation()) return plan;
+  std::vector<std::shared_ptr<QuantizedSource>> source_of_mul(g.num_nodes());
+  std::vector<FakeQuantization> fake_of_mul(g.num_nodes());
+  for (uint32_t id = 0; id < g.num_nodes(); ++id) {
+    const ir::Node& anchor = g.node(id);
+    const bool conv = anchor.op() == OpId::Conv, matmul = anchor.op() == OpId::MatMul;
+    if ((!conv && !matmul) || anchor.output_types[0].dtype != DType::float32) continue;
+    auto in = g.inputs(id);
+    if (in.size() < 2 || !in[1].present() || !is_constant(g.node(in[1].node_id))) continue;
+    if (in.size() > 2 && in[2].present() && !is_weight_source(g.node(in[2].node_id))) continue;
+    const Tensor& weights = g.node(in[1].node_id).constant_value;
+    if (matmul && (weights.shape().size() != 2 || g.node(in[0].node_id).output_types[in[0].index].dims.size() < 2))
+      continue;
+    std::optional<FakeQuantization> f = match_fake_quantization(g, in[0]);
+    if (!f) continue;
+    // Per output channel: a Conv's dimension 0, a MatMul's columns.
+    std::optional<std::vector<float>> scales = int8_weight_scales(weights, matmul ? 1 : 0);
+    if (!scales) continue;
+    std::shared_ptr<QuantizedSource>& source = source_of_mul[f->mul];
+    if (!source) {
+      source = std::make_shared<QuantizedSource>();
+      source->value = Entry{f->mul, 0};
+      source->scale = f->scale;
+      source->zero_point = f->zero_point;
+      fake_of_mul[f->mul] = *f;
+    }
+    auto int8 = std::make_shared<Int8Convolution>();
+    int8->source = source;
+    int8->weight_scales = std::move(*scales);
+    plan.convolution_of[id] = std::move(int8);
+  }
+  // Fold a fake quantization that only int8 convolutions read, at their input 0.
+  for (uint32_t mul = 0; mul < g.num_nodes(); ++mul) {
+    if (!source_of_mul[mul]) continue;
+    const FakeQuantization& f = fake_of_mul[mul];
+    bool foldable = true;
+    for (uint32_t c : g.consumers(mul))
+      foldable = foldable && plan.convolution_of[c] && plan.convolution_of[c]->source == source_of_mul[mul] &&
+                 reads_only_at(g, c, mul, 0);
+    const std::pair<uint32_t, uint32_t> links[] = {{f.div, f.round}, {f.round, f.clip}, {f.clip, f.mul}};
+    for (auto [from, to] : links) {
+      auto consumers = g.consumers(from);
+      foldable = foldable && consumers.size() == 1 && consumers[0] == to && reads_only_at(g, to, from, 0);
+    }
+    for (uint32_t n : {f.div, f.round, f.clip, f.mul}) foldable = foldable && !is_output[g.entry_id(n, 0)];
+    if (!foldable) continue;
+    QuantizedSource& source = *source_of_mul[mul];
+    source.value = f.x;
+    source.folded_nodes = {f.div, f.round, f.clip, f.mul};
+    for (uint32_t n : source.folded_nodes) plan.folded[n] = true;
+    if (f.x.index == 0) plan.folded_source_of[f.x.node_id] = source_of_mul[mul];
+  }
+  return plan;
+}
+
+std::shared_ptr<QuantizedSource> requantized_output(const ir::IndexedGraph& g, const Int8Plan& plan,
+                                                    const Group& group) {
+  const std::shared_ptr<QuantizedSource>& next = plan.folded_source_of[group.last];
+  if (!next || g.node(group.anchor).op() != OpId::Conv) return nullptr;
+  auto consumers = g.consumers(group.last);
+  if (consumers.size() != 1 || consumers[0] != next->folded_nodes[0]) return nullptr;  // its Div only
+  // relu(k x) = k relu(x) and clip(k x, lo, hi) = k clip(x, lo / k, hi / k)
+  // for k > 0. Where oneDNN adds the destination zero point relative to
+  // the post-ops is left open: with post-ops, only zero point 0.
+  for (const PostOp& p : group.post_ops) {
+    const bool homogeneous = p.kind == PostOp::Kind::eltwise &&
+                             (p.alg == dnnl::algorithm::eltwise_relu || p.alg == dnnl::algorithm::eltwise_clip ||
+                              p.alg == dnnl::algorithm::eltwise_clip_v2);
+    if (!homogeneous || next->zero_point != 0) return nullptr;
+  }
+  return next;
+}
+
+namespace {
+
+// The uint8 form of `source` in layout `want` (made once, then converted).
+int quantized_source(Builder& b, QuantizedSource& source, const memory::desc& want, const std::string& label) {
+  if (source.slot >= 0) return b.as_desc(source.slot, want, label);
+  const int from = b.slot_of(source.value);
+  dnnl::primitive_attr attr = Builder::new_attr();
+  attr.set_output_scales(0, {1.0f / source.scale});
+  if (source.zero_point != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {source.zero_point});
+  dnnl::reorder::primitive_desc pd(b.engine(), b.desc(from), b.engine(), want, attr);
+  const int to = b.add_slot(want);
+  b.add_step(dnnl::reorder(pd), pd, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}, "quantize for " + label);
+  // The folded nodes have now read x: a later in-place write may take its buffer.
+  for (uint32_t n : source.folded_nodes) b.mark_emitted(n);
+  source.slot = to;
+  return to;
+}
+
+}  // namespace
+
+int dequantized_source(Builder& b, QuantizedSource& source, const std::string& label) {
+  const memory::desc plain_f32 = plain_desc(b.dims(source.value));
+  const int u = quantized_source(b, source, memory::desc(plain_f32.dims(), memory::data_type::u8,
+                                                          row_major_strides(plain_f32.dims())),
+                                 label);
+  dnnl::primitive_attr attr = Builder::new_attr();
+  attr.set_output_scales(0, {source.scale});
+  if (source.zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {source.zero_point});
+  dnnl::reorder::primitive_desc pd(b.engine(), b.desc(u), b.engine(), plain_f32, attr);
+  const int to = b.add_slot(plain_f32);
+  b.add_step(dnnl::reorder(pd), pd, {{DNNL_ARG_FROM, u}, {DNNL_ARG_TO, to}}, "dequantize for " + label);
+  return to;
+}
+
+int emit_int8_conv(Builder& b, const Group& g, const std::string& label, const ConvShape& shape) {
+  const Int8Convolution& int8 = *g.int8;
+  QuantizedSource& source = *int8.source;
+  const ir::Node& conv = b.graph().node(g.anchor);
+  const int64_t out_channels = shape.dst[1];
+  if (static_cast<int64_t>(int8.weight_scales.size()) != out_channels) return -1;
+  // Requantizing: the result divided by the next source's scale, its zero
+  // point added, saturated to uint8; Clip bounds scale with it.
+  QuantizedSource* requantize = g.requantize_to.get();
+  const float dst_scale = requantize ? requantize->scale : 1.0f;
+  Group scaled = g;
+  for (PostOp& p : scaled.post_ops)
+    if (p.alg == dnnl::algorithm::eltwise_clip || p.alg == dnnl::algorithm::eltwise_clip_v2) {
+      p.alpha /= dst_scale;
+      p.beta /= dst_scale;
+    }
+  std::vector<float> output_scales(out_channels), accumulator_scales(out_channels);
+  for (int64_t c = 0; c < out_channels; ++c) {
+    accumulator_scales[c] = source.scale * int8.weight_scales[c];
+    output_scales[c] = accumulator_scales[c] / dst_scale;
+  }
+  auto configure = [&](dnnl::primitive_attr& attr) {
+    attr.set_output_scales(1 << 1, output_scales);  // per channel of the destination
+    if (source.zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {source.zero_point});
+    if (requantize && requantize->zero_point != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {requantize->zero_point});
+  };
+  const memory::desc w_any(shape.weights, memory::data_type::s8, memory::format_tag::any);
+  const memory::desc b_any = any_desc({out_channels});
+  auto make = [&](const memory::desc& src, const memory::desc& float_dst) {
+    const memory::desc src_u8(src.dims(), memory::data_type::u8, memory::format_tag::any);
+    const memory::desc dst =
+        requantize ? memory::desc(float_dst.dims(), memory::data_type::u8, memory::format_tag::any) : float_dst;
+    if (shape.bias)
+      return dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                             src_u8, w_any, b_any, dst, shape.strides, shape.dilates, shape.pad_l,
+                                             shape.pad_r);
+    return dnnl::convolution_forward::desc(dnnl::prop_kind::forward_inference, dnnl::algorithm::convolution_direct,
+                                           src_u8, w_any, dst, shape.strides, shape.dilates, shape.pad_l, shape.pad_r);
+  };
+  try {
+    dnnl::primitive_attr attr = Builder::new_attr();
+    configure(attr);
+    dnnl::convolution_forward::primitive_desc probe(make(any_desc(shape.src), any_desc(shape.dst)), attr, b.engine());
+    if (on_reference_code(probe)) return -1;
+  } catch (const dnnl::error&) {
+    return -1;
+  }
+  // The slot that stands for the source in finish_anchor's bookkeeping (its
+  // extents; never written in place): the uint8 form once made (x may be
+  // gone by then), else the float32 value quantized.
+  const int src_slot = source.slot >= 0 ? source.slot : b.slot_of(source.value);
+  AnchorQuantization quantization{configure, [&](const memory::desc& want) {
+                                    return quantized_source(b, source, want, label);
+                                  }};
+  dnnl::convolution_forward::primitive_desc pd;
+  size_t fused = 0;
+  const int dst = finish_anchor<dnnl::convolution_forward>(b, scaled, label, shape.dst, src_slot, make, pd, fused, {},
+                                                           &quantization);
+  // Weights: q_w = w / s_w[c] (integers, exact), converted to s8; the bias in
+  // the accumulator's units, b / (s * s_w[c]).
+  const Dims w_dims = b.dims(b.input(conv, 1));
+  const int64_t per_channel = product(w_dims, 1, w_dims.size());
+  std::vector<float> weight_scales = int8.weight_scales;
+  Weight w;
+  w.sources = {b.source_of(b.input(conv, 1))};
+  w.plain = plain_desc(shape.weights);
+  w.desc = pd.weights_desc();
+  w.label = conv.name + ".int8";
+  w.builder_reads_sources = true;
+  w.fill = [weight_scales, per_channel](const std::vector<Tensor>& s, float* out) {
+    const float* src = s[0].data<float>();
+    for (size_t c = 0; c < weight_scales.size(); ++c)
+      for (int64_t i = 0; i < per_channel; ++i) {
+        const int64_t k = static_cast<int64_t>(c) * per_channel + i;
+        out[k] = std::clamp(std::nearbyint(src[k] / weight_scales[c]), -128.0f, 127.0f);
+      }
+  };
+  const size_t conv_step = b.program().steps.size() - 1;  // finish_anchor's last
+  const int w_slot = b.add_weight(std::move(w));
+  b.program().steps[conv_step].args.push_back({DNNL_ARG_WEIGHTS, w_slot});
+  if (shape.bias) {
+    Weight bias;
+    bias.sources = {b.source_of(b.input(conv, 2))};
+    bias.plain = plain_desc({out_channels});
+    bias.desc = pd.bias_desc();
+    bias.label = conv.name + ".int8.bias";
+    bias.fill = [accumulator_scales](const std::vector<Tensor>& s, float* out) {
+      const float* values = s[0].data<float>();
+      for (size_t c = 0; c < accumulator_scales.size(); ++c) out[c] = values[c] / accumulator_scales[c];
+    };
+    const int b_slot = b.add_weight(std::move(bias));
+    b.program().steps[conv_step].args.push_back({DNNL_ARG_BIAS, b_slot});
+  }
+  if (requantize) {
+    // Eltwise post-ops only: finish_anchor took them all.
+    requantize->slot = dst;
+    for (uint32_t n : requantize->folded_nodes) b.mark_emitted(n);
+    return dst;
+  }
+  return apply_post_ops(b, g, fused, dst, label);
+}
+
+int emit_int8_matmul(Builder& b, const Group& g, const std::string& label) {
+  const Int8Convolution& int8 = *g.int8;
+  QuantizedSource& source = *int8.source;
+  const ir::Node& node = b.graph().node(g.anchor);
+  const Dims a_dims = b.dims(b.input(node, 0)), w_dims = b.dims(b.input(node, 1));
+  const Dims dst_dims = dims_of(node.output_types[0]);
+  const size_t rank = dst_dims.size();
+  if (w_dims.size() != 2 || a_dims.size() != rank || rank < 2) return -1;
+  // The rows flattened to 2-D: [rows, K] x [K, N]. Post-ops: eltwise, or
+  // binary with a row vector or the full result.
+  const int64_t rows = product(dst_dims, 0, rank - 1), k = w_dims[0], n = w_dims[1];
+  if (a_dims[rank - 1] != k || dst_dims[rank - 1] != n) return -1;
+  dnnl::post_ops ops;
+  std::vector<std::pair<int, int>> binary_operands;  // (post-op index, slot) made once the primitive exists
+  std::vector<memory::desc> binary_descs;
+  for (const PostOp& p : g.post_ops) {
+    if (p.kind == PostOp::Kind::eltwise) {
+      ops.append_eltwise(1.0f, p.alg, p.alpha, p.beta);
+      continue;
+    }
+    if (p.expand) return -1;
+    const Dims od = expand_rank(b.dims(p.other), rank);
+    if (od.size() != rank) return -1;
+    const bool row = product(od, 0, rank - 1) == 1 && od[rank - 1] == n;
+    if (!row && od != dst_dims) return -1;
+    const memory::desc operand = plain_desc({row ? 1 : rows, n});
+    ops.append_binary(p.alg, operand);
+    binary_descs.push_back(operand);
+  }
+  std::vector<float> output_scales(n);
+  for (int64_t c = 0; c < n; ++c) output_scales[c] = source.scale * int8.weight_scales[c];
+  dnnl::primitive_attr attr = Builder::new_attr();
+  attr.set_post_ops(ops);
+  attr.set_output_scales(1 << 1, output_scales);  // per column
+  if (source.zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {source.zero_point});
+  const memory::desc src_md({rows, k}, memory::data_type::u8, memory::format_tag::ab);
+  const memory::desc w_any({k, n}, memory::data_type::s8, memory::format_tag::any);
+  const memory::desc dst_md = plain_desc({rows, n});
+  dnnl::matmul::primitive_desc pd;
+  try {
+    pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(src_md, w_any, dst_md), attr, b.engine());
+  } catch (const dnnl::error&) {
+    return -1;
+  }
+  if (on_reference_code(pd)) return -1;
+  const Dims plain_dims = b.dims(source.value);
+  const int quantized = quantized_source(
+      b, source, memory::desc(plain_dims, memory::data_type::u8, row_major_strides(plain_dims)), label);
+  const int src = b.view(quantized, src_md);
+  std::vector<std::pair<int, int>> args;
+  size_t binary = 0;
+  int index = 0;
+  for (const PostOp& p : g.post_ops) {
+    if (p.kind != PostOp::Kind::eltwise) {
+      const int other = b.view(b.as_plain(b.slot_of(p.other), label), binary_descs[binary++]);
+      args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1, other});
+    }
+    ++index;
+  }
+  const std::vector<float> weight_scales = int8.weight_scales;
+  Weight w;
+  w.sources = {b.source_of(b.input(node, 1))};
+  w.plain = plain_desc({k, n});
+  w.desc = pd.weights_desc();
+  w.label = node.name + ".int8";
+  w.builder_reads_sources = true;
+  w.fill = [weight_scales, k, n](const std::vector<Tensor>& s, float* out) {
+    const float* values = s[0].data<float>();
+    for (int64_t r = 0; r < k; ++r)
+      for (int64_t c = 0; c < n; ++c)
+        out[r * n + c] = std::clamp(std::nearbyint(values[r * n + c] / weight_scales[c]), -128.0f, 127.0f);
+  };
+  const int w_slot = b.add_weight(std::move(w));
+  const int dst_root = b.add_slot(plain_desc(dst_dims));
+  const int dst = b.view(dst_root, dst_md);
+  args.push_back({DNNL_ARG_SRC, src});
+  args.push_back({DNNL_ARG_WEIGHTS, w_slot});
+  args.push_back({DNNL_ARG_DST, dst});
+  b.add_step(dnnl::matmul(pd), pd, std::move(args), label);
+  return dst_root;
+}
+
+}  // namespace graft::dnnl_backend

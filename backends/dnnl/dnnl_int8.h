@@ -1,0 +1,106 @@
+/// \file
+/// Int8 convolutions: a Conv whose input is fake-quantized (the QDQ pair of
+/// a quantization-aware export, which lower-quantize-dequantize wrote as
+/// Mul(Clip(Round(Div(x, s)), lo, hi), s)) and whose constant weights are
+/// int8 values times a scale per output channel (a DequantizeLinear of int8
+/// weights that fold-constants evaluated) runs as a u8 x s8 oneDNN
+/// convolution with output scales, instead of a float32 convolution on the
+/// dequantized values. dnnl_int8.cc finds such convolutions (before the
+/// groups are formed) and emits them. Internal to backends/dnnl.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dnnl_post_ops.h"
+
+namespace graft::dnnl_backend {
+
+/// A float32 value that int8 convolutions read quantized to uint8:
+/// u = saturate(round(value / scale) + zero_point). One per fake
+/// quantization; the convolutions that share it share its uint8 form.
+struct QuantizedSource {
+  ir::Entry value;         ///< the float32 value quantized
+  float scale = 1;         ///< the quantization step
+  int32_t zero_point = 0;  ///< of the uint8 form, 0..255
+  /// The fake-quantization nodes (Div, Round, Clip, Mul) when no one but
+  /// int8 convolutions reads them: they are not emitted, and `value` is the
+  /// Div's input. Empty when they run (their Mul is then `value`).
+  std::vector<uint32_t> folded_nodes;
+  int slot = -1;  ///< the uint8 form once emitted (during one compile)
+};
+
+/// A convolution that runs in int8: its quantized source and the scale of
+/// each output channel's int8 weights.
+struct Int8Convolution {
+  std::shared_ptr<QuantizedSource> source;
+  std::vector<float> weight_scales;
+};
+
+/// The int8 convolutions of a subgraph, per node id (nullptr for other
+/// nodes), and the fake-quantization nodes they fold (not emitted).
+struct Int8Plan {
+  std::vector<std::shared_ptr<const Int8Convolution>> convolution_of;
+  std::vector<bool> folded;
+  /// Per node: the folded source that quantizes its output 0, or nullptr.
+  std::vector<std::shared_ptr<QuantizedSource>> folded_source_of;
+};
+
+/// Whether oneDNN runs int8 products with VNNI (AVX-512 VNNI, AVX-VNNI,
+/// AMX): their 32-bit sums of u8 x s8 products cannot saturate. Without it
+/// (AVX2, AVX-512 before VNNI) oneDNN's vpmaddubsw adds pairs of products
+/// in 16 bits, which int8 weights and uint8 values with a zero point far
+/// from 0 overflow (answers 10 quantization steps off, measured), so
+/// convolutions and matmuls then stay float32. Follows ONEDNN_MAX_CPU_ISA.
+bool int8_runs_without_saturation();
+
+/// Finds the int8 convolutions of `graph` (dnnl_int8.cc); none where
+/// int8_runs_without_saturation() is false. `is_output`: per entry id,
+/// whether it is a subgraph output (those are never folded).
+Int8Plan find_int8_convolutions(const ir::IndexedGraph& graph, const std::vector<bool>& is_output);
+
+/// The folded source that int8 group `g` may write as uint8 (requantizing
+/// its result): the one that quantizes g's result when no one else reads
+/// that, and g's post-ops commute with a positive scale (Relu, Clip);
+/// nullptr otherwise.
+std::shared_ptr<QuantizedSource> requantized_output(const ir::IndexedGraph& graph, const Int8Plan& plan,
+                                                    const Group& g);
+
+/// The scale of each output channel (dimension `axis`) when every value of
+/// the float32 tensor `weights` is an integer in [-128, 127] times it (to
+/// 1e-3 of a step), as a symmetric quantization per tensor or per channel
+/// (max |w| / 127, or / 128) makes them; nullopt otherwise.
+std::optional<std::vector<float>> int8_weight_scales(const Tensor& weights, size_t axis = 0);
+
+/// A convolution's geometry in oneDNN's terms (dnnl_conv.cc computes it).
+struct ConvShape {
+  Dims src, weights, dst;  ///< weights grouped: [G, OC/G, IC/G, k...] when groups > 1
+  Dims strides, dilates, pad_l, pad_r;
+  bool bias = false;
+};
+
+/// Emits group `g` (its anchor a Conv with g.int8 set) as an int8
+/// convolution: the source quantized to uint8 once, s8 weights, output
+/// scales per channel, a float32 result with the group's post-ops, or the
+/// uint8 form of g.requantize_to (then the result's slot holds that). Returns
+/// the result's slot, or -1 (nothing emitted) when oneDNN has only its
+/// reference code for it.
+int emit_int8_conv(Builder& b, const Group& g, const std::string& label, const ConvShape& shape);
+
+/// Emits group `g` (its anchor a MatMul by a constant [K, N] with g.int8
+/// set) as an int8 matmul of the rows flattened to 2-D: u8 source, s8
+/// weights, output scales per column, float32 result with eltwise post-ops
+/// and binary ones of a row vector or the full result. Returns the result's
+/// slot, or -1 (nothing emitted) for anything else or where oneDNN has only
+/// reference code.
+int emit_int8_matmul(Builder& b, const Group& g, const std::string& label);
+
+/// The float32 value a folded quantized source stands for, s * (u - z),
+/// read from its uint8 form: the input of a convolution that had to run in
+/// float32 after all.
+int dequantized_source(Builder& b, QuantizedSource& source, const std::string& label);
+
+}  // namespace graft::dnnl_backend

@@ -1,0 +1,245 @@
+// Int8 convolutions (backends/dnnl/dnnl_int8.cc): quantization-aware (QDQ)
+// graphs, made as ONNX Runtime's quantize_static makes them (uint8
+// activations, int8 weights per output channel, DequantizeLinear on the
+// weight initializers), go through the default passes and compile on dnnl;
+// every output is checked against the reference kernels on the original
+// graph (QuantizeLinear, DequantizeLinear, Conv in float32): within one
+// quantization step of the output, and rarely a step away.
+#include <random>
+
+#include "../../backends/dnnl/dnnl_int8.h"
+#include "dnnl_test_util.h"
+#include "graft/passes/pass.h"
+
+namespace graft::testing {
+namespace {
+
+// How many int8 products to expect of `count` candidates: none without VNNI
+// (dnnl_int8.h: AVX2's 16-bit pair sums would saturate), where they stay float32.
+int expected_int8(int count) { return dnnl_backend::int8_runs_without_saturation() ? count : 0; }
+
+struct ConvCase {
+  int64_t channels = 8, out_channels = 16, size = 12, kernel = 3, stride = 1, pad = 1, group = 1;
+  uint8_t input_zero_point = 0;
+  bool bias = true;
+  bool relu = true;
+};
+
+class QdqGraph {
+ public:
+  QdqGraph() : g_(new_graph()) {}
+
+  ir::Value input(const std::string& name, const Shape& shape) {
+    return g_->add_input(name, ir::ValueType::of(DType::float32, shape))->output(0);
+  }
+
+  // QuantizeLinear -> DequantizeLinear to uint8 with scale `scale` and zero point `zero_point`.
+  ir::Value fake_quantize(ir::Value v, float scale, uint8_t zero_point, const std::string& name) {
+    ir::Value s = g_->add_constant(name + ".scale", Tensor::scalar<float>(scale))->output(0);
+    ir::Value z = g_->add_constant(name + ".zero_point", Tensor::scalar<uint8_t>(zero_point))->output(0);
+    ir::Value q = g_->add_node("QuantizeLinear", {v, s, z}, 1, name + ".q")->output(0);
+    return g_->add_node("DequantizeLinear", {q, s, z}, 1, name + ".dq")->output(0);
+  }
+
+  // A Conv of `x` with int8 weights (symmetric per output channel: each
+  // channel's largest magnitude is 127) behind a DequantizeLinear on axis 0.
+  ir::Value conv(ir::Value x, const ConvCase& c, const std::string& name, uint64_t seed) {
+    const int64_t per_channel = c.channels / c.group * c.kernel * c.kernel;
+    std::vector<int8_t> q(c.out_channels * per_channel);
+    std::vector<float> scales(c.out_channels);
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<int> value(-127, 127);
+    for (int64_t o = 0; o < c.out_channels; ++o) {
+      for (int64_t i = 0; i < per_channel; ++i) q[o * per_channel + i] = static_cast<int8_t>(value(rng));
+      q[o * per_channel + o % per_channel] = o % 2 ? 127 : -127;
+      scales[o] = 0.002f * static_cast<float>(1 + o % 5);
+    }
+    Shape w_shape = {c.out_channels, c.channels / c.group, c.kernel, c.kernel};
+    ir::Value w = g_->add_constant(name + ".w", Tensor::from_vector<int8_t>(q, w_shape))->output(0);
+    ir::Value s = g_->add_constant(name + ".w_scale", Tensor::from_vector<float>(scales, {c.out_channels}))->output(0);
+    ir::Value z = g_->add_constant(name + ".w_zero_point",
+                                   Tensor::from_vector<int8_t>(std::vector<int8_t>(c.out_channels, 0), {c.out_channels}))
+                      ->output(0);
+    ir::Node* dq = g_->add_node("DequantizeLinear", {w, s, z}, 1, name + ".w_dq");
+    dq->attributes.set("axis", int64_t{0});
+    std::vector<ir::Value> inputs = {x, dq->output(0)};
+    if (c.bias) inputs.push_back(g_->add_constant(name + ".b", random_tensor({c.out_channels}, seed + 1))->output(0));
+    ir::Node* conv = g_->add_node("Conv", inputs, 1, name);
+    conv->attributes.set("pads", std::vector<int64_t>(4, c.pad));
+    conv->attributes.set("strides", std::vector<int64_t>{c.stride, c.stride});
+    conv->attributes.set("group", c.group);
+    ir::Value y = conv->output(0);
+    if (c.relu) y = g_->add_node("Relu", {y}, 1, name + ".relu")->output(0);
+    return y;
+  }
+
+  ir::Value add(ir::Value a, ir::Value b, const std::string& name) {
+    return g_->add_node("Add", {a, b}, 1, name)->output(0);
+  }
+
+  void output(ir::Value v, const std::string& name) { g_->add_output(v, name); }
+
+  ir::Graph& graph() { return *g_; }
+
+ private:
+  std::unique_ptr<ir::Graph> g_;
+};
+
+// Runs `graph` through the default passes and on dnnl, and the original on
+// the reference kernels; expects output 0 within one step `step` of the
+// reference's everywhere and a step away at under 1% of its values.
+// Returns the dnnl module's statistics.
+dnnl_backend::DnnlModuleStats expect_within_one_step(ir::Graph& graph, const std::vector<Tensor>& inputs, float step) {
+  ops::infer_types(graph);
+  std::vector<Tensor> want = run_graph(graph, inputs);
+  std::unique_ptr<ir::Graph> lowered = graph.clone();
+  passes::PassContext ctx;
+  passes::run_pipeline(lowered, passes::default_pipeline(), ctx);
+  auto module = compile_dnnl(*lowered);
+  std::vector<Tensor> got = run_module(*module, inputs);
+  EXPECT_EQ(got.size(), want.size());
+  if (got.empty() || want.empty() || got[0].shape() != want[0].shape()) {
+    ADD_FAILURE() << "no comparable output";
+    return dnnl_backend::dnnl_module_stats(*module);
+  }
+  int64_t differing = 0;
+  for (int64_t i = 0; i < got[0].numel(); ++i) {
+    const float d = std::abs(got[0].data<float>()[i] - want[0].data<float>()[i]);
+    EXPECT_LE(d, step * 1.001f) << "at " << i << ": " << got[0].data<float>()[i] << " vs " << want[0].data<float>()[i];
+    if (d > step * 1.001f) break;
+    differing += d > 0;
+  }
+  EXPECT_LE(differing, std::max<int64_t>(1, got[0].numel() / 100)) << "more than 1% of the values a step away";
+  return dnnl_backend::dnnl_module_stats(*module);
+}
+
+dnnl_backend::DnnlModuleStats check_conv(const ConvCase& c, uint64_t seed) {
+  QdqGraph q;
+  ir::Value x = q.input("x", {1, c.channels, c.size, c.size});
+  ir::Value h = q.fake_quantize(x, 0.01f, c.input_zero_point, "in");
+  ir::Value y = q.conv(h, c, "conv", seed);
+  const float out_step = 0.02f;
+  q.output(q.fake_quantize(y, out_step, c.relu ? 0 : 128, "out"), "y");
+  return expect_within_one_step(q.graph(), {random_tensor({1, c.channels, c.size, c.size}, seed + 7)}, out_step);
+}
+
+TEST(DnnlInt8, FakeQuantizedConvolutionRunsInInt8) {
+  dnnl_backend::DnnlModuleStats stats = check_conv(ConvCase{}, 1);
+  EXPECT_EQ(stats.int8_convolutions, expected_int8(1));
+  EXPECT_EQ(stats.reference_primitives, 0);
+}
+
+TEST(DnnlInt8, ZeroPointAndPaddingStride) {
+  ConvCase c;
+  c.input_zero_point = 100;  // padding is the zero point, not uint8 zero
+  c.stride = 2;
+  c.relu = false;
+  EXPECT_EQ(check_conv(c, 2).int8_convolutions, expected_int8(1));
+}
+
+TEST(DnnlInt8, DepthwiseAndPointwise) {
+  ConvCase depthwise;
+  depthwise.channels = depthwise.out_channels = depthwise.group = 32;
+  EXPECT_EQ(check_conv(depthwise, 3).int8_convolutions, expected_int8(1));
+  ConvCase pointwise;
+  pointwise.kernel = 1;
+  pointwise.pad = 0;
+  pointwise.bias = false;
+  EXPECT_EQ(check_conv(pointwise, 4).int8_convolutions, expected_int8(1));
+}
+
+// Two convolutions read one fake quantization (a downsampling block): it is
+// quantized once; a third reads a value an Add reads too: its fake
+// quantization runs in float32 for the Add, and the convolution still
+// computes in int8.
+TEST(DnnlInt8, SharedAndFloatReadSources) {
+  QdqGraph q;
+  ConvCase c;
+  ir::Value x = q.input("x", {1, 8, 12, 12});
+  ir::Value h = q.fake_quantize(x, 0.01f, 128, "in");
+  ir::Value a = q.fake_quantize(q.conv(h, c, "a", 11), 0.02f, 0, "a.out");
+  ir::Value b = q.fake_quantize(q.conv(h, c, "b", 12), 0.02f, 0, "b.out");
+  ConvCase c2 = c;
+  c2.channels = 16;
+  c2.relu = false;
+  ir::Value sum = q.fake_quantize(q.add(q.conv(a, c2, "c", 13), b, "sum"), 0.05f, 128, "sum.out");
+  q.output(sum, "y");
+  dnnl_backend::DnnlModuleStats stats = expect_within_one_step(q.graph(), {random_tensor({1, 8, 12, 12}, 9)}, 0.05f);
+  EXPECT_EQ(stats.int8_convolutions, expected_int8(3));
+}
+
+// x [1, 16, 32] -> QDQ -> MatMul by int8 [32, 24] (per column, or per
+// tensor) -> Add bias -> QDQ: an int8 matmul of the rows.
+TEST(DnnlInt8, FakeQuantizedMatMulRunsInInt8) {
+  for (bool per_column : {true, false}) {
+    auto g = new_graph();
+    ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {1, 16, 32}))->output(0);
+    auto fake_quantize = [&](ir::Value v, float scale, uint8_t zero_point, const std::string& name) {
+      ir::Value s = g->add_constant(name + ".s", Tensor::scalar<float>(scale))->output(0);
+      ir::Value z = g->add_constant(name + ".z", Tensor::scalar<uint8_t>(zero_point))->output(0);
+      ir::Value q = g->add_node("QuantizeLinear", {v, s, z}, 1, name + ".q")->output(0);
+      return g->add_node("DequantizeLinear", {q, s, z}, 1, name + ".dq")->output(0);
+    };
+    ir::Value h = fake_quantize(x, 0.01f, 120, "in");
+    std::vector<int8_t> q(32 * 24);
+    std::mt19937_64 rng(21);
+    std::uniform_int_distribution<int> value(-127, 127);
+    for (auto& v : q) v = static_cast<int8_t>(value(rng));
+    for (int c = 0; c < 24; ++c) q[(c % 32) * 24 + c] = c % 2 ? 127 : -127;  // each column reaches 127
+    std::vector<float> scales(per_column ? 24 : 1);
+    for (size_t c = 0; c < scales.size(); ++c) scales[c] = 0.003f * static_cast<float>(1 + c % 4);
+    ir::Value w = g->add_constant("w", Tensor::from_vector<int8_t>(q, {32, 24}))->output(0);
+    ir::Value s = per_column ? g->add_constant("w.s", Tensor::from_vector<float>(scales, {24}))->output(0)
+                             : g->add_constant("w.s", Tensor::scalar<float>(scales[0]))->output(0);
+    ir::Node* dq = g->add_node("DequantizeLinear", {w, s}, 1, "w.dq");
+    dq->attributes.set("axis", int64_t{1});
+    ir::Value y = g->add_node("MatMul", {h, dq->output(0)}, 1, "mm")->output(0);
+    y = g->add_node("Add", {y, g->add_constant("bias", random_tensor({24}, 4))->output(0)}, 1, "bias")->output(0);
+    g->add_output(fake_quantize(y, 0.02f, 128, "out"), "y");
+    dnnl_backend::DnnlModuleStats stats = expect_within_one_step(*g, {random_tensor({1, 16, 32}, 8)}, 0.02f);
+    EXPECT_EQ(stats.int8_matmuls, expected_int8(1)) << (per_column ? "per column" : "per tensor");
+  }
+}
+
+// Float weights that are not int8 values times a scale per channel keep the
+// float32 convolution.
+TEST(DnnlInt8, FloatWeightsStayFloat) {
+  auto g = new_graph();
+  ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {1, 4, 8, 8}))->output(0);
+  ir::Value s = g->add_constant("s", Tensor::scalar<float>(0.01f))->output(0);
+  ir::Value z = g->add_constant("z", Tensor::scalar<uint8_t>(128))->output(0);
+  ir::Value h = g->add_node("DequantizeLinear", {g->add_node("QuantizeLinear", {x, s, z}, 1, "q")->output(0), s, z}, 1,
+                            "dq")
+                    ->output(0);
+  ir::Value y = g->add_node("Conv", {h, g->add_constant("w", random_tensor({4, 4, 3, 3}, 3))->output(0)}, 1, "conv")
+                    ->output(0);
+  g->add_output(y, "y");
+  ops::infer_types(*g);
+  passes::PassContext ctx;
+  passes::run_pipeline(g, passes::default_pipeline(), ctx);
+  auto module = compile_dnnl(*g);
+  EXPECT_EQ(dnnl_backend::dnnl_module_stats(*module).int8_convolutions, 0);
+}
+
+TEST(DnnlInt8, WeightScalesAreFoundOnlyForInt8Values) {
+  Tensor w = Tensor::from_vector<float>({0.5f * 127, 0.5f * -3, 0.5f * 2, 0.25f * -128, 0.25f * 101, 0}, {2, 3});
+  auto scales = dnnl_backend::int8_weight_scales(w);
+  ASSERT_TRUE(scales.has_value());
+  EXPECT_FLOAT_EQ((*scales)[0], 0.5f);
+  EXPECT_FLOAT_EQ((*scales)[1], 0.25f);
+  // Per column (a MatMul's [K, N]), and one scale for the whole tensor.
+  Tensor columns = Tensor::from_vector<float>({0.5f * 127, 0.25f * 3, 0.5f * -7, 0.25f * -127}, {2, 2});
+  auto column_scales = dnnl_backend::int8_weight_scales(columns, 1);
+  ASSERT_TRUE(column_scales.has_value());
+  EXPECT_FLOAT_EQ((*column_scales)[0], 0.5f);
+  EXPECT_FLOAT_EQ((*column_scales)[1], 0.25f);
+  Tensor whole = Tensor::from_vector<float>({0.5f * 127, 0.5f * 3, 0.5f * -7, 0.5f * 11}, {2, 2});
+  auto whole_scales = dnnl_backend::int8_weight_scales(whole, 0);
+  ASSERT_TRUE(whole_scales.has_value());
+  EXPECT_FLOAT_EQ((*whole_scales)[0], 0.5f);
+  EXPECT_FLOAT_EQ((*whole_scales)[1], 0.5f);
+  EXPECT_FALSE(dnnl_backend::int8_weight_scales(random_tensor({4, 9}, 5)).has_value());
+}
+
+}  // namespace
+}  // namespace graft::testing
