@@ -18,10 +18,12 @@
 // integers in [-128, 127] times one scale (int8_weight_scales: the scale is
 // max |w| / 127, or / 128, and each w / scale must be within 1e-3 of an
 // integer; float weights never are), and whose bias is a constant or input.
-// When every reader of the pattern's Mul is such a convolution, the pattern
-// is folded: none of its nodes is emitted, and the convolutions quantize x
-// itself. Otherwise the pattern runs in float32 as before (others read it)
-// and the convolutions quantize its output s * q, which gives back q
+// When only the pattern's Mul has readers besides the next node (the usual
+// case), the pattern is folded: none of its nodes is emitted, and the
+// convolutions quantize x itself; float32 readers of the Mul (a residual
+// Add) get s * (u - z) from the uint8 form in one reorder, where the four
+// ops were up to four passes. Otherwise the pattern runs in float32 as
+// before and the convolutions quantize its output s * q, which gives back q
 // exactly (q is an integer below 2^8, the product rounded once).
 //
 // Emitting one: the source becomes uint8 u = q + z in one reorder (output
@@ -223,26 +225,31 @@ Int8Plan find_int8_convolutions(const ir::IndexedGraph& g, const std::vector<boo
     int8->weight_scales = std::move(*scales);
     plan.convolution_of[id] = std::move(int8);
   }
-  // Fold a fake quantization that only int8 convolutions read, at their input 0.
+  plan.dequantized_at.resize(g.num_nodes());
+  // Fold each fake quantization an int8 product reads whose Div, Round and
+  // Clip only the next one reads; other readers of its Mul get it dequantized.
   for (uint32_t mul = 0; mul < g.num_nodes(); ++mul) {
     if (!source_of_mul[mul]) continue;
     const FakeQuantization& f = fake_of_mul[mul];
     bool foldable = true;
-    for (uint32_t c : g.consumers(mul))
-      foldable = foldable && plan.convolution_of[c] && plan.convolution_of[c]->source == source_of_mul[mul] &&
-                 reads_only_at(g, c, mul, 0);
     const std::pair<uint32_t, uint32_t> links[] = {{f.div, f.round}, {f.round, f.clip}, {f.clip, f.mul}};
     for (auto [from, to] : links) {
       auto consumers = g.consumers(from);
-      foldable = foldable && consumers.size() == 1 && consumers[0] == to && reads_only_at(g, to, from, 0);
+      foldable = foldable && consumers.size() == 1 && consumers[0] == to && reads_only_at(g, to, from, 0) &&
+                 !is_output[g.entry_id(from, 0)];
     }
-    for (uint32_t n : {f.div, f.round, f.clip, f.mul}) foldable = foldable && !is_output[g.entry_id(n, 0)];
     if (!foldable) continue;
+    bool float_readers = is_output[g.entry_id(mul, 0)];
+    for (uint32_t c : g.consumers(mul))
+      float_readers = float_readers || !plan.convolution_of[c] ||
+                      plan.convolution_of[c]->source != source_of_mul[mul] || !reads_only_at(g, c, mul, 0);
     QuantizedSource& source = *source_of_mul[mul];
     source.value = f.x;
     source.folded_nodes = {f.div, f.round, f.clip, f.mul};
+    source.float_readers = float_readers;
     for (uint32_t n : source.folded_nodes) plan.folded[n] = true;
     if (f.x.index == 0) plan.folded_source_of[f.x.node_id] = source_of_mul[mul];
+    if (float_readers) plan.dequantized_at[mul] = source_of_mul[mul];
   }
   return plan;
 }
@@ -285,17 +292,37 @@ int quantized_source(Builder& b, QuantizedSource& source, const memory::desc& wa
 
 }  // namespace
 
+namespace {
+
+// `desc` (a dense layout of elements of `element_bytes`) with elements of
+// type `type` in the same layout; a plain layout for anything else (a view).
+memory::desc with_data_type(const memory::desc& desc, size_t element_bytes, memory::data_type type) {
+  const Dims dims = desc.dims();
+  const size_t elements = static_cast<size_t>(product(dims, 0, dims.size()));
+  if (desc.data.format_kind != dnnl_blocked || desc.data.offset0 != 0 || desc.data.extra.flags != 0 ||
+      desc.get_size() != elements * element_bytes)
+    return memory::desc(dims, type, row_major_strides(dims));
+  memory::desc same = desc;
+  same.data.data_type = static_cast<dnnl_data_type_t>(type);
+  return same;
+}
+
+}  // namespace
+
 int dequantized_source(Builder& b, QuantizedSource& source, const std::string& label) {
-  const memory::desc plain_f32 = plain_desc(b.dims(source.value));
-  const int u = quantized_source(b, source, memory::desc(plain_f32.dims(), memory::data_type::u8,
-                                                          row_major_strides(plain_f32.dims())),
-                                 label);
+  int u = source.slot;
+  if (u < 0) {
+    const memory::desc x = b.desc(b.slot_of(source.value));
+    u = quantized_source(b, source, with_data_type(x, 4, memory::data_type::u8), label);
+  }
+  const memory::desc u_desc = b.desc(u);
+  const memory::desc to_desc = with_data_type(u_desc, 1, memory::data_type::f32);
   dnnl::primitive_attr attr = Builder::new_attr();
   attr.set_output_scales(0, {source.scale});
   if (source.zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {source.zero_point});
-  dnnl::reorder::primitive_desc pd(b.engine(), b.desc(u), b.engine(), plain_f32, attr);
-  const int to = b.add_slot(plain_f32);
-  b.add_step(dnnl::reorder(pd), pd, {{DNNL_ARG_FROM, u}, {DNNL_ARG_TO, to}}, "dequantize for " + label);
+  dnnl::reorder::primitive_desc pd(b.engine(), u_desc, b.engine(), to_desc, attr);
+  const int to = b.add_slot(to_desc);
+  b.add_step(dnnl::reorder(pd), pd, {{DNNL_ARG_FROM, u}, {DNNL_ARG_TO, to}}, "dequantize " + label);
   return to;
 }
 

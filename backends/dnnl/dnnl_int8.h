@@ -26,10 +26,15 @@ struct QuantizedSource {
   ir::Entry value;         ///< the float32 value quantized
   float scale = 1;         ///< the quantization step
   int32_t zero_point = 0;  ///< of the uint8 form, 0..255
-  /// The fake-quantization nodes (Div, Round, Clip, Mul) when no one but
-  /// int8 convolutions reads them: they are not emitted, and `value` is the
-  /// Div's input. Empty when they run (their Mul is then `value`).
+  /// The fake-quantization nodes (Div, Round, Clip, Mul) when they form a
+  /// chain that only its Mul's readers read: they are not emitted, and
+  /// `value` is the Div's input. Empty when they run (their Mul is then
+  /// `value`: a Cast between, another reader, a subgraph output inside).
   std::vector<uint32_t> folded_nodes;
+  /// A folded Mul that float32 ops read too (or a subgraph output): at its
+  /// place, the uint8 form is dequantized for them, s * (u - z), in one
+  /// reorder (dequantized_source).
+  bool float_readers = false;
   int slot = -1;  ///< the uint8 form once emitted (during one compile)
 };
 
@@ -47,6 +52,8 @@ struct Int8Plan {
   std::vector<bool> folded;
   /// Per node: the folded source that quantizes its output 0, or nullptr.
   std::vector<std::shared_ptr<QuantizedSource>> folded_source_of;
+  /// Per node: the folded source whose Mul it is, when float32 ops read that.
+  std::vector<std::shared_ptr<QuantizedSource>> dequantized_at;
 };
 
 /// Whether oneDNN runs int8 products with VNNI (AVX-512 VNNI, AVX-VNNI,
@@ -99,8 +106,9 @@ int emit_int8_conv(Builder& b, const Group& g, const std::string& label, const C
 int emit_int8_matmul(Builder& b, const Group& g, const std::string& label);
 
 /// The float32 value a folded quantized source stands for, s * (u - z),
-/// read from its uint8 form: the input of a convolution that had to run in
-/// float32 after all.
+/// from its uint8 form (made first if need be), in the same layout: for the
+/// float32 readers of its Mul, or a convolution that had to run in float32
+/// after all.
 int dequantized_source(Builder& b, QuantizedSource& source, const std::string& label);
 
 }  // namespace graft::dnnl_backend

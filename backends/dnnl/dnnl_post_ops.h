@@ -54,6 +54,9 @@ struct Grouping {
   std::vector<int> group_of;  ///< per node: index into groups, or -1
   /// Per node: a fake quantization that int8 convolutions fold (not emitted).
   std::vector<bool> folded_into_int8;
+  /// Per node: the folded fake quantization whose Mul it is, when float32
+  /// ops read that Mul too (dequantized there), else nullptr.
+  std::vector<std::shared_ptr<QuantizedSource>> dequantized_at;
 };
 
 /// Groups the nodes of `graph` (dnnl_grouping.cc): every Conv,

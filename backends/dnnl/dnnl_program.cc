@@ -27,6 +27,7 @@
 
 #include "dnnl_cost_model.h"
 #include "dnnl_emitters.h"
+#include "dnnl_int8.h"
 #include "dnnl_support.h"
 #include "dnnl_threads.h"
 
@@ -175,8 +176,14 @@ DnnlProgram lower(const ir::Graph& subgraph) {
   for (uint32_t id = 0; id < graph.num_nodes(); ++id) {
     const ir::Node& node = graph.node(id);
     if (is_input(node) || is_constant(node)) continue;
-    // Read by int8 convolutions only, through their quantized source (dnnl_int8.cc).
-    if (grouping.folded_into_int8[id]) continue;
+    // A fake quantization int8 products read through their quantized source
+    // (dnnl_int8.cc); float32 readers of its Mul get it dequantized here.
+    if (grouping.folded_into_int8[id]) {
+      if (const std::shared_ptr<QuantizedSource>& source = grouping.dequantized_at[id])
+        b.with_threads_for(node_microseconds(graph, node),
+                           [&] { b.set_slot(id, 0, dequantized_source(b, *source, node.name)); });
+      continue;
+    }
     if (grouping.group_of[id] >= 0) {
       const Group& g = grouping.groups[grouping.group_of[id]];
       if (g.last == id) b.with_threads_for(group_microseconds(graph, g), [&] { emit_group(b, g); });

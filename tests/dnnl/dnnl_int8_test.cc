@@ -168,6 +168,22 @@ TEST(DnnlInt8, SharedAndFloatReadSources) {
   EXPECT_EQ(stats.int8_convolutions, expected_int8(3));
 }
 
+// A residual block: the fake-quantized input is read by an int8
+// convolution and by the Add; the Add reads it dequantized from the uint8
+// form the convolution reads.
+TEST(DnnlInt8, FloatReadersOfAQuantizedSourceGetItDequantized) {
+  QdqGraph q;
+  ConvCase c;
+  c.out_channels = 8;
+  c.relu = false;
+  ir::Value x = q.input("x", {1, 8, 12, 12});
+  ir::Value h = q.fake_quantize(x, 0.01f, 128, "in");
+  ir::Value y = q.fake_quantize(q.conv(h, c, "conv", 31), 0.02f, 120, "conv.out");
+  q.output(q.fake_quantize(q.add(y, h, "sum"), 0.03f, 128, "sum.out"), "y");
+  dnnl_backend::DnnlModuleStats stats = expect_within_one_step(q.graph(), {random_tensor({1, 8, 12, 12}, 32)}, 0.03f);
+  EXPECT_EQ(stats.int8_convolutions, expected_int8(1));
+}
+
 // x [1, 16, 32] -> QDQ -> MatMul by int8 [32, 24] (per column, or per
 // tensor) -> Add bias -> QDQ: an int8 matmul of the rows.
 TEST(DnnlInt8, FakeQuantizedMatMulRunsInInt8) {
