@@ -6,6 +6,7 @@
 // graph (QuantizeLinear, DequantizeLinear, Conv in float32): within one
 // quantization step of the output, and rarely a step away.
 #include <random>
+#include <sstream>
 
 #include "../../backends/dnnl/dnnl_int8.h"
 #include "dnnl_test_util.h"
@@ -215,6 +216,31 @@ TEST(DnnlInt8, FakeQuantizedMatMulRunsInInt8) {
     dnnl_backend::DnnlModuleStats stats = expect_within_one_step(*g, {random_tensor({1, 16, 32}, 8)}, 0.02f);
     EXPECT_EQ(stats.int8_matmuls, expected_int8(1)) << (per_column ? "per column" : "per tensor");
   }
+}
+
+// An int8 module saved and loaded (an artifact) runs the same: the float
+// weights it reads for their scales are kept (not superseded), the s8 form
+// is stored converted.
+TEST(DnnlInt8, SavedModuleKeepsTheWeightsItReadsForScales) {
+  QdqGraph q;
+  ConvCase c;
+  ir::Value x = q.input("x", {1, c.channels, c.size, c.size});
+  q.output(q.fake_quantize(q.conv(q.fake_quantize(x, 0.01f, 0, "in"), c, "conv", 41), 0.02f, 0, "out"), "y");
+  ops::infer_types(q.graph());
+  std::unique_ptr<ir::Graph> lowered = q.graph().clone();
+  passes::PassContext ctx;
+  passes::run_pipeline(lowered, passes::default_pipeline(), ctx);
+  auto module = compile_dnnl(*lowered);
+  std::stringstream saved;
+  module->save(saved);
+  std::vector<Tensor> converted = module->saved_tensors();
+  for (const Tensor& t : module->superseded_constants())
+    EXPECT_NE(t.shape(), (Shape{c.out_channels, c.channels, c.kernel, c.kernel})) << "int8 weights are kept";
+  std::stringstream in(saved.str());
+  auto loaded = backend::load_module("dnnl", in, *lowered, converted);
+  std::vector<Tensor> inputs = {random_tensor({1, c.channels, c.size, c.size}, 42)};
+  expect_close(run_module(*loaded, inputs)[0], run_module(*module, inputs)[0], 0, 0);
+  EXPECT_EQ(dnnl_backend::dnnl_module_stats(*loaded).int8_convolutions, expected_int8(1));
 }
 
 // Float weights that are not int8 values times a scale per channel keep the
