@@ -210,7 +210,8 @@ def quantize(model_path, out_path, input_manifests, workdir):
             if v in renamed_input:
                 node.input[i] = renamed_input[v]
 
-    # Weights and biases.
+    # Weights and biases (a bias's scale is its input's: a graph input's by its own name).
+    original_input = {v: k for k, v in renamed_input.items()}
     weight_nodes = []
     done = {}  # a weight or bias several nodes share is quantized once
     for node in chosen:
@@ -241,7 +242,7 @@ def quantize(model_path, out_path, input_manifests, workdir):
                                              name=w_name + "_DequantizeLinear", **attrs))
         node.input[1] = dq_w
         done[w_name] = dq_w
-        x_name = node.input[0]
+        x_name = original_input.get(node.input[0], node.input[0])
         if node.op_type in ("Conv", "Gemm") and len(node.input) > 2 and node.input[2] in initializers \
                 and node.input[2] not in done and x_name in params:
             b_name = node.input[2]
