@@ -273,7 +273,7 @@ def export_qdq(name, workdir, opset):
     paths = dict(base)
     paths["onnx"] = os.path.join(folder, "model.onnx")
     paths["stamp"] = os.path.join(folder, "export.json")
-    stamp = {"opset": opset, "torch": torch.__version__, "version": 3, "qdq": 2}
+    stamp = {"opset": opset, "torch": torch.__version__, "version": 3, "qdq": 3}
     if os.path.exists(paths["stamp"]) and os.path.exists(paths["onnx"] + ".json"):
         with open(paths["stamp"]) as f:
             if json.load(f) == stamp:

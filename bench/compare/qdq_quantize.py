@@ -3,7 +3,8 @@
 Runtime's quantize_static writes it (QuantFormat.QDQ, default options):
 
 * the nodes quantized: Conv, Gemm, MatMul whose second input is an
-  initializer, and Add;
+  initializer, and Add of two activations (not of a constant: a GELU's
+  1 + erf stays whole);
 * every float activation such a node reads or writes gets one
   QuantizeLinear -> DequantizeLinear pair, uint8, asymmetric, per tensor
   (scale = (max - min) / 255 over a range that includes 0, zero point
@@ -91,8 +92,14 @@ def remove_activations(model, chosen):
     return len(removed)
 
 
+def constant_names(model):
+    """Initializers and Constant node outputs (ONNX Runtime's quant_pre_process makes the latter initializers)."""
+    return {t.name for t in model.graph.initializer} | \
+        {n.output[0] for n in model.graph.node if n.op_type == "Constant"}
+
+
 def nodes_to_quantize(model, floats):
-    initializers = {t.name for t in model.graph.initializer}
+    initializers = constant_names(model)
     chosen = []
     for node in model.graph.node:
         if node.op_type not in QUANTIZED_OPS:
@@ -175,7 +182,7 @@ def quantize(model_path, out_path, input_manifests, workdir):
     initializers = {t.name: t for t in graph.initializer}
     chosen = nodes_to_quantize(model, floats)
     removed = remove_activations(model, chosen)
-    activations = activations_of(chosen, initializers, floats)
+    activations = activations_of(chosen, constant_names(model), floats)
     ranges = calibrate(original, activations, input_manifests, workdir)
     params = {name: uint8_parameters(*ranges[name]) for name in activations if name in ranges}
     graph_inputs = {i.name for i in graph.input}
