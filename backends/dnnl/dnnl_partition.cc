@@ -57,10 +57,37 @@ bool fed_by_compute(const ir::Node& node, int depth) {
   return false;
 }
 
+bool is_scalar_constant_node(const ir::Value& v) {
+  return v && v.node->op() == ir::OpId::Constant && v.node->constant_value.numel() == 1;
+}
+
+// Whether `node` is a step of a fake quantization of a graph input, as
+// lower-quantize-dequantize writes it: Mul(Clip(Round(Div(x, s))), s) with x
+// an Input. dnnl takes it with the convolution or matmul it feeds (an image
+// model's first), which then reads x quantized (dnnl_int8.cc); a region of
+// it alone has no compute and is filtered.
+bool quantizes_graph_input(const ir::Node& node) {
+  auto first = [&](const ir::Node& n) -> const ir::Node* { return n.inputs.empty() || !n.inputs[0] ? nullptr : n.inputs[0].node; };
+  switch (node.op()) {
+    case ir::OpId::Div:
+      return node.inputs.size() == 2 && first(node) && first(node)->op() == ir::OpId::Input &&
+             is_scalar_constant_node(node.inputs[1]);
+    case ir::OpId::Round:
+      return first(node) && first(node)->op() == ir::OpId::Div && quantizes_graph_input(*first(node));
+    case ir::OpId::Clip:
+      return first(node) && first(node)->op() == ir::OpId::Round && quantizes_graph_input(*first(node));
+    case ir::OpId::Mul:
+      return node.inputs.size() == 2 && first(node) && first(node)->op() == ir::OpId::Clip &&
+             is_scalar_constant_node(node.inputs[1]) && quantizes_graph_input(*first(node));
+    default:
+      return false;
+  }
+}
+
 partition::Support check(const ir::Node& node) {
   SupportResult r = dnnl_supports(node);
   if (!r) return partition::Support::no(r.reason);
-  if (is_pointwise(node) && !fed_by_compute(node, kMaxChain))
+  if (is_pointwise(node) && !fed_by_compute(node, kMaxChain) && !quantizes_graph_input(node))
     return partition::Support::no("pointwise op away from dnnl compute (left to fuse: one kernel for the chain)");
   return partition::Support::yes();
 }
