@@ -148,7 +148,7 @@ int emit_conv(Builder& b, const Group& g, const std::string& label) {
   // An int8 convolution that oneDNN has only reference code for runs in
   // float32 on its source's values; a folded fake quantization gives them.
   int src_slot = g.int8 && !g.int8->source->folded_nodes.empty() ? dequantized_source(b, *g.int8->source, label)
-                                                                  : b.slot_of(b.input(conv, 0));
+                                                                 : b.slot_of(b.input(conv, 0));
   memory::desc w_any = any_desc(wd), b_any = any_desc({w_dims[0]});
   algorithm alg = prefers_winograd(kernel, strides, dilates, group, dst_dims, w_dims) ? algorithm::convolution_winograd
                                                                                       : algorithm::convolution_direct;

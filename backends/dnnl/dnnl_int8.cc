@@ -130,8 +130,7 @@ bool reads_only_at(const ir::IndexedGraph& g, uint32_t id, uint32_t producer, si
 }  // namespace
 
 std::optional<std::vector<float>> int8_weight_scales(const Tensor& weights, size_t axis) {
-  if (weights.dtype() != DType::float32 || axis >= weights.shape().size() || weights.numel() == 0)
-    return std::nullopt;
+  if (weights.dtype() != DType::float32 || axis >= weights.shape().size() || weights.numel() == 0) return std::nullopt;
   const int64_t channels = weights.shape()[axis];
   int64_t inner = 1;
   for (size_t d = axis + 1; d < weights.shape().size(); ++d) inner *= weights.shape()[d];
@@ -377,9 +376,8 @@ int emit_int8_conv(Builder& b, const Group& g, const std::string& label, const C
   // extents; never written in place): the uint8 form once made (x may be
   // gone by then), else the float32 value quantized.
   const int src_slot = source.slot >= 0 ? source.slot : b.slot_of(source.value);
-  AnchorQuantization quantization{configure, [&](const memory::desc& want) {
-                                    return quantized_source(b, source, want, label);
-                                  }};
+  AnchorQuantization quantization{configure,
+                                  [&](const memory::desc& want) { return quantized_source(b, source, want, label); }};
   dnnl::convolution_forward::primitive_desc pd;
   size_t fused = 0;
   const int dst = finish_anchor<dnnl::convolution_forward>(b, scaled, label, shape.dst, src_slot, make, pd, fused, {},

@@ -67,7 +67,9 @@ bool is_scalar_constant_node(const ir::Value& v) {
 // model's first), which then reads x quantized (dnnl_int8.cc); a region of
 // it alone has no compute and is filtered.
 bool quantizes_graph_input(const ir::Node& node) {
-  auto first = [&](const ir::Node& n) -> const ir::Node* { return n.inputs.empty() || !n.inputs[0] ? nullptr : n.inputs[0].node; };
+  auto first = [&](const ir::Node& n) -> const ir::Node* {
+    return n.inputs.empty() || !n.inputs[0] ? nullptr : n.inputs[0].node;
+  };
   switch (node.op()) {
     case ir::OpId::Div:
       return node.inputs.size() == 2 && first(node) && first(node)->op() == ir::OpId::Input &&

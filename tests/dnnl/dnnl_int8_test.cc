@@ -5,10 +5,11 @@
 // every output is checked against the reference kernels on the original
 // graph (QuantizeLinear, DequantizeLinear, Conv in float32): within one
 // quantization step of the output, and rarely a step away.
+#include "../../backends/dnnl/dnnl_int8.h"
+
 #include <random>
 #include <sstream>
 
-#include "../../backends/dnnl/dnnl_int8.h"
 #include "dnnl_test_util.h"
 #include "graft/passes/pass.h"
 
@@ -58,9 +59,10 @@ class QdqGraph {
     Shape w_shape = {c.out_channels, c.channels / c.group, c.kernel, c.kernel};
     ir::Value w = g_->add_constant(name + ".w", Tensor::from_vector<int8_t>(q, w_shape))->output(0);
     ir::Value s = g_->add_constant(name + ".w_scale", Tensor::from_vector<float>(scales, {c.out_channels}))->output(0);
-    ir::Value z = g_->add_constant(name + ".w_zero_point",
-                                   Tensor::from_vector<int8_t>(std::vector<int8_t>(c.out_channels, 0), {c.out_channels}))
-                      ->output(0);
+    ir::Value z =
+        g_->add_constant(name + ".w_zero_point",
+                         Tensor::from_vector<int8_t>(std::vector<int8_t>(c.out_channels, 0), {c.out_channels}))
+            ->output(0);
     ir::Node* dq = g_->add_node("DequantizeLinear", {w, s, z}, 1, name + ".w_dq");
     dq->attributes.set("axis", int64_t{0});
     std::vector<ir::Value> inputs = {x, dq->output(0)};
@@ -276,11 +278,11 @@ TEST(DnnlInt8, FloatWeightsStayFloat) {
   ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {1, 4, 8, 8}))->output(0);
   ir::Value s = g->add_constant("s", Tensor::scalar<float>(0.01f))->output(0);
   ir::Value z = g->add_constant("z", Tensor::scalar<uint8_t>(128))->output(0);
-  ir::Value h = g->add_node("DequantizeLinear", {g->add_node("QuantizeLinear", {x, s, z}, 1, "q")->output(0), s, z}, 1,
-                            "dq")
-                    ->output(0);
-  ir::Value y = g->add_node("Conv", {h, g->add_constant("w", random_tensor({4, 4, 3, 3}, 3))->output(0)}, 1, "conv")
-                    ->output(0);
+  ir::Value h =
+      g->add_node("DequantizeLinear", {g->add_node("QuantizeLinear", {x, s, z}, 1, "q")->output(0), s, z}, 1, "dq")
+          ->output(0);
+  ir::Value y =
+      g->add_node("Conv", {h, g->add_constant("w", random_tensor({4, 4, 3, 3}, 3))->output(0)}, 1, "conv")->output(0);
   g->add_output(y, "y");
   ops::infer_types(*g);
   passes::PassContext ctx;
