@@ -16,10 +16,20 @@
 // 16-bit types other than the 8-bit ones are left alone; the pair's
 // QuantizeLinear stays while something else reads it (eliminate-dead-code
 // removes it otherwise).
+//
+// First, QLinearConv and QLinearMatMul (ONNX Runtime's QOperator format) with
+// constant scales, zero points, weights and bias become DequantizeLinear ->
+// Conv / MatMul -> QuantizeLinear, with the weights dequantized once,
+// (w - w_zero) * w_scale, and the int32 bias as B * x_scale * w_scale: the
+// same values up to float rounding (the kernels requantize the exact integer
+// sum; this rounds a float sum). Their pairs with the neighbouring
+// QuantizeLinear and DequantizeLinear are then lowered as any, and the
+// backends run them as they run a QDQ model (dnnl: in int8, docs/dnnl.md).
 #include <algorithm>
 #include <limits>
 
 #include "graft/ir/graph_rebuilder.h"
+#include "graft/ops/type_inference.h"
 #include "graft/passes/pass.h"
 #include "pattern_util.h"
 
@@ -93,11 +103,98 @@ std::optional<FakeQuantize> match(const ir::IndexedGraph& g, uint32_t id) {
   return f;
 }
 
+// A constant behind `e` with one value, or one per channel of `channels`.
+const Tensor* per_channel_constant(const ir::IndexedGraph& g, Entry e, int64_t channels) {
+  const Tensor* t = pattern::constant_of(g, e);
+  if (!t || !(t->numel() == 1 || (t->rank() == 1 && t->numel() == channels))) return nullptr;
+  return t;
+}
+
+bool is_8bit(const Tensor* t) { return t && (t->dtype() == DType::uint8 || t->dtype() == DType::int8); }
+
+// Whether QLinearConv / QLinearMatMul node `id` has what the expansion needs
+// as constants: scalar scales and zero points of x and y, 8-bit weights with
+// scales and zero points per tensor or per output channel (a Conv's
+// dimension 0, a 2-D MatMul's columns), an int32 bias per channel.
+bool expandable(const ir::IndexedGraph& g, uint32_t id) {
+  const bool conv = pattern::is_op(g, id, ir::OpId::QLinearConv);
+  if (!conv && !pattern::is_op(g, id, ir::OpId::QLinearMatMul)) return false;
+  auto in = g.inputs(id);
+  if (in.size() < 8) return false;
+  for (size_t i : {1, 2, 6, 7}) {
+    const Tensor* t = pattern::constant_of(g, in[i]);
+    if (!t || t->numel() != 1) return false;
+  }
+  const Tensor* w = pattern::constant_of(g, in[3]);
+  if (!is_8bit(w) || w->rank() < 2 || (!conv && w->rank() != 2)) return false;
+  const int64_t channels = conv ? w->dim(0) : w->dim(1);
+  const Tensor* w_scale = per_channel_constant(g, in[4], channels);
+  if (!w_scale || w_scale->dtype() != DType::float32 || !per_channel_constant(g, in[5], channels)) return false;
+  if (in.size() > 8 && in[8].present()) {
+    const Tensor* bias = pattern::constant_of(g, in[8]);
+    if (!conv || !bias || bias->dtype() != DType::int32 || bias->numel() != channels) return false;
+  }
+  return true;
+}
+
+bool expand_qlinear_ops(std::unique_ptr<ir::Graph>& graph) {
+  ir::IndexedGraph g(*graph);
+  std::vector<bool> expand(g.num_nodes());
+  bool any = false;
+  for (uint32_t id = 0; id < g.num_nodes(); ++id) any = (expand[id] = expandable(g, id)) || any;
+  if (!any) return false;
+  ir::GraphRebuilder rebuilder(g);
+  ir::Graph& target = rebuilder.target();
+  for (uint32_t id = 0; id < g.num_nodes(); ++id) {
+    if (!expand[id]) {
+      rebuilder.copy(id);
+      continue;
+    }
+    const ir::Node& node = g.node(id);
+    const bool conv = node.op() == ir::OpId::QLinearConv;
+    auto in = g.inputs(id);
+    const std::string base = node.name.empty() ? "qlinear_" + std::to_string(id) : node.name;
+    const Tensor& w = *pattern::constant_of(g, in[3]);
+    const Tensor& w_scale = *pattern::constant_of(g, in[4]);
+    const Tensor& w_zero = *pattern::constant_of(g, in[5]);
+    const double x_scale = pattern::constant_of(g, in[1])->value_as_double(0);
+    const int64_t channels = conv ? w.dim(0) : w.dim(1);
+    auto channel_of = [&](int64_t i) { return conv ? i / (w.numel() / channels) : i % channels; };
+    auto at = [](const Tensor& t, int64_t c) { return t.value_as_double(t.numel() == 1 ? 0 : c); };
+    Tensor weights(DType::float32, w.shape());
+    float* wf = weights.data<float>();
+    for (int64_t i = 0; i < w.numel(); ++i) {
+      const int64_t c = channel_of(i);
+      wf[i] = static_cast<float>((w.value_as_double(i) - at(w_zero, c)) * at(w_scale, c));
+    }
+    ir::Value x = target.add_node("DequantizeLinear", {rebuilder.map(in[0]), rebuilder.map(in[1]), rebuilder.map(in[2])},
+                                  1, base + "/DequantizeLinear")
+                      ->output(0);
+    std::vector<ir::Value> inputs = {x, target.add_constant(base + "/weights", std::move(weights))->output(0)};
+    if (in.size() > 8 && in[8].present()) {
+      const Tensor& b = *pattern::constant_of(g, in[8]);
+      Tensor bias(DType::float32, {channels});
+      for (int64_t c = 0; c < channels; ++c)
+        bias.data<float>()[c] = static_cast<float>(b.value_as_double(c) * x_scale * at(w_scale, c));
+      inputs.push_back(target.add_constant(base + "/bias", std::move(bias))->output(0));
+    }
+    ir::Node* product = target.add_node(conv ? "Conv" : "MatMul", inputs, 1, base + (conv ? "/Conv" : "/MatMul"));
+    if (conv) product->attributes = node.attributes;
+    ir::Node* y = target.add_node("QuantizeLinear", {product->output(0), rebuilder.map(in[6]), rebuilder.map(in[7])}, 1,
+                                  base + "/QuantizeLinear");
+    rebuilder.replace(id, y);
+  }
+  graph = rebuilder.finish();
+  ops::infer_types(*graph);
+  return true;
+}
+
 }  // namespace
 
 bool lower_quantize_dequantize(std::unique_ptr<ir::Graph>& graph, PassContext& ctx) {
   // Round, and Clip with its bounds as inputs, came with opset 11.
   if (!may_add_ops_of_opset(*graph, ctx, 11)) return false;
+  const bool expanded = expand_qlinear_ops(graph);
   ir::IndexedGraph g(*graph);
   std::vector<std::optional<FakeQuantize>> pairs(g.num_nodes());
   bool any = false;
@@ -105,7 +202,7 @@ bool lower_quantize_dequantize(std::unique_ptr<ir::Graph>& graph, PassContext& c
     pairs[id] = match(g, id);
     any = any || pairs[id].has_value();
   }
-  if (!any) return false;
+  if (!any) return expanded;
   ir::GraphRebuilder rebuilder(g);
   ir::Graph& target = rebuilder.target();
   auto scalar = [&](const std::string& name, double v) {

@@ -271,6 +271,47 @@ TEST(DnnlInt8, GraphInputQuantizationGoesToDnnlWithItsConvolution) {
     ASSERT_LE(std::abs(got.data<float>()[i] - want.data<float>()[i]), 0.02f * 1.001f) << i;
 }
 
+// ONNX Runtime's QOperator format: QuantizeLinear -> QLinearConv (int8
+// weights per channel, int32 bias) -> DequantizeLinear. lower-quantize-
+// dequantize expands the QLinearConv into DequantizeLinear -> Conv ->
+// QuantizeLinear, whose pairs then run as any QDQ model's: in int8 on dnnl,
+// within one output step of the QLinearConv kernel.
+TEST(DnnlInt8, QLinearConvRunsAsAnInt8Convolution) {
+  auto g = new_graph();
+  ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {1, 8, 10, 10}))->output(0);
+  auto constant = [&](const std::string& name, Tensor t) { return g->add_constant(name, std::move(t))->output(0); };
+  ir::Value x_scale = constant("x.s", Tensor::scalar<float>(0.01f));
+  ir::Value x_zero = constant("x.z", Tensor::scalar<uint8_t>(128));
+  ir::Value y_scale = constant("y.s", Tensor::scalar<float>(0.05f));
+  ir::Value y_zero = constant("y.z", Tensor::scalar<uint8_t>(100));
+  std::vector<int8_t> q(16 * 8 * 9);
+  std::mt19937_64 rng(61);
+  std::uniform_int_distribution<int> value(-127, 127);
+  for (auto& v : q) v = static_cast<int8_t>(value(rng));
+  for (int o = 0; o < 16; ++o) q[o * 72] = 127;
+  std::vector<float> scales(16);
+  std::vector<int32_t> bias(16);
+  for (int o = 0; o < 16; ++o) {
+    scales[o] = 0.002f * static_cast<float>(1 + o % 3);
+    bias[o] = (o - 8) * 300;
+  }
+  ir::Value xq = g->add_node("QuantizeLinear", {x, x_scale, x_zero}, 1, "xq")->output(0);
+  ir::Node* conv = g->add_node("QLinearConv",
+                               {xq, x_scale, x_zero, constant("w", Tensor::from_vector<int8_t>(q, {16, 8, 3, 3})),
+                                constant("w.s", Tensor::from_vector<float>(scales, {16})),
+                                constant("w.z", Tensor::from_vector<int8_t>(std::vector<int8_t>(16, 0), {16})), y_scale,
+                                y_zero, constant("b", Tensor::from_vector<int32_t>(bias, {16}))},
+                               1, "qconv");
+  conv->attributes.set("pads", std::vector<int64_t>(4, 1));
+  g->add_output(g->add_node("DequantizeLinear", {conv->output(0), y_scale, y_zero}, 1, "y")->output(0), "y");
+  dnnl_backend::DnnlModuleStats stats = expect_within_one_step(*g, {random_tensor({1, 8, 10, 10}, 62)}, 0.05f);
+  EXPECT_EQ(stats.int8_convolutions, expected_int8(1));
+  std::unique_ptr<ir::Graph> lowered = g->clone();
+  passes::PassContext ctx;
+  passes::run_pipeline(lowered, passes::default_pipeline(), ctx);
+  for (const auto& node : lowered->nodes()) EXPECT_NE(node->op(), ir::OpId::QLinearConv) << "expanded";
+}
+
 // Float weights that are not int8 values times a scale per channel keep the
 // float32 convolution.
 TEST(DnnlInt8, FloatWeightsStayFloat) {
