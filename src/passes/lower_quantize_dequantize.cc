@@ -167,9 +167,8 @@ bool expand_qlinear_ops(std::unique_ptr<ir::Graph>& graph) {
       const int64_t c = channel_of(i);
       wf[i] = static_cast<float>((w.value_as_double(i) - at(w_zero, c)) * at(w_scale, c));
     }
-    ir::Value x = target.add_node("DequantizeLinear", {rebuilder.map(in[0]), rebuilder.map(in[1]), rebuilder.map(in[2])},
-                                  1, base + "/DequantizeLinear")
-                      ->output(0);
+    const std::vector<ir::Value> x_inputs = {rebuilder.map(in[0]), rebuilder.map(in[1]), rebuilder.map(in[2])};
+    ir::Value x = target.add_node("DequantizeLinear", x_inputs, 1, base + "/DequantizeLinear")->output(0);
     std::vector<ir::Value> inputs = {x, target.add_constant(base + "/weights", std::move(weights))->output(0)};
     if (in.size() > 8 && in[8].present()) {
       const Tensor& b = *pattern::constant_of(g, in[8]);
