@@ -10,23 +10,31 @@ export CCACHE_BASEDIR ?= $(CURDIR)
 # working directory into every debug-info object and miss in every new clone.
 export CCACHE_NOHASHDIR ?= 1
 
-.PHONY: all deps build demo test unit-test asan-test fuzz tsan conformance compare ort-check install clean
+.PHONY: all deps demo-deps build demo test unit-test asan-test fuzz tsan conformance compare ort-check install clean
 
 all: build
 
+# Every package (tests, benchmarks, Python module, sanitizer build), or only
+# those the demo builds against (scripts/install_deps.sh says which).
 deps:
 	@bash scripts/install_deps.sh
+demo-deps:
+	@bash scripts/install_deps.sh demo
 
 $(BUILD_DIR)/build.ninja:
 	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 
-build: deps $(BUILD_DIR)/build.ninja
+# Configures again every time: after `make demo`, packages that only the tests
+# need (pybind11 for the Python module, ...) have just been installed, and
+# CMake looks again for what it did not find before.
+build: deps
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 	cmake --build $(BUILD_DIR) -j $(JOBS)
 
 # The demo needs the library, its JIT plugin and the graft tool only (graft_cli
 # depends on the plugin), and the Python module when it is configured (python/);
 # the tests and benchmarks build under `make test`.
-demo: deps $(BUILD_DIR)/build.ninja
+demo: demo-deps $(BUILD_DIR)/build.ninja
 	cmake --build $(BUILD_DIR) -j $(JOBS) --target graft_cli \
 	  $$(ninja -C $(BUILD_DIR) -t targets all 2>/dev/null | grep -q '^graft_python:' && echo graft_python)
 	$(GRAFT) zoo resnet50 -o $(BUILD_DIR)/resnet50.onnx

@@ -34,7 +34,15 @@ void parse_variable(uint8_t selector, const std::string& value) {
     case 0: ::setenv("GRAFT_MAX_MEMORY", value.c_str(), 1); runtime::max_memory(std::nullopt); break;
     case 1: ::setenv("GRAFT_MAX_PLANS", value.c_str(), 1); runtime::max_specialized_plans(std::nullopt); break;
     case 2: ::setenv("GRAFT_NUM_THREADS", value.c_str(), 1); default_num_threads(); break;
-    case 3: ::setenv("GRAFT_FUSION", value.c_str(), 1); fusion::fusion_from_environment(); break;
+    case 3:  // the two 0-or-1 switches, picked by the selector's upper part
+      if ((selector / 9) % 2 == 0) {
+        ::setenv("GRAFT_FUSION", value.c_str(), 1);
+        fusion::fusion_from_environment();
+      } else {
+        ::setenv("GRAFT_ADAPT_THREADS", value.c_str(), 1);
+        runtime::adapt_threads_to_load(std::nullopt);
+      }
+      break;
     case 4: ::setenv("GRAFT_JIT", value.c_str(), 1); codegen::jit_enabled_by_environment(); break;
     case 5: ::setenv("GRAFT_BACKENDS", value.c_str(), 1); backend::resolve_backend_order({}); break;
     case 6:

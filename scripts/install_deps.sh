@@ -1,20 +1,34 @@
 #!/usr/bin/env bash
 # Installs the Debian packages graft needs, only those that are missing.
 # Idempotent; needs root (or sudo) only when something is missing.
+#
+#   install_deps.sh demo   what `make demo` needs: the compilers and the
+#                          libraries the library, its JIT plugin and the graft
+#                          tool build against (about 20 s of packages)
+#   install_deps.sh        everything: also what the tests, the benchmarks, the
+#                          Python module and the sanitizer build need (PyTorch,
+#                          clang, the ONNX test data, ...; about a minute more)
 set -euo pipefail
-packages=(
+demo_packages=(
   build-essential cmake ninja-build ccache pkg-config
-  libonnx-dev libonnx-testdata libprotobuf-dev protobuf-compiler
+  libonnx-dev libprotobuf-dev protobuf-compiler
+  # The tests' and benchmarks' libraries are small, and CMake configures the
+  # one build folder that `make test` reuses with them.
   nlohmann-json3-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   libdnnl-dev llvm-14-dev libssl-dev zlib1g-dev libzstd-dev libtinfo-dev
-  ocl-icd-opencl-dev opencl-headers pocl-opencl-icd libclblast-dev
-  python3 python3-numpy python3-torch python3-torchvision
+  ocl-icd-opencl-dev opencl-headers libclblast-dev
+  # .npz data (graft train --data) through libzip.
+  libzip-dev
+  python3
+)
+test_packages=(
+  libonnx-testdata pocl-opencl-icd
+  python3-numpy python3-torch python3-torchvision
   # `make ort-check` builds ONNX models by hand (tests/ort/) with it; the
   # Python module's tests run ONNX's backend test runner from it.
   python3-onnx
-  # Training: .npz data (graft train --data) through libzip; the digits of
-  # tests/models/train_digits.py from scikit-learn.
-  libzip-dev python3-sklearn
+  # Training: the digits of tests/models/train_digits.py from scikit-learn.
+  python3-sklearn
   # The Python module (python/, docs/python.md): pybind11 and the headers to
   # build it, pytest to test it, pip/venv/setuptools for `pip install .`.
   pybind11-dev python3-dev python3-pytest python3-pip python3-venv python3-setuptools python3-wheel
@@ -28,6 +42,11 @@ packages=(
   # clang with its sanitizer runtimes, libFuzzer and the OpenMP runtime clang links.
   clang-14 libclang-rt-14-dev libfuzzer-14-dev libomp-14-dev
 )
+case "${1:-all}" in
+  demo) packages=("${demo_packages[@]}") ;;
+  all) packages=("${demo_packages[@]}" "${test_packages[@]}") ;;
+  *) echo "usage: install_deps.sh [demo|all]" >&2; exit 2 ;;
+esac
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <vector>
 
 #include "graft/backend/compiled_module.h"
 
@@ -28,8 +29,14 @@ struct DnnlModuleStats {
   int winograd_convolutions = 0;   ///< convolutions on a Winograd implementation ("jit_wino_...", "jit_fp32_wino_...")
   int gemm_convolutions = 0;       ///< convolutions on oneDNN's im2col + gemm fallback ("x64:gemm:jit", plain layouts)
   int deconvolutions = 0;          ///< deconvolution primitives (a ConvTranspose whose kernel equals its stride is a matmul)
-  int int8_convolutions = 0;      ///< convolutions computing in int8 (u8 source, s8 weights: dnnl_int8.cc)
-  int int8_matmuls = 0;           ///< matmuls computing in int8 (u8 source, s8 weights: dnnl_int8.cc)
+  int int8_convolutions = 0;       ///< convolutions computing in int8 (u8 source, s8 weights: dnnl_int8.cc)
+  int int8_matmuls = 0;            ///< matmuls computing in int8 (u8 source, s8 weights: dnnl_int8.cc)
+  int built_threads = 0;           ///< OpenMP threads the primitives were created for
+  /// Thread counts below built_threads that runs have used (cores taken by
+  /// other processes: runtime::CoreAvailability), and for each, how many
+  /// primitives were created again for it (dnnl_thread_variants.h).
+  std::vector<int> fewer_thread_counts;
+  std::vector<int> recreated_primitives;
 };
 
 /// The statistics of a module the dnnl backend compiled. Throws

@@ -51,7 +51,10 @@ Dims expand_rank(Dims dims, size_t rank) {
 
 int64_t product(const Dims& dims, size_t begin, size_t end) {
   int64_t n = 1;
-  for (size_t d = begin; d < end; ++d) n *= dims[d];
+  for (size_t d = begin; d < end; ++d)
+    if (__builtin_mul_overflow(n, dims[d], &n))
+      fail(ErrorKind::resource_exhausted, "a tensor of dimensions ", shape_to_string(Shape(dims.begin(), dims.end())),
+           " has more elements than 64 bits count");
   return n;
 }
 

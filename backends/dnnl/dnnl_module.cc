@@ -16,6 +16,7 @@
 #include <unordered_map>
 
 #include "dnnl_shared_weights.h"
+#include "dnnl_thread_variants.h"
 #include "dnnl_threads.h"
 #include "graft/core/error.h"
 #include "graft/core/tensor_bytes_key.h"
@@ -34,7 +35,10 @@ std::shared_ptr<void> aligned_buffer(size_t bytes) {
 }  // namespace
 
 DnnlModule::DnnlModule(DnnlProgram program)
-    : program_(std::move(program)), last_use_sources_(program_.weights.size()), cache_(program_.weights.size()) {
+    : program_(std::move(program)),
+      built_threads_(omp_get_max_threads()),
+      last_use_sources_(program_.weights.size()),
+      cache_(program_.weights.size()) {
   std::map<const Storage*, std::pair<size_t, size_t>> last;  // storage -> (weight, source) of its last read
   for (size_t w = 0; w < program_.weights.size(); ++w)
     for (size_t i = 0; i < program_.weights[w].sources.size(); ++i) {
@@ -67,6 +71,14 @@ DnnlModuleStats DnnlModule::stats() const {
         s.int8_convolutions += kind == dnnl::primitive::kind::convolution;
         s.int8_matmuls += kind == dnnl::primitive::kind::matmul;
       }
+  }
+  s.built_threads = built_threads_;
+  std::lock_guard<std::mutex> lock(variants_mutex_);
+  for (const auto& [threads, primitives] : variants_) {
+    s.fewer_thread_counts.push_back(threads);
+    int recreated = 0;
+    for (const dnnl::primitive& p : *primitives) recreated += p ? 1 : 0;
+    s.recreated_primitives.push_back(recreated);
   }
   return s;
 }
@@ -262,6 +274,13 @@ void DnnlModule::release_sources_after(size_t w) const {
   }
 }
 
+std::shared_ptr<const std::vector<dnnl::primitive>> DnnlModule::primitives_for(int threads) const {
+  std::lock_guard<std::mutex> lock(variants_mutex_);
+  auto& variant = variants_[threads];
+  if (!variant) variant = std::make_shared<const std::vector<dnnl::primitive>>(primitives_for_threads(program_, threads));
+  return variant;
+}
+
 std::vector<Tensor> DnnlModule::run(std::span<const Tensor> inputs, backend::ModuleRunContext& context) const {
   check_inputs(inputs);
   ScopedOmpThreads threads(context.num_threads);
@@ -299,6 +318,11 @@ std::vector<Tensor> DnnlModule::run(std::span<const Tensor> inputs, backend::Mod
     dnnl::stream stream(program_.engine);
     std::unordered_map<int, dnnl::memory> args;
     const int run_threads = omp_get_max_threads();
+    // A run on fewer threads than the program was built for (cores taken by
+    // other processes) runs the primitives that fix their split at creation
+    // in forms made for its count.
+    std::shared_ptr<const std::vector<dnnl::primitive>> fewer;
+    if (run_threads < built_threads_) fewer = primitives_for(run_threads);
     int current_threads = run_threads;
     for (size_t index = 0; index < program_.steps.size(); ++index) {
       const Step& step = program_.steps[index];
@@ -319,7 +343,8 @@ std::vector<Tensor> DnnlModule::run(std::span<const Tensor> inputs, backend::Mod
       if (step.scratchpad.get_size() > 0)
         args.emplace(DNNL_ARG_SCRATCHPAD,
                      dnnl::memory(step.scratchpad, program_.engine, arena_base + program_.arena_bytes));
-      step.primitive.execute(stream, args);
+      const dnnl::primitive& primitive = fewer && (*fewer)[index] ? (*fewer)[index] : step.primitive;
+      primitive.execute(stream, args);
     }
     stream.wait();
   } catch (const dnnl::error& e) {

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -66,7 +67,14 @@ class DnnlModule final : public backend::CompiledModule {
   // Pointers to every weight's current converted bytes; `hold` keeps them alive for the run.
   std::vector<void*> prepare_weights(std::span<const Tensor> inputs, std::vector<std::shared_ptr<void>>& hold) const;
 
+  // The step primitives for runs on `threads` (fewer than built_threads_),
+  // made at the first such run (dnnl_thread_variants.h).
+  std::shared_ptr<const std::vector<dnnl::primitive>> primitives_for(int threads) const;
+
   DnnlProgram program_;
+  int built_threads_ = 1;  // OpenMP threads the primitives were created for
+  mutable std::mutex variants_mutex_;
+  mutable std::map<int, std::shared_ptr<const std::vector<dnnl::primitive>>> variants_;  // by thread count
   std::vector<std::vector<size_t>> last_use_sources_;  // per weight: its sources no later weight reads
   mutable std::mutex cache_mutex_;
   mutable std::vector<Converted> cache_;

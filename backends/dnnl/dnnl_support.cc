@@ -146,6 +146,20 @@ SupportResult check_pool(const ir::Node& node) {
       if (d != 1) return SupportResult::no("dilated AveragePool");
   }
   if (gradient && rank_of(node, 0) != rank) return SupportResult::no("d_y and x differ in rank");
+  // oneDNN visits every tap of the window, inside the input or not: a window
+  // far wider than its input (kernel 2^31 with SAME padding) would run for
+  // hours in one primitive, past any deadline. The reference kernel visits
+  // only the taps inside the input.
+  // Where an extent is not known yet, the window's taps are bounded instead.
+  const ir::ValueType& x = input_type(node, x_input);
+  const std::vector<int64_t> kernel = node.attributes.get_ints("kernel_shape", {});
+  double taps = 1;
+  for (size_t d = 0; d < kernel.size() && 2 + d < x.dims.size(); ++d) {
+    taps *= static_cast<double>(kernel[d]);
+    if (x.dims[2 + d].is_known() && kernel[d] > 2 * x.dims[2 + d].value + 16)
+      return SupportResult::no("the window is far wider than the input");
+  }
+  if (taps > double(1 << 20)) return SupportResult::no("the window has over 2^20 taps");
   return check_window(node, rank - 2, {}, true, x_input);
 }
 

@@ -2,10 +2,23 @@
 
 #include "graft/backend/backend.h"
 #include "graft/backend/device_tensor.h"
+#include "graft/core/kernel_interrupt.h"
 #include "graft/core/parallel.h"
 
 namespace graft::backend {
 
+namespace {
+
+// How the message of a run stopped inside a kernel ends; the executor adds the node.
+constexpr char kInsideKernel[] = " inside";
+
+// The check long kernels make (KernelInterrupt): `state` is the run's RunLimits.
+void stop_inside_kernel(const void* state) {
+  const RunLimits& limits = *static_cast<const RunLimits*>(state);
+  if (run_limits_reached(limits)) fail_run_limits(limits, kInsideKernel);
+}
+
+}  // namespace
 
 /// The run's queues, one per device, made on first use. The host waits for
 /// all of them before the run returns (and, should it throw, as they are
@@ -64,6 +77,11 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, BufferPool& po
   if (options.nested && run_limits_reached(options.limits)) fail_run_limits(options.limits, "");
   if (!options.nested) check_limits(options.limits, nullptr);
   ScopedNumThreads threads(options.num_threads);
+  // Long reference kernels check the run's limits in their outer loops.
+  const bool limited = options.limits.cancel ||
+                       options.limits.deadline != std::chrono::steady_clock::time_point::max();
+  ScopedKernelInterrupt kernel_interrupt(limited ? KernelInterrupt{&stop_inside_kernel, &options.limits}
+                                                 : current_kernel_interrupt());
   if (!options.nested) pool.begin_run();
   RunQueues queues(options.profile && stats);
   DeviceProfile device_profile;
@@ -127,7 +145,11 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, BufferPool& po
       // A memory limit reached in the pool, or a deadline passed in a Loop's
       // body: name the node it happened in.
       const bool named = std::string_view(e.what()).find("node '") != std::string_view::npos;
-      if (e.kind() == ErrorKind::cancelled) fail(ErrorKind::cancelled, e.what(), " in the body of ", n.describe());
+      if (e.kind() == ErrorKind::cancelled) {
+        // From inside this node's kernel, or from a Loop's body.
+        if (std::string_view(e.what()).ends_with(kInsideKernel)) fail(ErrorKind::cancelled, e.what(), " ", n.describe());
+        fail(ErrorKind::cancelled, e.what(), " in the body of ", n.describe());
+      }
       if (e.kind() != ErrorKind::resource_exhausted || named) throw;
       fail(ErrorKind::resource_exhausted, n.describe(), ": ", e.what());
     }

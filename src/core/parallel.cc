@@ -10,13 +10,14 @@
 #include <thread>
 
 #include "graft/core/error.h"
+#include "graft/core/kernel_interrupt.h"
 #include "graft/core/printable.h"
 
 namespace graft {
 
 namespace {
 thread_local int tls_num_threads = 0;
-}
+}  // namespace
 
 int default_num_threads() {
   const char* env = std::getenv("GRAFT_NUM_THREADS");
@@ -50,6 +51,7 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
   }
   std::exception_ptr error;
   std::mutex error_mutex;
+  const KernelInterrupt interrupt = current_kernel_interrupt();  // the workers check the caller's run
 #pragma omp parallel num_threads(static_cast<int>(chunks))
   {
     int64_t t = omp_get_thread_num();
@@ -57,6 +59,7 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
     int64_t begin = n * t / nt, end = n * (t + 1) / nt;
     if (begin < end) {
       try {
+        ScopedKernelInterrupt worker_interrupt(interrupt);
         fn(begin, end);
       } catch (...) {
         std::lock_guard<std::mutex> lock(error_mutex);

@@ -15,6 +15,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "graft/core/kernel_interrupt.h"
 #include "graft/core/parallel.h"
 #include "graft/ops/conv_util.h"
 #include "graft/ops/gradient.h"
@@ -96,10 +97,12 @@ void conv_tasks(const ConvProblem& p, const T* x, const T* w, T* y, int64_t task
     const T* weights = w + grp * mg * reduce;
     T* output = y + (n * p.out_channels + grp * mg) * pixels;
     if (pointwise) {
+      check_kernel_interrupt();
       conv::matmul<T>(false, mg, pixels, cg, weights, cg, input, in_plane, false, output, pixels);
       continue;
     }
     for (int64_t begin = 0; begin < pixels; begin += chunk) {
+      check_kernel_interrupt();
       const int64_t end = std::min(pixels, begin + chunk);
       conv::im2col<T>(input, cg, g, begin, end, col.data(), end - begin);
       conv::matmul<T>(false, mg, end - begin, reduce, weights, reduce, col.data(), end - begin, false, output + begin,

@@ -3,7 +3,8 @@
 //
 // Both subtract the zero points first (per tensor for the data, per tensor or
 // per output channel for the weight), so padding contributes zero, then run
-// im2col and an integer matrix product per image and group. ConvInteger
+// im2col and an integer matrix product per image, group and chunk of output
+// pixels (the scratch stays small whatever the shapes). ConvInteger
 // returns the int32 sums; QLinearConv adds its int32 bias and requantizes:
 //   y = saturate(round_half_even(sum * x_scale * w_scale[m] / y_scale) + y_zero_point).
 #include <algorithm>
@@ -11,6 +12,7 @@
 #include <limits>
 #include <vector>
 
+#include "graft/core/kernel_interrupt.h"
 #include "graft/core/parallel.h"
 #include "graft/ops/conv_util.h"
 #include "graft/ops/op_context.h"
@@ -42,39 +44,57 @@ std::vector<double> per_channel(const KernelContext& ctx, size_t index, const ch
   return values;
 }
 
-// Integer sums [N, M, pixels] of (x - x_zero) * (w - w_zero[m]).
-std::vector<int32_t> integer_sums(const ConvProblem& p, const Tensor& x, int32_t x_zero, const Tensor& w,
-                                  const std::vector<double>& w_zero) {
+// Bound on the scratch (elements) of one chunk of output pixels: its im2col
+// columns and its sums. Problems larger than that run chunk by chunk, so the
+// only large allocation is the output (which the memory limit judges).
+constexpr int64_t kScratchBudget = int64_t{1} << 21;
+
+// The integer sums of (x - x_zero) * (w - w_zero[m]), handed out row by row:
+// emit_row(n, m, p0, p1, sums) for image n, output channel m and the output
+// pixels [p0, p1) of one chunk, sums[j] being pixel p0 + j's. Rows of one
+// chunk are emitted from several threads at once.
+template <typename EmitRow>
+void for_each_sum_row(const ConvProblem& p, const Tensor& x, int32_t x_zero, const Tensor& w,
+                      const std::vector<double>& w_zero, EmitRow&& emit_row) {
   const conv::Geometry3d& g = p.geometry;
   const int64_t cg = p.in_channels / p.group, mg = p.out_channels / p.group;
   const int64_t reduce = cg * g.kernel_size(), pixels = g.output_size(), in_plane = g.input_size();
+  if (pixels == 0 || mg == 0) return;
   std::vector<int32_t> xs(static_cast<size_t>(x.numel())), ws(static_cast<size_t>(w.numel()));
   for (int64_t i = 0; i < x.numel(); ++i)
     xs[static_cast<size_t>(i)] = static_cast<int32_t>(x.value_as_int64(i)) - x_zero;
   for (int64_t i = 0; i < w.numel(); ++i)
     ws[static_cast<size_t>(i)] = static_cast<int32_t>(w.value_as_int64(i)) -
                                  static_cast<int32_t>(w_zero[static_cast<size_t>(reduce == 0 ? 0 : i / reduce)]);
-  std::vector<int32_t> sums(static_cast<size_t>(p.batch * p.out_channels * pixels), 0);
-  if (pixels == 0 || reduce == 0) return sums;
-  std::vector<int32_t> col(static_cast<size_t>(reduce * pixels));
+  // Whole output rows per chunk (im2col fills rows).
+  const int64_t row = std::max<int64_t>(1, g.output[2]);
+  const int64_t chunk_rows = std::max<int64_t>(1, kScratchBudget / std::max<int64_t>({1, reduce * row, mg * row}));
+  const int64_t chunk = std::min(pixels, chunk_rows * row);
+  std::vector<int32_t> col(static_cast<size_t>(reduce * chunk));
+  std::vector<int32_t> sums(static_cast<size_t>(mg * chunk));
   for (int64_t task = 0; task < p.batch * p.group; ++task) {
     const int64_t n = task / p.group, grp = task % p.group;
-    conv::im2col<int32_t>(xs.data() + (n * p.in_channels + grp * cg) * in_plane, cg, g, 0, pixels, col.data(), pixels);
     const int32_t* weights = ws.data() + grp * mg * reduce;
-    int32_t* out = sums.data() + (n * p.out_channels + grp * mg) * pixels;
-    parallel_for(mg, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, reduce * pixels)), [&](int64_t m0, int64_t m1) {
-      for (int64_t m = m0; m < m1; ++m) {
-        int32_t* row = out + m * pixels;
-        for (int64_t k = 0; k < reduce; ++k) {
-          const int32_t a = weights[m * reduce + k];
-          if (a == 0) continue;
-          const int32_t* b = col.data() + k * pixels;
-          for (int64_t j = 0; j < pixels; ++j) row[j] += a * b[j];
+    for (int64_t p0 = 0; p0 < pixels; p0 += chunk) {
+      check_kernel_interrupt();
+      const int64_t p1 = std::min(pixels, p0 + chunk), width = p1 - p0;
+      if (reduce > 0)
+        conv::im2col<int32_t>(xs.data() + (n * p.in_channels + grp * cg) * in_plane, cg, g, p0, p1, col.data(), width);
+      parallel_for(mg, std::max<int64_t>(1, 65536 / std::max<int64_t>(1, reduce * width)), [&](int64_t m0, int64_t m1) {
+        for (int64_t m = m0; m < m1; ++m) {
+          int32_t* row = sums.data() + m * width;
+          std::fill(row, row + width, 0);
+          for (int64_t k = 0; k < reduce; ++k) {
+            const int32_t a = weights[m * reduce + k];
+            if (a == 0) continue;
+            const int32_t* b = col.data() + k * width;
+            for (int64_t j = 0; j < width; ++j) row[j] += a * b[j];
+          }
+          emit_row(n, grp * mg + m, p0, p1, static_cast<const int32_t*>(row));
         }
-      }
-    });
+      });
+    }
   }
-  return sums;
 }
 
 void conv_integer_infer(InferContext& ctx) { conv::infer_conv_output(ctx, 0, 1, DType::int32); }
@@ -90,9 +110,12 @@ void conv_integer_kernel(KernelContext& ctx) {
     x_zero = static_cast<int32_t>(scalar_input(ctx, 2, "x_zero_point", x.dtype()).value_as_int64(0));
   std::vector<double> w_zero(static_cast<size_t>(p.out_channels), 0.0);
   if (ctx.has_input(3)) w_zero = per_channel(ctx, 3, "w_zero_point", w.dtype(), p.out_channels);
-  std::vector<int32_t> sums = integer_sums(p, x, x_zero, w, w_zero);
   Tensor& y = ctx.allocate_output(0, DType::int32, p.output_shape());
-  std::copy(sums.begin(), sums.end(), y.data<int32_t>());
+  int32_t* out = y.data<int32_t>();
+  const int64_t pixels = p.geometry.output_size();
+  for_each_sum_row(p, x, x_zero, w, w_zero, [&](int64_t n, int64_t m, int64_t p0, int64_t p1, const int32_t* sums) {
+    std::copy(sums, sums + (p1 - p0), out + (n * p.out_channels + m) * pixels + p0);
+  });
 }
 
 void qlinear_conv_infer(InferContext& ctx) {
@@ -124,22 +147,25 @@ void qlinear_conv_kernel(KernelContext& ctx) {
     bias.assign(b.data<int32_t>(), b.data<int32_t>() + p.out_channels);
   }
   if (!(y_scale > 0)) ctx.fail("y_scale is ", y_scale, ", expected a positive value");
-  std::vector<int32_t> sums = integer_sums(p, x, x_zero, w, w_zero);
   Tensor& y = ctx.allocate_output(0, out_dtype, p.output_shape());
   const int64_t pixels = p.geometry.output_size();
   const int64_t low = out_dtype == DType::uint8 ? 0 : -128, high = out_dtype == DType::uint8 ? 255 : 127;
-  for (int64_t i = 0; i < static_cast<int64_t>(sums.size()); ++i) {
-    const int64_t m = pixels == 0 ? 0 : (i / pixels) % p.out_channels;
+  auto requantize = [&](int64_t m, int32_t sum) {
     const float multiplier = static_cast<float>(x_scale * w_scale[static_cast<size_t>(m)] / y_scale);
-    float real = static_cast<float>(sums[static_cast<size_t>(i)] + (bias.empty() ? 0 : bias[static_cast<size_t>(m)])) *
-                 multiplier;
+    float real = static_cast<float>(sum + (bias.empty() ? 0 : bias[static_cast<size_t>(m)])) * multiplier;
     real = std::isnan(real) ? 0.0f : std::clamp(real, -1e9f, 1e9f);  // keeps the conversion below defined
-    const int64_t q = std::clamp(static_cast<int64_t>(std::nearbyint(real)) + y_zero, low, high);
+    return std::clamp(static_cast<int64_t>(std::nearbyint(real)) + y_zero, low, high);
+  };
+  auto store = [&](int64_t at, int64_t q) {
     if (out_dtype == DType::uint8)
-      y.data<uint8_t>()[i] = static_cast<uint8_t>(q);
+      y.data<uint8_t>()[at] = static_cast<uint8_t>(q);
     else
-      y.data<int8_t>()[i] = static_cast<int8_t>(q);
-  }
+      y.data<int8_t>()[at] = static_cast<int8_t>(q);
+  };
+  for_each_sum_row(p, x, x_zero, w, w_zero, [&](int64_t n, int64_t m, int64_t p0, int64_t p1, const int32_t* sums) {
+    const int64_t base = (n * p.out_channels + m) * pixels;
+    for (int64_t j = p0; j < p1; ++j) store(base + j, requantize(m, sums[j - p0]));
+  });
 }
 
 }  // namespace

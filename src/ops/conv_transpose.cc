@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "graft/core/kernel_interrupt.h"
 #include "graft/core/parallel.h"
 #include "graft/ops/conv_util.h"
 #include "graft/ops/gradient.h"
@@ -161,6 +162,7 @@ void transpose_tasks(const TransposeProblem& p, const T* x, const T* w, T* y, in
     const T* weights = w + grp * cg * rows;
     T* output = y + (n * p.out_channels + grp * mg) * out_plane;
     for (int64_t begin = 0; begin < in_pixels; begin += chunk) {
+      check_kernel_interrupt();
       const int64_t end = std::min(in_pixels, begin + chunk);
       conv::matmul<T>(true, rows, end - begin, cg, weights, rows, input + begin, in_pixels, false, col.data(),
                       end - begin);

@@ -32,6 +32,7 @@
 
 #include "gemm_internal.h"
 #include "graft/core/error.h"
+#include "graft/core/kernel_interrupt.h"
 #include "graft/core/parallel.h"
 
 #if defined(__GNUC__)
@@ -565,7 +566,10 @@ void gemm_f32_on(const KernelSet& kernels, bool trans_a, bool trans_b, int64_t M
     return;
   }
   parallel_for(tm * tn, 1, [&](int64_t b, int64_t e) {
-    for (int64_t index = b; index < e; ++index) run_rectangle(index);
+    for (int64_t index = b; index < e; ++index) {
+      check_kernel_interrupt();
+      run_rectangle(index);
+    }
   });
 }
 
@@ -620,6 +624,7 @@ void gemm_f64(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K, doubl
   parallel_for(M, grain, [&](int64_t begin, int64_t end) {
     std::vector<double> acc(static_cast<size_t>(N));
     for (int64_t i = begin; i < end; ++i) {
+      check_kernel_interrupt();
       std::fill(acc.begin(), acc.end(), 0.0);
       for (int64_t k = 0; k < K; ++k) {
         const double a = trans_a ? A[k * lda + i] : A[i * lda + k];

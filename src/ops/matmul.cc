@@ -11,6 +11,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "graft/core/kernel_interrupt.h"
 #include "graft/core/parallel.h"
 #include "graft/ops/broadcast.h"
 #include "graft/ops/gemm.h"
@@ -87,6 +88,7 @@ void batched_matmul(const T* A, const Shape& a_batch, const T* B, const Shape& b
         a_index += coordinate * a_strides[d];
         b_index += coordinate * b_strides[d];
       }
+      check_kernel_interrupt();
       matmul_one(A + a_index * M * K, B + b_index * K * N, C + index * M * N, M, N, K, trans_a, trans_b);
     }
   };

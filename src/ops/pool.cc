@@ -18,6 +18,7 @@
 #include <limits>
 #include <vector>
 
+#include "graft/core/kernel_interrupt.h"
 #include "graft/core/parallel.h"
 #include "graft/ops/conv_util.h"
 #include "graft/ops/gradient.h"
@@ -61,6 +62,16 @@ inline void tap_range(int64_t start, int64_t dilation, int64_t kernel, int64_t l
   hi = std::max(lo, std::min(first_at_least(high_bound), kernel));
 }
 
+// Kernel indices [first, last) along dimension d that land inside the input
+// for at least one output position: a window far wider than its input (a
+// kernel of 2^31 with SAME padding) then costs its useful taps, not its size.
+inline void useful_taps(const Geometry3d& g, int d, int64_t& first, int64_t& last) {
+  int64_t unused;
+  tap_range((g.output[d] - 1) * g.stride[d] - g.pad_begin[d], g.dilation[d], g.kernel[d], 0, g.input[d], first, unused);
+  tap_range(-g.pad_begin[d], g.dilation[d], g.kernel[d], 0, g.input[d], unused, last);
+  if (g.output[d] <= 0 || first > last) first = last = 0;
+}
+
 struct PoolOptions {
   PoolKind kind = PoolKind::max;
   bool count_include_pad = false;
@@ -73,9 +84,11 @@ struct PoolOptions {
 // tap column does; output column ow reads input row[ow * stride].
 template <typename T, typename Fn>
 void for_each_tap(const Geometry3d& g, const T* plane, Fn&& fn) {
-  for (int64_t kd = 0; kd < g.kernel[0]; ++kd)
-    for (int64_t kh = 0; kh < g.kernel[1]; ++kh)
-      for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+  int64_t first[3], last[3];
+  for (int d = 0; d < 3; ++d) useful_taps(g, d, first[d], last[d]);
+  for (int64_t kd = first[0]; kd < last[0]; ++kd)
+    for (int64_t kh = first[1]; kh < last[1]; ++kh)
+      for (int64_t kw = first[2]; kw < last[2]; ++kw) {
         const int64_t w_offset = kw * g.dilation[2] - g.pad_begin[2];
         int64_t lo, hi;
         conv::valid_range(w_offset, g.stride[2], g.input[2], g.output[2], lo, hi);
@@ -94,7 +107,17 @@ void for_each_tap(const Geometry3d& g, const T* plane, Fn&& fn) {
 }
 
 int64_t plane_grain(const Geometry3d& g) {
-  return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, g.output_size() * g.kernel_size()));
+  // Work per plane: outputs times the taps that can land inside the input,
+  // saturating at 2^40 (one plane per chunk long before that).
+  constexpr int64_t kLots = int64_t{1} << 40;
+  int64_t work = std::min(g.output_size(), kLots);
+  for (int d = 0; d < 3; ++d) {
+    int64_t first, last;
+    useful_taps(g, d, first, last);
+    const int64_t taps = std::max<int64_t>(1, last - first);
+    work = taps > kLots / std::max<int64_t>(1, work) ? kLots : work * taps;
+  }
+  return std::max<int64_t>(1, 16384 / std::max<int64_t>(1, work));
 }
 
 template <typename T>
@@ -107,6 +130,7 @@ void max_pool(const Geometry3d& g, int64_t planes, const PoolOptions& options, c
     std::vector<C> best(static_cast<size_t>(out_size));
     std::vector<int64_t> where(indices ? static_cast<size_t>(out_size) : 0);
     for (int64_t plane = begin; plane < end; ++plane) {
+      check_kernel_interrupt();
       std::fill(best.begin(), best.end(), lowest);
       std::fill(where.begin(), where.end(), int64_t{-1});
       for_each_tap(
@@ -171,6 +195,7 @@ void average_or_lp_pool(const Geometry3d& g, int64_t planes, const PoolOptions& 
   parallel_for(planes, plane_grain(g), [&](int64_t begin, int64_t end) {
     std::vector<C> sum(static_cast<size_t>(out_size));
     for (int64_t plane = begin; plane < end; ++plane) {
+      check_kernel_interrupt();
       std::fill(sum.begin(), sum.end(), C(0));
       for_each_tap(g, x + plane * in_size,
                    [&](const T* row, int64_t out_row, int64_t lo, int64_t hi, int64_t, int64_t, int64_t) {
@@ -292,6 +317,7 @@ void pool_grad_kernel(KernelContext& ctx) {
     for (int d = 0; d < 3; ++d) counts[d] = tap_counts(g, d, include_pad);
     parallel_for(planes, 1, [&](int64_t begin, int64_t end) {
       for (int64_t p = begin; p < end; ++p) {
+        check_kernel_interrupt();
         const W* xp = xs.data() + p * g.input_size();
         const W* dyp = dys.data() + p * g.output_size();
         W* dxp = dx.data() + p * g.input_size();
@@ -305,15 +331,18 @@ void pool_grad_kernel(KernelContext& ctx) {
                                                counts[2][static_cast<size_t>(ow)]);
               int64_t best = -1;
               W best_value = 0;
-              for (int64_t kd = 0; kd < g.kernel[0]; ++kd) {
+              // Only the taps inside the input: a window far wider than
+              // the input costs what it covers, not its size.
+              int64_t d_lo, d_hi, h_lo, h_hi, w_lo, w_hi;
+              tap_range(od * g.stride[0] - g.pad_begin[0], g.dilation[0], g.kernel[0], 0, g.input[0], d_lo, d_hi);
+              tap_range(oh * g.stride[1] - g.pad_begin[1], g.dilation[1], g.kernel[1], 0, g.input[1], h_lo, h_hi);
+              tap_range(ow * g.stride[2] - g.pad_begin[2], g.dilation[2], g.kernel[2], 0, g.input[2], w_lo, w_hi);
+              for (int64_t kd = d_lo; kd < d_hi; ++kd) {
                 const int64_t id = od * g.stride[0] - g.pad_begin[0] + kd * g.dilation[0];
-                if (id < 0 || id >= g.input[0]) continue;
-                for (int64_t kh = 0; kh < g.kernel[1]; ++kh) {
+                for (int64_t kh = h_lo; kh < h_hi; ++kh) {
                   const int64_t ih = oh * g.stride[1] - g.pad_begin[1] + kh * g.dilation[1];
-                  if (ih < 0 || ih >= g.input[1]) continue;
-                  for (int64_t kw = 0; kw < g.kernel[2]; ++kw) {
+                  for (int64_t kw = w_lo; kw < w_hi; ++kw) {
                     const int64_t iw = ow * g.stride[2] - g.pad_begin[2] + kw * g.dilation[2];
-                    if (iw < 0 || iw >= g.input[2]) continue;
                     const int64_t at = (id * g.input[1] + ih) * g.input[2] + iw;
                     if constexpr (kMax) {
                       if (best < 0 || xp[at] > best_value) best = at, best_value = xp[at];

@@ -2,6 +2,8 @@
 // graft partition --shape, graft run's generated inputs): the model's, with
 // the shapes given where it leaves dimensions open. The one place that
 // checks a given shape against a model input.
+#include <algorithm>
+
 #include "graft/runtime/artifact.h"
 
 namespace graft::runtime {
@@ -21,6 +23,12 @@ void check_shape_fits(const ValueInfo& input, const Shape& shape, std::string_vi
   if (shape.size() != input.type.dims.size())
     fail(ErrorKind::invalid_argument, given_shape_name(input.name, shape_flag), ": rank ", shape.size(),
          " given, the model declares ", input.type.to_string(), " (rank ", input.type.dims.size(), ")");
+  int64_t elements = 1;
+  for (int64_t extent : shape)
+    if (extent < 0 || __builtin_mul_overflow(elements, extent, &elements) ||
+        elements > (int64_t{1} << 62) / static_cast<int64_t>(std::max<size_t>(1, dtype_size(input.type.dtype))))
+      fail(ErrorKind::invalid_argument, given_shape_name(input.name, shape_flag), "=", shape_to_string(shape),
+           " has more bytes than any memory holds");
   for (size_t d = 0; d < shape.size(); ++d)
     if (input.type.dims[d].is_known() && input.type.dims[d].value != shape[d])
       fail(ErrorKind::invalid_argument, given_shape_name(input.name, shape_flag), "=", shape_to_string(shape),

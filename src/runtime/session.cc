@@ -153,6 +153,8 @@ void Session::set_threads() {
   if (options_.num_threads < 0 || options_.num_threads > 1024)
     fail(ErrorKind::invalid_argument, "thread count ", options_.num_threads, " is out of range (expected 1..1024)");
   num_threads_ = options_.num_threads > 0 ? options_.num_threads : default_num_threads();
+  adapt_threads_ = adapt_threads_to_load(options_.adapt_threads);
+  core_availability_ = options_.core_availability;
   max_specialized_plans_ = max_specialized_plans(options_.max_specialized_plans);
   max_memory_ = max_memory(options_.max_memory);
   plans_ = std::make_unique<PlanCache<Plan>>(static_cast<size_t>(max_specialized_plans_));
@@ -371,6 +373,11 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, const backen
   pool->set_memory_limit(static_cast<size_t>(max_memory_));
   backend::RunOptions run_options;
   run_options.num_threads = num_threads_;
+  if (adapt_threads_ && num_threads_ > 1) {
+    CoreAvailability& availability = core_availability_ ? *core_availability_ : CoreAvailability::global();
+    run_options.num_threads = availability.threads_for_run(num_threads_);
+  }
+  if (stats) stats->num_threads = run_options.num_threads;
   run_options.profile = options_.profile;
   run_options.limits = limits;
   std::vector<Tensor> outputs;

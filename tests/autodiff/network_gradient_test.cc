@@ -61,6 +61,22 @@ TEST(PoolingGradient, MaxAverageAndGlobalPools) {
                                     {"count_include_pad", include_pad}})};
                     });
   }
+  // Windows wider than the input (most taps in the padding), as a fuzzer's
+  // kernel of 2^31 is: the gradient kernels visit only the taps inside.
+  check_gradients("MaxPool wider than its input", {{{1, 2, 3, 4}}},
+                  [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+                    return {node(g, OpId::MaxPool, {x[0]},
+                                 {{"kernel_shape", std::vector<int64_t>{9, 7}},
+                                  {"strides", std::vector<int64_t>{2, 1}},
+                                  {"auto_pad", std::string("SAME_UPPER")}})};
+                  });
+  check_gradients("AveragePool wider than its input", {{{1, 2, 3, 4}}},
+                  [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+                    return {node(g, OpId::AveragePool, {x[0]},
+                                 {{"kernel_shape", std::vector<int64_t>{8, 9}},
+                                  {"pads", std::vector<int64_t>{7, 5, 6, 8}},
+                                  {"count_include_pad", int64_t{1}}})};
+                  });
   check_gradients("GlobalAveragePool + GlobalMaxPool", {{{2, 3, 2, 3}}},
                   [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
                     return {node(g, OpId::GlobalAveragePool, {x[0]}), node(g, OpId::GlobalMaxPool, {x[0]})};

@@ -213,6 +213,28 @@ TEST(DnnlOps, ReduceSumOverLeadingAxesIsLeftToTheReference) {
   EXPECT_NE(dnnl_backend::dnnl_supports(*sum).reason.find("leading axes"), std::string::npos);
 }
 
+// oneDNN visits every tap of a pooling window, inside the input or not: a
+// window far wider than its input (a fuzzer's kernel of 2^31 ran for hours in
+// one primitive) is left to the reference kernel, which visits the taps inside.
+TEST(DnnlOps, APoolingWindowFarWiderThanItsInputIsLeftToTheReference) {
+  for (int64_t kernel : {int64_t{3}, int64_t{1} << 31}) {
+    auto g = new_graph();
+    Value x = g->add_input("x", ir::ValueType::of(DType::float32, {1, 3, 32, 32}))->output(0);
+    ir::Node* pool = g->add_node("MaxPool", {x}, 1, "pool");
+    pool->attributes.set("kernel_shape", std::vector<int64_t>{kernel, kernel - 1});
+    pool->attributes.set("auto_pad", std::string("SAME_UPPER"));
+    g->add_output(pool->output(0));
+    ops::infer_types(*g);
+    const dnnl_backend::SupportResult support = dnnl_backend::dnnl_supports(*pool);
+    if (kernel == 3) {
+      EXPECT_TRUE(support.supported) << support.reason;
+    } else {
+      EXPECT_FALSE(support.supported);
+      EXPECT_NE(support.reason.find("far wider than the input"), std::string::npos) << support.reason;
+    }
+  }
+}
+
 TEST(DnnlOps, ReduceSumOpset11AxesAttribute) {
   Case c;
   c.graph->opset_imports[""] = 11;

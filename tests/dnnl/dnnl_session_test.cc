@@ -450,3 +450,74 @@ TEST(DnnlSession, FakeQuantizedConvolutionsAreOneSubgraph) {
 
 }  // namespace
 }  // namespace graft::testing
+
+namespace graft::testing {
+namespace {
+
+/// A CoreAvailability whose samples say that other processes keep
+/// `busy_elsewhere` of `cores` cores busy.
+std::shared_ptr<runtime::CoreAvailability> machine_with(int cores, double busy_elsewhere) {
+  auto clock = std::make_shared<double>(0.0);
+  return std::make_shared<runtime::CoreAvailability>(
+      std::chrono::milliseconds(0), [=]() -> std::optional<runtime::CpuTimes> {
+        *clock += 1.0;
+        runtime::CpuTimes t;
+        t.wall = *clock;
+        t.cores_busy = *clock * busy_elsewhere;
+        t.cores = cores;
+        return t;
+      });
+}
+
+TEST(DnnlSession, WithACoreTakenByAnotherProcessRunsOnOneThreadWithPrimitivesMadeForIt) {
+  std::string model = zoo::build_zoo_model("resnet18", 1);
+  std::vector<Tensor> inputs = {random_tensor({1, 3, 224, 224}, 7)};
+  runtime::SessionOptions quiet;
+  quiet.backends = {"dnnl"};
+  quiet.num_threads = 2;
+  quiet.adapt_threads = true;
+  quiet.core_availability = machine_with(2, 0.1);
+  runtime::SessionOptions loaded = quiet;
+  loaded.core_availability = machine_with(2, 1.0);
+  runtime::Session quiet_session(frontend::load_onnx_from_memory(model), quiet);
+  runtime::Session loaded_session(frontend::load_onnx_from_memory(model), loaded);
+  std::vector<Tensor> want;
+  for (int run = 0; run < 3; ++run) {  // the first sample gives no estimate yet
+    backend::RunStats quiet_stats, loaded_stats;
+    want = quiet_session.run(inputs, &quiet_stats);
+    std::vector<Tensor> got = loaded_session.run(inputs, &loaded_stats);
+    EXPECT_EQ(quiet_stats.num_threads, 2) << "run " << run;
+    EXPECT_EQ(loaded_stats.num_threads, run == 0 ? 2 : 1) << "run " << run;
+    EXPECT_LE(max_relative_error(got[0], want[0]), 1e-5) << "run " << run;
+  }
+  int recreated = 0, counts = 0;
+  runtime::Session::PlannedGraph plan = loaded_session.plan_for_types({ir::ValueType::of(DType::float32, {1, 3, 224, 224})});
+  for (const auto& module : plan.modules) {
+    if (!module || module->type_key() != "dnnl") continue;
+    dnnl_backend::DnnlModuleStats stats = dnnl_backend::dnnl_module_stats(*module);
+    EXPECT_EQ(stats.built_threads, 2);
+    ASSERT_EQ(stats.fewer_thread_counts, std::vector<int>{1});
+    recreated += stats.recreated_primitives.at(0);
+    ++counts;
+  }
+  EXPECT_GT(counts, 0);
+  EXPECT_GT(recreated, 10) << "the convolutions were not made again for one thread";
+}
+
+TEST(DnnlSession, AdaptingToLoadCanBeTurnedOff) {
+  std::string model = zoo::build_zoo_model("resnet18", 1);
+  runtime::SessionOptions options;
+  options.backends = {"dnnl"};
+  options.num_threads = 2;
+  options.adapt_threads = false;
+  options.core_availability = machine_with(2, 1.5);
+  runtime::Session session(frontend::load_onnx_from_memory(model), options);
+  for (int run = 0; run < 3; ++run) {
+    backend::RunStats stats;
+    session.run({random_tensor({1, 3, 224, 224}, 7)}, &stats);
+    EXPECT_EQ(stats.num_threads, 2);
+  }
+}
+
+}  // namespace
+}  // namespace graft::testing

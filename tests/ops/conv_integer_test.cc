@@ -76,6 +76,27 @@ TEST(ConvInteger, MatchesNaiveSums) {
   for (int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(y.data<int32_t>()[i], want[static_cast<size_t>(i)]) << i;
 }
 
+TEST(ConvInteger, AProblemLargerThanTheScratchRunsInPixelChunks) {
+  // 16,900 output pixels x 144 taps per group: more than one chunk of the
+  // 2^21-element scratch, so the chunk boundaries are checked too.
+  Tensor x = random_int<uint8_t>({1, 32, 260, 260}, 5);
+  Tensor w = random_int<int8_t>({4, 16, 3, 3}, 6);
+  Tensor xz = Tensor::scalar<uint8_t>(7);
+  auto g = std::make_unique<Graph>();
+  g->opset_imports[""] = 10;
+  std::vector<Value> in;
+  for (auto [name, t] : {std::pair{"x", &x}, {"w", &w}, {"xz", &xz}})
+    in.push_back(g->add_input(name, ValueType::of(t->dtype(), t->shape()))->output(0));
+  Node* n = g->add_node("ConvInteger", in, 1, "conv");
+  set_conv_attrs(n);
+  g->add_output(n->output(0), "y");
+  Tensor y = run_graph(*g, {x, w, xz})[0];
+  Shape shape;
+  auto want = naive_sums(x, 7, w, {0, 0, 0, 0}, shape);
+  ASSERT_EQ(y.shape(), shape);
+  for (int64_t i = 0; i < y.numel(); ++i) ASSERT_EQ(y.data<int32_t>()[i], want[static_cast<size_t>(i)]) << i;
+}
+
 TEST(QLinearConv, MatchesRequantizedNaiveSums) {
   Tensor x = random_int<int8_t>({1, 4, 6, 5}, 3);
   Tensor w = random_int<int8_t>({4, 2, 3, 3}, 4);

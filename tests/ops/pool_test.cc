@@ -2,6 +2,7 @@
 // against naive loops written here, over random configurations.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <limits>
 #include <random>
@@ -152,6 +153,82 @@ TEST(Pool, RandomConfigurations) {
     auto got = run_pool(c, x, outputs);
     expect_close(got[0], want.values, 1e-5, 1e-5);
     if (outputs == 2) expect_close(got[1], want.indices, 0, 0);
+  }
+}
+
+TEST(Pool, WindowsWiderThanTheInputMatchTheNaiveLoops) {
+  // Kernels of 7 to 12 over inputs of 3 to 5, with SAME padding, strides and
+  // dilations: most taps fall outside the input, which the kernel skips.
+  std::mt19937 rng(7);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  const char* ops[] = {"MaxPool", "AveragePool", "LpPool"};
+  const char* modes[] = {"SAME_UPPER", "SAME_LOWER", "NOTSET"};
+  for (int iter = 0; iter < 30; ++iter) {
+    PoolCase c;
+    c.op = ops[iter % 3];
+    c.auto_pad = modes[pick(0, 2)];
+    c.channels = 2;
+    c.count_include_pad = pick(0, 1) == 1;
+    for (size_t d = 0; d < 2; ++d) {
+      c.kernel.push_back(pick(7, 12));
+      c.strides.push_back(pick(1, 2));
+      c.dilations.push_back(c.op == "AveragePool" ? 1 : pick(1, 2));
+      c.input.push_back(pick(3, 5));
+    }
+    // Explicit pads that let the window reach the input: at least kernel - input.
+    c.pads.assign(4, 0);
+    for (size_t d = 0; d < 4; ++d) c.pads[d] = c.kernel[d % 2] - 1;
+    Shape xs = {c.batch, c.channels, c.input[0], c.input[1]};
+    Tensor x = random_tensor(xs, static_cast<uint64_t>(100 + iter));
+    SCOPED_TRACE("iteration " + std::to_string(iter) + " " + c.op + " " + c.auto_pad);
+    PoolResult want = naive_pool(c, x);
+    int outputs = c.op == "MaxPool" ? 2 : 1;
+    auto got = run_pool(c, x, outputs);
+    expect_close(got[0], want.values, 1e-5, 1e-5);
+    if (outputs == 2) expect_close(got[1], want.indices, 0, 0);
+  }
+}
+
+TEST(Pool, AWindowOf2To32TapsCostsOnlyTheTapsInsideTheInput) {
+  // kernel_shape [65536, 65535] with SAME_UPPER, just below the 2^32 taps
+  // graft accepts (a fuzzer's input had 2^62 and hung in oneDNN): the kernel
+  // visits the 20 taps inside the 5x4 plane, not 4.3 billion. Each window
+  // covers the whole plane, so MaxPool gives its maximum and that index,
+  // AveragePool its mean (padding not counted).
+  const int64_t huge = int64_t{1} << 16;
+  Tensor x = random_tensor({1, 2, 5, 4}, 3);
+  for (const char* op : {"MaxPool", "AveragePool"}) {
+    PoolCase c;
+    c.op = op;
+    c.channels = 2;
+    c.input = {5, 4};
+    c.kernel = {huge, huge - 1};
+    c.strides = {1, 1};
+    c.dilations = {1, 1};
+    c.auto_pad = "SAME_UPPER";
+    const auto start = std::chrono::steady_clock::now();
+    auto got = run_pool(c, x, c.op == "MaxPool" ? 2 : 1);
+    // Milliseconds; visiting every tap took tens of seconds (far from the bound).
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5)) << op;
+    ASSERT_EQ(got[0].shape(), (Shape{1, 2, 5, 4})) << op;
+    for (int64_t plane = 0; plane < 2; ++plane) {
+      const float* v = x.data<float>() + plane * 20;
+      float best = v[0], sum = 0;
+      int64_t where = 0;
+      for (int64_t i = 0; i < 20; ++i) {
+        sum += v[i];
+        if (v[i] > best) best = v[i], where = i;
+      }
+      for (int64_t i = 0; i < 20; ++i) {
+        const float y = got[0].data<float>()[plane * 20 + i];
+        if (c.op == "MaxPool") {
+          EXPECT_EQ(y, best) << op << " plane " << plane << " output " << i;
+          EXPECT_EQ(got[1].data<int64_t>()[plane * 20 + i], plane * 20 + where);
+        } else {
+          EXPECT_NEAR(y, sum / 20, 1e-5) << op << " plane " << plane << " output " << i;
+        }
+      }
+    }
   }
 }
 

@@ -128,6 +128,42 @@ TEST(RunLimits, ALoopOfTwoToTheSixtyTwoTripsStopsAtTheDeadlineNamingTheLoop) {
   EXPECT_EQ(y.at(0).data<float>()[0], 3.0f);
 }
 
+/// One reference Conv of about 5 GFLOP (a second or more on the reference
+/// kernels): a run stopped inside it names it.
+std::unique_ptr<ir::Graph> one_big_conv() {
+  auto g = std::make_unique<ir::Graph>();
+  g->opset_imports[""] = 17;
+  ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {2, 64, 192, 192}))->output(0);
+  ir::Value w = g->add_constant("w", testing::random_tensor({64, 64, 3, 3}, 9))->output(0);
+  ir::Node* conv = g->add_node("Conv", {x, w}, 1, "conv");
+  conv->attributes.set("pads", std::vector<int64_t>{1, 1, 1, 1});
+  g->add_output(conv->output(0), "y");
+  ops::infer_types(*g);
+  return g;
+}
+
+TEST(RunLimits, ADeadlinePassingInsideALongKernelStopsItThere) {
+  Session session(one_big_conv(), reference_only());
+  std::vector<Tensor> inputs{testing::random_tensor({2, 64, 192, 192}, 4)};
+  session.run(inputs);  // plans, so that the limited run starts at the Conv at once
+  const auto full_start = std::chrono::steady_clock::now();
+  session.run(inputs);
+  const auto full = std::chrono::steady_clock::now() - full_start;
+  backend::RunLimits limits;
+  const auto start = std::chrono::steady_clock::now();
+  limits.deadline = start + full / 20;
+  try {
+    session.run(inputs, limits);
+    ADD_FAILURE() << "the run passed its deadline without an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::cancelled);
+    EXPECT_NE(std::string(e.what()).find("run passed its deadline inside node 'conv' (Conv)"), std::string::npos)
+        << e.what();
+  }
+  limits.deadline = std::chrono::steady_clock::now() + 600s;
+  EXPECT_EQ(session.run(inputs, limits).size(), 1u);  // usable again
+}
+
 TEST(RunLimits, AnAllocationPastTheMemoryLimitNamesTheNodeAndTheSessionRunsAgain) {
   SessionOptions options = reference_only();
   options.max_memory = 1u << 20;  // 1 MiB of intermediates

@@ -237,11 +237,16 @@ int run_model(const RunCommandOptions& options) {
     codegen::CompileCache::global().wait_for_background_compiles();
     std::vector<double> times;
     if (profiling) profiled.clear();
+    int64_t fewer_thread_runs = 0, fewest_threads = session.num_threads();
     for (int64_t r = 0; r < repeat; ++r) {
       backend::RunStats run_stats;
       auto begin = std::chrono::steady_clock::now();
-      session.run(inputs, limits_from_now(), profiling ? &run_stats : nullptr);
+      session.run(inputs, limits_from_now(), &run_stats);
       times.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - begin).count());
+      if (run_stats.num_threads < session.num_threads()) {
+        ++fewer_thread_runs;
+        fewest_threads = std::min<int64_t>(fewest_threads, run_stats.num_threads);
+      }
       if (profiling) profiled.push_back({begin, times.back() * 1000.0, std::move(run_stats.timings)});
     }
     std::sort(times.begin(), times.end());
@@ -249,10 +254,15 @@ int run_model(const RunCommandOptions& options) {
         times.size() % 2 ? times[times.size() / 2] : 0.5 * (times[times.size() / 2 - 1] + times[times.size() / 2]);
     char buffer[200];
     std::snprintf(buffer, sizeof(buffer),
-                  "latency: median %.3f ms, min %.3f ms over %lld runs (first run %.3f ms; %d thread%s)\n", median,
+                  "latency: median %.3f ms, min %.3f ms over %lld runs (first run %.3f ms; %d thread%s", median,
                   times.front(), static_cast<long long>(repeat), first_ms, session.num_threads(),
                   session.num_threads() == 1 ? "" : "s");
     std::cout << buffer;
+    // SessionOptions::adapt_threads: runs while other processes kept cores busy.
+    if (fewer_thread_runs > 0)
+      std::cout << ", down to " << fewest_threads << " on " << fewer_thread_runs << " of " << repeat
+                << " runs while other processes kept cores busy";
+    std::cout << ")\n";
   }
 
   if (options.report && session.num_generic_runs() > 0) {

@@ -49,6 +49,9 @@ struct RunStats {
   /// (graft.CopyToDevice / graft.CopyToHost at device boundaries).
   uint64_t bytes_to_device = 0;
   uint64_t bytes_to_host = 0;
+  /// Set by Session::run: the intra-op threads the run used (fewer than the
+  /// session's while other processes kept cores busy: SessionOptions::adapt_threads).
+  int num_threads = 0;
 };
 
 class RunQueues;  // the device queues of one run (executor.cc)

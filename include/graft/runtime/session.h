@@ -15,6 +15,7 @@
 #include "graft/ir/graph.h"
 #include "graft/partition/annotations.h"
 #include "graft/partition/report.h"
+#include "graft/runtime/core_availability.h"
 #include "graft/runtime/plan_cache.h"
 
 namespace graft::runtime {
@@ -62,6 +63,17 @@ struct SessionOptions {
   /// GRAFT_MAX_MEMORY ("512M", "2G", a byte count), else the machine's
   /// physical memory. 0: no limit.
   std::optional<uint64_t> max_memory;
+  /// Run on fewer than num_threads threads while other processes keep cores
+  /// busy: on the cores not busy elsewhere, at least one
+  /// (runtime::CoreAvailability, sampled at most every 100 ms). Threads wait
+  /// for one another after every parallel region, so a thread without a core
+  /// of its own slows every region down; the dnnl backend runs primitives
+  /// made for the smaller count (made at the first such run). Results may
+  /// differ in the last bits between thread counts. nullopt =
+  /// GRAFT_ADAPT_THREADS (0 or 1), else on.
+  std::optional<bool> adapt_threads;
+  /// Where the load is read; null: CoreAvailability::global().
+  std::shared_ptr<CoreAvailability> core_availability;
 };
 
 /// The memory limit of a session: `option` when set, else GRAFT_MAX_MEMORY,
@@ -133,6 +145,8 @@ class Session {
   /// their Constant values then read as zeros (Storage::is_placeholder();
   /// set_weight still replaces them whole).
   const ir::Graph& graph() const { return *prepared_.graph; }
+  /// Intra-op threads of a run on a machine with every core to itself (a
+  /// run may use fewer: SessionOptions::adapt_threads, RunStats::num_threads).
   int num_threads() const { return num_threads_; }
   /// Number of plans specialized to input shapes that the session keeps
   /// (at most max_specialized_plans, or one for a model whose input shapes are fixed).
@@ -195,6 +209,8 @@ class Session {
   compiler::CompileOptions compile_options_;  // options_ as the compiler takes them
   compiler::PreparedGraph prepared_;          // the graph after passes and partitioning
   int num_threads_ = 1;
+  bool adapt_threads_ = true;
+  std::shared_ptr<CoreAvailability> core_availability_;  // null: the global one
   uint64_t max_memory_ = 0;  ///< per run, 0: none
   bool restored_ = false;
   mutable size_t num_compiles_ = 0;                    // guarded by mutex_
