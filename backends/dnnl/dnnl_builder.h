@@ -130,6 +130,15 @@ class Builder {
   /// plain view of the rank of `like`. `like` is a copy: adding slots moves
   /// the slot descriptors it may come from.
   int operand_like(ir::Entry e, dnnl::memory::desc like, const std::string& label);
+  /// Records that `converted` holds the value of `slot` in another layout
+  /// (a copy made elsewhere: an input copied into a Concat's destination).
+  void record_conversion(int slot, int converted) { converted_[slot].push_back({desc(converted), converted}); }
+  /// The slots that hold `slot`'s value converted to other layouts.
+  std::vector<int> conversions_of(int slot) const {
+    std::vector<int> slots;
+    for (const auto& [d, s] : converted_[slot]) slots.push_back(s);
+    return slots;
+  }
   /// Drops the cached conversions of `slot` (its value was overwritten).
   void forget_conversions(int slot) { converted_[slot].clear(); }
 

@@ -22,7 +22,8 @@
 //    inputs of densenet's concat k are those of concat k - 1 plus one), which
 //    is placed as a whole;
 //  - no other input is already in that buffer at another offset.
-// Inputs that are not placed are copied into their part of the destination
+// An input in another layout that an earlier Concat copied into its
+// destination is read from that copy. Inputs that are not placed are copied into their part of the destination
 // (a reorder each); when no input can be placed, or a copy would leave the
 // destination's block padding unwritten, the concat primitive runs as
 // before. A placed buffer is no longer a root slot, so no in-place sum
@@ -104,13 +105,24 @@ int concat_in_place(Builder& b, const ir::Node& node, int axis, const std::vecto
   const int64_t block = inner_block_of(dst, axis);
   const size_t axis_stride_bytes = static_cast<size_t>(strides_of(dst)[static_cast<size_t>(axis)]) * sizeof(float);
 
-  // Where the destination holds each input.
+  // Where the destination holds each input. An input in another layout
+  // that an earlier Concat copied into its destination is read from that
+  // copy (densenet's first input, a pool's channels-last output, is copied
+  // into the blocked buffer of its block once; the nested concats after it
+  // then place that buffer whole).
   std::vector<Part> parts(slots.size());
   int64_t position = 0;
   for (size_t i = 0; i < slots.size(); ++i) {
     if (position % block != 0) return -1;
     Part& p = parts[i];
     p.slot = slots[i];
+    if (!same_layout(descs[i], dst, axis))
+      for (int copy : b.conversions_of(slots[i]))
+        if (b.slot(copy).root >= 0 && same_layout(b.desc(copy), dst, axis)) {
+          p.slot = copy;
+          descs[i] = b.desc(copy);
+          break;
+        }
     p.begin = static_cast<size_t>(position / block) * axis_stride_bytes;
     position += descs[i].dims()[static_cast<size_t>(axis)];
     if (i > 0) parts[i - 1].end = p.begin;
@@ -157,7 +169,9 @@ int concat_in_place(Builder& b, const ir::Node& node, int axis, const std::vecto
   for (size_t i = 0; i < parts.size(); ++i) {
     if (!parts[i].placed) {
       const memory::desc part = dst.submemory_desc(descs[i].dims(), offsets);
-      b.add_reorder(parts[i].slot, b.view(result, part), node.name);
+      const int copy = b.view(result, part);
+      b.add_reorder(parts[i].slot, copy, node.name);
+      b.record_conversion(parts[i].slot, copy);
     }
     offsets[static_cast<size_t>(axis)] += descs[i].dims()[static_cast<size_t>(axis)];
   }
@@ -172,6 +186,7 @@ int emit_concat(Builder& b, const ir::Node& node) {
   if (axis < 0) axis += rank;
   std::vector<int> srcs;
   for (size_t i = 0; i < node.inputs.size(); ++i) srcs.push_back(b.slot_of(b.input(node, i)));
+  if (srcs.size() == 1) return srcs[0];  // a concatenation of one: the value itself
   if (int dst = concat_in_place(b, node, static_cast<int>(axis), srcs); dst >= 0) return dst;
   std::vector<memory::desc> descs;
   for (int& s : srcs) {
