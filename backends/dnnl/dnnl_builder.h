@@ -9,8 +9,8 @@
 
 #include <cstdint>
 #include <functional>
-#include <optional>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>

@@ -206,8 +206,8 @@ int emit_matmul(Builder& b, const Group& g, const std::string& label) {
   int transposed_root = -1;
   if (rank > 2 && dst_root < 0)
     if (auto transposed = transposed_destination(b, g, dst_dims)) {
-      dnnl::matmul::primitive_desc strided_pd(dnnl::matmul::desc(a_used, b_used, transposed->first), attr,
-                                              b.engine(), true);
+      dnnl::matmul::primitive_desc strided_pd(dnnl::matmul::desc(a_used, b_used, transposed->first), attr, b.engine(),
+                                              true);
       if (strided_pd && std::string(strided_pd.impl_info_str()) == pd.impl_info_str() &&
           !on_reference_code(strided_pd)) {
         pd = strided_pd;

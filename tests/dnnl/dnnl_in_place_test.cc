@@ -49,8 +49,8 @@ TEST(DnnlConcat, NestedConcatsShareOneBuffer) {
   int64_t channels = 32;
   for (int layer = 0; layer < 3; ++layer) {
     Value cat = features.size() == 1 ? features[0] : c.op("Concat", features, one_int("axis", 1));
-    Value bn = c.op("BatchNormalization", {cat, c.constant({channels}), c.constant({channels}),
-                                           c.constant({channels}), c.constant({channels}, true)});
+    Value bn = c.op("BatchNormalization", {cat, c.constant({channels}), c.constant({channels}), c.constant({channels}),
+                                           c.constant({channels}, true)});
     Value y = c.op("Conv", {c.op("Relu", {bn}), c.constant({16, channels, 3, 3})}, ints("pads", {1, 1, 1, 1}));
     features.push_back(y);
     channels += 16;
@@ -129,8 +129,7 @@ TEST(DnnlReshape, StridesOfAViewWhereDimensionsAreAdjacentInMemory) {
   // A transposed context [1, 128, 12, 64] (heads outer in memory) merged: no view.
   EXPECT_EQ(reshaped_strides({1, 128, 12, 64}, {98304, 64, 8192, 1}, {1, 128, 768}), std::nullopt);
   // Its plain form merges; size-1 dimensions come and go.
-  EXPECT_EQ(reshaped_strides({1, 128, 12, 64}, {98304, 768, 64, 1}, {128, 1, 768}),
-            (dnnl_backend::Dims{768, 768, 1}));
+  EXPECT_EQ(reshaped_strides({1, 128, 12, 64}, {98304, 768, 64, 1}, {128, 1, 768}), (dnnl_backend::Dims{768, 768, 1}));
   EXPECT_EQ(reshaped_strides({2, 3}, {1, 2}, {6}), std::nullopt);
   EXPECT_EQ(reshaped_strides({2, 0}, {1, 1}, {0}), std::nullopt);
 }
@@ -139,37 +138,40 @@ TEST(DnnlReshape, StridesOfAViewWhereDimensionsAreAdjacentInMemory) {
 // three, each reshaped into heads and transposed; the context transposed
 // back and reshaped. The slices, head splits and the head merge are views
 // that the matmuls read and write with their strides: on AVX2 (oneDNN's jit
-// gemm) no copy runs at all. On AVX-512, brgemm takes plain operands only,
-// and copies of the heads are cheaper than its jit gemm fallback.
-// PyTorch's export scales q before the product (q / sqrt(head size), an
-// eltwise of the strided head): that copy to plain scales too, one reorder.
+// gemm) no copy runs at all. On AVX-512, brgemm reads some heads through
+// plain copies, depending on their shapes (cheaper than its jit gemm
+// fallback). PyTorch's export scales q before the product (q / sqrt(head
+// size), an eltwise of the strided head): that copy to plain scales too,
+// one reorder.
 TEST(DnnlLayouts, AttentionHeadSplitAndMergeAreViews) {
   for (bool scale_q : {false, true}) {
-  Case c;
-  const int64_t seq = 8, heads = 4, head = 8, hidden = heads * head;
-  Value x = c.input({1, seq, hidden});
-  Value qkv = c.op("Add", {c.op("MatMul", {x, c.constant({hidden, 3 * hidden})}), c.constant({3 * hidden})});
-  auto constant = [&](const std::vector<int64_t>& v) {
-    return c.graph
-        ->add_constant("k" + std::to_string(c.seed++), Tensor::from_vector<int64_t>(v, {static_cast<int64_t>(v.size())}))
-        ->output(0);
-  };
-  auto split = [&](int64_t part, std::vector<int64_t> perm) {
-    Value slice = c.op("Slice", {qkv, constant({part * hidden}), constant({(part + 1) * hidden}), constant({2})});
-    return c.op("Transpose", {c.op("Reshape", {slice, constant({1, seq, heads, head})})}, ints("perm", perm));
-  };
-  Value q = split(0, {0, 2, 1, 3}), k = split(1, {0, 2, 3, 1}), v = split(2, {0, 2, 1, 3});
-  Value two = c.graph->add_constant("d", Tensor::scalar(2.0f))->output(0);
-  Value scores = scale_q ? c.op("MatMul", {c.op("Div", {q, two}), k}) : c.op("Div", {c.op("MatMul", {q, k}), two});
-  Value context = c.op("MatMul", {c.op("Softmax", {scores}, one_int("axis", -1)), v});
-  Value merged = c.op("Reshape", {c.op("Transpose", {context}, ints("perm", {0, 2, 1, 3})), constant({1, seq, hidden})});
-  auto stats = c.check({c.op("MatMul", {merged, c.constant({hidden, hidden})})});
-  EXPECT_EQ(stats.reference_primitives, 0);
-  if (onednn_runs_avx512_core()) continue;  // brgemm reads copies of the heads
-  // projection, scores (scaled), softmax, context, output projection, the
-  // copy into the output tensor (of the same layout); the scaled copy of q
-  EXPECT_EQ(stats.activation_reorders, scale_q ? 1 : 0);
-  EXPECT_EQ(stats.primitives, scale_q ? 7 : 6);
+    Case c;
+    const int64_t seq = 8, heads = 4, head = 8, hidden = heads * head;
+    Value x = c.input({1, seq, hidden});
+    Value qkv = c.op("Add", {c.op("MatMul", {x, c.constant({hidden, 3 * hidden})}), c.constant({3 * hidden})});
+    auto constant = [&](const std::vector<int64_t>& v) {
+      return c.graph
+          ->add_constant("k" + std::to_string(c.seed++),
+                         Tensor::from_vector<int64_t>(v, {static_cast<int64_t>(v.size())}))
+          ->output(0);
+    };
+    auto split = [&](int64_t part, std::vector<int64_t> perm) {
+      Value slice = c.op("Slice", {qkv, constant({part * hidden}), constant({(part + 1) * hidden}), constant({2})});
+      return c.op("Transpose", {c.op("Reshape", {slice, constant({1, seq, heads, head})})}, ints("perm", perm));
+    };
+    Value q = split(0, {0, 2, 1, 3}), k = split(1, {0, 2, 3, 1}), v = split(2, {0, 2, 1, 3});
+    Value two = c.graph->add_constant("d", Tensor::scalar(2.0f))->output(0);
+    Value scores = scale_q ? c.op("MatMul", {c.op("Div", {q, two}), k}) : c.op("Div", {c.op("MatMul", {q, k}), two});
+    Value context = c.op("MatMul", {c.op("Softmax", {scores}, one_int("axis", -1)), v});
+    Value merged =
+        c.op("Reshape", {c.op("Transpose", {context}, ints("perm", {0, 2, 1, 3})), constant({1, seq, hidden})});
+    auto stats = c.check({c.op("MatMul", {merged, c.constant({hidden, hidden})})});
+    EXPECT_EQ(stats.reference_primitives, 0);
+    if (onednn_runs_avx512_core()) continue;  // brgemm may read copies of the heads
+    // projection, scores (scaled), softmax, context, output projection, the
+    // copy into the output tensor (of the same layout); the scaled copy of q
+    EXPECT_EQ(stats.activation_reorders, scale_q ? 1 : 0);
+    EXPECT_EQ(stats.primitives, scale_q ? 7 : 6);
   }
 }
 
