@@ -23,11 +23,11 @@
 //    is placed as a whole;
 //  - no other input is already in that buffer at another offset.
 // An input in another layout that an earlier Concat copied into its
-// destination is read from that copy. Inputs that are not placed are copied into their part of the destination
-// (a reorder each); when no input can be placed, or a copy would leave the
-// destination's block padding unwritten, the concat primitive runs as
-// before. A placed buffer is no longer a root slot, so no in-place sum
-// overwrites it later (can_write_in_place).
+// destination is read from that copy. Inputs that are not placed are copied
+// into their part of the destination (a reorder each); when no input can be
+// placed, or a copy would leave the destination's block padding unwritten,
+// the concat primitive runs as before. A placed buffer is no longer a root
+// slot, so no in-place sum overwrites it later (can_write_in_place).
 #include <algorithm>
 #include <map>
 

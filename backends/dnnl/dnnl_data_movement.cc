@@ -15,8 +15,8 @@ using dnnl::memory;
 
 // A Reshape of a plain or strided layout is a view when its dimensions can
 // be split and merged in place (attention's heads: a slice of the fused
-// q/k/v projection split into [heads, head size], a transposed context
-// merged back); otherwise it reads a plain copy.
+// q/k/v projection split into [heads, head size]; the context merged back
+// once its product wrote it transposed); otherwise it reads a plain copy.
 int emit_reshape(Builder& b, const ir::Node& node) {
   int src = b.slot_of(b.input(node, 0));
   const Dims out = dims_of(node.output_types[0]);
