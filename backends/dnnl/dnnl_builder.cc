@@ -65,6 +65,40 @@ Dims strides_of(const memory::desc& desc) {
   return Dims(blocking.strides, blocking.strides + desc.data.ndims);
 }
 
+std::optional<Dims> reshaped_strides(const Dims& from, const Dims& strides, const Dims& to) {
+  // Runs of dimensions that step through memory as one (an outer dimension's
+  // stride is the inner one's extent times its stride): (extent, innermost stride).
+  std::vector<std::pair<int64_t, int64_t>> runs;
+  for (size_t d = 0; d < from.size(); ++d) {
+    if (from[d] == 0) return std::nullopt;
+    if (from[d] == 1) continue;
+    if (!runs.empty() && runs.back().second == strides[d] * from[d]) {
+      runs.back().first *= from[d];
+      runs.back().second = strides[d];
+    } else {
+      runs.push_back({from[d], strides[d]});
+    }
+  }
+  // Each run is split into consecutive dimensions of `to`, innermost last.
+  Dims result(to.size(), 1);
+  size_t next = to.size();
+  for (size_t r = runs.size(); r-- > 0;) {
+    int64_t covered = 1;
+    while (covered < runs[r].first) {
+      if (next == 0) return std::nullopt;
+      --next;
+      result[next] = runs[r].second * covered;
+      covered *= to[next];
+    }
+    if (covered != runs[r].first) return std::nullopt;
+  }
+  while (next > 0) {  // leading size-1 dimensions: the stride a row-major layout gives them
+    if (to[--next] != 1) return std::nullopt;
+    result[next] = next + 1 < to.size() ? result[next + 1] * to[next + 1] : 1;
+  }
+  return result;
+}
+
 bool is_unblocked(const memory::desc& desc) {
   return desc.data.format_kind == dnnl_blocked && desc.data.format_desc.blocking.inner_nblks == 0 &&
          desc.data.offset0 == 0;
@@ -138,6 +172,9 @@ int Builder::view(int slot, const memory::desc& desc, bool exact) {
   int root = program_.slots[slot].root >= 0 ? program_.slots[slot].root : slot;
   Slot s;
   s.desc = desc;
+  // The descriptor's offset becomes the view's byte offset (views of views add up).
+  s.byte_offset = program_.slots[slot].byte_offset + static_cast<size_t>(desc.data.offset0) * sizeof(float);
+  s.desc.data.offset0 = 0;
   s.kind = program_.slots[root].kind;
   s.index = program_.slots[root].index;
   s.root = root;
@@ -146,6 +183,22 @@ int Builder::view(int slot, const memory::desc& desc, bool exact) {
   int v = static_cast<int>(program_.slots.size()) - 1;
   program_.slots[root].has_views = true;
   return v;
+}
+
+void Builder::place_in(int root, int parent, size_t byte_offset) {
+  std::vector<Slot>& slots = program_.slots;
+  GRAFT_CHECK(slots[root].root < 0 && slots[root].kind == SlotKind::arena && slots[parent].root < 0 &&
+                  slots[parent].kind == SlotKind::arena && root != parent,
+              "dnnl: placing a slot that is not an arena buffer of its own");
+  for (Slot& s : slots)
+    if (s.root == root) {
+      s.root = parent;
+      s.byte_offset += byte_offset;
+    }
+  slots[root].root = parent;
+  slots[root].byte_offset = byte_offset;
+  slots[root].has_views = false;
+  slots[parent].has_views = true;
 }
 
 int Builder::as_desc(int slot, const memory::desc& desc, const std::string& label) {

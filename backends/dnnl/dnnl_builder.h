@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <oneapi/dnnl/dnnl.hpp>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,6 +43,11 @@ int64_t product(const Dims& dims, size_t begin, size_t end);
 bool is_plain(const dnnl::memory::desc& desc);
 /// The outer strides of a blocked-format descriptor, one per dimension.
 Dims strides_of(const dnnl::memory::desc& desc);
+/// The strides that read a strided (unblocked) layout of extents `from`
+/// with `strides` as extents `to` (same number of elements) without moving
+/// data, as a reshape of a plain layout would; nullopt when no strides do
+/// (the reshape merges dimensions that are not adjacent in memory).
+std::optional<Dims> reshaped_strides(const Dims& from, const Dims& strides, const Dims& to);
 /// Plain or strided (any order of dimensions), without inner blocks.
 bool is_unblocked(const dnnl::memory::desc& desc);
 /// Whether oneDNN picked its reference code ("ref:any", ...) for `pd`:
@@ -104,6 +110,12 @@ class Builder {
   /// `desc` is spelled the same, for primitives whose fast paths compare how
   /// formats are spelled.
   int view(int slot, const dnnl::memory::desc& desc, bool exact = false);
+  /// Makes the arena buffer `root` (with its views) part of the arena buffer
+  /// `parent`, from `byte_offset` on: the steps that write and read `root`
+  /// then write and read those bytes of `parent` (a Concat's inputs placed
+  /// in its destination). Nothing may write `root`'s value again afterwards:
+  /// it is no longer a root, which keeps in-place sums out of it.
+  void place_in(int root, int parent, size_t byte_offset);
   /// `slot` converted to `desc` (a cached reorder, or a cached weight conversion).
   int as_desc(int slot, const dnnl::memory::desc& desc, const std::string& label);
   /// `slot` in plain layout.
@@ -118,6 +130,15 @@ class Builder {
   /// plain view of the rank of `like`. `like` is a copy: adding slots moves
   /// the slot descriptors it may come from.
   int operand_like(ir::Entry e, dnnl::memory::desc like, const std::string& label);
+  /// Records that `converted` holds the value of `slot` in another layout
+  /// (a copy made elsewhere: an input copied into a Concat's destination).
+  void record_conversion(int slot, int converted) { converted_[slot].push_back({desc(converted), converted}); }
+  /// The slots that hold `slot`'s value converted to other layouts.
+  std::vector<int> conversions_of(int slot) const {
+    std::vector<int> slots;
+    for (const auto& [d, s] : converted_[slot]) slots.push_back(s);
+    return slots;
+  }
   /// Drops the cached conversions of `slot` (its value was overwritten).
   void forget_conversions(int slot) { converted_[slot].clear(); }
 

@@ -1,10 +1,11 @@
-// Data movement: Concat, Reshape, Flatten, Transpose, Slice, Split and
-// Gather. All but Concat are views: another descriptor over the bytes of
-// their input (a Transpose a strided view, a Slice, Split or Gather an offset
-// one), so no data moves until a consumer needs another layout; a consumer
-// that cannot read a view gets a plain copy (Builder::dense). Concat is
-// oneDNN's concat primitive.
+// Data movement: Reshape, Flatten, Transpose, Slice, Split and Gather. All
+// are views: another descriptor over the bytes of their input (a Transpose
+// a strided view, a Reshape of one a strided view where its dimensions
+// allow, a Slice, Split or Gather an offset one), so no data moves until a
+// consumer needs another layout; a consumer that cannot read a view gets a
+// plain copy (Builder::dense). Concat is in dnnl_concat.cc.
 #include <algorithm>
+#include <optional>
 
 #include "dnnl_emitters.h"
 
@@ -12,27 +13,19 @@ namespace graft::dnnl_backend {
 
 using dnnl::memory;
 
-int emit_concat(Builder& b, const ir::Node& node) {
-  int64_t rank = static_cast<int64_t>(dims_of(node.output_types[0]).size());
-  int64_t axis = node.attributes.get_int("axis");
-  if (axis < 0) axis += rank;
-  std::vector<int> srcs;
-  std::vector<memory::desc> descs;
-  for (size_t i = 0; i < node.inputs.size(); ++i) {
-    srcs.push_back(b.dense(b.slot_of(b.input(node, i)), node.name));
-    descs.push_back(b.desc(srcs.back()));
-  }
-  dnnl::concat::primitive_desc pd(static_cast<int>(axis), descs, b.engine(), Builder::new_attr());
-  int dst = b.add_slot(pd.dst_desc());
-  std::vector<std::pair<int, int>> args = {{DNNL_ARG_DST, dst}};
-  for (size_t i = 0; i < srcs.size(); ++i) args.push_back({DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), srcs[i]});
-  b.add_step(dnnl::concat(pd), pd, std::move(args), node.name);
-  return dst;
-}
-
+// A Reshape of a plain or strided layout is a view when its dimensions can
+// be split and merged in place (attention's heads: a slice of the fused
+// q/k/v projection split into [heads, head size]; the context merged back
+// once its product wrote it transposed); otherwise it reads a plain copy.
 int emit_reshape(Builder& b, const ir::Node& node) {
-  int src = b.as_plain(b.slot_of(b.input(node, 0)), node.name);
-  return b.view(src, plain_desc(dims_of(node.output_types[0])));
+  int src = b.slot_of(b.input(node, 0));
+  const Dims out = dims_of(node.output_types[0]);
+  if (is_unblocked(b.desc(src))) {
+    const memory::desc& from = b.desc(src);
+    if (std::optional<Dims> strides = reshaped_strides(from.dims(), strides_of(from), out))
+      return b.view(src, strided_desc(out, *strides));
+  }
+  return b.view(b.as_plain(src, node.name), plain_desc(out));
 }
 
 // A Transpose is a strided view: no data moves until a consumer needs another layout.

@@ -114,6 +114,21 @@ bool scalar_as_linear(OpId op, int constant_position, float c, float& alpha, flo
 
 int emit_eltwise(Builder& b, const ir::Node& node, const std::vector<PostOp>& ops, int src) {
   if (src < 0) src = b.slot_of(b.input(node, 0));
+  // A scale of a view that eltwise cannot read in place (attention's
+  // q / sqrt(head size) on a strided head): the copy to plain scales too, a
+  // reorder with an output scale, one pass over the data instead of two.
+  const Dims dims = b.desc(src).dims();
+  const bool dense = b.desc(src).get_size() == static_cast<size_t>(product(dims, 0, dims.size())) * sizeof(float);
+  if (ops.size() == 1 && ops[0].alg == algorithm::eltwise_linear && ops[0].beta == 0 && !dense) {
+    const memory::desc plain = plain_desc(dims);
+    dnnl::primitive_attr attr = Builder::new_attr();
+    attr.set_output_scales(0, {ops[0].alpha});
+    dnnl::reorder::primitive_desc pd(b.engine(), b.desc(src), b.engine(), plain, attr);
+    int dst = b.add_slot(plain);
+    b.add_step(dnnl::reorder(pd), pd, {{DNNL_ARG_FROM, src}, {DNNL_ARG_TO, dst}}, node.name);
+    ++b.program().activation_reorders;
+    return dst;
+  }
   src = b.dense(src, node.name);
   for (const PostOp& p : ops) {
     dnnl::eltwise_forward::primitive_desc pd(

@@ -3,8 +3,13 @@
 // read in place as strided views where oneDNN's brgemm takes them (a
 // Transpose is such a view), else copied to plain. A MatMul by a constant
 // [K, N] runs on the rows flattened to 2-D, so that the weight is packed
-// once into oneDNN's blocked layout.
+// once into oneDNN's blocked layout. A product read only by a Transpose
+// (attention's head merge) writes the transposed layout directly where the
+// implementation allows.
 #include <algorithm>
+#include <optional>
+#include <span>
+#include <utility>
 
 #include "dnnl_emitters.h"
 #include "dnnl_int8.h"
@@ -28,6 +33,35 @@ bool collapsible_post_ops(const Builder& b, const Group& g, const Dims& dst_dims
     if (!row && od != dst_dims) return false;
   }
   return true;
+}
+
+// Attention's head merge: a product [batch, heads, seq, head size] whose
+// only reader is a Transpose (to [batch, seq, heads, head size], then
+// reshaped to [batch, seq, hidden]) may write the transposed layout
+// directly: its destination is the Transpose's output, plain, read through
+// the inverse permutation. The Transpose and the Reshape after it are then
+// views instead of a copy. Returns that strided descriptor and the
+// Transpose's output extents, or nothing when the group's result is read
+// otherwise (post-ops other than eltwise would need their operands in that
+// layout too).
+std::optional<std::pair<memory::desc, Dims>> transposed_destination(const Builder& b, const Group& g,
+                                                                    const Dims& dst_dims) {
+  const std::span<const uint32_t> readers = b.graph().consumers(g.last);
+  if (readers.size() != 1 || b.is_output({g.last, 0})) return std::nullopt;
+  const ir::Node& reader = b.graph().node(readers[0]);
+  if (reader.op() != OpId::Transpose) return std::nullopt;
+  for (const PostOp& p : g.post_ops)
+    if (p.kind != PostOp::Kind::eltwise) return std::nullopt;
+  const Dims out = dims_of(reader.output_types[0]);
+  std::vector<int64_t> perm(dst_dims.size());
+  for (size_t i = 0; i < perm.size(); ++i) perm[i] = static_cast<int64_t>(perm.size() - 1 - i);
+  perm = reader.attributes.get_ints("perm", perm);
+  if (out.size() != dst_dims.size() || perm.size() != dst_dims.size()) return std::nullopt;
+  const Dims out_strides = row_major_strides(out);
+  Dims strides(dst_dims.size());
+  for (size_t i = 0; i < perm.size(); ++i) strides[static_cast<size_t>(perm[i])] = out_strides[i];
+  if (strides == row_major_strides(dst_dims)) return std::nullopt;  // a Transpose of size-1 axes only
+  return std::make_pair(memory::desc(dst_dims, memory::data_type::f32, strides), out);
 }
 
 }  // namespace
@@ -140,6 +174,7 @@ int emit_matmul(Builder& b, const Group& g, const std::string& label) {
   memory::desc dst_md = plain_desc(dst_dims);
   memory::desc b_query = b_packed ? any_desc(b_md.dims()) : b_md;
   dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a_md, b_query, dst_md), attr, b.engine());
+  memory::desc a_used = a_md, b_used = b_query;  // the operand descriptors `pd` was made with
   // oneDNN's brgemm matmul reads batched operands only in plain layouts;
   // strided views (attention's Q, K and V, transposed heads) send it to the
   // jit gemm fallback, which generates its kernels on first use (about 20 ms
@@ -164,9 +199,27 @@ int emit_matmul(Builder& b, const Group& g, const std::string& label) {
           b_slot = copy;
         }
         pd = plain_pd;
+        a_used = a_plain;
+        b_used = b_plain;
       }
     }
   }
+  // The head merge written in place, where oneDNN runs the strided
+  // destination with the implementation it picked for the plain one (on
+  // AVX2 the jit gemm takes both; on AVX-512 brgemm takes only the plain
+  // one, and the jit gemm's first-use kernel generation would cost more
+  // than the copy saves).
+  int transposed_root = -1;
+  if (rank > 2 && dst_root < 0)
+    if (auto transposed = transposed_destination(b, g, dst_dims)) {
+      dnnl::matmul::primitive_desc strided_pd(dnnl::matmul::desc(a_used, b_used, transposed->first), attr, b.engine(),
+                                              true);
+      if (strided_pd && std::string(strided_pd.impl_info_str()) == pd.impl_info_str() &&
+          !on_reference_code(strided_pd)) {
+        pd = strided_pd;
+        transposed_root = b.add_slot(plain_desc(transposed->second));
+      }
+    }
   if (b_packed) {
     Weight w;
     w.sources = {b.source_of(b_entry)};
@@ -175,7 +228,9 @@ int emit_matmul(Builder& b, const Group& g, const std::string& label) {
     w.label = node.name + ".B";
     b_slot = b.add_weight(std::move(w));
   }
-  int dst = dst_root >= 0 ? b.view(dst_root, pd.dst_desc()) : b.add_slot(pd.dst_desc());
+  int dst = dst_root >= 0          ? b.view(dst_root, pd.dst_desc())
+            : transposed_root >= 0 ? b.view(transposed_root, pd.dst_desc())
+                                   : b.add_slot(pd.dst_desc());
   std::vector<std::pair<int, int>> args = {{DNNL_ARG_SRC, a_slot}, {DNNL_ARG_WEIGHTS, b_slot}, {DNNL_ARG_DST, dst}};
   for (auto& a : binary_args) args.push_back(a);
   b.add_step(dnnl::matmul(pd), pd, std::move(args), label);

@@ -311,7 +311,7 @@ std::vector<Tensor> DnnlModule::run(std::span<const Tensor> inputs, backend::Mod
       case SlotKind::output: handle = outputs[root.index].raw_data(); break;
       case SlotKind::weight: handle = weights[root.index]; break;
     }
-    m = dnnl::memory(s.desc, program_.engine, handle);
+    m = dnnl::memory(s.desc, program_.engine, static_cast<char*>(handle) + s.byte_offset);
     return m;
   };
   try {

@@ -30,14 +30,18 @@ enum class SlotKind {
 };
 
 /// One memory argument. A view (root >= 0) reinterprets the bytes of its root
-/// slot with another descriptor (a reshape of a plain layout).
+/// slot, from `byte_offset` on, with another descriptor (a reshape of a plain
+/// layout, a slice, a transpose, an input placed in a Concat's destination).
+/// Descriptors of views carry no offset of their own (offset0 is 0): where a
+/// view starts is `byte_offset`, so that primitives see ordinary descriptors.
 struct Slot {
   dnnl::memory::desc desc;
   SlotKind kind = SlotKind::arena;
-  int index = -1;      ///< input, output or weight index (of the root)
-  int root = -1;       ///< the slot whose bytes this one views, or -1
+  int index = -1;          ///< input, output or weight index (of the root)
+  int root = -1;           ///< the slot whose bytes this one views, or -1
   bool has_views = false;
-  size_t offset = 0;   ///< arena offset of a root arena slot
+  size_t offset = 0;       ///< arena offset of a root arena slot
+  size_t byte_offset = 0;  ///< where a view starts in its root's bytes
 };
 
 /// One primitive execution.
