@@ -14,10 +14,12 @@
 // before an eltwise post-op whose algorithm it already holds with other
 // parameters (oneDNN 2.6's jit post-ops would apply the first parameters to
 // both). A BatchNormalization that no convolution took, followed by a Relu,
-// becomes one primitive (fuse_norm_relu).
+// becomes one primitive (fuse_norm_relu). A training-mode BatchNormalization
+// (batch statistics) joins no group.
 #include <algorithm>
 
 #include "dnnl_post_ops.h"
+#include "dnnl_support.h"
 
 namespace graft::dnnl_backend {
 namespace {
@@ -63,6 +65,7 @@ class GroupFormer {
     // A standalone BatchNormalization followed by Relu: one primitive (fuse_norm_relu).
     for (uint32_t id = 0; id < indexed_.num_nodes(); ++id) {
       if (indexed_.node(id).op() != OpId::BatchNormalization || result_.group_of[id] >= 0) continue;
+      if (is_training_batch_norm(indexed_.node(id))) continue;
       if (is_output_[indexed_.entry_id(id, 0)]) continue;
       int64_t next = only_consumer(id);
       if (next < 0 || indexed_.node(next).op() != OpId::Relu || result_.group_of[next] >= 0) continue;
@@ -107,6 +110,7 @@ class GroupFormer {
       const ir::Node& c = indexed_.node(cid);
       if (result_.group_of[cid] >= 0) return;
       const OpId op = c.op();
+      if (op == OpId::BatchNormalization && is_training_batch_norm(c)) return;  // batch statistics: not foldable
       if (op == OpId::BatchNormalization && anchor.op() == OpId::Conv && g.post_ops.empty() && all_sources(cid, 1, 5)) {
         g.post_ops.push_back(PostOp{PostOp::Kind::fold_batch_norm, &c, algorithm::undef, 0, 0, {}});
       } else if (std::vector<PostOp> ops = eltwise_post_ops(c); !ops.empty()) {
