@@ -7,6 +7,7 @@
 // one, softmax plain data (coerced to 2-D at the axis before opset 13).
 #include "dnnl_emitters.h"
 #include "dnnl_support.h"
+#include "dnnl_threads.h"
 
 namespace graft::dnnl_backend {
 namespace {
@@ -52,11 +53,13 @@ bool is_read(const Builder& b, Entry e) {
 // which stay in slots for the gradient over the same input
 // (Builder::batch_statistics); outputs 1 and 2, where the node has them and
 // something reads them, are the running statistics.
+// The primitive runs on one thread (kBatchStatisticsThreads).
 int emit_batch_norm_training(Builder& b, const ir::Node& node) {
   const Entry x = b.input(node, 0);
   const int src = b.dense(b.slot_of(x), node.name);
   const int64_t channels = b.desc(src).dims()[1];
   const auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+  ScopedOmpThreads threads(kBatchStatisticsThreads);
   dnnl::batch_normalization_forward::primitive_desc pd(
       dnnl::batch_normalization_forward::desc(prop_kind::forward_training, b.desc(src),
                                               node.attributes.get_float("epsilon", 1e-5f), flags),
@@ -72,6 +75,7 @@ int emit_batch_norm_training(Builder& b, const ir::Node& node) {
               {DNNL_ARG_MEAN, mean},
               {DNNL_ARG_VARIANCE, variance}},
              node.name);
+  b.program().steps.back().threads = kBatchStatisticsThreads;
   b.set_batch_statistics(x, mean, variance);
   const float momentum = node.attributes.get_float("momentum", 0.9f);
   const uint32_t id = b.graph().id_of(node);

@@ -16,8 +16,10 @@
 // layer
 // normalization reads plain data with the normalized dimensions viewed as
 // one. d_scale and d_bias are plain; an output the node does not have is
-// written to a buffer nobody reads.
+// written to a buffer nobody reads. Batch normalization's steps run on one
+// thread (kBatchStatisticsThreads, dnnl_threads.h says why).
 #include "dnnl_emitters.h"
+#include "dnnl_threads.h"
 
 namespace graft::dnnl_backend {
 namespace {
@@ -34,8 +36,9 @@ const normalization_flags kScaleShift = normalization_flags::use_scale | normali
 // (channels, or the row's width).
 template <typename Forward, typename Backward>
 int emit_norm_grad(Builder& b, uint32_t id, int src, int dy, int64_t params, const Dims& param_dims,
-                   std::pair<int, int> statistics = {-1, -1}) {
+                   std::pair<int, int> statistics = {-1, -1}, int threads = 0) {
   const ir::Node& node = b.graph().node(id);
+  ScopedOmpThreads scoped_threads(threads);  // the normalization's own steps run on `threads` (0: the run's)
   const float epsilon = node.attributes.get_float("epsilon", 1e-5f);
   const dnnl::memory::desc data = b.desc(src);
   typename Forward::primitive_desc forward(
@@ -58,6 +61,7 @@ int emit_norm_grad(Builder& b, uint32_t id, int src, int dy, int64_t params, con
                 {DNNL_ARG_MEAN, mean},
                 {DNNL_ARG_VARIANCE, variance}},
                node.name + " (forward for the statistics)");
+    if (threads > 0) b.program().steps.back().threads = threads;
   }
   dy = b.as_desc(dy, pd.diff_dst_desc(), node.name);
   const int d_scale = b.add_slot(plain_desc({params}));
@@ -73,6 +77,7 @@ int emit_norm_grad(Builder& b, uint32_t id, int src, int dy, int64_t params, con
               {DNNL_ARG_DIFF_SCALE, d_scale},
               {DNNL_ARG_DIFF_SHIFT, d_bias}},
              node.name);
+  if (threads > 0) b.program().steps.back().threads = threads;
   if (node.num_outputs() > 1) b.set_slot(id, 1, b.view(d_scale, plain_desc(param_dims)));
   if (node.num_outputs() > 2) b.set_slot(id, 2, b.view(d_bias, plain_desc(param_dims)));
   return dx;
@@ -92,8 +97,19 @@ int emit_batch_norm_grad(Builder& b, uint32_t id) {
   const int dy = b.dense(b.slot_of(b.input(node, 0)), node.name);
   src = in_blocked_layout_of(b, src, dy, node.name);
   const int64_t channels = b.desc(src).dims()[1];
+  // Both plain (x crossed from the forward's subgraph, d_y from another
+  // backend): oneDNN's plain-layout code (ncsp) took 30 ms where the blocked
+  // one takes 1-2 ms on [16,512,7,7]; x is converted, and d_y with it.
+  const Dims extents = b.desc(src).dims();
+  if (is_unblocked(b.desc(src)) && is_unblocked(b.desc(dy)) && extents.size() >= 3 && extents.size() <= 5 &&
+      channels % 16 == 0) {
+    using tag = dnnl::memory::format_tag;
+    const tag blocked = extents.size() == 3 ? tag::aBc16b : extents.size() == 4 ? tag::aBcd16b : tag::aBcde16b;
+    src = b.as_desc(src, dnnl::memory::desc(extents, dnnl::memory::data_type::f32, blocked), node.name);
+  }
   return emit_norm_grad<dnnl::batch_normalization_forward, dnnl::batch_normalization_backward>(
-      b, id, src, dy, channels, b.dims(b.input(node, 2)), b.batch_statistics(b.input(node, 1)));
+      b, id, src, dy, channels, b.dims(b.input(node, 2)), b.batch_statistics(b.input(node, 1)),
+      kBatchStatisticsThreads);
 }
 
 int emit_layer_norm_grad(Builder& b, uint32_t id) {
