@@ -115,7 +115,8 @@ int serve(int argc, char** argv) {
                     {"step_peak_bytes", stats.peak_bytes},
                     {"parameter_bytes", stats.parameter_bytes},
                     {"state_bytes", stats.state_bytes},
-                    {"outputs", json::array({{{"name", "loss"}, {"dtype", "float32"}, {"shape", {1}}, {"file", file}}})}}
+                    {"outputs",
+                     json::array({{{"name", "loss"}, {"dtype", "float32"}, {"shape", {1}}, {"file", file}}})}}
                    .dump()
             << std::endl;
 

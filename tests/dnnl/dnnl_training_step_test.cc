@@ -35,10 +35,11 @@ Value scalar(ir::Graph& g, const std::string& name, float value) {
 // A training-mode BatchNormalization of `x` with `outputs` outputs (1: Y; 3:
 // Y and the running statistics).
 ir::Node* batch_norm_training(ir::Graph& g, Value x, int64_t channels, int outputs, const std::string& name) {
-  ir::Node* bn = g.add_node(OpId::BatchNormalization,
-                            {x, constant(g, name + ".scale", {channels}, 21), constant(g, name + ".bias", {channels}, 22),
-                             constant(g, name + ".mean", {channels}, 23), filled(g, name + ".var", channels, 0.7f)},
-                            outputs, name);
+  ir::Node* bn =
+      g.add_node(OpId::BatchNormalization,
+                 {x, constant(g, name + ".scale", {channels}, 21), constant(g, name + ".bias", {channels}, 22),
+                  constant(g, name + ".mean", {channels}, 23), filled(g, name + ".var", channels, 0.7f)},
+                 outputs, name);
   bn->attributes.set("training_mode", int64_t{1});
   bn->attributes.set("epsilon", 1e-3f);
   bn->attributes.set("momentum", 0.8f);
