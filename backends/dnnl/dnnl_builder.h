@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <optional>
 #include <string>
@@ -142,6 +143,19 @@ class Builder {
   /// Drops the cached conversions of `slot` (its value was overwritten).
   void forget_conversions(int slot) { converted_[slot].clear(); }
 
+  // ---- batch statistics ----
+  /// The slots of the batch mean and variance that a training-mode
+  /// BatchNormalization computed over the value `x`, so that the gradient
+  /// over the same `x` reads them instead of computing them again; {-1, -1}
+  /// when none did.
+  std::pair<int, int> batch_statistics(ir::Entry x) const {
+    auto it = batch_statistics_.find(indexed_.entry_id(x));
+    return it == batch_statistics_.end() ? std::pair{-1, -1} : it->second;
+  }
+  void set_batch_statistics(ir::Entry x, int mean, int variance) {
+    batch_statistics_[indexed_.entry_id(x)] = {mean, variance};
+  }
+
   // ---- steps ----
   /// Primitive attributes are handles: every primitive gets its own, with a
   /// user-mode scratchpad.
@@ -174,6 +188,7 @@ class Builder {
   std::vector<std::vector<std::pair<dnnl::memory::desc, int>>> converted_;
   std::vector<bool> emitted_;
   std::vector<bool> is_output_;
+  std::map<uint32_t, std::pair<int, int>> batch_statistics_;  // entry id of x -> (mean, variance) slots
 };
 
 }  // namespace graft::dnnl_backend

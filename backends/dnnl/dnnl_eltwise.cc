@@ -4,7 +4,12 @@
 // group absorbed. Eltwise primitives take the layout of their input; a
 // binary primitive reads its second operand in the first's layout, or
 // broadcast, and switches to channels-last or a broadcast constant where
-// oneDNN's jit binary lacks code for the broadcast.
+// oneDNN's jit binary lacks code for the broadcast. Backward: a Relu's
+// gradient, Where(Greater(x, 0), d_y, 0), is oneDNN's eltwise backward
+// (relu) on x and d_y in x's layout (a convolution's blocked one in a
+// training step), or d_y's when x is plain and d_y blocked (x came from the
+// forward's subgraph); the boolean mask is never written. A Sum of two gradient
+// contributions is a binary add.
 #include <cmath>
 
 #include "dnnl_emitters.h"
@@ -192,6 +197,49 @@ int emit_binary(Builder& b, const ir::Node& node) {
     }
   }
   int dst = b.add_slot(pd.dst_desc());
+  b.add_step(dnnl::binary(pd), pd, {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}}, node.name);
+  return dst;
+}
+
+int emit_relu_mask(Builder& b, uint32_t id) {
+  const ir::Node& node = b.graph().node(id);
+  if (b.output_entries()[b.graph().entry_id(id, 0)])
+    fail(ErrorKind::unsupported, "dnnl backend: ", node.describe(),
+         ": a Relu gradient's mask is read outside the subgraph (dnnl writes no boolean values)");
+  for (uint32_t consumer : b.graph().consumers(id))
+    if (b.graph().node(consumer).op() != OpId::Where)
+      fail(ErrorKind::unsupported, "dnnl backend: ", node.describe(), ": a Relu gradient's mask read by ",
+           b.graph().node(consumer).describe());
+  return -1;  // never written: each Where reads x (emit_relu_gradient)
+}
+
+int emit_relu_gradient(Builder& b, const ir::Node& node) {
+  const ir::Node& mask = b.graph().node(b.input(node, 0).node_id);
+  if (mask.op() != OpId::Greater)
+    fail(ErrorKind::unsupported, "dnnl backend: ", node.describe(), ": its condition is not a Greater in the subgraph");
+  const int gradient = b.dense(b.slot_of(b.input(node, 1)), node.name);
+  const int src = in_blocked_layout_of(b, b.dense(b.slot_of(b.input(mask, 0)), node.name), gradient, node.name);
+  const memory::desc data = b.desc(src);
+  const int dy = b.as_desc(gradient, data, node.name);
+  dnnl::eltwise_forward::primitive_desc hint(
+      dnnl::eltwise_forward::desc(prop_kind::forward_training, algorithm::eltwise_relu, data, 0.0f, 0.0f),
+      Builder::new_attr(), b.engine());
+  dnnl::eltwise_backward::primitive_desc pd(
+      dnnl::eltwise_backward::desc(algorithm::eltwise_relu, data, data, 0.0f, 0.0f), Builder::new_attr(), b.engine(),
+      hint);
+  const int dx = b.add_slot(pd.diff_src_desc());
+  b.add_step(dnnl::eltwise_backward(pd), pd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_SRC, dx}},
+             node.name);
+  return dx;
+}
+
+int emit_sum(Builder& b, const ir::Node& node) {
+  const int src0 = b.dense(b.slot_of(b.input(node, 0)), node.name);
+  const memory::desc like = b.desc(src0);
+  const int src1 = b.operand_like(b.input(node, 1), like, node.name);
+  dnnl::binary::primitive_desc pd(dnnl::binary::desc(algorithm::binary_add, like, b.desc(src1), like),
+                                  Builder::new_attr(), b.engine());
+  const int dst = b.add_slot(pd.dst_desc());
   b.add_step(dnnl::binary(pd), pd, {{DNNL_ARG_SRC_0, src0}, {DNNL_ARG_SRC_1, src1}, {DNNL_ARG_DST, dst}}, node.name);
   return dst;
 }

@@ -49,6 +49,12 @@ int emit_layer_norm(Builder& b, const ir::Node& node);
 // other on `src` (the node's input 0 when -1).
 int emit_eltwise(Builder& b, const ir::Node& node, const std::vector<PostOp>& ops, int src = -1);
 int emit_binary(Builder& b, const ir::Node& node);
+// A Relu's gradient: its mask Greater(x, 0) writes nothing (-1); the
+// Where(mask, d_y, 0) that reads it is oneDNN's relu backward on x and d_y.
+int emit_relu_mask(Builder& b, uint32_t id);
+int emit_relu_gradient(Builder& b, const ir::Node& node);
+// Sum of two values of one shape: a binary add.
+int emit_sum(Builder& b, const ir::Node& node);
 
 // dnnl_data_movement.cc: views where the layout allows, else copies.
 int emit_concat(Builder& b, const ir::Node& node);
@@ -71,6 +77,11 @@ int emit_pool_grad(Builder& b, const ir::Node& node);
 // dnnl_norm_backward.cc: graft.BatchNormalizationGrad and
 // graft.LayerNormalizationGrad (outputs 1 and 2 through Builder::set_slot).
 int emit_batch_norm_grad(Builder& b, uint32_t id);
+// `x` (a forward activation the backward reads) in d_y's layout when x is
+// plain and d_y blocked (x crossed a subgraph boundary, written plain; d_y
+// came from a backward primitive in the subgraph): one conversion of x
+// rather than of every gradient that meets it. Otherwise `x` as it is.
+int in_blocked_layout_of(Builder& b, int x, int dy, const std::string& label);
 int emit_layer_norm_grad(Builder& b, uint32_t id);
 
 // dnnl_recurrent.cc: LSTM and GRU.

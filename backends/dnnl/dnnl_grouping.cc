@@ -17,10 +17,13 @@
 // becomes one primitive (fuse_norm_relu). A Conv that runs in int8
 // (dnnl_int8.cc, found first) anchors a group the same way, without a
 // BatchNormalization (its weights are int8 as they are); the fake
-// quantization it folds belongs to no group, and a chain ends before it.
+// quantization it folds belongs to no group, and a chain ends before it. A
+// training-mode BatchNormalization (batch statistics) joins no group.
 #include <algorithm>
 
 #include "dnnl_int8.h"
+#include "dnnl_post_ops.h"
+#include "dnnl_support.h"
 
 namespace graft::dnnl_backend {
 namespace {
@@ -71,6 +74,7 @@ class GroupFormer {
     // A standalone BatchNormalization followed by Relu: one primitive (fuse_norm_relu).
     for (uint32_t id = 0; id < indexed_.num_nodes(); ++id) {
       if (indexed_.node(id).op() != OpId::BatchNormalization || result_.group_of[id] >= 0) continue;
+      if (is_training_batch_norm(indexed_.node(id))) continue;
       if (is_output_[indexed_.entry_id(id, 0)]) continue;
       int64_t next = only_consumer(id);
       if (next < 0 || indexed_.node(next).op() != OpId::Relu || result_.group_of[next] >= 0) continue;
@@ -115,6 +119,7 @@ class GroupFormer {
       const ir::Node& c = indexed_.node(cid);
       if (result_.group_of[cid] >= 0 || result_.folded_into_int8[cid]) return;
       const OpId op = c.op();
+      if (op == OpId::BatchNormalization && is_training_batch_norm(c)) return;  // batch statistics: not foldable
       if (op == OpId::BatchNormalization && anchor.op() == OpId::Conv && !g.int8 && g.post_ops.empty() &&
           all_sources(cid, 1, 5)) {
         g.post_ops.push_back(PostOp{PostOp::Kind::fold_batch_norm, &c, algorithm::undef, 0, 0, {}});

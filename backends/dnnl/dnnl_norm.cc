@@ -1,9 +1,13 @@
 // Normalizations and softmax: BatchNormalization (inference, optionally
-// with the Relu after it as one primitive), LRN, LayerNormalization and
-// Softmax. BatchNormalization and LRN take their input's layout; layer
+// with the Relu after it as one primitive; training mode on the batch
+// statistics), LRN, LayerNormalization and Softmax. BatchNormalization and
+// LRN take their input's layout (a convolution's blocked one: a training
+// step's activations stay blocked through the normalization); layer
 // normalization reads plain data with the normalized dimensions viewed as
 // one, softmax plain data (coerced to 2-D at the axis before opset 13).
 #include "dnnl_emitters.h"
+#include "dnnl_support.h"
+#include "dnnl_threads.h"
 
 namespace graft::dnnl_backend {
 namespace {
@@ -18,7 +22,76 @@ int vector_slot(Builder& b, Entry e, int64_t n, const std::string& label) {
   return b.view(b.as_plain(b.slot_of(e), label), plain_desc({n}));
 }
 
+namespace {
+
+// running = previous * momentum + batch * (1 - momentum), one binary step
+// over the C values with the two factors as oneDNN's source scales.
+int running_statistic(Builder& b, Entry previous, int batch, float momentum, const std::string& label) {
+  const int64_t channels = b.desc(batch).dims()[0];
+  const int prev = vector_slot(b, previous, channels, label);
+  dnnl::primitive_attr attr = Builder::new_attr();
+  attr.set_scales(DNNL_ARG_SRC_0, 0, {momentum});
+  attr.set_scales(DNNL_ARG_SRC_1, 0, {1 - momentum});
+  dnnl::binary::primitive_desc pd(
+      dnnl::binary::desc(algorithm::binary_add, b.desc(prev), b.desc(batch), plain_desc({channels})), attr, b.engine());
+  const int dst = b.add_slot(pd.dst_desc());
+  b.add_step(dnnl::binary(pd), pd, {{DNNL_ARG_SRC_0, prev}, {DNNL_ARG_SRC_1, batch}, {DNNL_ARG_DST, dst}},
+             label + " (running statistics)");
+  return dst;
+}
+
+// Whether the value `e` is a subgraph output or an input of a node of the subgraph.
+bool is_read(const Builder& b, Entry e) {
+  if (b.is_output(e)) return true;
+  for (uint32_t consumer : b.graph().consumers(e.node_id))
+    for (Entry input : b.graph().inputs(consumer))
+      if (input.node_id == e.node_id && input.index == e.index) return true;
+  return false;
+}
+
+// Training mode: normalizes with the batch's mean and (biased) variance,
+// which stay in slots for the gradient over the same input
+// (Builder::batch_statistics); outputs 1 and 2, where the node has them and
+// something reads them, are the running statistics.
+// The primitive runs on one thread (kBatchStatisticsThreads).
+int emit_batch_norm_training(Builder& b, const ir::Node& node) {
+  const Entry x = b.input(node, 0);
+  const int src = b.dense(b.slot_of(x), node.name);
+  const int64_t channels = b.desc(src).dims()[1];
+  const auto flags = dnnl::normalization_flags::use_scale | dnnl::normalization_flags::use_shift;
+  ScopedOmpThreads threads(kBatchStatisticsThreads);
+  dnnl::batch_normalization_forward::primitive_desc pd(
+      dnnl::batch_normalization_forward::desc(prop_kind::forward_training, b.desc(src),
+                                              node.attributes.get_float("epsilon", 1e-5f), flags),
+      Builder::new_attr(), b.engine());
+  const int dst = b.add_slot(pd.dst_desc());
+  const int mean = b.add_slot(pd.mean_desc());
+  const int variance = b.add_slot(pd.variance_desc());
+  b.add_step(dnnl::batch_normalization_forward(pd), pd,
+             {{DNNL_ARG_SRC, src},
+              {DNNL_ARG_DST, dst},
+              {DNNL_ARG_SCALE, vector_slot(b, b.input(node, 1), channels, node.name)},
+              {DNNL_ARG_SHIFT, vector_slot(b, b.input(node, 2), channels, node.name)},
+              {DNNL_ARG_MEAN, mean},
+              {DNNL_ARG_VARIANCE, variance}},
+             node.name);
+  b.program().steps.back().threads = kBatchStatisticsThreads;
+  b.set_batch_statistics(x, mean, variance);
+  const float momentum = node.attributes.get_float("momentum", 0.9f);
+  const uint32_t id = b.graph().id_of(node);
+  for (int k = 1; k < node.num_outputs() && k <= 2; ++k) {
+    if (!is_read(b, Entry{id, static_cast<uint32_t>(k)})) continue;
+    const Entry previous = b.input(node, k == 1 ? 3 : 4);
+    const int running = running_statistic(b, previous, k == 1 ? mean : variance, momentum, node.name);
+    b.set_slot(id, static_cast<uint32_t>(k), b.view(running, plain_desc(b.dims(previous))));
+  }
+  return dst;
+}
+
+}  // namespace
+
 int emit_batch_norm(Builder& b, const ir::Node& node, bool fuse_relu) {
+  if (is_training_batch_norm(node)) return emit_batch_norm_training(b, node);
   int src = b.dense(b.slot_of(b.input(node, 0)), node.name);
   int64_t channels = b.dims(b.input(node, 0))[1];
   auto flags = dnnl::normalization_flags::use_global_stats | dnnl::normalization_flags::use_scale |

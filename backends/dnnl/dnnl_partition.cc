@@ -16,6 +16,7 @@
 // compiles the whole chain into one kernel; the checker declines them with
 // that reason.
 #include <set>
+#include <unordered_set>
 
 #include "dnnl_support.h"
 #include "graft/ir/graph.h"
@@ -101,13 +102,40 @@ partition::Support check(const ir::Node& node) {
 // module's overhead and the reorders of its inputs and outputs. torchvision's
 // raft_small had 194 one-node dnnl subgraphs, 88 us each on average; its
 // regions without compute go to `fuse` and `ref` (reason `filtered`).
+//
+// A Relu gradient's mask, Greater(x, 0), and the Where(mask, d_y, 0) that
+// reads it are kept only together: dnnl runs the pair as one eltwise
+// backward on x and never writes the boolean mask, which a dnnl module can
+// neither take nor give.
 class DnnlSelector final : public partition::ContainOpSelector {
  public:
   using ContainOpSelector::ContainOpSelector;
   std::vector<const ir::Node*> Filter(std::vector<const ir::Node*> candidates) override {
     for (const ir::Node* n : candidates)
-      if (is_compute(*n)) return candidates;
+      if (is_compute(*n)) return keep_relu_masks_with_their_wheres(std::move(candidates));
     return {};
+  }
+
+ private:
+  static std::vector<const ir::Node*> keep_relu_masks_with_their_wheres(std::vector<const ir::Node*> candidates) {
+    std::unordered_set<const ir::Node*> masks;
+    for (const ir::Node* n : candidates)
+      if (n->op() == ir::OpId::Greater) masks.insert(n);
+    if (masks.empty()) return candidates;
+    const std::unordered_set<const ir::Node*> taken(candidates.begin(), candidates.end());
+    // A mask read by a node outside the candidates (or by a graph output) goes.
+    for (const auto& n : candidates.front()->graph().nodes())
+      if (!taken.count(n.get()))
+        for (const ir::Value& input : n->inputs)
+          if (input) masks.erase(input.node);
+    for (const ir::Value& output : candidates.front()->graph().outputs()) masks.erase(output.node);
+    std::vector<const ir::Node*> kept;
+    for (const ir::Node* n : candidates) {
+      if (n->op() == ir::OpId::Greater && !masks.count(n)) continue;
+      if (n->op() == ir::OpId::Where && !masks.count(n->inputs[0].node)) continue;
+      kept.push_back(n);
+    }
+    return kept;
   }
 };
 

@@ -128,6 +128,12 @@ int emit_by_op(Builder& b, uint32_t id) {
       return emit_batch_norm_grad(b, id);
     case OpId::LayerNormalizationGrad:
       return emit_layer_norm_grad(b, id);
+    case OpId::Greater:
+      return emit_relu_mask(b, id);
+    case OpId::Where:
+      return emit_relu_gradient(b, node);
+    case OpId::Sum:
+      return emit_sum(b, node);
     default:
       break;
   }

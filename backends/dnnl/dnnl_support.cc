@@ -254,15 +254,61 @@ SupportResult check_norm_grad(const ir::Node& node) {
   return SupportResult::yes();
 }
 
+// The mask of a Relu's gradient, Greater(x, 0) with a one-element constant
+// 0: taken only with the Where that reads it (DnnlSelector::Filter keeps the
+// two together), which runs as oneDNN's Relu backward on x itself, so the
+// boolean mask is never written.
+SupportResult check_relu_mask(const ir::Node& node) {
+  if (!is_constant_input(node, 1) || node.inputs[1].node->constant_value.numel() != 1 ||
+      node.inputs[1].node->constant_value.value_as_double(0) != 0.0)
+    return SupportResult::no("only x > 0 (a Relu's gradient mask)");
+  if (!same_dims(input_type(node, 0).dims, node.output_types[0].dims)) return SupportResult::no("x is broadcast");
+  return SupportResult::yes();
+}
+
+// A Relu's gradient, Where(Greater(x, 0), d_y, 0) with d_y and x of the
+// output's shape: oneDNN's eltwise backward (relu) on x and d_y.
+SupportResult check_relu_gradient(const ir::Node& node) {
+  if (!has_input(node, 0) || !has_input(node, 1) || !has_input(node, 2))
+    return SupportResult::no("a Where with a missing input");
+  const ir::Node& mask = *node.inputs[0].node;
+  if (mask.op() != OpId::Greater || !check_relu_mask(mask) || input_type(node, 0).dtype != DType::boolean)
+    return SupportResult::no("only a Relu's gradient (the condition must be Greater(x, 0))");
+  if (input_type(node, 1).dtype != DType::float32 || !same_dims(input_type(node, 1).dims, node.output_types[0].dims) ||
+      !same_dims(mask.graph().type_of(mask.inputs[0]).dims, node.output_types[0].dims))
+    return SupportResult::no("d_y and x must have the output's shape, d_y float32");
+  if (!is_constant_input(node, 2) || node.inputs[2].node->constant_value.numel() != 1 ||
+      node.inputs[2].node->constant_value.value_as_double(0) != 0.0)
+    return SupportResult::no("only a Relu's gradient (the else branch must be the constant 0)");
+  return SupportResult::yes();
+}
+
+// Sum of two values of the output's shape (autodiff's sum of two gradient
+// contributions: a residual connection's), as a binary add.
+SupportResult check_sum(const ir::Node& node) {
+  if (node.inputs.size() != 2 || !has_input(node, 0) || !has_input(node, 1))
+    return SupportResult::no("only a Sum of two inputs");
+  const ir::ValueType& out = node.output_types[0];
+  if (out.dims.empty()) return SupportResult::no("0-d output");
+  if (!same_dims(input_type(node, 0).dims, out.dims) || !same_dims(input_type(node, 1).dims, out.dims))
+    return SupportResult::no("inputs must have the output's shape");
+  return SupportResult::yes();
+}
+
 SupportResult check_global_pool(const ir::Node& node) {
   size_t rank = rank_of(node, 0);
   if (rank < 3 || rank > 5) return SupportResult::no("rank must be 3 to 5");
   return SupportResult::yes();
 }
 
+// Inference or training mode (batch statistics, and the running statistics
+// as outputs 1 and 2 where the node has them), over channels (not opset 7-8's
+// spatial = 0).
 SupportResult check_batch_norm(const ir::Node& node) {
-  if (node.num_outputs() > 1 || node.attributes.get_int("training_mode", 0) != 0)
-    return SupportResult::no("training mode");
+  if (node.opset_version > 0 && node.opset_version < 9 && node.attributes.get_int("spatial", 1) == 0)
+    return SupportResult::no("spatial = 0");
+  if (node.num_outputs() > 1 && !is_training_batch_norm(node))
+    return SupportResult::no("running statistics as outputs in inference mode");
   if (rank_of(node, 0) < 2 || rank_of(node, 0) > 5) return SupportResult::no("rank must be 2 to 5");
   for (size_t i = 1; i < 5; ++i)
     if (!has_input(node, i) || rank_of(node, i) != 1) return SupportResult::no("parameters must be 1-D");
@@ -504,6 +550,9 @@ constexpr OpSupport kTable[] = {
     {OpId::AveragePoolGrad, check_pool},
     {OpId::BatchNormalizationGrad, check_norm_grad},
     {OpId::LayerNormalizationGrad, check_norm_grad},
+    {OpId::Greater, check_relu_mask},
+    {OpId::Where, check_relu_gradient, 0},  // the checker checks the dtypes (the condition is boolean)
+    {OpId::Sum, check_sum},
     // eltwise: post-ops or eltwise primitives
     {OpId::Relu, always},
     {OpId::LeakyRelu, always},
@@ -548,6 +597,11 @@ const std::array<const OpSupport*, ir::kNumOps>& rows_by_op() {
 
 }  // namespace
 
+bool is_training_batch_norm(const ir::Node& node) {
+  if (node.opset_version >= 14) return node.attributes.get_int("training_mode", 0) != 0;
+  return node.num_outputs() > 1;
+}
+
 std::span<const OpSupport> dnnl_op_table() { return kTable; }
 
 const OpSupport* dnnl_op_support(ir::OpId op) { return rows_by_op()[ir::op_index(op)]; }
@@ -564,7 +618,9 @@ SupportResult dnnl_supports(const ir::Node& node) {
     if (t.dims.size() > kMaxRank) return SupportResult::no("rank above 12");
   }
   for (const ir::ValueType& t : node.output_types) {
-    if (t.dtype != DType::float32) return SupportResult::no("output is not float32");
+    // A Relu gradient's mask is boolean; it is never written (check_relu_mask).
+    const bool relu_mask = node.op() == OpId::Greater && t.dtype == DType::boolean;
+    if (t.dtype != DType::float32 && !relu_mask) return SupportResult::no("output is not float32");
     if (!t.has_rank) return SupportResult::no("output has unknown rank");
     if (t.dims.size() > kMaxRank) return SupportResult::no("rank above 12");
     for (const ir::Dim& d : t.dims)

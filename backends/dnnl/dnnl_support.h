@@ -50,6 +50,11 @@ const OpSupport* dnnl_op_support(ir::OpId op);
 /// property that keeps pointwise ops next to dnnl's compute (dnnl_partition.cc).
 std::shared_ptr<const partition::SubgraphProperty> make_dnnl_property();
 
+/// Whether a BatchNormalization node normalizes with its batch's statistics
+/// (training mode: opset 14's training_mode = 1, or before 14 a node that
+/// asks for the running statistics as outputs).
+bool is_training_batch_norm(const ir::Node& node);
+
 /// Whether the dnnl backend can run `node`: its op has a row in the table,
 /// its data is float32 with known ranks up to oneDNN's, and the row's checker
 /// accepts it.

@@ -53,6 +53,16 @@ inline double serial_step_microseconds() {
   return passive ? kSerialStepMicrosecondsPassive : kSerialStepMicroseconds;
 }
 
+/// Threads of oneDNN 2.6's batch normalization over batch statistics
+/// (training mode: the forward and the backward). Its jit implementation
+/// synchronizes its threads with a spin barrier of its own between the
+/// passes over the data, whatever OMP_WAIT_POLICY says; on a machine whose
+/// cores other processes share, a thread that loses its core holds the other
+/// at the barrier for a scheduler time slice, and a call over [16,64,112,112]
+/// took 15-95 ms on two threads against 10-15 ms on one (figures in
+/// docs/training.md). One thread has no barrier to wait at.
+inline constexpr int kBatchStatisticsThreads = 1;
+
 /// Throughputs of one core the estimates assume: convolution and matmul
 /// arithmetic (small shapes, far below peak) and bytes moved by memory-bound
 /// steps.

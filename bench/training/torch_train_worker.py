@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """torch_train_worker.py: the PyTorch side of training_step.py.
 
-    torch_train_worker.py MODEL_NAME WEIGHTS.pt INPUTS.json OUTPUT_DIR [--threads N]
+    torch_train_worker.py MODEL_NAME WEIGHTS.pt INPUTS.json OUTPUT_DIR [--threads N] [--update]
 
 Rebuilds model MODEL_NAME of training_step.py with its loss, loads the weights
 the driver exported, and speaks bench/compare's runner protocol: one JSON
 line when ready (the first step done, its loss written to OUTPUT_DIR/0.bin),
 then "run N" runs N training steps (eager mode, training mode, gradients set
-to None, forward, backward; the models of training_step.CHANNELS_LAST in
-channels-last memory format) and prints {"times_ms": [...]}; "quit" exits.
+to None, forward, backward; with --update, then torch.optim.AdamW's step
+(lr 1e-3, weight decay 0.01, as graft_train_worker); the models of
+training_step.CHANNELS_LAST in channels-last memory format) and prints
+{"times_ms": [...]}; "quit" exits.
 """
 import json
 import os
@@ -30,10 +32,16 @@ def main():
         raise ValueError("usage: torch_train_worker.py MODEL_NAME WEIGHTS.pt INPUTS.json OUTPUT_DIR [--threads N]")
     name, weights, manifest_path, output_dir = args[:4]
     threads = 2
+    update = False
     rest = args[4:]
-    for i in range(0, len(rest) - 1, 2):
-        if rest[i] == "--threads":
+    i = 0
+    while i < len(rest):
+        if rest[i] == "--threads" and i + 1 < len(rest):
             threads = int(rest[i + 1])
+            i += 2
+        elif rest[i] == "--update":
+            update = True
+            i += 1
         else:
             raise ValueError("unknown flag '%s'" % rest[i])
 
@@ -54,10 +62,14 @@ def main():
         model = model.to(memory_format=torch.channels_last)
         inputs[0] = inputs[0].contiguous(memory_format=torch.channels_last)
 
+    optimizer = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=0.01) if update else None
+
     def step():
         model.zero_grad(set_to_none=True)
         loss = model(*inputs)
         loss.backward()
+        if optimizer is not None:
+            optimizer.step()
         return loss
 
     start = time.perf_counter()

@@ -13,8 +13,15 @@ two workers run one training step over and over, each in its own process:
   reset to None before each step; the CNN in channels-last memory format
   (CHANNELS_LAST: about 10% faster than the default for resnet18 here).
 
-A step is forward + backward only (the script predates `graft train`'s
-update nodes): neither side updates the weights. Both use --threads intra-op threads (default 2;
+By default a step is forward + backward only: neither side updates the
+weights. With --update a step also updates them with AdamW (lr 1e-3, weight
+decay 0.01, PyTorch's betas and eps): graft's side is graft_train_worker
+(training::Trainer, as `graft train` runs a batch: the training graph with
+the update nodes, then the new weights written back into the session),
+PyTorch's `torch.optim.AdamW(...).step()` after the backward; both update the
+PyTorch model's parameters (not the running statistics of its batch
+normalizations, which PyTorch updates on the side and graft leaves).
+Both use --threads intra-op threads (default 2;
 torch.set_num_threads, one inter-op thread) and OMP_WAIT_POLICY=PASSIVE unless
 --spin (the machine may be shared). After --warmup steps each, the workers
 take turns running --block steps (who goes first alternates) until each has
@@ -30,8 +37,8 @@ Models (batch and shape as issue 23 names them):
   gru         bench/compare's residual GRU cell (hidden 500, 2 steps, batch 100), MSE loss
 
     training_step.py [--models resnet18,bert4,gru] [--runs 10] [--warmup 2] [--block 2]
-                     [--threads 2] [--spin] [--json out.json] [--workdir DIR]
-                     [--graft BIN] [--graft-runner BIN]
+                     [--threads 2] [--spin] [--update] [--json out.json] [--workdir DIR]
+                     [--graft BIN] [--graft-runner BIN] [--graft-train-worker BIN]
 
 Exits 77 when PyTorch is missing (CTest's skip code).
 """
@@ -107,18 +114,22 @@ def build(name):
 
 def export(name, workdir, graft):
     """Exports model `name` with its loss, writes its gradient graph with
-    `graft grad`, and saves the weights and inputs for the PyTorch worker."""
+    `graft grad`, the names of its parameters (params.txt, for --update), and
+    saves the weights and inputs for the PyTorch worker."""
     import torch
     import compare
 
     folder = os.path.join(workdir, name)
     os.makedirs(folder, exist_ok=True)
     paths = {"onnx": os.path.join(folder, "model.onnx"), "train": os.path.join(folder, "train.onnx"),
-             "weights": os.path.join(folder, "weights.pt"), "inputs": os.path.join(folder, "inputs.json")}
+             "weights": os.path.join(folder, "weights.pt"), "inputs": os.path.join(folder, "inputs.json"),
+             "params": os.path.join(folder, "params.txt")}
     model, inputs, names = build(name)
     torch.onnx.export(model, inputs, paths["onnx"], opset_version=17, input_names=names, output_names=["loss"],
                       training=torch.onnx.TrainingMode.TRAINING, do_constant_folding=False)
     torch.save(model.state_dict(), paths["weights"])
+    with open(paths["params"], "w") as f:
+        f.write("".join(n + "\n" for n, _ in model.named_parameters()))
     with open(paths["inputs"], "w") as f:
         json.dump(compare.write_tensors(inputs, names, folder, "input"), f)
     started = time.perf_counter()
@@ -149,6 +160,10 @@ def time_model(name, args):
         "torch": [sys.executable, os.path.join(HERE, "torch_train_worker.py"), name, paths["weights"], paths["inputs"],
                   out_dirs["torch"], "--threads", str(args.threads)],
     }
+    if args.update:
+        commands["graft"] = [args.graft_train_worker, paths["onnx"], paths["inputs"], out_dirs["graft"], "--params",
+                             paths["params"], "--threads", str(args.threads)]
+        commands["torch"].append("--update")
     workers = {}
     for runtime in ("graft", "torch"):
         log = os.path.join(args.workdir, name, runtime + ".log")
@@ -169,6 +184,8 @@ def time_model(name, args):
         result[runtime] = {"median_ms": compare.median(times[runtime]), "min_ms": min(times[runtime]),
                            "times_ms": times[runtime], "first_run_ms": w.ready.get("first_run_ms"),
                            "loss": first_output(w.ready)}
+        if "step_peak_bytes" in w.ready:
+            result[runtime]["step_peak_bytes"] = w.ready["step_peak_bytes"]
         result[runtime]["peak_rss_kb"] = w.close()
     result["time_ratio"] = result["graft"]["median_ms"] / result["torch"]["median_ms"]
     result["memory_ratio"] = result["graft"]["peak_rss_kb"] / result["torch"]["peak_rss_kb"]
@@ -189,9 +206,10 @@ def isa():
     return "unknown"
 
 
-def markdown(results, machine, threads):
-    lines = ["Training step (forward + backward, no optimizer update), %d threads, %s, %s, PyTorch %s." %
-             (threads, machine["cpu"], machine["isa"], machine["torch"]), "",
+def markdown(results, machine, threads, update):
+    step = "forward + backward + AdamW update" if update else "forward + backward, no optimizer update"
+    lines = ["Training step (%s), %d threads, %s, %s, PyTorch %s." %
+             (step, threads, machine["cpu"], machine["isa"], machine["torch"]), "",
              "| model | graft ms | PyTorch ms | graft / PyTorch | graft peak MiB | PyTorch peak MiB | memory ratio | loss graft / PyTorch |",
              "|---|---|---|---|---|---|---|---|"]
     for r in results:
@@ -210,11 +228,14 @@ def main():
     parser.add_argument("--block", type=int, default=2, help="steps per turn when the runtimes alternate")
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--spin", action="store_true", help="leave OMP_WAIT_POLICY unset (idle threads spin)")
+    parser.add_argument("--update", action="store_true",
+                        help="each step also updates the weights with AdamW (graft: graft_train_worker)")
     parser.add_argument("--timeout", type=float, default=900, help="seconds a worker may take to answer")
     parser.add_argument("--json", help="write every time and figure here")
     parser.add_argument("--workdir", default=os.path.join(ROOT, "build", "bench_training"))
     parser.add_argument("--graft", default=os.path.join(ROOT, "build", "bin", "graft"))
     parser.add_argument("--graft-runner", default=os.path.join(ROOT, "build", "bin", "graft_runner"))
+    parser.add_argument("--graft-train-worker", default=os.path.join(ROOT, "build", "bin", "graft_train_worker"))
     args = parser.parse_args()
     try:
         import torch
@@ -222,9 +243,9 @@ def main():
     except ImportError:
         print("PyTorch or torchvision is missing: skipped")
         return SKIP
-    for tool in (args.graft, args.graft_runner):
+    for tool in (args.graft, args.graft_train_worker if args.update else args.graft_runner):
         if not os.path.exists(tool):
-            print("%s is missing: build it first (ninja graft_cli graft_runner)" % tool)
+            print("%s is missing: build it first (ninja graft_cli graft_runner graft_train_worker)" % tool)
             return 1
     import compare
     machine = compare.machine()
@@ -234,13 +255,13 @@ def main():
     for name in args.models.split(","):
         print("%s ..." % name, file=sys.stderr, flush=True)
         results.append(time_model(name, args))
-    print(markdown(results, machine, args.threads))
+    print(markdown(results, machine, args.threads, args.update))
     disagree = [r["model"] for r in results
                 if abs(r["graft"]["loss"] - r["torch"]["loss"]) > 1e-4 * max(abs(r["torch"]["loss"]), 1e-6)]
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"date": datetime.datetime.utcnow().isoformat() + "Z", "machine": machine,
-                       "threads": args.threads, "results": results}, f, indent=1)
+                       "threads": args.threads, "update": args.update, "results": results}, f, indent=1)
     if disagree:
         print("graft's loss differs from PyTorch's on the same weights and data: %s" % ", ".join(disagree))
         return 1
