@@ -494,6 +494,56 @@ struct Measurement {
   bool valid = false;
 };
 
+/// Checks every library's product of `p` against gemm_f32, then times them
+/// in rounds of rotated order; one Measurement per library, in order.
+std::vector<Measurement> measure(const std::vector<GemmLibrary*>& libraries, Problem& p, int threads,
+                                 const Options& options) {
+  const Shape& shape = p.shape;
+  std::vector<float> reference(p.c.size());
+  for (int64_t i = 0; i < shape.batch; ++i)
+    graft::ops::gemm_f32(false, shape.trans_b, shape.M, shape.N, shape.K, 1.0f, p.a.data() + i * p.a_stride(), shape.K,
+                         p.b.data() + i * p.b_stride(), p.ldb(), 0.0f, reference.data() + i * p.c_stride(), shape.N);
+
+  std::vector<Measurement> results(libraries.size());
+  std::vector<int> repetitions(libraries.size(), 1);
+  for (size_t l = 0; l < libraries.size(); ++l) {
+    libraries[l]->prepare(p, threads);
+    std::fill(p.c.begin(), p.c.end(), 0.0f);
+    libraries[l]->run(p);
+    const double error = relative_error(p.c, reference);
+    results[l].valid = error < 1e-4;
+    results[l].note = results[l].valid ? libraries[l]->implementation() : "MISMATCH " + std::to_string(error);
+    const auto start = std::chrono::steady_clock::now();
+    libraries[l]->run(p);
+    const double once = std::max(1e-7, seconds_since(start));
+    // At least 3 products a round: the large shapes take several ms each, and
+    // the fastest of few is rarely one that other processes left alone.
+    repetitions[l] = std::max(3, int(options.milliseconds * 1e-3 / once));
+  }
+
+  std::vector<std::vector<double>> per_round(libraries.size());  // mean time per product
+  std::vector<double> fastest_call(libraries.size(), 1e30);
+  for (int round = 0; round < options.rounds; ++round) {
+    for (size_t j = 0; j < libraries.size(); ++j) {
+      const size_t l = (j + round) % libraries.size();
+      libraries[l]->run(p);  // warm after the previous library
+      double round_time = 0;
+      for (int r = 0; r < repetitions[l]; ++r) {
+        const double call = time_of(options.cpu_time, [&] { libraries[l]->run(p); });
+        fastest_call[l] = std::min(fastest_call[l], call);
+        round_time += call;
+      }
+      per_round[l].push_back(round_time / repetitions[l]);
+    }
+  }
+  for (size_t l = 0; l < libraries.size(); ++l) {
+    std::vector<double>& t = per_round[l];
+    std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
+    results[l].gflops = p.flops() / (options.median ? t[t.size() / 2] : fastest_call[l]) * 1e-9;
+  }
+  return results;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -549,50 +599,9 @@ int main(int argc, char** argv) {
     for (const Shape& shape : model_shapes()) {
       if ((std::string(shape.model) + " " + shape.what).find(options.only) == std::string::npos) continue;
       Problem p = make_problem(shape);
-      std::vector<float> reference(p.c.size());
-      graft::ops::gemm_f32(false, false, 0, 0, 0, 1.0f, nullptr, 1, nullptr, 1, 0.0f, nullptr, 1);  // warms the pool
-      for (int64_t i = 0; i < shape.batch; ++i)
-        graft::ops::gemm_f32(false, shape.trans_b, shape.M, shape.N, shape.K, 1.0f, p.a.data() + i * p.a_stride(),
-                             shape.K, p.b.data() + i * p.b_stride(), p.ldb(), 0.0f, reference.data() + i * p.c_stride(),
-                             shape.N);
-
-      std::vector<Measurement> results(libraries.size());
-      std::vector<int> repetitions(libraries.size(), 1);
-      std::vector<std::vector<double>> per_round(libraries.size());  // mean time per product
-      std::vector<double> fastest_call(libraries.size(), 1e30);
-      for (size_t l = 0; l < libraries.size(); ++l) {
-        libraries[l]->prepare(p, threads);
-        std::fill(p.c.begin(), p.c.end(), 0.0f);
-        libraries[l]->run(p);
-        const double error = relative_error(p.c, reference);
-        results[l].valid = error < 1e-4;
-        if (!results[l].valid) mismatches = true;
-        results[l].note = results[l].valid ? libraries[l]->implementation() : "MISMATCH " + std::to_string(error);
-        const auto start = std::chrono::steady_clock::now();
-        libraries[l]->run(p);
-        const double once = std::max(1e-7, seconds_since(start));
-        // At least 3 products a round: the large shapes take several ms each, and the fastest of
-        // few is rarely one that other processes left alone.
-        repetitions[l] = std::max(3, int(options.milliseconds * 1e-3 / once));
-      }
-      for (int round = 0; round < options.rounds; ++round) {
-        for (size_t j = 0; j < libraries.size(); ++j) {
-          const size_t l = (j + round) % libraries.size();
-          libraries[l]->run(p);  // warm after the previous library
-          double round_time = 0;
-          for (int r = 0; r < repetitions[l]; ++r) {
-            const double call = time_of(options.cpu_time, [&] { libraries[l]->run(p); });
-            fastest_call[l] = std::min(fastest_call[l], call);
-            round_time += call;
-          }
-          per_round[l].push_back(round_time / repetitions[l]);
-        }
-      }
-      for (size_t l = 0; l < libraries.size(); ++l) {
-        std::vector<double>& t = per_round[l];
-        std::nth_element(t.begin(), t.begin() + t.size() / 2, t.end());
-        results[l].gflops = p.flops() / (options.median ? t[t.size() / 2] : fastest_call[l]) * 1e-9;
-      }
+      const std::vector<Measurement> results = measure(libraries, p, threads, options);
+      for (const Measurement& m : results)
+        if (!m.valid) mismatches = true;
       std::printf("| %s | %s%s | %lldx%lldx%lldx%lld |", shape.model, shape.what, shape.trans_b ? " (B^T)" : "",
                   (long long)shape.batch, (long long)shape.M, (long long)shape.K, (long long)shape.N);
       for (size_t l = 0; l < libraries.size(); ++l) {
