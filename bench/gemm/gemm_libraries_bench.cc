@@ -25,8 +25,8 @@
 // a shared machine. --cpu-time times by the process's CPU time instead of
 // the clock, which leaves out the time other processes hold the core: on a
 // loaded machine the one-thread figures it gives are the steadiest (at two
-// threads a thread spin-waiting for a preempted peer still counts). The load average
-// is printed before and after.
+// threads a thread spin-waiting for a preempted peer still counts). The load
+// average is printed before and after.
 //
 // Libraries are opened at run time (dlopen: libopenblas.so.0, libblis.so.4),
 // so the benchmark builds without their headers and reports a library it
@@ -35,8 +35,8 @@
 //
 // --avx2 re-executes the benchmark with every library restricted to AVX2 as
 // far as it allows: ONEDNN_MAX_CPU_ISA=AVX2, OPENBLAS_CORETYPE=Haswell,
-// BLIS_ARCH_TYPE=<haswell's id>, LIBXSMM_TARGET=hsw, and graft's AVX2 kernel
-// set.
+// BLIS_ARCH_TYPE=<haswell's number>, LIBXSMM_TARGET=hsw, and graft's AVX2
+// kernel set.
 #include <dlfcn.h>
 #include <omp.h>
 #include <unistd.h>
@@ -408,7 +408,7 @@ struct Options {
       stderr,
       "%s: %s\nusage: %s [--avx2] [--threads 1,2] [--rounds 20] [--ms 10] [--median] [--cpu-time] [--only TEXT]\n"
       "  --avx2     restrict every library to AVX2 (re-executes with ONEDNN_MAX_CPU_ISA=AVX2,\n"
-      "             OPENBLAS_CORETYPE=Haswell, BLIS_ARCH_TYPE=haswell, LIBXSMM_TARGET=hsw)\n"
+      "             OPENBLAS_CORETYPE=Haswell, BLIS_ARCH_TYPE=<haswell's number>, LIBXSMM_TARGET=hsw)\n"
       "  --threads  thread counts to measure, comma-separated\n"
       "  --rounds   rounds of alternating libraries; the fastest product is reported\n"
       "  --median   report the median round's mean time instead\n"
