@@ -403,20 +403,21 @@ struct Options {
   bool avx2 = false;
 };
 
-[[noreturn]] void usage(const char* argv0, const std::string& problem) {
-  std::fprintf(
-      stderr,
-      "%s: %s\nusage: %s [--avx2] [--threads 1,2] [--rounds 20] [--ms 10] [--median] [--cpu-time] [--only TEXT]\n"
-      "  --avx2     restrict every library to AVX2 (re-executes with ONEDNN_MAX_CPU_ISA=AVX2,\n"
-      "             OPENBLAS_CORETYPE=Haswell, BLIS_ARCH_TYPE=<haswell's number>, LIBXSMM_TARGET=hsw)\n"
-      "  --threads  thread counts to measure, comma-separated\n"
-      "  --rounds   rounds of alternating libraries; the fastest product is reported\n"
-      "  --median   report the median round's mean time instead\n"
-      "  --only     measure only the shapes whose model or product contains TEXT\n"
-      "  --cpu-time time by the process's CPU time instead of the clock (a loaded machine, 1 thread)\n"
-      "  --ms       milliseconds each library runs per round\n",
-      argv0, problem.c_str(), argv0);
-  std::exit(2);
+/// Prints the options (after `problem`, when there is one) and exits with `code`.
+[[noreturn]] void usage(const char* argv0, const std::string& problem, int code = 2) {
+  if (!problem.empty()) std::fprintf(stderr, "%s: %s\n", argv0, problem.c_str());
+  std::fprintf(code == 0 ? stdout : stderr,
+               "usage: %s [--avx2] [--threads 1,2] [--rounds 20] [--ms 10] [--median] [--cpu-time] [--only TEXT]\n"
+               "  --avx2     restrict every library to AVX2 (re-executes with ONEDNN_MAX_CPU_ISA=AVX2,\n"
+               "             OPENBLAS_CORETYPE=Haswell, BLIS_ARCH_TYPE=<haswell's number>, LIBXSMM_TARGET=hsw)\n"
+               "  --threads  thread counts to measure, comma-separated\n"
+               "  --rounds   rounds of alternating libraries; the fastest product is reported\n"
+               "  --median   report the median round's mean time instead\n"
+               "  --only     measure only the shapes whose model or product contains TEXT\n"
+               "  --cpu-time time by the process's CPU time instead of the clock (a loaded machine, 1 thread)\n"
+               "  --ms       milliseconds each library runs per round\n",
+               argv0);
+  std::exit(code);
 }
 
 Options parse_options(int argc, char** argv) {
@@ -428,7 +429,9 @@ Options parse_options(int argc, char** argv) {
       return argv[++i];
     };
     try {
-      if (arg == "--avx2") {
+      if (arg == "--help" || arg == "-h") {
+        usage(argv[0], "", 0);
+      } else if (arg == "--avx2") {
         o.avx2 = true;
       } else if (arg == "--threads") {
         o.threads.clear();
