@@ -38,6 +38,10 @@ test_packages=(
   # reference BLAS (bert4_seq128: 1.7 s a run instead of 36 ms). graft and
   # ONNX Runtime do not use it.
   libopenblas0-openmp
+  # bench/gemm/gemm_libraries_bench measures single-precision GEMM through
+  # OpenBLAS (above), BLIS and libxsmm besides oneDNN (docs/performance.md,
+  # "GEMM libraries at the models' shapes"); graft itself links none of them.
+  libblis4-openmp libxsmm-dev
   # The sanitizer build (`make asan-test`) and its fuzzers (fuzz/, `make fuzz`):
   # clang with its sanitizer runtimes, libFuzzer and the OpenMP runtime clang links.
   clang-14 libclang-rt-14-dev libfuzzer-14-dev libomp-14-dev
