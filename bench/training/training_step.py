@@ -37,8 +37,12 @@ Models (batch and shape as issue 23 names them):
   gru         bench/compare's residual GRU cell (hidden 500, 2 steps, batch 100), MSE loss
 
     training_step.py [--models resnet18,bert4,gru] [--runs 10] [--warmup 2] [--block 2]
-                     [--threads 2] [--spin] [--update] [--json out.json] [--workdir DIR]
+                     [--threads 2] [--spin] [--update] [--recompute] [--json out.json] [--workdir DIR]
                      [--graft BIN] [--graft-runner BIN] [--graft-train-worker BIN]
+
+--recompute has `graft grad --recompute` recompute cheap pointwise
+activations in the backward part instead of keeping them (docs/training.md,
+Memory); run with and without it to compare graft's peak and step time.
 
 Exits 77 when PyTorch is missing (CTest's skip code).
 """
@@ -112,7 +116,7 @@ def build(name):
     return model.train(), inputs, names
 
 
-def export(name, workdir, graft):
+def export(name, workdir, graft, recompute=False):
     """Exports model `name` with its loss, writes its gradient graph with
     `graft grad`, the names of its parameters (params.txt, for --update), and
     saves the weights and inputs for the PyTorch worker."""
@@ -133,8 +137,8 @@ def export(name, workdir, graft):
     with open(paths["inputs"], "w") as f:
         json.dump(compare.write_tensors(inputs, names, folder, "input"), f)
     started = time.perf_counter()
-    subprocess.run([graft, "grad", paths["onnx"], "--loss", "loss", "-o", paths["train"]], check=True,
-                   stdout=subprocess.DEVNULL)
+    subprocess.run([graft, "grad", paths["onnx"], "--loss", "loss", "-o", paths["train"]] +
+                   (["--recompute"] if recompute else []), check=True, stdout=subprocess.DEVNULL)
     paths["grad_s"] = time.perf_counter() - started
     return paths
 
@@ -148,7 +152,7 @@ def first_output(ready):
 def time_model(name, args):
     import compare
 
-    paths = export(name, args.workdir, args.graft)
+    paths = export(name, args.workdir, args.graft, args.recompute)
     env = dict(os.environ)
     if not args.spin:
         env["OMP_WAIT_POLICY"] = "PASSIVE"
@@ -206,8 +210,10 @@ def isa():
     return "unknown"
 
 
-def markdown(results, machine, threads, update):
+def markdown(results, machine, threads, update, recompute):
     step = "forward + backward + AdamW update" if update else "forward + backward, no optimizer update"
+    if recompute:
+        step += ", graft recomputing cheap activations"
     lines = ["Training step (%s), %d threads, %s, %s, PyTorch %s." %
              (step, threads, machine["cpu"], machine["isa"], machine["torch"]), "",
              "| model | graft ms | PyTorch ms | graft / PyTorch | graft peak MiB | PyTorch peak MiB | memory ratio | loss graft / PyTorch |",
@@ -231,6 +237,8 @@ def main():
     parser.add_argument("--update", action="store_true",
                         help="each step also updates the weights with AdamW (graft: graft_train_worker)")
     parser.add_argument("--timeout", type=float, default=900, help="seconds a worker may take to answer")
+    parser.add_argument("--recompute", action="store_true",
+                        help="graft grad --recompute: recompute cheap pointwise activations in the backward part")
     parser.add_argument("--json", help="write every time and figure here")
     parser.add_argument("--workdir", default=os.path.join(ROOT, "build", "bench_training"))
     parser.add_argument("--graft", default=os.path.join(ROOT, "build", "bin", "graft"))
@@ -255,13 +263,14 @@ def main():
     for name in args.models.split(","):
         print("%s ..." % name, file=sys.stderr, flush=True)
         results.append(time_model(name, args))
-    print(markdown(results, machine, args.threads, args.update))
+    print(markdown(results, machine, args.threads, args.update, args.recompute))
     disagree = [r["model"] for r in results
                 if abs(r["graft"]["loss"] - r["torch"]["loss"]) > 1e-4 * max(abs(r["torch"]["loss"]), 1e-6)]
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"date": datetime.datetime.utcnow().isoformat() + "Z", "machine": machine,
-                       "threads": args.threads, "update": args.update, "results": results}, f, indent=1)
+                       "threads": args.threads, "update": args.update, "recompute": args.recompute,
+                       "results": results}, f, indent=1)
     if disagree:
         print("graft's loss differs from PyTorch's on the same weights and data: %s" % ", ".join(disagree))
         return 1

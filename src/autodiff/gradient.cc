@@ -18,18 +18,21 @@
 // reached (every reader comes later in topological order, so all are in by
 // then). Each node remembers the reader its first gradient came from, which
 // names the path from the loss when a node on it has no builder. The result
-// keeps only the nodes the loss and the gradients need.
+// keeps only the nodes the loss and the gradients need; with
+// GradientOptions::recompute_pointwise_activations, recompute.cc then has
+// the backward part recompute cheap pointwise activations.
 #include "graft/autodiff/gradient.h"
 
 #include <algorithm>
 #include <unordered_map>
 #include <unordered_set>
 
-#include "graft/ir/graph_rebuilder.h"
+#include "graft/autodiff/recompute.h"
 #include "graft/ir/indexed_graph.h"
 #include "graft/ops/gradient.h"
 #include "graft/ops/op_context.h"
 #include "graft/ops/type_inference.h"
+#include "keep_needed.h"
 #include "lower_recurrent.h"
 
 namespace graft::autodiff {
@@ -228,7 +231,8 @@ std::vector<std::string> trainable_initializers(const ir::Graph& graph, const st
   return names;
 }
 
-std::unique_ptr<ir::Graph> gradient(const ir::Graph& graph, std::string loss, std::vector<std::string> wrt) {
+std::unique_ptr<ir::Graph> gradient(const ir::Graph& graph, std::string loss, std::vector<std::string> wrt,
+                                    const GradientOptions& options) {
   std::unique_ptr<ir::Graph> g = graph.clone();
   ops::infer_types(*g);
   fold_shape_computations(*g);
@@ -360,21 +364,9 @@ std::unique_ptr<ir::Graph> gradient(const ir::Graph& graph, std::string loss, st
   g->mutable_output_names() = names;
 
   // Keep what the outputs need (and every graph input, which callers feed).
-  ir::IndexedGraph indexed(*g);
-  std::vector<char> live(indexed.num_nodes(), 0);
-  std::vector<uint32_t> stack;
-  for (const ir::Entry& e : indexed.outputs())
-    if (e.present() && !live[e.node_id]) live[e.node_id] = 1, stack.push_back(e.node_id);
-  while (!stack.empty()) {
-    uint32_t id = stack.back();
-    stack.pop_back();
-    for (const ir::Entry& e : indexed.inputs(id))
-      if (e.present() && !live[e.node_id]) live[e.node_id] = 1, stack.push_back(e.node_id);
-  }
-  ir::GraphRebuilder rebuilder(indexed);
-  for (uint32_t id = 0; id < indexed.num_nodes(); ++id)
-    if (live[id] || indexed.node(id).op() == ir::OpId::Input) rebuilder.copy(id);
-  return rebuilder.finish();
+  std::unique_ptr<ir::Graph> result = keep_needed(*g);
+  if (options.recompute_pointwise_activations) return recompute_pointwise_activations(*result);
+  return result;
 }
 
 }  // namespace graft::autodiff

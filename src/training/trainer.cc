@@ -1,7 +1,11 @@
 // Trainer: one Session run per step over the training graph, the new
 // parameters and optimizer state written back into the session's Constants
 // after each run (Session::set_weight bumps their storage version, so a
-// backend's converted copy of a weight is refreshed at the next run).
+// backend's converted copy of a weight is refreshed at the next run). Each
+// set of input shapes gets its own training graph and session (a plan),
+// built at its first step; the newest parameters and state are kept here
+// (current_), and a plan whose Constants are older than the last step gets
+// them before it runs, so plans share one optimizer state and step count.
 #include "graft/training/trainer.h"
 
 #include <algorithm>
@@ -97,12 +101,12 @@ void Trainer::set_learning_rate(float learning_rate) {
 }
 
 const std::vector<std::string>& Trainer::parameters() const {
-  return session_ ? layout_.parameters : options_.parameters;
+  return plans_.empty() ? options_.parameters : layout_.parameters;
 }
 
-void Trainer::build(const std::map<std::string, Tensor>& inputs) {
+std::unique_ptr<Trainer::StepPlan> Trainer::build(const std::map<std::string, Tensor>& inputs) {
   std::unique_ptr<ir::Graph> fixed = model_->clone();
-  std::vector<Shape> shapes;
+  auto plan = std::make_unique<StepPlan>();
   for (ir::Node* in : fixed->inputs()) {
     const Tensor& value = inputs.at(in->output_names[0]);
     ir::ValueType& type = in->output_types[0];
@@ -113,17 +117,30 @@ void Trainer::build(const std::map<std::string, Tensor>& inputs) {
       fail(ErrorKind::invalid_argument, "training: input '", in->output_names[0], "' is ", type.to_string(), ", got ",
            value.type_string());
     type = ir::ValueType::of(value.dtype(), value.shape());
-    shapes.push_back(value.shape());
+    plan->input_shapes.push_back(value.shape());
   }
-  layout_ = build_training_graph(*fixed, options_.loss, options_.parameters, options_.optimizer);
-  current_.clear();
-  for (const auto& n : layout_.graph->nodes())
-    if (n->op() == ir::OpId::Constant && !n->output_names.empty() &&
-        std::find(layout_.updated.begin(), layout_.updated.end(), n->output_names[0]) != layout_.updated.end())
-      current_[n->output_names[0]] = n->constant_value;
-  stats_ = {};
-  for (const std::string& name : layout_.parameters) stats_.parameter_bytes += current_.at(name).nbytes();
-  for (const std::string& name : layout_.states) stats_.state_bytes += current_.at(name).nbytes();
+  const bool first = plans_.empty();
+  // A later plan's weights get current_ below; its own storage keeps them
+  // from the first plan's, which set_weight writes in place.
+  if (!first)
+    for (const auto& n : fixed->nodes())
+      if (n->op() == ir::OpId::Constant) n->constant_value = n->constant_value.clone();
+  autodiff::GradientOptions gradient_options;
+  gradient_options.recompute_pointwise_activations = options_.recompute_pointwise_activations;
+  TrainingGraph layout =
+      build_training_graph(*fixed, options_.loss, options_.parameters, options_.optimizer, gradient_options);
+  if (first) {
+    for (const auto& n : layout.graph->nodes())
+      if (n->op() == ir::OpId::Constant && !n->output_names.empty() &&
+          std::find(layout.updated.begin(), layout.updated.end(), n->output_names[0]) != layout.updated.end())
+        current_[n->output_names[0]] = n->constant_value;
+    stats_ = {};
+    for (const std::string& name : layout.parameters) stats_.parameter_bytes += current_.at(name).nbytes();
+    for (const std::string& name : layout.states) stats_.state_bytes += current_.at(name).nbytes();
+    plan->synced_at_step = steps_;
+  } else {
+    GRAFT_CHECK(layout.updated == layout_.updated, "training: a new plan updates other tensors than the first");
+  }
   runtime::SessionOptions session_options = options_.session;
   // The update goes to the fusion pass, not to a backend's subgraphs: a
   // vendor library would take it as post-ops of the gradient's matrix
@@ -131,12 +148,29 @@ void Trainer::build(const std::map<std::string, Tensor>& inputs) {
   // every step, and dnnl's then go stale (docs/training.md).
   for (const std::string& name : backend::resolve_backend_order(session_options.backends)) {
     if (!backend::get_backend(name).property()) continue;
-    for (const std::string& node : layout_.update_nodes) session_options.annotations.forbidden[node].insert(name);
+    for (const std::string& node : layout.update_nodes) session_options.annotations.forbidden[node].insert(name);
   }
   session_options.passes = passes::default_pipeline();
   std::erase(session_options.passes, std::string("fold-constants"));
-  session_ = std::make_unique<runtime::Session>(std::move(layout_.graph), session_options);
-  input_shapes_ = std::move(shapes);
+  plan->session = std::make_unique<runtime::Session>(std::move(layout.graph), session_options);
+  if (first) layout_ = std::move(layout);
+  return plan;
+}
+
+Trainer::StepPlan& Trainer::plan_for(const std::map<std::string, Tensor>& inputs) {
+  std::vector<Shape> shapes;
+  for (const std::string& name : input_names_) shapes.push_back(inputs.at(name).shape());
+  for (const auto& plan : plans_)
+    if (plan->input_shapes == shapes) return *plan;
+  std::unique_ptr<StepPlan> plan = build(inputs);
+  if (plans_.size() >= kMaxPlans) {
+    auto oldest = std::min_element(plans_.begin(), plans_.end(),
+                                   [](const auto& a, const auto& b) { return a->last_used < b->last_used; });
+    if (oldest->get() == last_plan_) last_plan_ = nullptr;
+    plans_.erase(oldest);
+  }
+  plans_.push_back(std::move(plan));
+  return *plans_.back();
 }
 
 float Trainer::step(const std::map<std::string, Tensor>& inputs) {
@@ -145,32 +179,32 @@ float Trainer::step(const std::map<std::string, Tensor>& inputs) {
       fail(ErrorKind::invalid_argument, "training: the model has no input named '", name, "'");
   for (const std::string& name : input_names_)
     if (!inputs.count(name)) fail(ErrorKind::invalid_argument, "training: no value for the model's input '", name, "'");
-  if (!session_) build(inputs);
-  std::vector<Tensor> feed;
-  for (size_t i = 0; i < input_names_.size(); ++i) {
-    const Tensor& value = inputs.at(input_names_[i]);
-    if (value.shape() != input_shapes_[i])
-      fail(ErrorKind::invalid_argument, "training: input '", input_names_[i], "' has shape ",
-           shape_to_string(value.shape()), "; every step takes the shape of the first, ",
-           shape_to_string(input_shapes_[i]));
-    feed.push_back(value);
+  StepPlan& plan = plan_for(inputs);
+  if (plan.synced_at_step != steps_) {  // other plans ran the steps since: it takes their result
+    for (const std::string& name : layout_.updated) plan.session->set_weight(name, current_.at(name));
+    plan.synced_at_step = steps_;
   }
+  std::vector<Tensor> feed;
+  for (const std::string& name : input_names_) feed.push_back(inputs.at(name));
   feed.push_back(Tensor::scalar<float>(options_.learning_rate));
   if (options_.optimizer.kind == OptimizerKind::adamw)
     feed.push_back(Tensor::scalar<float>(static_cast<float>(steps_ + 1)));
   backend::RunStats run_stats;
-  std::vector<Tensor> outputs = session_->run(feed, &run_stats);
+  std::vector<Tensor> outputs = plan.session->run(feed, &run_stats);
   stats_.peak_bytes = run_stats.memory.peak_bytes;
   for (size_t i = 0; i < layout_.updated.size(); ++i) {
-    session_->set_weight(layout_.updated[i], outputs[1 + i]);
+    plan.session->set_weight(layout_.updated[i], outputs[1 + i]);
     current_[layout_.updated[i]] = outputs[1 + i];
   }
   ++steps_;
+  plan.synced_at_step = steps_;
+  plan.last_used = steps_;
+  last_plan_ = &plan;
   return static_cast<float>(scalar_value(outputs[0]));
 }
 
 Tensor Trainer::parameter(const std::string& name) const {
-  if (session_) {
+  if (!plans_.empty()) {
     auto it = current_.find(name);
     if (it == current_.end() ||
         std::find(layout_.parameters.begin(), layout_.parameters.end(), name) == layout_.parameters.end())

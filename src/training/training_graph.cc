@@ -94,13 +94,14 @@ ir::Value find_constant(ir::Graph& graph, const std::string& name) {
 }  // namespace
 
 TrainingGraph build_training_graph(const ir::Graph& forward, const std::string& loss,
-                                   std::vector<std::string> parameters, const OptimizerOptions& optimizer) {
+                                   std::vector<std::string> parameters, const OptimizerOptions& optimizer,
+                                   const autodiff::GradientOptions& gradient) {
   validate(optimizer);
   if (parameters.empty()) parameters = autodiff::trainable_initializers(forward, loss);
   if (parameters.empty())
     fail(ErrorKind::invalid_argument, "training: the loss '", loss, "' reads no floating-point initializer to train");
   TrainingGraph result;
-  result.graph = autodiff::gradient(forward, loss, parameters);
+  result.graph = autodiff::gradient(forward, loss, parameters, gradient);
   ir::Graph& g = *result.graph;
   result.parameters = parameters;
 

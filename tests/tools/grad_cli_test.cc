@@ -5,6 +5,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -76,6 +77,33 @@ TEST_F(GradCliTest, WritesTheLossAndOneGradientPerInitializer) {
   r = graft("run '" + train + "' --shape x=4,6");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("w2_grad"), std::string::npos) << r.out;
+}
+
+/// The number in "N activations kept for the backward nodes" of graft grad's report.
+int kept_activations(const std::string& out) {
+  const size_t at = out.find(" activations kept");
+  if (at == std::string::npos) return -1;
+  size_t begin = at;
+  while (begin > 0 && std::isdigit(static_cast<unsigned char>(out[begin - 1]))) --begin;
+  return std::stoi(out.substr(begin, at - begin));
+}
+
+TEST_F(GradCliTest, RecomputeKeepsFewerActivationsForTheSameGradients) {
+  const std::string model = write_classifier();
+  const std::string kept = (dir_ / "kept.onnx").string(), recomputed = (dir_ / "recomputed.onnx").string();
+  Result plain = graft("grad '" + model + "' --loss loss -o '" + kept + "'");
+  Result lean = graft("grad '" + model + "' --loss loss --recompute -o '" + recomputed + "'");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(lean.exit_code, 0) << lean.err;
+  // ReLU's output (read by w2's gradient) is recomputed from its input, which ReLU's gradient keeps.
+  EXPECT_GT(kept_activations(plain.out), 0) << plain.out;
+  EXPECT_LT(kept_activations(lean.out), kept_activations(plain.out)) << lean.out;
+  EXPECT_NE(lean.out.find("cheap ones recomputed"), std::string::npos) << lean.out;
+  std::vector<Tensor> inputs{graft::testing::random_tensor({4, 6}, 5)};
+  auto want = graft::testing::run_graph(*graft::frontend::load_onnx(kept), inputs);
+  auto got = graft::testing::run_graph(*graft::frontend::load_onnx(recomputed), inputs);
+  ASSERT_EQ(got.size(), want.size());
+  for (size_t i = 0; i < got.size(); ++i) graft::testing::expect_close(got[i], want[i], 1e-6, 1e-7);
 }
 
 TEST_F(GradCliTest, ShapeFixesASymbolicBatch) {

@@ -340,7 +340,7 @@ TEST(TrainerErrors, NameWhatIsWrong) {
       [&] {
         trainer.step({{"x", Tensor(DType::float32, {4})}});
       },
-      ErrorKind::invalid_argument, "every step takes the shape of the first");
+      ErrorKind::invalid_argument, "input 'x' is float32[3], got float32[4]");
   expect_error([&] { trainer.parameter("x"); }, ErrorKind::invalid_argument, "not a trained parameter");
 
   auto params = options_for(training::OptimizerKind::sgd, 0.1f);

@@ -1,4 +1,4 @@
-// graft grad MODEL.onnx --loss NAME --wrt initializers|W1,W2 [--shape X=2,3] -o train.onnx:
+// graft grad MODEL.onnx --loss NAME --wrt initializers|W1,W2 [--shape X=2,3] [--recompute] -o train.onnx:
 // writes the forward+backward graph (autodiff::gradient) as ONNX, with the
 // loss and one `<W>_grad` output per differentiated value. Backward nodes are
 // standard ONNX ops where one expresses the gradient; the rest are graft's
@@ -11,6 +11,7 @@
 #include "cli_support.h"
 #include "command.h"
 #include "graft/autodiff/gradient.h"
+#include "graft/autodiff/recompute.h"
 #include "graft/core/error.h"
 #include "graft/frontend/onnx_import.h"
 
@@ -24,6 +25,7 @@ struct GradOptions {
   std::string loss;
   std::string wrt = "initializers";
   std::vector<std::string> shapes;
+  bool recompute = false;
 };
 
 /// Fixes the shapes of graph inputs (`--shape`): builders need known shapes,
@@ -70,7 +72,10 @@ int write_gradient(const GradOptions& options) {
   if (wrt.empty())
     fail(ErrorKind::invalid_argument, "grad: nothing to differentiate (--wrt '", options.wrt,
          "': the loss reads no floating-point initializer)");
-  std::unique_ptr<ir::Graph> result = autodiff::gradient(*graph, options.loss, wrt);
+  autodiff::GradientOptions gradient_options;
+  gradient_options.recompute_pointwise_activations = options.recompute;
+  std::unique_ptr<ir::Graph> result = autodiff::gradient(*graph, options.loss, wrt, gradient_options);
+  std::vector<ir::Value> kept = autodiff::activations_kept_for_backward(*result);
   size_t backward = 0, graft_ops = 0;
   for (const auto& n : result->nodes()) {
     backward += n->is_backward && n->op() != ir::OpId::Constant;
@@ -79,7 +84,9 @@ int write_gradient(const GradOptions& options) {
   frontend::save_onnx(*result, options.output);
   std::cout << "differentiated " << options.loss << " with respect to " << wrt.size() << " value"
             << (wrt.size() == 1 ? "" : "s") << ": " << backward << " backward nodes (" << graft_ops
-            << " of domain graft); wrote " << options.output << "\n";
+            << " of domain graft); " << kept.size() << " activations kept for the backward nodes ("
+            << autodiff::bytes_of(*result, kept) << " bytes" << (options.recompute ? ", cheap ones recomputed" : "")
+            << "); wrote " << options.output << "\n";
   return 0;
 }
 
@@ -94,6 +101,9 @@ std::function<int()> setup_grad(CLI::App& app) {
                   "initializer and input names");
   sub->add_option("--shape", options->shapes,
                   "NAME=D0,D1,...: fix the shape of input NAME (repeatable; for models exported with dynamic axes)");
+  sub->add_flag("--recompute", options->recompute,
+                "recompute cheap pointwise activations (Relu, Gelu, Sigmoid, Add, Mul, ...) in the backward part "
+                "instead of keeping them from the forward part: less memory, the same gradients");
   return [options] { return write_gradient(*options); };
 }
 

@@ -45,6 +45,7 @@ struct TrainOptions {
   std::string threads;
   std::string backends;
   std::string fusion;
+  bool recompute = false;
 };
 
 float parse_float(const std::string& text, const std::string& flag) {
@@ -98,6 +99,7 @@ int train(const TrainOptions& options) {
   if (!options.threads.empty()) trainer_options.session.num_threads = parse_thread_count(options.threads, "--threads");
   if (!options.backends.empty()) trainer_options.session.backends = parse_name_list(options.backends, "--backends");
   trainer_options.session.fusion = parse_on_off(options.fusion, "--fusion");
+  trainer_options.recompute_pointwise_activations = options.recompute;
   int64_t batch_size = parse_count(options.batch_size, "--batch-size", int64_t{1} << 30);
   int64_t epochs = parse_count(options.epochs, "--epochs", int64_t{1} << 30);
   int64_t seed = parse_count(options.seed, "--seed", INT64_MAX);
@@ -182,7 +184,8 @@ int train(const TrainOptions& options) {
   trainer.export_model(options.output);
   const training::StepStats& stats = trainer.last_step_stats();
   std::cout << "trained " << trainer.parameters().size() << " parameters in " << trainer.steps()
-            << " steps; a step's intermediate values peak at " << format_bytes(stats.peak_bytes) << " (parameters "
+            << " steps; a step's intermediate values peak at " << format_bytes(stats.peak_bytes)
+            << (options.recompute ? " with cheap activations recomputed" : "") << " (parameters "
             << format_bytes(stats.parameter_bytes) << ", optimizer state " << format_bytes(stats.state_bytes)
             << "); wrote " << options.output << "\n";
   return 0;
@@ -218,6 +221,9 @@ std::function<int()> setup_train(CLI::App& app) {
   sub->add_option("--backends", options->backends,
                   "backends in priority order, comma-separated (default: GRAFT_BACKENDS, else all available)");
   sub->add_option("--fusion", options->fusion, "on|off: pointwise fusion (default: GRAFT_FUSION, else on)");
+  sub->add_flag("--recompute", options->recompute,
+                "recompute cheap pointwise activations in the backward part instead of keeping them from the "
+                "forward part: a lower peak, the same steps");
   return [options] { return train(*options); };
 }
 

@@ -14,6 +14,16 @@
 
 namespace graft::autodiff {
 
+/// How gradient() builds the backward part.
+struct GradientOptions {
+  /// Recompute cheap pointwise forward values (Relu, Gelu, Sigmoid, Tanh,
+  /// Add, Mul, ... chains) in the backward part from values it keeps anyway,
+  /// instead of keeping them alive from the forward part until their backward
+  /// use (autodiff/recompute.h): the same gradients, fewer bytes held across
+  /// the step, a few more pointwise ops that fuse with the backward ones.
+  bool recompute_pointwise_activations = false;
+};
+
 /// Returns the forward+backward graph of `graph`: its outputs are the loss
 /// (the value named `loss`: a graph output or any named value), then
 /// `<W>_grad` for each name W of `wrt` (initializers or graph inputs, in that
@@ -30,7 +40,8 @@ namespace graft::autodiff {
 /// floating point; unsupported when an op on a needed path has no gradient
 /// builder, naming the op and the path from the loss to it, or when a builder
 /// needs a shape that is not known.
-std::unique_ptr<ir::Graph> gradient(const ir::Graph& graph, std::string loss, std::vector<std::string> wrt);
+std::unique_ptr<ir::Graph> gradient(const ir::Graph& graph, std::string loss, std::vector<std::string> wrt,
+                                    const GradientOptions& options = {});
 
 /// The names of the floating-point initializers the value named `loss`
 /// depends on, in graph order: what `graft grad --wrt initializers`

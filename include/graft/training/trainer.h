@@ -23,6 +23,10 @@ struct TrainerOptions {
   /// The initializers to train; empty: every floating-point initializer the loss reads.
   std::vector<std::string> parameters;
   OptimizerOptions optimizer;
+  /// Recompute cheap pointwise activations in the backward part instead of
+  /// keeping them from the forward part (autodiff::GradientOptions): the
+  /// same step, a lower StepStats::peak_bytes.
+  bool recompute_pointwise_activations = false;
   /// The learning rate of the next steps (set_learning_rate changes it).
   float learning_rate = 0.01f;
   /// Threads, backends, fusion of the session that runs the steps. Its
@@ -43,12 +47,16 @@ struct StepStats {
   size_t state_bytes = 0;
 };
 
-/// Trains a model. The training graph (training_graph.h) is built at the
-/// first step, with the shapes of that step's inputs; every later step must
-/// give inputs of the same shapes. After each step the new parameters and
-/// optimizer state are written into the session's Constants in place
-/// (Session::set_weight: the storage version is bumped, so a backend that
-/// keeps a converted copy of a weight converts it again).
+/// Trains a model. A training graph (training_graph.h) and the Session
+/// that runs it are built for the input shapes of a step, at the first step
+/// with those shapes (the gradient builders need known shapes), and kept
+/// for later steps with the same shapes, so that a smaller last batch, or
+/// sequences of another length, get their own plan. After each step the new
+/// parameters and optimizer state are written into that session's Constants
+/// in place (Session::set_weight: the storage version is bumped, so a backend
+/// that keeps a converted copy of a weight converts it again); a plan that
+/// missed steps gets the newest values before it runs. Every plan shares the
+/// one optimizer state and step count.
 class Trainer {
  public:
   /// Copies `model` (which must have the loss). Throws invalid_argument for
@@ -58,9 +66,10 @@ class Trainer {
   ~Trainer();
 
   /// One step on one batch: the model's inputs by name (every input, no
-  /// other name). Returns the loss before the update. Throws
-  /// invalid_argument naming what is wrong with the inputs (a missing or
-  /// unknown name, a shape other than the first step's).
+  /// other name), of any shapes the model's input types allow. Returns the
+  /// loss before the update. Throws invalid_argument naming what is wrong
+  /// with the inputs (a missing or unknown name, a dtype, rank or dimension
+  /// that the model's input type does not allow).
   float step(const std::map<std::string, Tensor>& inputs);
 
   /// Learning rate of the following steps (a schedule: no plan is rebuilt).
@@ -76,8 +85,12 @@ class Trainer {
   /// The current value of a parameter (the initial one before any step).
   /// Throws invalid_argument for a name that is not a trained parameter.
   Tensor parameter(const std::string& name) const;
-  /// The session that runs the steps (null before the first step).
-  const runtime::Session* session() const { return session_.get(); }
+  /// The session that ran the last step (null before the first step).
+  const runtime::Session* session() const { return last_plan_ ? last_plan_->session.get() : nullptr; }
+  /// The number of plans (sets of input shapes) built so far.
+  size_t num_plans() const { return plans_.size(); }
+  /// Plans kept at most; the least recently used one is dropped for a new one.
+  static constexpr size_t kMaxPlans = 8;
 
   /// The forward model with the current parameters: the model's outputs but
   /// the loss (and whatever only the loss needed, such as the label input);
@@ -87,14 +100,22 @@ class Trainer {
   void export_model(const std::string& path) const;
 
  private:
-  void build(const std::map<std::string, Tensor>& inputs);
+  /// The training graph's session for one set of input shapes.
+  struct StepPlan {
+    std::vector<Shape> input_shapes;  // of the model's inputs, in order
+    std::unique_ptr<runtime::Session> session;
+    int64_t synced_at_step = -1;  // steps_ when its Constants last held current_
+    int64_t last_used = 0;
+  };
+  StepPlan& plan_for(const std::map<std::string, Tensor>& inputs);
+  std::unique_ptr<StepPlan> build(const std::map<std::string, Tensor>& inputs);
 
   std::unique_ptr<ir::Graph> model_;
   TrainerOptions options_;
-  std::unique_ptr<runtime::Session> session_;
-  TrainingGraph layout_;                   // names of the training graph (its graph moved into the session)
+  std::vector<std::unique_ptr<StepPlan>> plans_;
+  StepPlan* last_plan_ = nullptr;
+  TrainingGraph layout_;                   // names of the training graph (every plan's are the same)
   std::vector<std::string> input_names_;   // the model's inputs, in order
-  std::vector<Shape> input_shapes_;        // fixed at the first step
   std::map<std::string, Tensor> current_;  // the newest value of each parameter and state
   int64_t steps_ = 0;
   StepStats stats_;

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "graft/autodiff/gradient.h"
 #include "graft/ir/graph.h"
 #include "graft/training/optimizer.h"
 
@@ -46,7 +47,9 @@ struct TrainingGraph {
 /// invalid_argument for an unknown or non-float32 parameter, a loss that is
 /// not a scalar, out-of-range hyperparameters, or a name the optimizer's
 /// state would take twice; unsupported when an op on the way has no gradient.
+/// `gradient` is passed to autodiff::gradient (recomputing activations).
 TrainingGraph build_training_graph(const ir::Graph& forward, const std::string& loss,
-                                   std::vector<std::string> parameters, const OptimizerOptions& optimizer);
+                                   std::vector<std::string> parameters, const OptimizerOptions& optimizer,
+                                   const autodiff::GradientOptions& gradient = {});
 
 }  // namespace graft::training
