@@ -9,6 +9,7 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -62,6 +63,13 @@ std::optional<CpuTimes> read_cpu_times() {
     ++times.cores;
   }
   if (times.cores == 0) return std::nullopt;
+  // "exec_runtime run_delay timeslices" (nanoseconds) of each thread.
+  std::error_code error;
+  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", error)) {
+    std::ifstream schedstat(task.path() / "schedstat");
+    unsigned long long running = 0, waiting = 0;
+    if (schedstat >> running >> waiting) times.own_waiting += static_cast<double>(waiting) * 1e-9;
+  }
   times.own = seconds_of(CLOCK_PROCESS_CPUTIME_ID);
   times.wall = seconds_of(CLOCK_MONOTONIC);
   return times;
@@ -92,13 +100,19 @@ int CoreAvailability::threads_for_run(int threads) {
     last_read_ = now;
     if (std::optional<CpuTimes> sample = reader_()) {
       if (last_sample_ && sample->wall > last_sample_->wall) {
+        const double wall = sample->wall - last_sample_->wall;
         busy_elsewhere_ = cores_busy_elsewhere(*last_sample_, *sample);
+        contended_ = (sample->own_waiting - last_sample_->own_waiting) / wall >= 0.25;
         cores_ = sample->cores;
+        // Fewer threads only once ours wait for cores; every core again once
+        // the others keep less than half a core busy.
+        if (!reduced_ && contended_) reduced_ = true;
+        else if (reduced_ && busy_elsewhere_ < 0.5) reduced_ = false;
       }
       last_sample_ = sample;
     }
   }
-  if (cores_ == 0) return threads;
+  if (cores_ == 0 || !reduced_) return threads;
   return threads_for_load(threads, cores_, busy_elsewhere_);
 }
 
@@ -110,7 +124,7 @@ CoreAvailability& CoreAvailability::global() {
 bool adapt_threads_to_load(std::optional<bool> option) {
   if (option) return *option;
   const char* value = std::getenv("GRAFT_ADAPT_THREADS");
-  if (!value || !*value) return true;
+  if (!value || !*value) return false;
   const std::string text(value);
   if (text == "1") return true;
   if (text == "0") return false;

@@ -455,7 +455,8 @@ namespace graft::testing {
 namespace {
 
 /// A CoreAvailability whose samples say that other processes keep
-/// `busy_elsewhere` of `cores` cores busy.
+/// `busy_elsewhere` of `cores` cores busy while this one runs (its threads
+/// then wait for cores half the time).
 std::shared_ptr<runtime::CoreAvailability> machine_with(int cores, double busy_elsewhere) {
   auto clock = std::make_shared<double>(0.0);
   return std::make_shared<runtime::CoreAvailability>(
@@ -464,6 +465,7 @@ std::shared_ptr<runtime::CoreAvailability> machine_with(int cores, double busy_e
         runtime::CpuTimes t;
         t.wall = *clock;
         t.cores_busy = *clock * busy_elsewhere;
+        t.own_waiting = busy_elsewhere >= 0.5 ? *clock * 0.5 : 0.0;
         t.cores = cores;
         return t;
       });

@@ -14,6 +14,16 @@
 namespace graft::runtime {
 namespace {
 
+CpuTimes times(double cores_busy, double own, double own_waiting, double wall, int cores) {
+  CpuTimes t;
+  t.cores_busy = cores_busy;
+  t.own = own;
+  t.own_waiting = own_waiting;
+  t.wall = wall;
+  t.cores = cores;
+  return t;
+}
+
 TEST(CoreAvailability, ThreadsAreTheCoresNotBusyElsewhereRoundedAtLeastOne) {
   EXPECT_EQ(threads_for_load(2, 2, 0.0), 2);
   EXPECT_EQ(threads_for_load(2, 2, 0.4), 2);  // a light co-tenant takes no core
@@ -25,35 +35,46 @@ TEST(CoreAvailability, ThreadsAreTheCoresNotBusyElsewhereRoundedAtLeastOne) {
 }
 
 TEST(CoreAvailability, BusyElsewhereIsTheMachinesBusyTimeLessOurOwnPerSecond) {
-  CpuTimes before{10.0, 2.0, 100.0, 2}, after{13.0, 3.5, 102.0, 2};
+  CpuTimes before = times(10.0, 2.0, 0.0, 100.0, 2), after = times(13.0, 3.5, 0.0, 102.0, 2);
   EXPECT_DOUBLE_EQ(cores_busy_elsewhere(before, after), 0.75);  // (3 - 1.5) / 2
   EXPECT_DOUBLE_EQ(cores_busy_elsewhere(before, before), 0.0);
-  CpuTimes only_us{12.0, 4.0, 102.0, 2};
+  CpuTimes only_us = times(12.0, 4.0, 0.0, 102.0, 2);
   EXPECT_DOUBLE_EQ(cores_busy_elsewhere(before, only_us), 0.0);  // never negative
 }
 
-TEST(CoreAvailability, TheFirstSampleGivesNoEstimateThenEachNewOneDoes) {
-  double busy_elsewhere = 1.0;  // cores, over each one-second step of the clock
-  double clock = 0, busy = 0;
+TEST(CoreAvailability, FewerThreadsOnlyOnceOursWaitForCoresAndAllAgainWhenTheOthersLeave) {
+  // Per one-second step of the clock: cores other processes keep busy, and
+  // how many of our threads wait for a core on average.
+  double busy_elsewhere = 1.0, waiting = 0.0;
+  double clock = 0, busy = 0, waited = 0;
   int reads = 0;
   CoreAvailability availability(std::chrono::milliseconds(0), [&]() -> std::optional<CpuTimes> {
     ++reads;
     clock += 1.0;
     busy += busy_elsewhere;
-    return CpuTimes{busy, 0.0, clock, 2};
+    waited += waiting;
+    return times(busy, 0.0, waited, clock, 2);
   });
+  EXPECT_EQ(availability.threads_for_run(2), 2);  // one sample: no estimate
+  // Busy while we are idle (a benchmark taking turns): our threads never
+  // wait, so runs keep both.
   EXPECT_EQ(availability.threads_for_run(2), 2);
+  EXPECT_EQ(availability.threads_for_run(2), 2);
+  // A co-tenant while we run: our threads wait, so one core is ours.
+  waiting = 0.6;
   EXPECT_EQ(availability.threads_for_run(2), 1);
-  busy_elsewhere = 0.0;
+  waiting = 0.0;  // on one thread, ours no longer wait; the co-tenant is still there
+  EXPECT_EQ(availability.threads_for_run(2), 1);
+  busy_elsewhere = 0.2;  // it left
   EXPECT_EQ(availability.threads_for_run(2), 2);
-  EXPECT_EQ(reads, 3);
+  EXPECT_EQ(reads, 6);
 }
 
 TEST(CoreAvailability, SamplesAtMostOncePerInterval) {
   int reads = 0;
   CoreAvailability availability(std::chrono::hours(1), [&]() -> std::optional<CpuTimes> {
     ++reads;
-    return CpuTimes{0.0, 0.0, static_cast<double>(reads), 2};
+    return times(0.0, 0.0, 0.0, static_cast<double>(reads), 2);
   });
   for (int i = 0; i < 100; ++i) EXPECT_EQ(availability.threads_for_run(2), 2);
   EXPECT_EQ(reads, 1);
@@ -81,6 +102,7 @@ TEST(CoreAvailability, ThisMachinesCountersCountOurOwnWork) {
   EXPECT_GT(after->wall - before->wall, 0.19);
   // The cores' busy time includes ours (in 10 ms ticks).
   EXPECT_GE(after->cores_busy - before->cores_busy, 0.15);
+  EXPECT_GE(after->own_waiting, before->own_waiting);
 }
 
 TEST(CoreAvailability, TheSwitchReadsGraftAdaptThreads) {
@@ -94,6 +116,10 @@ TEST(CoreAvailability, TheSwitchReadsGraftAdaptThreads) {
   {
     testing::ScopedEnv env("GRAFT_ADAPT_THREADS", "1");
     EXPECT_TRUE(adapt_threads_to_load(std::nullopt));
+  }
+  {
+    testing::ScopedEnv env("GRAFT_ADAPT_THREADS", nullptr);
+    EXPECT_FALSE(adapt_threads_to_load(std::nullopt));  // off unless asked for
   }
   {
     testing::ScopedEnv env("GRAFT_ADAPT_THREADS", "sometimes");

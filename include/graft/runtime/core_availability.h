@@ -26,6 +26,10 @@ struct CpuTimes {
   double cores_busy = 0;
   /// This process's CPU time, all threads.
   double own = 0;
+  /// Time this process's threads spent runnable but waiting for a core
+  /// (/proc/self/task/*/schedstat): contention while they run. Sleeping or
+  /// spinning threads do not add to it.
+  double own_waiting = 0;
   /// A monotonic clock.
   double wall = 0;
   /// The cores this process may run on (its affinity mask).
@@ -45,7 +49,12 @@ double cores_busy_elsewhere(const CpuTimes& before, const CpuTimes& after);
 int threads_for_load(int threads, int cores, double busy_elsewhere);
 
 /// Samples the counters at most once per interval and keeps the last
-/// decision in between; safe to call from many threads.
+/// decision in between; safe to call from many threads. A run keeps the full
+/// thread count until its threads wait for cores (on average a quarter of a
+/// thread over an interval): other processes busy only while graft is idle
+/// (a benchmark taking turns with it) cost nothing. Then it uses the cores
+/// the others leave free, and returns to the full count once they keep less
+/// than half a core busy.
 class CoreAvailability {
  public:
   using Reader = std::function<std::optional<CpuTimes>()>;
@@ -67,12 +76,15 @@ class CoreAvailability {
   std::optional<std::chrono::steady_clock::time_point> last_read_;
   std::optional<CpuTimes> last_sample_;
   double busy_elsewhere_ = 0;
-  int cores_ = 0;  ///< 0: no estimate yet
+  int cores_ = 0;            ///< 0: no estimate yet
+  bool contended_ = false;   ///< our threads waited for cores over the last interval
+  bool reduced_ = false;     ///< runs use the cores the others leave free
 };
 
 /// Whether sessions adapt their thread count to the load: `option` when set,
 /// else GRAFT_ADAPT_THREADS ("1" or "0"; anything else is an
-/// invalid_argument Error naming it), else on.
+/// invalid_argument Error naming it), else off (docs/performance.md, "A busy
+/// co-tenant", says why not yet on).
 bool adapt_threads_to_load(std::optional<bool> option);
 
 }  // namespace graft::runtime
