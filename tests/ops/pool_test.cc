@@ -118,6 +118,15 @@ std::vector<Tensor> run_pool(const PoolCase& c, const Tensor& x, int outputs) {
   return run_graph(*g, {x});
 }
 
+// The pool's values (and MaxPool's indices) against naive_pool's.
+void expect_matches_naive_pool(const PoolCase& c, const Tensor& x) {
+  PoolResult want = naive_pool(c, x);
+  int outputs = c.op == "MaxPool" ? 2 : 1;
+  auto got = run_pool(c, x, outputs);
+  expect_close(got[0], want.values, 1e-5, 1e-5);
+  if (outputs == 2) expect_close(got[1], want.indices, 0, 0);
+}
+
 }  // namespace
 
 TEST(Pool, RandomConfigurations) {
@@ -148,11 +157,7 @@ TEST(Pool, RandomConfigurations) {
     xs.insert(xs.end(), c.input.begin(), c.input.end());
     Tensor x = random_tensor(xs, static_cast<uint64_t>(iter));
     SCOPED_TRACE("iteration " + std::to_string(iter) + " " + c.op + " " + c.auto_pad);
-    PoolResult want = naive_pool(c, x);
-    int outputs = c.op == "MaxPool" ? 2 : 1;
-    auto got = run_pool(c, x, outputs);
-    expect_close(got[0], want.values, 1e-5, 1e-5);
-    if (outputs == 2) expect_close(got[1], want.indices, 0, 0);
+    expect_matches_naive_pool(c, x);
   }
 }
 
@@ -181,11 +186,7 @@ TEST(Pool, WindowsWiderThanTheInputMatchTheNaiveLoops) {
     Shape xs = {c.batch, c.channels, c.input[0], c.input[1]};
     Tensor x = random_tensor(xs, static_cast<uint64_t>(100 + iter));
     SCOPED_TRACE("iteration " + std::to_string(iter) + " " + c.op + " " + c.auto_pad);
-    PoolResult want = naive_pool(c, x);
-    int outputs = c.op == "MaxPool" ? 2 : 1;
-    auto got = run_pool(c, x, outputs);
-    expect_close(got[0], want.values, 1e-5, 1e-5);
-    if (outputs == 2) expect_close(got[1], want.indices, 0, 0);
+    expect_matches_naive_pool(c, x);
   }
 }
 

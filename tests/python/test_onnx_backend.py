@@ -76,6 +76,10 @@ EXCLUDED = [
     r"test_castlike_FLOAT_to_BFLOAT16_expanded_",
     # ONNX 1.12's expected values truncate to bfloat16; graft rounds to nearest even.
     r"test_cast_FLOAT_to_BFLOAT16_",
+    # ONNX 1.12's expected values were made with epsilon 1e-2, which the
+    # node does not set; graft uses the spec's default, 1e-6 (0.75596 where
+    # the data says 0.75914; test_adam, which sets it, passes).
+    r"test_adam_multiple_",
 ]
 
 backend_test = _Runner(_Backend, __name__)
