@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <optional>
 
 #include "graft/ir/graph.h"
 #include "graft/ops/conv_util.h"
@@ -329,17 +330,19 @@ SupportResult check_layer_norm(const ir::Node& node) {
   int64_t axis = node.attributes.get_int("axis", -1);
   if (axis < 0) axis += rank;
   if (axis < 0 || axis >= rank) return SupportResult::no("axis out of range");
-  int64_t inner = 1;
-  for (int64_t d = axis; d < rank; ++d) {
-    if (!input_type(node, 0).dims[d].is_known()) return SupportResult::no("normalized dimensions unknown");
-    inner *= input_type(node, 0).dims[d].value;
-  }
+  // Element counts of known extents; nullopt when one is unknown or the
+  // product overflows (a malformed model's INT64_MAX extents).
+  auto count = [](const std::vector<ir::Dim>& dims, size_t begin) -> std::optional<int64_t> {
+    int64_t n = 1;
+    for (size_t d = begin; d < dims.size(); ++d)
+      if (!dims[d].is_known() || __builtin_mul_overflow(n, dims[d].value, &n)) return std::nullopt;
+    return n;
+  };
+  std::optional<int64_t> inner = count(input_type(node, 0).dims, static_cast<size_t>(axis));
+  if (!inner) return SupportResult::no("normalized dimensions unknown or too large");
   for (size_t i = 1; i < 3; ++i)
-    if (has_input(node, i)) {
-      int64_t n = 1;
-      for (const ir::Dim& d : input_type(node, i).dims) n *= d.value;
-      if (n != inner) return SupportResult::no("scale and bias must cover the normalized dimensions");
-    }
+    if (has_input(node, i) && count(input_type(node, i).dims, 0) != inner)
+      return SupportResult::no("scale and bias must cover the normalized dimensions");
   return SupportResult::yes();
 }
 

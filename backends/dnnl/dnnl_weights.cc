@@ -31,7 +31,12 @@ WeightSource Builder::source_of(Entry e) {
   if (is_constant(n)) {
     s.constant = n.constant_value;
   } else if (is_input(n)) {
-    s.input = program_.slots[entry_slot_[indexed_.entry_id(e)]].index;
+    // Every input of the subgraph has a slot (bind_inputs); an Input node that
+    // is not one comes only from a corrupt artifact.
+    int slot = entry_slot_[indexed_.entry_id(e)];
+    if (slot < 0)
+      fail(ErrorKind::invalid_model, "dnnl backend: weight ", n.describe(), " is not an input of the subgraph");
+    s.input = program_.slots[slot].index;
   } else {
     fail(ErrorKind::unsupported, "dnnl backend: ", n.describe(),
          " produces a weight; weights must be constants or inputs");
