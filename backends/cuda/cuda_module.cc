@@ -2,7 +2,6 @@
 #include "cuda_module.h"
 
 #include <istream>
-#include <vector>
 
 #include "graft/backend/device_tensor.h"
 
@@ -26,26 +25,6 @@ CuTensor view_of(const Tensor& t) {
   return view;
 }
 
-/// One run's launches: a CudaLaunchContext (its scratch memory lives until
-/// the run's work is done) and device-pointer views of the module's tensors.
-class CudaLauncher final : public backend::DeviceKernelLauncher {
- public:
-  CudaLauncher(int device, backend::DeviceQueue& queue) : context_(device, queue) {}
-
-  void enqueue(const backend::DeviceNodeKernel& kernel, std::span<const Tensor> inputs,
-               std::span<const Tensor> outputs) override {
-    in_views_.clear();
-    for (const Tensor& t : inputs) in_views_.push_back(view_of(t));
-    out_views_.clear();
-    for (const Tensor& t : outputs) out_views_.push_back(view_of(t));
-    static_cast<const NodeKernel&>(kernel).enqueue(context_, in_views_, out_views_);
-  }
-
- private:
-  CudaLaunchContext context_;
-  std::vector<CuTensor> in_views_, out_views_;
-};
-
 }  // namespace
 
 CudaModule::CudaModule(const ir::Graph& subgraph, int device_index)
@@ -64,7 +43,7 @@ void CudaModule::compile_kernel(backend::DeviceNodeKernel& kernel) const {
 }
 
 std::unique_ptr<backend::DeviceKernelLauncher> CudaModule::start_launches(backend::DeviceQueue& queue) const {
-  return std::make_unique<CudaLauncher>(device().id, queue);
+  return std::make_unique<backend::ViewLauncher<CudaLaunchContext, CuTensor, NodeKernel, view_of>>(device().id, queue);
 }
 
 }  // namespace graft::cuda

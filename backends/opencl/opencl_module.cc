@@ -4,7 +4,6 @@
 #ifdef GRAFT_HAVE_OPENCL_HEADERS
 
 #include <istream>
-#include <vector>
 
 #include "graft/backend/device_tensor.h"
 
@@ -28,26 +27,6 @@ ClTensor view_of(const Tensor& t) {
   return view;
 }
 
-/// One run's launches: a ClLaunchContext (its scratch memory lives until the
-/// run's work is done) and cl_mem views of the module's device tensors.
-class ClLauncher final : public backend::DeviceKernelLauncher {
- public:
-  ClLauncher(ClDevice& device, backend::DeviceQueue& queue) : context_(device, queue) {}
-
-  void enqueue(const backend::DeviceNodeKernel& kernel, std::span<const Tensor> inputs,
-               std::span<const Tensor> outputs) override {
-    in_views_.clear();
-    for (const Tensor& t : inputs) in_views_.push_back(view_of(t));
-    out_views_.clear();
-    for (const Tensor& t : outputs) out_views_.push_back(view_of(t));
-    static_cast<const NodeKernel&>(kernel).enqueue(context_, in_views_, out_views_);
-  }
-
- private:
-  ClLaunchContext context_;
-  std::vector<ClTensor> in_views_, out_views_;
-};
-
 }  // namespace
 
 OpenClModule::OpenClModule(const ir::Graph& subgraph, int device_index)
@@ -66,7 +45,7 @@ void OpenClModule::compile_kernel(backend::DeviceNodeKernel& kernel) const {
 }
 
 std::unique_ptr<backend::DeviceKernelLauncher> OpenClModule::start_launches(backend::DeviceQueue& queue) const {
-  return std::make_unique<ClLauncher>(ClDevice::get(device().id), queue);
+  return std::make_unique<backend::ViewLauncher<ClLaunchContext, ClTensor, NodeKernel, view_of>>(ClDevice::get(device().id), queue);
 }
 
 }  // namespace graft::opencl

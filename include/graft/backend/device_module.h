@@ -28,6 +28,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "graft/backend/compiled_module.h"
@@ -59,6 +60,31 @@ class DeviceKernelLauncher {
   /// Must not wait on the host.
   virtual void enqueue(const DeviceNodeKernel& kernel, std::span<const Tensor> inputs,
                        std::span<const Tensor> outputs) = 0;
+};
+
+/// The launcher of a device whose kernels take views of device tensors (a
+/// device pointer, a cl_mem): `Context` is one run's launch context (its
+/// scratch memory lives until the run's work is done), `view_of` makes a
+/// `View` of a device tensor, and `Kernel::enqueue(context, input views,
+/// output views)` queues a node's work.
+template <typename Context, typename View, typename Kernel, View (*view_of)(const Tensor&)>
+class ViewLauncher final : public DeviceKernelLauncher {
+ public:
+  template <typename... ContextArgs>
+  explicit ViewLauncher(ContextArgs&&... context_args) : context_(std::forward<ContextArgs>(context_args)...) {}
+
+  void enqueue(const DeviceNodeKernel& kernel, std::span<const Tensor> inputs,
+               std::span<const Tensor> outputs) override {
+    in_views_.clear();
+    for (const Tensor& t : inputs) in_views_.push_back(view_of(t));
+    out_views_.clear();
+    for (const Tensor& t : outputs) out_views_.push_back(view_of(t));
+    static_cast<const Kernel&>(kernel).enqueue(context_, in_views_, out_views_);
+  }
+
+ private:
+  Context context_;
+  std::vector<View> in_views_, out_views_;
 };
 
 /// Weight uploads (constants copied to a device) by every DeviceModule of
