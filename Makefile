@@ -40,22 +40,34 @@ demo: demo-deps $(BUILD_DIR)/build.ninja
 	$(GRAFT) zoo resnet50 -o $(BUILD_DIR)/resnet50.onnx
 	$(GRAFT) run $(BUILD_DIR)/resnet50.onnx --repeat 5 --stats
 
-# Every test: the Release build (unit, conformance, model tests), then the unit
-# tests again under AddressSanitizer + UndefinedBehaviorSanitizer.
-test: build
-	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 900
+# Every test: in the Release build, what the unit tests do not cover (whole
+# models, the ONNX conformance suite, PyTorch comparisons, the Python module,
+# installing, the benchmarks' smoke tests); then the unit tests under
+# AddressSanitizer + UndefinedBehaviorSanitizer (asan-test). Each test program
+# is compiled once: the unit test programs only in the sanitizer build (a
+# cold `make test` took 40 minutes on 2 cores with both; docs/build.md).
+# `make unit-test` runs the unit tests in the Release build too.
+test: deps
+	cmake -S . -B $(BUILD_DIR) -G Ninja -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake --build $(BUILD_DIR) -j $(JOBS) --target graft_release_test_programs
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 900 -LE unit -E '_NOT_BUILT$$'
 	$(MAKE) asan-test
+
+unit-test: build
+	cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) --timeout 900 -L unit
 
 # The sanitizer build is compiled by clang (ASAN_CXX) so that the fuzzers
 # (fuzz/, docs/security.md) live in it: the library carries libFuzzer's
 # coverage instrumentation besides ASan and UBSan, and it builds only what
 # the unit tests and the fuzzers run (graft_unit_test_programs: no
 # benchmarks, no Python module). After the unit tests, each fuzzer runs
-# FUZZ_SECONDS on its corpus, FUZZ_JOBS at a time; what it finds is reported
+# TEST_FUZZ_SECONDS on its corpus, FUZZ_JOBS at a time; what it finds is reported
 # (build-asan/fuzz/findings/) but fails only `make fuzz`.
 ASAN_CC ?= clang-14
 ASAN_CXX ?= clang++-14
 FUZZ_SECONDS ?= 60
+# What `make test` gives each fuzzer (make fuzz gives FUZZ_SECONDS).
+TEST_FUZZ_SECONDS ?= 30
 FUZZ_JOBS ?= 2
 ASAN_CONFIGURE = cmake -S . -B $(ASAN_DIR) -G Ninja -DCMAKE_BUILD_TYPE=None -DGRAFT_SANITIZE=ON \
   -DGRAFT_BUILD_BENCH=OFF -DGRAFT_WITH_PYTHON=OFF -DCMAKE_C_COMPILER=$(ASAN_CC) -DCMAKE_CXX_COMPILER=$(ASAN_CXX) $(CMAKE_FLAGS)
@@ -66,7 +78,7 @@ asan-test: deps
 	@# A new finding of this short run is reported and kept in build-asan/fuzz/findings/
 	@# without failing the target: it is a new bug, not a regression (the
 	@# regression inputs fail the unit tests above, fuzz_replay_*). `make fuzz` fails on it.
-	-/usr/bin/python3 fuzz/run_fuzzers.py --build $(ASAN_DIR) --seconds $(FUZZ_SECONDS) --jobs $(FUZZ_JOBS)
+	-/usr/bin/python3 fuzz/run_fuzzers.py --build $(ASAN_DIR) --seconds $(TEST_FUZZ_SECONDS) --jobs $(FUZZ_JOBS)
 
 # The fuzzers alone, for longer: make fuzz FUZZ_SECONDS=3600 (each harness;
 # FUZZ_JOBS at a time). FUZZERS="npy_fuzzer artifact_fuzzer" picks some.
