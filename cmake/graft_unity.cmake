@@ -12,8 +12,8 @@
 # Every file of a target must compile in one translation unit with any other:
 # no two files may define the same name in an anonymous namespace or at
 # namespace scope `using` names into it (a shared helper goes in a header;
-# distinct things get distinct names). scripts/ has no check for this: the
-# unity build itself is the check, and CI builds it.
+# distinct things get distinct names). Nothing else checks this: configure
+# with -DGRAFT_UNITY_BUILD=ON to see whether a change keeps it so.
 
 # Batch size: larger batches parse fewer headers but leave the two cores of
 # the development VM idle at a target's end and recompile more after an edit.
