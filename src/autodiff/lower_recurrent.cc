@@ -21,11 +21,11 @@
 namespace graft::autodiff {
 namespace {
 
-using enum ir::OpId;
-
 /// Adds nodes of standard ops next to a recurrent node and infers their types.
 class Writer {
  public:
+  using enum ir::OpId;
+
   Writer(ir::Graph& graph, const ir::Node& node) : graph_(graph), node_(node) {}
 
   ir::Value add(ir::OpId op, const std::vector<ir::Value>& inputs,
@@ -72,6 +72,7 @@ bool has(const ir::Node& n, size_t i) { return i < n.inputs.size() && n.inputs[i
 /// defaults spelled out for each direction (PyTorch's exporter writes RNN's
 /// ["Tanh"]), with no activation_alpha or activation_beta.
 bool default_activations(const ir::Node& n, int64_t directions) {
+  using enum ir::OpId;
   const ir::Attributes& a = n.attributes;
   if (a.has("activation_alpha") || a.has("activation_beta")) return false;
   if (!a.has("activations")) return true;
@@ -85,6 +86,7 @@ bool default_activations(const ir::Node& n, int64_t directions) {
 
 /// The outputs of `n` unrolled, or empty when its form is not the common one.
 std::vector<ir::Value> unroll(ir::Graph& graph, ir::Node& n) {
+  using enum ir::OpId;
   const bool lstm = n.op() == LSTM, rnn = n.op() == RNN;
   const ir::Attributes& a = n.attributes;
   const std::string direction = a.get_string("direction", "forward");
@@ -169,6 +171,7 @@ std::vector<ir::Value> unroll(ir::Graph& graph, ir::Node& n) {
 }  // namespace
 
 void lower_recurrent_nodes(ir::Graph& graph) {
+  using enum ir::OpId;
   std::vector<ir::Node*> recurrent;
   for (const auto& n : graph.nodes())
     if ((n->op() == LSTM || n->op() == GRU || n->op() == RNN) && n->inputs.size() >= 3 && n->inputs[0] &&

@@ -339,13 +339,13 @@ void DeviceAPI::copy_on_device(DeviceQueue& queue, const DeviceBuffer& destinati
 
 namespace {
 
-struct Registry {
+struct DeviceApiRegistry {
   std::mutex mutex;
   std::map<int, std::unique_ptr<DeviceAPI>> apis;  ///< by DeviceType; never destroyed (buffers may outlive main)
 };
 
-Registry& registry() {
-  static Registry* r = new Registry;
+DeviceApiRegistry& device_api_registry() {
+  static DeviceApiRegistry* r = new DeviceApiRegistry;
   return *r;
 }
 
@@ -353,7 +353,7 @@ Registry& registry() {
 
 void register_device_api(std::unique_ptr<DeviceAPI> api) {
   GRAFT_CHECK(api != nullptr);
-  Registry& r = registry();
+  DeviceApiRegistry& r = device_api_registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   int key = static_cast<int>(api->type());
   if (r.apis.count(key)) fail(ErrorKind::internal, "a DeviceAPI for ", type_name(api->type()), " is already registered");
@@ -361,7 +361,7 @@ void register_device_api(std::unique_ptr<DeviceAPI> api) {
 }
 
 DeviceAPI& device_api(DeviceType type) {
-  Registry& r = registry();
+  DeviceApiRegistry& r = device_api_registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   auto it = r.apis.find(static_cast<int>(type));
   if (it != r.apis.end()) return *it->second;
@@ -372,7 +372,7 @@ DeviceAPI& device_api(DeviceType type) {
 }
 
 std::vector<DeviceAPI*> device_apis() {
-  Registry& r = registry();
+  DeviceApiRegistry& r = device_api_registry();
   std::lock_guard<std::mutex> lock(r.mutex);
   std::vector<DeviceAPI*> result;
   for (const auto& [key, api] : r.apis) result.push_back(api.get());

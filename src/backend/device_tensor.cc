@@ -21,12 +21,12 @@ struct DeviceMemory {
 };
 
 /// Storage -> its DeviceMemory, for device_buffer().
-struct Registry {
+struct DeviceMemoryRegistry {
   std::mutex mutex;
   std::unordered_map<const Storage*, DeviceMemory*> memories;
 };
-Registry& registry() {
-  static Registry* r = new Registry;  // outlives tensors destroyed during exit
+DeviceMemoryRegistry& device_memory_registry() {
+  static DeviceMemoryRegistry* r = new DeviceMemoryRegistry;  // outlives tensors destroyed during exit
   return *r;
 }
 
@@ -36,7 +36,7 @@ Tensor wrap(DType dtype, const Shape& shape, std::unique_ptr<DeviceMemory> memor
   const size_t bytes = raw->buffer.size();
   void* handle = raw->buffer.handle();
   auto storage = std::make_shared<Storage>(handle, bytes, [raw] {
-    Registry& r = registry();
+    DeviceMemoryRegistry& r = device_memory_registry();
     {
       std::lock_guard lock(r.mutex);
       r.memories.erase(raw->key);
@@ -45,9 +45,9 @@ Tensor wrap(DType dtype, const Shape& shape, std::unique_ptr<DeviceMemory> memor
     delete raw;
   });
   {
-    std::lock_guard lock(registry().mutex);
+    std::lock_guard lock(device_memory_registry().mutex);
     raw->key = storage.get();
-    registry().memories[raw->key] = raw;
+    device_memory_registry().memories[raw->key] = raw;
   }
   return Tensor(dtype, shape, std::move(storage), 0, device);
 }
@@ -79,7 +79,7 @@ Tensor adopt_device_buffer(DType dtype, const Shape& shape, DeviceBuffer buffer)
 const DeviceBuffer& device_buffer(const Tensor& tensor) {
   if (!tensor.on_device())
     fail(ErrorKind::invalid_argument, "tensor ", tensor.type_string(), " is on the host, not on a device");
-  Registry& r = registry();
+  DeviceMemoryRegistry& r = device_memory_registry();
   std::lock_guard lock(r.mutex);
   auto it = r.memories.find(tensor.storage().get());
   if (it == r.memories.end())

@@ -52,7 +52,7 @@ constexpr uint32_t kNoSet = UINT32_MAX;
 constexpr size_t kMaxIntervals = 8;
 constexpr uint32_t kNoSubset = UINT32_MAX;
 // How many nodes ahead sweeps over the graph's nodes prefetch.
-constexpr uint32_t kPrefetchDistance = 8;
+constexpr uint32_t kSweepPrefetchDistance = 8;
 
 using Interval = IntervalSet::Interval;
 
@@ -157,8 +157,8 @@ class SubsetFinder {
     for (uint32_t id = 0; id < n; ++id) {
       // A node's producers lie anywhere before it: fetch their states, then
       // their subsets' and sets' entries, ahead of the visit.
-      if (id + 2 * kPrefetchDistance < n) prefetch_producer_states(id + 2 * kPrefetchDistance);
-      if (id + kPrefetchDistance < n) prefetch_producer_sets(id + kPrefetchDistance);
+      if (id + 2 * kSweepPrefetchDistance < n) prefetch_producer_states(id + 2 * kSweepPrefetchDistance);
+      if (id + kSweepPrefetchDistance < n) prefetch_producer_sets(id + kSweepPrefetchDistance);
       visit(id);
     }
     return result();
@@ -208,9 +208,9 @@ class SubsetFinder {
     const uint32_t n = static_cast<uint32_t>(graph_.num_nodes());
     for (uint32_t id = 0; id < n; ++id) {
       // Nodes are scattered on the heap: fetch them, then their inputs, ahead.
-      if (id + 2 * kPrefetchDistance < n) graph_.node(id + 2 * kPrefetchDistance).prefetch();
-      if (id + kPrefetchDistance < n) {
-        const ir::Node& ahead = graph_.node(id + kPrefetchDistance);
+      if (id + 2 * kSweepPrefetchDistance < n) graph_.node(id + 2 * kSweepPrefetchDistance).prefetch();
+      if (id + kSweepPrefetchDistance < n) {
+        const ir::Node& ahead = graph_.node(id + kSweepPrefetchDistance);
         graft::prefetch(ahead.inputs.data());  // (a single output's type is inside the node, fetched above)
         // The op table's attribute checks ask whether there are any.
         graft::prefetch(&ahead.attributes.all());

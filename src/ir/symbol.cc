@@ -15,7 +15,7 @@ struct SymbolTable {
   std::unordered_set<std::string> names;  // node-based: element addresses are stable
 };
 
-SymbolTable& table() {
+SymbolTable& symbol_table() {
   static SymbolTable* t = new SymbolTable;  // never destroyed: symbols may outlive static destruction
   return *t;
 }
@@ -29,7 +29,7 @@ const std::string& empty_name() {
 
 Symbol::Symbol(std::string_view name) {
   if (name.empty()) return;
-  SymbolTable& t = table();
+  SymbolTable& t = symbol_table();
   std::lock_guard<std::mutex> lock(t.mutex);
   name_ = &*t.names.emplace(name).first;
 }

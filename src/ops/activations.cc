@@ -283,8 +283,6 @@ void prelu_kernel(KernelContext& ctx) {
   });
 }
 
-constexpr DTypeSet kFloat = DTypeSet::float_types;
-
 // Pointwise expressions (graft/ops/pointwise_expression.h), branch for branch
 // the functors above.
 
@@ -451,16 +449,9 @@ GRAFT_REGISTER_POINTWISE(PRelu, kPReluExpression);
 // Gradient builders (graft/ops/gradient.h): dx = dy * f'(x).
 namespace {
 
-using enum ir::OpId;
-
-ir::Value constant(GradientContext& g, double value) { return g.scalar(value, g.output_type(0).dtype); }
-
-void set_dx(GradientContext& g, ir::Value derivative) {
-  g.set_input_gradient(0, g.add(Mul, {g.output_gradient(0), derivative}));
-}
-
 /// dy where x > threshold, else dy * below (0 when `below` is null).
 void set_dx_above(GradientContext& g, double threshold, ir::Value below_derivative) {
+  using enum ir::OpId;
   ir::Value dy = g.output_gradient(0);
   ir::Value mask = g.add(Greater, {g.input(0), constant(g, threshold)});
   ir::Value below = below_derivative ? g.add(Mul, {dy, below_derivative}) : constant(g, 0);
@@ -472,10 +463,12 @@ void leaky_relu_gradient(GradientContext& g) { set_dx_above(g, 0, constant(g, g.
 void thresholded_relu_gradient(GradientContext& g) { set_dx_above(g, g.attrs().get_float("alpha", 1.0f), {}); }
 // x <= 0: y = alpha (e^x - 1), so y' = y + alpha.
 void elu_gradient(GradientContext& g) {
+  using enum ir::OpId;
   set_dx_above(g, 0, g.add(Add, {g.output(0), constant(g, g.attrs().get_float("alpha", 1.0f))}));
 }
 // x <= 0: y = gamma alpha (e^x - 1), y' = y + gamma alpha; x > 0: gamma.
 void selu_gradient(GradientContext& g) {
+  using enum ir::OpId;
   const double alpha = g.attrs().get_float("alpha", 1.67326319217681884765625f);
   const double gamma = g.attrs().get_float("gamma", 1.05070102214813232421875f);
   ir::Value mask = g.add(Greater, {g.input(0), constant(g, 0)});
@@ -485,21 +478,28 @@ void selu_gradient(GradientContext& g) {
 }
 // x <= 0: y = alpha (e^(x/alpha) - 1), y' = y / alpha + 1.
 void celu_gradient(GradientContext& g) {
+  using enum ir::OpId;
   const double alpha = g.attrs().get_float("alpha", 1.0f);
   set_dx_above(g, 0, g.add(Add, {g.add(Div, {g.output(0), constant(g, alpha)}), constant(g, 1)}));
 }
 // sigma' = y (1 - y).
 void sigmoid_gradient(GradientContext& g) {
+  using enum ir::OpId;
   set_dx(g, g.add(Mul, {g.output(0), g.add(Sub, {constant(g, 1), g.output(0)})}));
 }
-void softplus_gradient(GradientContext& g) { set_dx(g, g.add(Sigmoid, {g.input(0)})); }
+void softplus_gradient(GradientContext& g) {
+  using enum ir::OpId;
+  set_dx(g, g.add(Sigmoid, {g.input(0)}));
+}
 // x / (1 + |x|): 1 / (1 + |x|)^2.
 void softsign_gradient(GradientContext& g) {
+  using enum ir::OpId;
   ir::Value d = g.add(Add, {constant(g, 1), g.add(Abs, {g.input(0)})});
   g.set_input_gradient(0, g.add(Div, {g.output_gradient(0), g.add(Mul, {d, d})}));
 }
 // x tanh(softplus(x)): t + x sigma(x) (1 - t^2).
 void mish_gradient(GradientContext& g) {
+  using enum ir::OpId;
   ir::Value x = g.input(0);
   ir::Value t = g.add(Tanh, {g.add(Softplus, {x})});
   ir::Value one_minus_t2 = g.add(Sub, {constant(g, 1), g.add(Mul, {t, t})});
@@ -507,6 +507,7 @@ void mish_gradient(GradientContext& g) {
 }
 // x sigma(a x): s + a x s (1 - s).
 void swish_gradient(GradientContext& g) {
+  using enum ir::OpId;
   ir::Value x = g.input(0);
   ir::Value a = constant(g, g.attrs().get_float("alpha", 1.0f));
   ir::Value s = g.add(Sigmoid, {g.add(Mul, {a, x})});
@@ -515,6 +516,7 @@ void swish_gradient(GradientContext& g) {
 }
 // clamp(alpha x + beta, 0, 1): alpha inside (0, 1), else 0.
 void hard_sigmoid_gradient(GradientContext& g) {
+  using enum ir::OpId;
   const double alpha = g.attrs().get_float("alpha", 0.2f);
   const double beta = g.attrs().get_float("beta", 0.5f);
   ir::Value z = g.add(Add, {g.add(Mul, {g.input(0), constant(g, alpha)}), constant(g, beta)});
@@ -524,6 +526,7 @@ void hard_sigmoid_gradient(GradientContext& g) {
 }
 // x clamp(x/6 + 1/2, 0, 1): 0 below -3, 1 above 3, (2x + 3) / 6 between.
 void hard_swish_gradient(GradientContext& g) {
+  using enum ir::OpId;
   ir::Value x = g.input(0);
   ir::Value middle = g.add(Div, {g.add(Add, {g.add(Mul, {x, constant(g, 2)}), constant(g, 3)}), constant(g, 6)});
   ir::Value upper = g.add(Where, {g.add(Greater, {x, constant(g, 3)}), constant(g, 1), middle});
@@ -532,6 +535,7 @@ void hard_swish_gradient(GradientContext& g) {
 // Exact: Phi(x) + x phi(x). Tanh form: with u = c (x + k x^3), t = tanh(u):
 // 0.5 (1 + t) + 0.5 x (1 - t^2) c (1 + 3 k x^2).
 void gelu_gradient(GradientContext& g) {
+  using enum ir::OpId;
   ir::Value x = g.input(0);
   ir::Value x2 = g.add(Mul, {x, x});
   ir::Value derivative;
@@ -556,6 +560,7 @@ void gelu_gradient(GradientContext& g) {
 }
 // PRelu(x, slope): dx = dy where x > 0 else dy slope; dslope = dy x where x <= 0.
 void prelu_gradient(GradientContext& g) {
+  using enum ir::OpId;
   ir::Value dy = g.output_gradient(0);
   ir::Value mask = g.add(Greater, {g.input(0), constant(g, 0)});
   if (g.needs_input_gradient(0)) g.set_input_gradient(0, g.add(Where, {mask, dy, g.add(Mul, {dy, g.input(1)})}));

@@ -177,8 +177,6 @@ void pow_kernel(KernelContext& ctx) {
   });
 }
 
-constexpr DTypeSet kNumeric = DTypeSet::numeric;
-
 // Pointwise expressions (graft/ops/pointwise_expression.h).
 
 using ir::ExprOp;

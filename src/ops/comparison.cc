@@ -26,7 +26,6 @@ GRAFT_COMPARISON(LessOrEqualOp, a <= b);
 
 #undef GRAFT_COMPARISON
 
-constexpr DTypeSet kNumeric = DTypeSet::numeric;
 constexpr DTypeSet kAll = DTypeSet::numeric_or_bool;
 
 // Pointwise expressions (graft/ops/pointwise_expression.h).

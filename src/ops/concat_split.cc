@@ -237,9 +237,8 @@ GRAFT_REGISTER_OP("", "Split", split_infer, split_kernel);
 // one).
 namespace {
 
-using enum ir::OpId;
-
 void concat_gradient(GradientContext& g) {
+  using enum ir::OpId;
   const ir::ValueType& y = g.output_type(0);
   if (!y.has_rank) g.unsupported("the output's rank is not known");
   const int64_t axis =
@@ -255,6 +254,7 @@ void concat_gradient(GradientContext& g) {
 }
 
 void split_gradient(GradientContext& g) {
+  using enum ir::OpId;
   const ir::ValueType& x = g.input_type(0);
   if (!x.has_rank) g.unsupported("the input's rank is not known");
   const int64_t axis =

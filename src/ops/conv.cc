@@ -28,9 +28,6 @@ namespace {
 using conv::ConvProblem;
 using conv::Geometry3d;
 
-// Bound on the im2col buffer (elements) per image and group; larger problems are cut into row chunks.
-constexpr int64_t kColumnBudget = int64_t{1} << 21;
-
 void conv_infer(InferContext& ctx) { conv::infer_conv_output(ctx, 0, 1, ctx.input_type(0).dtype); }
 
 // One input channel per group: each output plane is a sum of shifted, scaled input rows.
@@ -88,7 +85,7 @@ void conv_tasks(const ConvProblem& p, const T* x, const T* w, T* y, int64_t task
   bool pointwise = kernel_size == 1;
   for (int d = 0; d < 3; ++d) pointwise = pointwise && g.stride[d] == 1 && g.pad_begin[d] == 0 && g.pad_end[d] == 0;
   const int64_t row = g.output[2];
-  const int64_t chunk_rows = std::max<int64_t>(1, kColumnBudget / std::max<int64_t>(1, reduce * row));
+  const int64_t chunk_rows = std::max<int64_t>(1, conv::kColumnBudget / std::max<int64_t>(1, reduce * row));
   const int64_t chunk = std::min(pixels, chunk_rows * row);
   std::vector<T> col(pointwise || pixels == 0 ? 0 : static_cast<size_t>(reduce * chunk));
   for (int64_t task = task_begin; task < task_end; ++task) {

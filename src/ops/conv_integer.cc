@@ -16,13 +16,12 @@
 #include "graft/core/parallel.h"
 #include "graft/ops/conv_util.h"
 #include "graft/ops/op_context.h"
+#include "math_common.h"
 
 namespace graft::ops {
 namespace {
 
 using conv::ConvProblem;
-
-bool is_8bit(DType t) { return t == DType::uint8 || t == DType::int8; }
 
 // A zero point (or scale) that is a scalar or a 1-element tensor.
 const Tensor& scalar_input(const KernelContext& ctx, size_t index, const char* name, DType dtype) {

@@ -31,8 +31,6 @@ namespace {
 
 using conv::Geometry3d;
 
-constexpr int64_t kColumnBudget = int64_t{1} << 21;
-
 // Attributes beyond the shared window ones.
 struct TransposeAttributes {
   conv::WindowAttributes window;
@@ -154,7 +152,7 @@ void transpose_tasks(const TransposeProblem& p, const T* x, const T* w, T* y, in
   const int64_t in_pixels = g.output_size(), out_plane = g.input_size();
   const int64_t row = g.output[2];
   const int64_t chunk =
-      std::min(in_pixels, std::max<int64_t>(1, kColumnBudget / std::max<int64_t>(1, rows * row)) * row);
+      std::min(in_pixels, std::max<int64_t>(1, conv::kColumnBudget / std::max<int64_t>(1, rows * row)) * row);
   std::vector<T> col(static_cast<size_t>(rows * chunk));
   for (int64_t task = task_begin; task < task_end; ++task) {
     const int64_t n = task / p.group, grp = task % p.group;

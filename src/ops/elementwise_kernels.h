@@ -47,6 +47,10 @@ enum class DTypeSet {
   any,               ///< every storable dtype
 };
 
+/// The two sets most ops name.
+inline constexpr DTypeSet kNumeric = DTypeSet::numeric;
+inline constexpr DTypeSet kFloat = DTypeSet::float_types;
+
 template <typename T>
 inline constexpr bool is_float_type_v = std::is_same_v<T, float> || std::is_same_v<T, double> ||
                                         std::is_same_v<T, float16_t> || std::is_same_v<T, bfloat16_t>;

@@ -82,9 +82,8 @@ GRAFT_REGISTER_OP("", "GlobalLpPool", global_pool_infer, global_lp_pool_kernel);
 // evenly over each plane; GlobalMaxPool: dy to the plane's maxima.
 namespace {
 
-using enum ir::OpId;
-
 void global_average_pool_gradient(GradientContext& g) {
+  using enum ir::OpId;
   std::vector<int64_t> dims = g.known_dims(g.input(0));
   double size = 1;
   for (size_t d = 2; d < dims.size(); ++d) size *= static_cast<double>(dims[d]);
@@ -93,6 +92,7 @@ void global_average_pool_gradient(GradientContext& g) {
 }
 
 void global_max_pool_gradient(GradientContext& g) {
+  using enum ir::OpId;
   ir::Value mask = g.add(Equal, {g.input(0), g.output(0)});
   ir::Value spread = g.add(Expand, {g.output_gradient(0), g.shape_of(g.input(0))});
   g.set_input_gradient(0, g.add(Where, {mask, spread, g.scalar(0, g.output_type(0).dtype)}));

@@ -25,6 +25,9 @@ template <typename T>
 void batched_matmul(const T* A, const Shape& a_batch, const T* B, const Shape& b_batch, const Shape& out_batch,
                     int64_t M, int64_t N, int64_t K, bool trans_a, bool trans_b, T* C);
 
+/// int8 or uint8: the operand dtypes of the integer ops (MatMulInteger, ConvInteger).
+inline bool is_8bit(DType t) { return t == DType::int8 || t == DType::uint8; }
+
 /// Every element of `t` (any numeric dtype) converted to W.
 template <typename W>
 std::vector<W> tensor_to_vector(const Tensor& t) {

@@ -346,8 +346,6 @@ void gemm_kernel(KernelContext& ctx) {
 
 // ---- MatMulInteger and QLinearMatMul ----
 
-bool is_8bit(DType t) { return t == DType::int8 || t == DType::uint8; }
-
 /// Integer operand minus its zero point, widened to int32. The zero point is
 /// a scalar, per row of A / per column of B as a 1-D tensor (length M or N),
 /// or per matrix row/column with the operand's shape and 1 in the last
@@ -491,10 +489,9 @@ GRAFT_REGISTER_OP("", "QLinearMatMul", infer_qlinear_matmul, qlinear_matmul_kern
 // transpositions swapped, and beta dY for C.
 namespace {
 
-using enum ir::OpId;
-
 /// `v` with its last two axes swapped (rank >= 2).
 ir::Value swap_last_two(GradientContext& g, ir::Value v) {
+  using enum ir::OpId;
   const ir::ValueType& t = g.type_of(v);
   if (!t.has_rank) g.unsupported("MatMul operands need a known rank");
   const int64_t rank = static_cast<int64_t>(t.dims.size());
@@ -505,6 +502,7 @@ ir::Value swap_last_two(GradientContext& g, ir::Value v) {
 }
 
 void matmul_gradient(GradientContext& g) {
+  using enum ir::OpId;
   ir::Value a = g.input(0), b = g.input(1), dy = g.output_gradient(0);
   const ir::ValueType &at = g.input_type(0), &bt = g.input_type(1);
   if (!at.has_rank || !bt.has_rank) g.unsupported("MatMul operands need a known rank");
@@ -548,6 +546,7 @@ void matmul_gradient(GradientContext& g) {
 }
 
 void gemm_gradient(GradientContext& g) {
+  using enum ir::OpId;
   const bool trans_a = g.attrs().get_int("transA", 0) != 0, trans_b = g.attrs().get_int("transB", 0) != 0;
   const float alpha = g.attrs().get_float("alpha", 1.0f), beta = g.attrs().get_float("beta", 1.0f);
   ir::Value a = g.input(0), b = g.input(1), dy = g.output_gradient(0);

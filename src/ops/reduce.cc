@@ -374,8 +374,6 @@ GRAFT_REGISTER_OP("", "ReduceLogSumExp", infer_reduce, reduce_kernel<LogSumExpOp
 // as 1) expanded back to the input's shape, times each op's local derivative.
 namespace {
 
-using enum ir::OpId;
-
 /// dy and the forward output reshaped with the reduced axes kept (extent 1),
 /// so they broadcast against the input.
 struct KeptReduction {
@@ -384,6 +382,7 @@ struct KeptReduction {
 };
 
 KeptReduction kept_reduction(GradientContext& g) {
+  using enum ir::OpId;
   AxesSpec spec = axes_from_attribute(g.node(), g.attrs());
   if (g.has_input(1)) spec.axes = g.constant_ints(1);
   if (!spec.axes) g.unsupported("the axes must be a constant");
@@ -406,24 +405,29 @@ KeptReduction kept_reduction(GradientContext& g) {
   return k;
 }
 
-ir::Value expand_to_input(GradientContext& g, ir::Value v) { return g.add(Expand, {v, g.shape_of(g.input(0))}); }
-ir::Value constant(GradientContext& g, double value) { return g.scalar(value, g.output_type(0).dtype); }
+ir::Value expand_to_input(GradientContext& g, ir::Value v) {
+  using enum ir::OpId;
+  return g.add(Expand, {v, g.shape_of(g.input(0))});
+}
 
 void reduce_sum_gradient(GradientContext& g) { g.set_input_gradient(0, expand_to_input(g, kept_reduction(g).dy)); }
 
 void reduce_mean_gradient(GradientContext& g) {
+  using enum ir::OpId;
   KeptReduction k = kept_reduction(g);
   g.set_input_gradient(0, expand_to_input(g, g.add(Div, {k.dy, constant(g, k.count)})));
 }
 
 // d sum(x^2) = 2 x.
 void reduce_sum_square_gradient(GradientContext& g) {
+  using enum ir::OpId;
   KeptReduction k = kept_reduction(g);
   g.set_input_gradient(0, g.add(Mul, {g.add(Mul, {k.dy, constant(g, 2)}), g.input(0)}));
 }
 
 // Max, Min: dy to every element equal to the result.
 void reduce_extremum_gradient(GradientContext& g) {
+  using enum ir::OpId;
   KeptReduction k = kept_reduction(g);
   ir::Value mask = g.add(Equal, {g.input(0), k.y});
   g.set_input_gradient(0, g.add(Where, {mask, expand_to_input(g, k.dy), constant(g, 0)}));
@@ -431,12 +435,14 @@ void reduce_extremum_gradient(GradientContext& g) {
 
 // d sqrt(sum(x^2)) = x / y.
 void reduce_l2_gradient(GradientContext& g) {
+  using enum ir::OpId;
   KeptReduction k = kept_reduction(g);
   g.set_input_gradient(0, g.add(Mul, {k.dy, g.add(Div, {g.input(0), k.y})}));
 }
 
 // d log(sum(exp(x))) = exp(x - y).
 void reduce_log_sum_exp_gradient(GradientContext& g) {
+  using enum ir::OpId;
   KeptReduction k = kept_reduction(g);
   g.set_input_gradient(0, g.add(Mul, {k.dy, g.add(Exp, {g.add(Sub, {g.input(0), k.y})})}));
 }
@@ -456,16 +462,19 @@ GRAFT_REGISTER_GRADIENT(ReduceLogSumExp, reduce_log_sum_exp_gradient);
 namespace {
 
 void reduce_l1_gradient(GradientContext& g) {
+  using enum ir::OpId;
   KeptReduction k = kept_reduction(g);
   g.set_input_gradient(0, g.add(Mul, {k.dy, g.add(Sign, {g.input(0)})}));
 }
 
 void reduce_log_sum_gradient(GradientContext& g) {
+  using enum ir::OpId;
   KeptReduction k = kept_reduction(g);
   g.set_input_gradient(0, expand_to_input(g, g.add(Mul, {k.dy, g.add(Exp, {g.add(Neg, {k.y})})})));
 }
 
 void reduce_prod_gradient(GradientContext& g) {
+  using enum ir::OpId;
   KeptReduction k = kept_reduction(g);
   g.set_input_gradient(0, g.add(Mul, {k.dy, g.add(Div, {k.y, g.input(0)})}));
 }

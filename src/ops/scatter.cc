@@ -13,16 +13,16 @@
 namespace graft::ops {
 namespace {
 
-enum class Reduction { none, add, mul, max, min };
+enum class ScatterReduction { none, add, mul, max, min };
 
 template <typename Context>
-Reduction read_reduction(const Context& ctx) {
+ScatterReduction read_reduction(const Context& ctx) {
   const std::string mode = ctx.attrs().get_string("reduction", "none");
-  if (mode == "none") return Reduction::none;
-  if (ctx.opset() >= 16 && mode == "add") return Reduction::add;
-  if (ctx.opset() >= 16 && mode == "mul") return Reduction::mul;
-  if (ctx.opset() >= 18 && mode == "max") return Reduction::max;
-  if (ctx.opset() >= 18 && mode == "min") return Reduction::min;
+  if (mode == "none") return ScatterReduction::none;
+  if (ctx.opset() >= 16 && mode == "add") return ScatterReduction::add;
+  if (ctx.opset() >= 16 && mode == "mul") return ScatterReduction::mul;
+  if (ctx.opset() >= 18 && mode == "max") return ScatterReduction::max;
+  if (ctx.opset() >= 18 && mode == "min") return ScatterReduction::min;
   ctx.fail("reduction '", mode, "' is not valid at opset ", ctx.opset());
 }
 
@@ -46,15 +46,17 @@ Tensor& output_copy_of_data(KernelContext& ctx) {
 // Calls apply(destination_offset, update_offset[, count]) for every update
 // (in order); the caller combines `count` (by default 1) contiguous elements.
 template <typename Apply>
-void combine(KernelContext& ctx, Tensor& y, const Tensor& updates, Reduction reduction, const char* what,
+void combine(KernelContext& ctx, Tensor& y, const Tensor& updates, ScatterReduction reduction, const char* what,
              const Apply& for_each_update) {
-  if (reduction == Reduction::none) {
+  if (reduction == ScatterReduction::none) {
     visit_element_type(y.dtype(), what, [&]<typename U>() {
       U* out = static_cast<U*>(y.raw_data());
       const U* upd = static_cast<const U*>(updates.raw_data());
       for_each_update([&](int64_t dst, int64_t src, int64_t count = 1) {
-        if (count == 1) out[dst] = upd[src];
-        else std::memcpy(out + dst, upd + src, static_cast<size_t>(count) * sizeof(U));
+        if (count == 1)
+          out[dst] = upd[src];
+        else
+          std::memcpy(out + dst, upd + src, static_cast<size_t>(count) * sizeof(U));
       });
     });
     return;
@@ -67,10 +69,10 @@ void combine(KernelContext& ctx, Tensor& y, const Tensor& updates, Reduction red
     for_each_update([&](int64_t dst, int64_t src, int64_t count = 1) {
       for (int64_t i = 0; i < count; ++i) {
         C a = static_cast<C>(out[dst + i]), b = static_cast<C>(upd[src + i]);
-        C r = reduction == Reduction::add   ? static_cast<C>(a + b)
-              : reduction == Reduction::mul ? static_cast<C>(a * b)
-              : reduction == Reduction::max ? std::max(a, b)
-                                            : std::min(a, b);
+        C r = reduction == ScatterReduction::add   ? static_cast<C>(a + b)
+              : reduction == ScatterReduction::mul ? static_cast<C>(a * b)
+              : reduction == ScatterReduction::max ? std::max(a, b)
+                                                   : std::min(a, b);
         out[dst + i] = static_cast<T>(r);
       }
     });
@@ -83,7 +85,7 @@ void scatter_elements_kernel(KernelContext& ctx) {
   const Tensor& data = ctx.input(0);
   const Tensor& indices = ctx.input(1);
   const Tensor& updates = ctx.input(2);
-  const Reduction reduction = read_reduction(ctx);
+  const ScatterReduction reduction = read_reduction(ctx);
   const int64_t rank = data.rank();
   if (rank == 0) ctx.fail("data must have rank >= 1");
   if (indices.dtype() != DType::int32 && indices.dtype() != DType::int64)
@@ -127,8 +129,10 @@ void scatter_elements_kernel(KernelContext& ctx) {
       }
     });
   };
-  if (indices.dtype() == DType::int32) scatter(indices.data<int32_t>());
-  else scatter(indices.data<int64_t>());
+  if (indices.dtype() == DType::int32)
+    scatter(indices.data<int32_t>());
+  else
+    scatter(indices.data<int64_t>());
 }
 
 // ---- ScatterND ----------------------------------------------------------------
@@ -137,7 +141,7 @@ void scatter_nd_kernel(KernelContext& ctx) {
   const Tensor& data = ctx.input(0);
   const Tensor& indices = ctx.input(1);
   const Tensor& updates = ctx.input(2);
-  const Reduction reduction = read_reduction(ctx);
+  const ScatterReduction reduction = read_reduction(ctx);
   if (indices.dtype() != DType::int64) ctx.fail("indices must be int64, got ", indices.type_string());
   const int64_t r = data.rank(), q = indices.rank();
   if (r < 1 || q < 1) ctx.fail("data and indices must have rank >= 1");

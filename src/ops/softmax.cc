@@ -189,8 +189,6 @@ GRAFT_REGISTER_OP("", "LogSoftmax", infer_softmax, softmax_kernel<true>);
 // Softmax dx = y (dy - sum(dy y)); LogSoftmax dx = dy - exp(y) sum(dy).
 namespace {
 
-using enum ir::OpId;
-
 /// The output and its gradient as the gradient formulas see them, and the
 /// axis they run along.
 struct NormalizedValues {
@@ -200,6 +198,7 @@ struct NormalizedValues {
 };
 
 NormalizedValues normalized_values(GradientContext& g) {
+  using enum ir::OpId;
   const ir::ValueType& x = g.input_type(0);
   if (!x.has_rank) g.unsupported("the input's rank is not known");
   const int64_t rank = static_cast<int64_t>(x.dims.size());
@@ -214,20 +213,24 @@ NormalizedValues normalized_values(GradientContext& g) {
 }
 
 ir::Value sum_along(GradientContext& g, ir::Value v, int64_t axis) {
+  using enum ir::OpId;
   return g.add(ReduceSum, {v, g.int64s({axis})}, {{"keepdims", int64_t{1}}});
 }
 
 void set_dx(GradientContext& g, const NormalizedValues& v, ir::Value dx) {
+  using enum ir::OpId;
   g.set_input_gradient(0, v.reshaped ? g.add(Reshape, {dx, g.shape_of(g.input(0))}) : dx);
 }
 
 void softmax_gradient(GradientContext& g) {
+  using enum ir::OpId;
   NormalizedValues v = normalized_values(g);
   ir::Value dot = sum_along(g, g.add(Mul, {v.dy, v.y}), v.axis);
   set_dx(g, v, g.add(Mul, {v.y, g.add(Sub, {v.dy, dot})}));
 }
 
 void log_softmax_gradient(GradientContext& g) {
+  using enum ir::OpId;
   NormalizedValues v = normalized_values(g);
   set_dx(g, v, g.add(Sub, {v.dy, g.add(Mul, {g.add(Exp, {v.y}), sum_along(g, v.dy, v.axis)})}));
 }

@@ -125,8 +125,6 @@ void isinf_kernel(KernelContext& ctx) {
   });
 }
 
-constexpr DTypeSet kFloat = DTypeSet::float_types;
-
 // Pointwise expressions (graft/ops/pointwise_expression.h).
 
 using ir::ExprOp;
@@ -225,32 +223,47 @@ GRAFT_REGISTER_POINTWISE(IsInf, kIsInfExpression);
 // the forward's output where that is cheaper.
 namespace {
 
-using enum ir::OpId;
-
 DType out_dtype(const GradientContext& g) { return g.output_type(0).dtype; }
 
-void set_dx(GradientContext& g, ir::Value derivative) {
-  g.set_input_gradient(0, g.add(Mul, {g.output_gradient(0), derivative}));
+void neg_gradient(GradientContext& g) {
+  using enum ir::OpId;
+  g.set_input_gradient(0, g.add(Neg, {g.output_gradient(0)}));
 }
-
-void neg_gradient(GradientContext& g) { g.set_input_gradient(0, g.add(Neg, {g.output_gradient(0)})); }
 void exp_gradient(GradientContext& g) { set_dx(g, g.output(0)); }
-void log_gradient(GradientContext& g) { g.set_input_gradient(0, g.add(Div, {g.output_gradient(0), g.input(0)})); }
+void log_gradient(GradientContext& g) {
+  using enum ir::OpId;
+  g.set_input_gradient(0, g.add(Div, {g.output_gradient(0), g.input(0)}));
+}
 // d sqrt(x) = 1 / (2 sqrt(x)).
 void sqrt_gradient(GradientContext& g) {
+  using enum ir::OpId;
   g.set_input_gradient(0, g.add(Div, {g.output_gradient(0), g.add(Mul, {g.output(0), g.scalar(2, out_dtype(g))})}));
 }
 // d (1/x) = -y^2.
-void reciprocal_gradient(GradientContext& g) { set_dx(g, g.add(Neg, {g.add(Mul, {g.output(0), g.output(0)})})); }
+void reciprocal_gradient(GradientContext& g) {
+  using enum ir::OpId;
+  set_dx(g, g.add(Neg, {g.add(Mul, {g.output(0), g.output(0)})}));
+}
 // d tanh(x) = 1 - y^2.
 void tanh_gradient(GradientContext& g) {
+  using enum ir::OpId;
   set_dx(g, g.add(Sub, {g.scalar(1, out_dtype(g)), g.add(Mul, {g.output(0), g.output(0)})}));
 }
-void sin_gradient(GradientContext& g) { set_dx(g, g.add(Cos, {g.input(0)})); }
-void cos_gradient(GradientContext& g) { set_dx(g, g.add(Neg, {g.add(Sin, {g.input(0)})})); }
-void abs_gradient(GradientContext& g) { set_dx(g, g.add(Sign, {g.input(0)})); }
+void sin_gradient(GradientContext& g) {
+  using enum ir::OpId;
+  set_dx(g, g.add(Cos, {g.input(0)}));
+}
+void cos_gradient(GradientContext& g) {
+  using enum ir::OpId;
+  set_dx(g, g.add(Neg, {g.add(Sin, {g.input(0)})}));
+}
+void abs_gradient(GradientContext& g) {
+  using enum ir::OpId;
+  set_dx(g, g.add(Sign, {g.input(0)}));
+}
 // d erf(x) = 2 / sqrt(pi) * exp(-x^2).
 void erf_gradient(GradientContext& g) {
+  using enum ir::OpId;
   ir::Value x = g.input(0);
   ir::Value e = g.add(Exp, {g.add(Neg, {g.add(Mul, {x, x})})});
   set_dx(g, g.add(Mul, {e, g.scalar(2.0 / std::sqrt(std::numbers::pi), out_dtype(g))}));
@@ -278,34 +291,50 @@ GRAFT_REGISTER_GRADIENT(Sign, zero_gradient);
 // Gradient builders of the inverse and hyperbolic functions.
 namespace {
 
-using enum ir::OpId;
-
 ir::Value one(GradientContext& g) { return g.scalar(1, g.output_type(0).dtype); }
-ir::Value x_squared(GradientContext& g) { return g.add(Mul, {g.input(0), g.input(0)}); }
+ir::Value x_squared(GradientContext& g) {
+  using enum ir::OpId;
+  return g.add(Mul, {g.input(0), g.input(0)});
+}
 
 // 1 / sqrt(1 - x^2), -1 / sqrt(1 - x^2), 1 / (1 + x^2).
 void asin_gradient(GradientContext& g) {
+  using enum ir::OpId;
   g.set_input_gradient(0, g.add(Div, {g.output_gradient(0), g.add(Sqrt, {g.add(Sub, {one(g), x_squared(g)})})}));
 }
 void acos_gradient(GradientContext& g) {
+  using enum ir::OpId;
   g.set_input_gradient(
       0, g.add(Neg, {g.add(Div, {g.output_gradient(0), g.add(Sqrt, {g.add(Sub, {one(g), x_squared(g)})})})}));
 }
 void atan_gradient(GradientContext& g) {
+  using enum ir::OpId;
   g.set_input_gradient(0, g.add(Div, {g.output_gradient(0), g.add(Add, {one(g), x_squared(g)})}));
 }
 // 1 + tan^2, cosh, sinh.
-void tan_gradient(GradientContext& g) { set_dx(g, g.add(Add, {one(g), g.add(Mul, {g.output(0), g.output(0)})})); }
-void sinh_gradient(GradientContext& g) { set_dx(g, g.add(Cosh, {g.input(0)})); }
-void cosh_gradient(GradientContext& g) { set_dx(g, g.add(Sinh, {g.input(0)})); }
+void tan_gradient(GradientContext& g) {
+  using enum ir::OpId;
+  set_dx(g, g.add(Add, {one(g), g.add(Mul, {g.output(0), g.output(0)})}));
+}
+void sinh_gradient(GradientContext& g) {
+  using enum ir::OpId;
+  set_dx(g, g.add(Cosh, {g.input(0)}));
+}
+void cosh_gradient(GradientContext& g) {
+  using enum ir::OpId;
+  set_dx(g, g.add(Sinh, {g.input(0)}));
+}
 // 1 / sqrt(x^2 + 1), 1 / sqrt(x^2 - 1), 1 / (1 - x^2).
 void asinh_gradient(GradientContext& g) {
+  using enum ir::OpId;
   g.set_input_gradient(0, g.add(Div, {g.output_gradient(0), g.add(Sqrt, {g.add(Add, {x_squared(g), one(g)})})}));
 }
 void acosh_gradient(GradientContext& g) {
+  using enum ir::OpId;
   g.set_input_gradient(0, g.add(Div, {g.output_gradient(0), g.add(Sqrt, {g.add(Sub, {x_squared(g), one(g)})})}));
 }
 void atanh_gradient(GradientContext& g) {
+  using enum ir::OpId;
   g.set_input_gradient(0, g.add(Div, {g.output_gradient(0), g.add(Sub, {one(g), x_squared(g)})}));
 }
 

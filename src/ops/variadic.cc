@@ -11,7 +11,7 @@ namespace {
 
 using namespace elementwise;
 
-struct SumOp {
+struct PairwiseSum {
   template <typename C>
   C operator()(C a, C b) const {
     if constexpr (is_integer_type_v<C>)
@@ -21,14 +21,14 @@ struct SumOp {
   }
 };
 
-struct MaxOp {
+struct PairwiseMax {
   template <typename C>
   C operator()(C a, C b) const {
     return (a != a || a > b) ? a : b;  // a != a: a is NaN; a NaN b falls through to b
   }
 };
 
-struct MinOp {
+struct PairwiseMin {
   template <typename C>
   C operator()(C a, C b) const {
     return (a != a || a < b) ? a : b;
@@ -63,9 +63,6 @@ void variadic_kernel(KernelContext& ctx) {
   });
 }
 
-constexpr DTypeSet kNumeric = DTypeSet::numeric;
-constexpr DTypeSet kFloat = DTypeSet::float_types;
-
 // Pointwise expressions (graft/ops/pointwise_expression.h).
 
 using ir::ExprOp;
@@ -92,10 +89,10 @@ constexpr PointwiseExpression kMinExpression{PointwiseInputs::numeric, min_expre
 
 }  // namespace
 
-GRAFT_REGISTER_OP("", "Sum", infer_broadcast_same_dtype<kNumeric>, (variadic_kernel<kNumeric, SumOp>));
-GRAFT_REGISTER_OP("", "Mean", infer_broadcast_same_dtype<kFloat>, (variadic_kernel<kFloat, SumOp, true>));
-GRAFT_REGISTER_OP("", "Max", infer_broadcast_same_dtype<kNumeric>, (variadic_kernel<kNumeric, MaxOp>));
-GRAFT_REGISTER_OP("", "Min", infer_broadcast_same_dtype<kNumeric>, (variadic_kernel<kNumeric, MinOp>));
+GRAFT_REGISTER_OP("", "Sum", infer_broadcast_same_dtype<kNumeric>, (variadic_kernel<kNumeric, PairwiseSum>));
+GRAFT_REGISTER_OP("", "Mean", infer_broadcast_same_dtype<kFloat>, (variadic_kernel<kFloat, PairwiseSum, true>));
+GRAFT_REGISTER_OP("", "Max", infer_broadcast_same_dtype<kNumeric>, (variadic_kernel<kNumeric, PairwiseMax>));
+GRAFT_REGISTER_OP("", "Min", infer_broadcast_same_dtype<kNumeric>, (variadic_kernel<kNumeric, PairwiseMin>));
 
 GRAFT_REGISTER_POINTWISE(Sum, kSumExpression);
 GRAFT_REGISTER_POINTWISE(Mean, kMeanExpression);

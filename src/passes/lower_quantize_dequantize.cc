@@ -52,7 +52,7 @@ struct FakeQuantize {
 };
 
 // The pair ending at DequantizeLinear node `id`, if it is one.
-std::optional<FakeQuantize> match(const ir::IndexedGraph& g, uint32_t id) {
+std::optional<FakeQuantize> match_fake_quantize(const ir::IndexedGraph& g, uint32_t id) {
   if (!pattern::is_op(g, id, ir::OpId::DequantizeLinear)) return std::nullopt;
   const ir::Node& dq = g.node(id);
   auto dq_in = g.inputs(id);
@@ -198,7 +198,7 @@ bool lower_quantize_dequantize(std::unique_ptr<ir::Graph>& graph, PassContext& c
   std::vector<std::optional<FakeQuantize>> pairs(g.num_nodes());
   bool any = false;
   for (uint32_t id = 0; id < g.num_nodes(); ++id) {
-    pairs[id] = match(g, id);
+    pairs[id] = match_fake_quantize(g, id);
     any = any || pairs[id].has_value();
   }
   if (!any) return expanded;

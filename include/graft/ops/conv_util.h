@@ -28,6 +28,10 @@
 
 namespace graft::ops::conv {
 
+/// Bound on the im2col buffer (elements) per image and group of Conv and
+/// ConvTranspose; larger problems are cut into row chunks.
+inline constexpr int64_t kColumnBudget = int64_t{1} << 21;
+
 /// The auto_pad attribute.
 enum class AutoPad { notset, same_upper, same_lower, valid };
 

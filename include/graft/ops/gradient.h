@@ -114,6 +114,15 @@ class GradientContext {
 /// of its constant inputs (a node added after the graph's inference ran).
 void infer_node_types(ir::Node& node);
 
+/// A scalar constant (shape []) of the dtype of the forward node's output 0.
+inline ir::Value constant(GradientContext& g, double value) { return g.scalar(value, g.output_type(0).dtype); }
+
+/// The chain rule of a one-input op: input 0's gradient is output 0's
+/// gradient times `derivative` (dy * f'(x)).
+inline void set_dx(GradientContext& g, ir::Value derivative) {
+  g.set_input_gradient(0, g.add(ir::OpId::Mul, {g.output_gradient(0), derivative}));
+}
+
 }  // namespace graft::ops
 
 /// Registers the gradient builder (a `void(GradientContext&)`) of an op of
