@@ -153,8 +153,8 @@ namespace {
 // aBcd8b, aBcd16b, ...), or nullopt when `full` has no such layout.
 std::optional<memory::desc> in_channel_blocks_of(const memory::desc& full, const Dims& broadcast) {
   using tag = memory::format_tag;
-  static const std::pair<size_t, tag> blocked[] = {{3, tag::aBc8b},   {3, tag::aBc16b},   {4, tag::aBcd8b},
-                                                     {4, tag::aBcd16b}, {5, tag::aBcde8b}, {5, tag::aBcde16b}};
+  static const std::pair<size_t, tag> blocked[] = {{3, tag::aBc8b},   {3, tag::aBc16b},  {4, tag::aBcd8b},
+                                                   {4, tag::aBcd16b}, {5, tag::aBcde8b}, {5, tag::aBcde16b}};
   const size_t rank = full.dims().size();
   if (broadcast.size() != rank) return std::nullopt;
   for (const auto& [tag_rank, t] : blocked)
