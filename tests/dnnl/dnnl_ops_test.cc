@@ -494,6 +494,33 @@ TEST(DnnlLayouts, BinaryOpsAvoidTheReferenceImplementation) {
   EXPECT_EQ(residual_stats.reference_primitives, 0);
 }
 
+// efficientnet's squeeze-excitation block: depthwise convolution with SiLU,
+// GlobalAveragePool, 1x1 convolution with SiLU, 1x1 convolution with
+// Sigmoid, the scale multiplied over the channels, a 1x1 projection. At
+// AVX2 the convolutions pick 8-channel blocks, and oneDNN's jit binary
+// reads the [1,C,1,1] scale of a blocked source only in that blocked
+// layout: the scale, already blocked, is read as it is, where the block
+// used to reorder the activation to channels-last and back (two reorders of
+// the full activation). Two reorders remain at either ISA: the graph
+// input's into the first convolution's layout and the output's to plain.
+TEST(DnnlLayouts, SqueezeExcitationScaleKeepsTheBlockedLayout) {
+  for (int64_t channels : {96, 40}) {  // 40: 8-channel blocks at AVX-512 too
+    Case c;
+    Value x = c.input({1, channels, 14, 14});
+    auto silu = [&](Value v) { return c.op("Mul", {v, c.op("Sigmoid", {v})}); };
+    Value features =
+        silu(c.op("Conv", {x, c.constant({channels, 1, 3, 3}), c.constant({channels})},
+                  all({ints("pads", {1, 1, 1, 1}), one_int("group", channels)})));
+    Value pooled = c.op("GlobalAveragePool", {features});
+    Value squeezed = silu(c.op("Conv", {pooled, c.constant({8, channels, 1, 1}), c.constant({8})}));
+    Value scale = c.op("Sigmoid", {c.op("Conv", {squeezed, c.constant({channels, 8, 1, 1}), c.constant({channels})})});
+    Value projected = c.op("Conv", {c.op("Mul", {features, scale}), c.constant({24, channels, 1, 1})});
+    auto stats = c.check({projected});
+    EXPECT_EQ(stats.reference_primitives, 0) << channels << " channels";
+    EXPECT_LE(stats.activation_reorders, 2) << channels << " channels";
+  }
+}
+
 // A ConvGRU's gates (RAFT's update block): sigmoid(conv(x)) * h and
 // tanh(conv(x)) + h, with h an activation of the convolution's output shape.
 // oneDNN 2.6 has no jit convolution with such a binary post-op and ran its
