@@ -11,8 +11,10 @@
 // 3. Collapse: dimensions of extent 1 go; neighbouring dimensions merge when
 //    every operand's strides allow it. Equal shapes become one dense run.
 // 4. Split: a dense iteration space is cut into contiguous chunks, one per
-//    thread; otherwise rows of the innermost dimension are distributed, each
-//    row run contiguously when all its inner strides are 1, else strided.
+//    thread, and so is one dense but for inputs of one element (stride 0:
+//    its chunks run strided, which the JIT's runner does without copies);
+//    otherwise rows of the innermost dimension are distributed, each row run
+//    contiguously when all its inner strides are 1, else strided.
 #include "graft/codegen/kernel_runner.h"
 
 #include <algorithm>
@@ -96,6 +98,16 @@ bool LaunchGeometry::dense() const {
   if (extents.size() != 1) return false;
   for (size_t k = 0; k < strides.size(); ++k)
     if ((k >= read.size() || read[k]) && strides[k][0] != 1) return false;
+  return true;
+}
+
+bool LaunchGeometry::dense_apart_from_broadcast_inputs() const {
+  if (extents.size() != 1) return false;
+  for (size_t k = 0; k < strides.size(); ++k) {
+    const bool input = k < read.size();
+    if (input && !read[k]) continue;
+    if (strides[k][0] != 1 && !(input && strides[k][0] == 0)) return false;
+  }
   return true;
 }
 
@@ -208,6 +220,19 @@ std::vector<Tensor> run_kernel(const ir::KernelIR& ir, const KernelRunner& runne
   for (size_t k = 0; k < n_ops; ++k) {
     inner_strides[k] = collapsed[k].back();
     if (base[k] && inner_strides[k] != 1) inner_contiguous = false;
+  }
+
+  if (rank == 1 && !inner_contiguous && geometry.dense_apart_from_broadcast_inputs()) {
+    // Dense but for inputs of one element (a learning rate, a scale): cut
+    // into chunks over the threads like a dense space, each chunk a run with
+    // those inputs at stride 0.
+    parallel_for(total, kChunkElements, [&](int64_t begin, int64_t end) {
+      std::vector<void*> ptrs(n_ops);
+      for (size_t k = 0; k < n_ops; ++k)
+        ptrs[k] = base[k] ? base[k] + begin * inner_strides[k] * static_cast<int64_t>(element_size[k]) : nullptr;
+      runner.run_strided(end - begin, ptrs.data(), inner_strides.data());
+    });
+    return outputs;
   }
 
   if (rank == 1 && inner_contiguous) {

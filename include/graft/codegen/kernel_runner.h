@@ -63,6 +63,11 @@ struct LaunchGeometry {
   /// One dimension over which every read input and every output is dense:
   /// the flat index is every operand's element offset.
   bool dense() const;
+  /// One dimension over which every output and every read input is dense,
+  /// except inputs of one element (stride 0): run_kernel splits it over the
+  /// threads in chunks like a dense one, each a run_strided call whose
+  /// strides are 1, or 0 for those inputs.
+  bool dense_apart_from_broadcast_inputs() const;
 };
 
 /// The geometry of `ir` on inputs of `input_shapes` giving outputs of
