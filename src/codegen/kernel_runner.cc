@@ -192,10 +192,17 @@ std::vector<Tensor> run_kernel(const ir::KernelIR& ir, const KernelRunner& runne
   std::vector<Tensor> outputs;
   for (size_t o = 0; o < output_shapes.size(); ++o)
     outputs.push_back(allocator.allocate(output_dtypes[o], output_shapes[o]));
+  run_kernel_into(ir, runner, inputs, input_shapes, outputs);
+  return outputs;
+}
 
+void run_kernel_into(const ir::KernelIR& ir, const KernelRunner& runner, std::span<const Tensor> inputs,
+                     std::span<const Shape> input_shapes, std::span<const Tensor> outputs) {
+  std::vector<Shape> output_shapes;
+  for (const Tensor& t : outputs) output_shapes.push_back(t.shape());
   LaunchGeometry geometry = launch_geometry(ir, input_shapes, output_shapes);
   const int64_t total = geometry.num_elements();
-  if (total == 0) return outputs;
+  if (total == 0) return;
 
   // Operands: inputs that some output reads, then outputs.
   size_t n_ops = inputs.size() + outputs.size();
@@ -208,7 +215,7 @@ std::vector<Tensor> run_kernel(const ir::KernelIR& ir, const KernelRunner& runne
   }
   for (size_t o = 0; o < outputs.size(); ++o) {
     size_t k = inputs.size() + o;
-    base[k] = static_cast<char*>(outputs[o].raw_data());
+    base[k] = static_cast<char*>(const_cast<void*>(outputs[o].raw_data()));
     element_size[k] = dtype_size(outputs[o].dtype());
   }
   const std::vector<int64_t>& extents = geometry.extents;
@@ -232,7 +239,7 @@ std::vector<Tensor> run_kernel(const ir::KernelIR& ir, const KernelRunner& runne
         ptrs[k] = base[k] ? base[k] + begin * inner_strides[k] * static_cast<int64_t>(element_size[k]) : nullptr;
       runner.run_strided(end - begin, ptrs.data(), inner_strides.data());
     });
-    return outputs;
+    return;
   }
 
   if (rank == 1 && inner_contiguous) {
@@ -262,7 +269,7 @@ std::vector<Tensor> run_kernel(const ir::KernelIR& ir, const KernelRunner& runne
       if (body_end > head) runner.run_streaming(body_end - head, at(head));
       if (end > body_end) runner.run_contiguous(end - body_end, at(body_end));
     });
-    return outputs;
+    return;
   }
 
   int64_t rows = total / inner;
@@ -291,7 +298,6 @@ std::vector<Tensor> run_kernel(const ir::KernelIR& ir, const KernelRunner& runne
         runner.run_strided(inner, ptrs.data(), inner_strides.data());
     }
   });
-  return outputs;
 }
 
 }  // namespace graft::codegen

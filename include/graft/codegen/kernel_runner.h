@@ -108,4 +108,11 @@ std::vector<Tensor> run_kernel(const ir::KernelIR& ir, const KernelRunner& runne
                                std::span<const Shape> input_shapes, std::span<const Shape> output_shapes,
                                ops::OutputAllocator& allocator);
 
+/// run_kernel into outputs the caller allocated, of the shapes
+/// kernel_output_shapes gives (and the IR's dtypes). An output may share its
+/// buffer with an input of its own shape (an update in place): every runner
+/// reads all its inputs at an element before it writes its outputs there.
+void run_kernel_into(const ir::KernelIR& ir, const KernelRunner& runner, std::span<const Tensor> inputs,
+                     std::span<const Shape> input_shapes, std::span<const Tensor> outputs);
+
 }  // namespace graft::codegen
