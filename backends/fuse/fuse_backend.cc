@@ -117,7 +117,7 @@ class FuseModule final : public CompiledModule {
         if (in >= 0 && static_cast<size_t>(in) < operands.size() && !taken[static_cast<size_t>(in)] &&
             operands[static_cast<size_t>(in)].dtype() == dtypes[out] &&
             operands[static_cast<size_t>(in)].shape() == output_shapes[out] &&
-            read_only_by_group(ir, groups, g, in)) {
+            read_only_by_group(ir, groups, g, in) && no_other_view(operands, in)) {
           taken[static_cast<size_t>(in)] = true;
           outputs[out] = operands[static_cast<size_t>(in)];
         } else {
@@ -126,6 +126,18 @@ class FuseModule final : public CompiledModule {
       }
     }
     return outputs;
+  }
+
+  /// Whether no other operand sees the bytes of operand `input` in another
+  /// arrangement (a view of another shape or offset would be read at other
+  /// elements than those being written).
+  static bool no_other_view(std::span<const Tensor> operands, int32_t input) {
+    const Tensor& target = operands[static_cast<size_t>(input)];
+    for (const Tensor& other : operands)
+      if (&other != &target && other.is_defined() && other.storage() == target.storage() &&
+          (other.raw_data() != target.raw_data() || other.shape() != target.shape()))
+        return false;
+    return true;
   }
 
   /// Whether no output outside group `g` depends on kernel input `input`.
