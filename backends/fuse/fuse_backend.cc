@@ -58,22 +58,26 @@ class FuseModule final : public CompiledModule {
       all.insert(all.end(), kernel_.captured.begin(), kernel_.captured.end());
       operands = all;
     }
-    if (kernel_.ir.outputs.size() < 2) return codegen::run_kernel(kernel_.ir, *runner_, operands, context.pool);
-    // Outputs whose shapes share no iteration space (see output_groups.h)
-    // run as one kernel per group.
     const std::vector<Shape> input_shapes = codegen::kernel_input_shapes(kernel_.ir, operands);
     const std::vector<Shape> output_shapes = codegen::kernel_output_shapes(kernel_.ir, input_shapes);
+    if (kernel_.ir.outputs.size() < 2) {
+      std::vector<Tensor> outputs = allocate_outputs(kernel_.ir, {{0}}, operands, output_shapes, context);
+      codegen::run_kernel_into(kernel_.ir, *runner_, operands, input_shapes, outputs);
+      return outputs;
+    }
+    // Outputs of different shapes (see output_groups.h) run as one kernel
+    // per group.
     const std::vector<std::vector<int32_t>> groups = codegen::group_outputs_by_iteration_space(output_shapes);
-    if (groups.size() == 1)
-      return codegen::run_kernel(kernel_.ir, whole_runner(), operands, input_shapes, output_shapes, context.pool);
-    std::vector<Tensor> outputs(kernel_.ir.outputs.size());
+    std::vector<Tensor> outputs = allocate_outputs(kernel_.ir, groups, operands, output_shapes, context);
+    if (groups.size() == 1) {
+      codegen::run_kernel_into(kernel_.ir, whole_runner(), operands, input_shapes, outputs);
+      return outputs;
+    }
     for (const std::vector<int32_t>& group : groups) {
       const PartialKernel& part = partial_kernel(group);
-      std::vector<Shape> group_shapes;  // a partial kernel's outputs are the group's, in its order
-      for (int32_t o : group) group_shapes.push_back(output_shapes[static_cast<size_t>(o)]);
-      std::vector<Tensor> computed =
-          codegen::run_kernel(part.ir, *part.runner, operands, input_shapes, group_shapes, context.pool);
-      for (size_t k = 0; k < group.size(); ++k) outputs[static_cast<size_t>(group[k])] = std::move(computed[k]);
+      std::vector<Tensor> group_outputs;  // a partial kernel's outputs are the group's, in its order
+      for (int32_t o : group) group_outputs.push_back(outputs[static_cast<size_t>(o)]);
+      codegen::run_kernel_into(part.ir, *part.runner, operands, input_shapes, group_outputs);
     }
     return outputs;
   }
@@ -93,6 +97,71 @@ class FuseModule final : public CompiledModule {
 
  private:
   static void write_u32(std::ostream& out, uint32_t v) { out.write(reinterpret_cast<const char*>(&v), sizeof v); }
+
+  /// The outputs of one run: each written into the buffer of the input the
+  /// executor offers it (a constant it updates in place,
+  /// ModuleRunContext::output_may_overwrite_input) when that input has the
+  /// output's dtype and shape and no other group's kernel reads it (a group's
+  /// own kernel reads each element before it writes it); else from the pool.
+  static std::vector<Tensor> allocate_outputs(const ir::KernelIR& ir, const std::vector<std::vector<int32_t>>& groups,
+                                              std::span<const Tensor> operands, std::span<const Shape> output_shapes,
+                                              ModuleRunContext& context) {
+    const std::vector<DType> dtypes = ir.output_dtypes();
+    std::vector<Tensor> outputs(output_shapes.size());
+    std::span<const int32_t> offered = context.output_may_overwrite_input;
+    std::vector<bool> taken(operands.size(), false);
+    for (size_t g = 0; g < groups.size(); ++g) {
+      for (int32_t o : groups[g]) {
+        const size_t out = static_cast<size_t>(o);
+        const int32_t in = out < offered.size() ? offered[out] : -1;
+        if (in >= 0 && static_cast<size_t>(in) < operands.size() && !taken[static_cast<size_t>(in)] &&
+            operands[static_cast<size_t>(in)].dtype() == dtypes[out] &&
+            operands[static_cast<size_t>(in)].shape() == output_shapes[out] &&
+            read_only_by_group(ir, groups, g, in) && no_other_view(operands, in)) {
+          taken[static_cast<size_t>(in)] = true;
+          outputs[out] = operands[static_cast<size_t>(in)];
+        } else {
+          outputs[out] = context.pool.allocate(dtypes[out], output_shapes[out]);
+        }
+      }
+    }
+    return outputs;
+  }
+
+  /// Whether no other operand sees the bytes of operand `input` in another
+  /// arrangement (a view of another shape or offset would be read at other
+  /// elements than those being written).
+  static bool no_other_view(std::span<const Tensor> operands, int32_t input) {
+    const Tensor& target = operands[static_cast<size_t>(input)];
+    for (const Tensor& other : operands)
+      if (&other != &target && other.is_defined() && other.storage() == target.storage() &&
+          (other.raw_data() != target.raw_data() || other.shape() != target.shape()))
+        return false;
+    return true;
+  }
+
+  /// Whether no output outside group `g` depends on kernel input `input`.
+  static bool read_only_by_group(const ir::KernelIR& ir, const std::vector<std::vector<int32_t>>& groups, size_t g,
+                                 int32_t input) {
+    if (groups.size() == 1) return true;
+    // Which expressions depend on the input (expressions are in topological order).
+    std::vector<bool> depends(ir.exprs.size(), false);
+    for (size_t e = 0; e < ir.exprs.size(); ++e) {
+      const ir::Expr& expr = ir.exprs[e];
+      if (expr.op == ir::ExprOp::input) {
+        depends[e] = expr.index == input;
+        continue;
+      }
+      for (int k = 0; k < ir::arity(expr.op); ++k)
+        if (expr.args[k] >= 0 && depends[static_cast<size_t>(expr.args[k])]) depends[e] = true;
+    }
+    for (size_t other = 0; other < groups.size(); ++other) {
+      if (other == g) continue;
+      for (int32_t o : groups[other])
+        if (depends[static_cast<size_t>(ir.outputs[static_cast<size_t>(o)])]) return false;
+    }
+    return true;
+  }
 
   /// A kernel computing only some of the outputs, and its runner.
   struct PartialKernel {

@@ -66,6 +66,31 @@ Executor::Executor(const ir::Graph& graph, ModuleTable modules)
       sync_after_[id] = last_use_[indexed_.entry_id(id, 0)] != ir::Entry::kAbsent;
   const auto& inputs = graph.inputs();
   for (size_t i = 0; i < inputs.size(); ++i) input_position_[indexed_.id_of(*inputs[i])] = static_cast<int32_t>(i);
+  find_constants_updated_in_place();
+}
+
+void Executor::find_constants_updated_in_place() {
+  output_may_overwrite_input_.assign(indexed_.num_nodes(), {});
+  for (uint32_t id = 0; id < indexed_.num_nodes(); ++id) {
+    const ir::Node& constant = indexed_.node(id);
+    if (constant.op() != ir::OpId::Constant || !constant.attributes.has(kUpdatedByAttribute)) continue;
+    const std::string next = constant.attributes.get_string(kUpdatedByAttribute, "");
+    const uint32_t entry = indexed_.entry_id(id, 0);
+    const uint32_t reader = last_use_[entry];
+    if (reader == ir::Entry::kAbsent) continue;
+    for (size_t k = 0; k < graph_.output_names().size(); ++k) {
+      const ir::Entry& out = indexed_.outputs()[k];
+      if (graph_.output_names()[k] != next || !out.present() || out.node_id != reader) continue;
+      auto readers_inputs = indexed_.inputs(reader);
+      for (size_t i = 0; i < readers_inputs.size(); ++i) {
+        if (!readers_inputs[i].present() || indexed_.entry_id(readers_inputs[i]) != entry) continue;
+        std::vector<int32_t>& slots = output_may_overwrite_input_[reader];
+        slots.resize(static_cast<size_t>(indexed_.node(reader).num_outputs()), -1);
+        slots[out.index] = static_cast<int32_t>(i);
+        break;
+      }
+    }
+  }
 }
 
 std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, BufferPool& pool, const RunOptions& options,
@@ -129,7 +154,7 @@ std::vector<Tensor> Executor::run(std::span<const Tensor> inputs, BufferPool& po
         const bool on_device = n.device.type != DeviceType::cpu;
         ModuleRunContext module_context{pool, options.num_threads, on_device ? queues.on(n.device) : nullptr,
                                         on_device && options.profile && stats ? &device_profile : nullptr,
-                                        &options.limits};
+                                        &options.limits, output_may_overwrite_input_[id]};
         outs = module->run(node_inputs, module_context);
         if (outs.size() != static_cast<size_t>(n.num_outputs()))
           fail(ErrorKind::internal, n.describe(), ": module '", module->type_key(), "' returned ", outs.size(),

@@ -11,8 +11,10 @@
 // 3. Collapse: dimensions of extent 1 go; neighbouring dimensions merge when
 //    every operand's strides allow it. Equal shapes become one dense run.
 // 4. Split: a dense iteration space is cut into contiguous chunks, one per
-//    thread; otherwise rows of the innermost dimension are distributed, each
-//    row run contiguously when all its inner strides are 1, else strided.
+//    thread, and so is one dense but for inputs of one element (stride 0:
+//    its chunks run strided, which the JIT's runner does without copies);
+//    otherwise rows of the innermost dimension are distributed, each row run
+//    contiguously when all its inner strides are 1, else strided.
 #include "graft/codegen/kernel_runner.h"
 
 #include <algorithm>
@@ -99,6 +101,16 @@ bool LaunchGeometry::dense() const {
   return true;
 }
 
+bool LaunchGeometry::dense_apart_from_broadcast_inputs() const {
+  if (extents.size() != 1) return false;
+  for (size_t k = 0; k < strides.size(); ++k) {
+    const bool input = k < read.size();
+    if (input && !read[k]) continue;
+    if (strides[k][0] != 1 && !(input && strides[k][0] == 0)) return false;
+  }
+  return true;
+}
+
 LaunchGeometry launch_geometry(const ir::KernelIR& ir, std::span<const Shape> input_shapes,
                                std::span<const Shape> output_shapes) {
   Shape domain;
@@ -180,10 +192,17 @@ std::vector<Tensor> run_kernel(const ir::KernelIR& ir, const KernelRunner& runne
   std::vector<Tensor> outputs;
   for (size_t o = 0; o < output_shapes.size(); ++o)
     outputs.push_back(allocator.allocate(output_dtypes[o], output_shapes[o]));
+  run_kernel_into(ir, runner, inputs, input_shapes, outputs);
+  return outputs;
+}
 
+void run_kernel_into(const ir::KernelIR& ir, const KernelRunner& runner, std::span<const Tensor> inputs,
+                     std::span<const Shape> input_shapes, std::span<const Tensor> outputs) {
+  std::vector<Shape> output_shapes;
+  for (const Tensor& t : outputs) output_shapes.push_back(t.shape());
   LaunchGeometry geometry = launch_geometry(ir, input_shapes, output_shapes);
   const int64_t total = geometry.num_elements();
-  if (total == 0) return outputs;
+  if (total == 0) return;
 
   // Operands: inputs that some output reads, then outputs.
   size_t n_ops = inputs.size() + outputs.size();
@@ -196,7 +215,7 @@ std::vector<Tensor> run_kernel(const ir::KernelIR& ir, const KernelRunner& runne
   }
   for (size_t o = 0; o < outputs.size(); ++o) {
     size_t k = inputs.size() + o;
-    base[k] = static_cast<char*>(outputs[o].raw_data());
+    base[k] = static_cast<char*>(const_cast<void*>(outputs[o].raw_data()));
     element_size[k] = dtype_size(outputs[o].dtype());
   }
   const std::vector<int64_t>& extents = geometry.extents;
@@ -208,6 +227,19 @@ std::vector<Tensor> run_kernel(const ir::KernelIR& ir, const KernelRunner& runne
   for (size_t k = 0; k < n_ops; ++k) {
     inner_strides[k] = collapsed[k].back();
     if (base[k] && inner_strides[k] != 1) inner_contiguous = false;
+  }
+
+  if (rank == 1 && !inner_contiguous && geometry.dense_apart_from_broadcast_inputs()) {
+    // Dense but for inputs of one element (a learning rate, a scale): cut
+    // into chunks over the threads like a dense space, each chunk a run with
+    // those inputs at stride 0.
+    parallel_for(total, kChunkElements, [&](int64_t begin, int64_t end) {
+      std::vector<void*> ptrs(n_ops);
+      for (size_t k = 0; k < n_ops; ++k)
+        ptrs[k] = base[k] ? base[k] + begin * inner_strides[k] * static_cast<int64_t>(element_size[k]) : nullptr;
+      runner.run_strided(end - begin, ptrs.data(), inner_strides.data());
+    });
+    return;
   }
 
   if (rank == 1 && inner_contiguous) {
@@ -237,7 +269,7 @@ std::vector<Tensor> run_kernel(const ir::KernelIR& ir, const KernelRunner& runne
       if (body_end > head) runner.run_streaming(body_end - head, at(head));
       if (end > body_end) runner.run_contiguous(end - body_end, at(body_end));
     });
-    return outputs;
+    return;
   }
 
   int64_t rows = total / inner;
@@ -266,7 +298,6 @@ std::vector<Tensor> run_kernel(const ir::KernelIR& ir, const KernelRunner& runne
         runner.run_strided(inner, ptrs.data(), inner_strides.data());
     }
   });
-  return outputs;
 }
 
 }  // namespace graft::codegen

@@ -1,6 +1,7 @@
 #include "graft/codegen/output_groups.h"
 
 #include <algorithm>
+#include <ranges>
 
 #include "graft/core/error.h"
 
@@ -8,19 +9,16 @@ namespace graft::codegen {
 
 namespace {
 
-/// Broadcasts `shape` into `space` (right-aligned); false, leaving `space`
-/// as it was, when they do not broadcast.
-bool broadcast_into(Shape& space, const Shape& shape) {
-  const size_t rank = std::max(space.size(), shape.size());
-  Shape out(rank);
-  for (size_t i = 0; i < rank; ++i) {
-    const int64_t a = i < rank - space.size() ? 1 : space[i - (rank - space.size())];
-    const int64_t b = i < rank - shape.size() ? 1 : shape[i - (rank - shape.size())];
-    if (a != b && a != 1 && b != 1) return false;
-    out[i] = a == 1 ? b : a;
-  }
-  space = std::move(out);
-  return true;
+/// Whether `a` and `b` are one iteration space: equal once their leading
+/// extent-1 dimensions are dropped ([1,3,4] and [3,4] are, [3,4] and [4] are
+/// not).
+bool same_iteration_space(const Shape& a, const Shape& b) {
+  auto significant = [](const Shape& s) {
+    size_t first = 0;
+    while (first < s.size() && s[first] == 1) ++first;
+    return std::span<const int64_t>(s).subspan(first);
+  };
+  return std::ranges::equal(significant(a), significant(b));
 }
 
 }  // namespace
@@ -30,7 +28,7 @@ std::vector<std::vector<int32_t>> group_outputs_by_iteration_space(std::span<con
   std::vector<Shape> spaces;
   for (size_t o = 0; o < output_shapes.size(); ++o) {
     size_t g = 0;
-    while (g < groups.size() && !broadcast_into(spaces[g], output_shapes[o])) ++g;
+    while (g < groups.size() && !same_iteration_space(spaces[g], output_shapes[o])) ++g;
     if (g == groups.size()) {
       groups.emplace_back();
       spaces.push_back(output_shapes[o]);

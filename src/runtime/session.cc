@@ -299,6 +299,12 @@ void Session::set_weight(const std::string& name, const Tensor& value) {
   Tensor& current = weight->constant_value;
   if (value.dtype() != current.dtype() || value.shape() != current.shape())
     fail(ErrorKind::invalid_argument, "weight '", name, "' is ", current.type_string(), ", got ", value.type_string());
+  // A value computed in the weight's own buffer (kUpdatedByAttribute): only
+  // the version changes.
+  if (value.raw_data() == current.raw_data()) {
+    current.mark_modified();
+    return;
+  }
   // Subgraph bodies and plans share the constant's storage: one write updates them all.
   current.copy_from(value);
 }

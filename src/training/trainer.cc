@@ -1,7 +1,9 @@
 // Trainer: one Session run per step over the training graph, the new
 // parameters and optimizer state written back into the session's Constants
 // after each run (Session::set_weight bumps their storage version, so a
-// backend's converted copy of a weight is refreshed at the next run). Each
+// backend's converted copy of a weight is refreshed at the next run). The
+// update usually computes them in the Constants' own buffers already
+// (backend::kUpdatedByAttribute): then only the versions change. Each
 // set of input shapes gets its own training graph and session (a plan),
 // built at its first step; the newest parameters and state are kept here
 // (current_), and a plan whose Constants are older than the last step gets
@@ -150,6 +152,17 @@ std::unique_ptr<Trainer::StepPlan> Trainer::build(const std::map<std::string, Te
     if (!backend::get_backend(name).property()) continue;
     for (const std::string& node : layout.update_nodes) session_options.annotations.forbidden[node].insert(name);
   }
+  // The scalars every parameter's update shares run once, on the reference
+  // kernels: fused with the updates, they would join every parameter's
+  // update into one node (and be computed again at every element, powers
+  // included). Apart, each parameter's update is a fused node of its own,
+  // dense over its elements, and they all lower to the same kernel: one
+  // compile.
+  const std::string& fallback = backend::fallback_backend().name();
+  for (const auto& node : layout.graph->nodes())
+    if (std::find(layout.shared_scalar_nodes.begin(), layout.shared_scalar_nodes.end(), node->name) !=
+        layout.shared_scalar_nodes.end())
+      node->backend = fallback;
   session_options.passes = passes::default_pipeline();
   std::erase(session_options.passes, std::string("fold-constants"));
   plan->session = std::make_unique<runtime::Session>(std::move(layout.graph), session_options);
@@ -209,7 +222,7 @@ Tensor Trainer::parameter(const std::string& name) const {
     if (it == current_.end() ||
         std::find(layout_.parameters.begin(), layout_.parameters.end(), name) == layout_.parameters.end())
       fail(ErrorKind::invalid_argument, "training: '", name, "' is not a trained parameter");
-    return it->second;
+    return it->second.clone();
   }
   for (const auto& n : model_->nodes())
     if (n->op() == ir::OpId::Constant && !n->output_names.empty() && n->output_names[0] == name)

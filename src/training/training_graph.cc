@@ -28,6 +28,7 @@
 #include <set>
 
 #include "graft/autodiff/gradient.h"
+#include "graft/backend/executor.h"
 #include "graft/core/error.h"
 #include "graft/ops/type_inference.h"
 
@@ -150,6 +151,8 @@ TrainingGraph build_training_graph(const ir::Graph& forward, const std::string& 
     if (optimizer.weight_decay != 0) weight_decay = b.scalar(optimizer.weight_decay, new_name(prefix + "weight_decay"));
   }
 
+  result.shared_scalar_nodes = result.update_nodes;  // so far only the shared scalars
+
   std::vector<ir::Value> new_parameters, new_states;
   for (size_t i = 0; i < parameters.size(); ++i) {
     const std::string& name = parameters[i];
@@ -213,6 +216,10 @@ TrainingGraph build_training_graph(const ir::Graph& forward, const std::string& 
   for (const ir::Value& v : new_parameters) outputs.push_back(v);
   for (const ir::Value& v : new_states) outputs.push_back(v);
   for (const std::string& name : result.updated) names.push_back(name + ".next");
+  // Each new value may be computed in its constant's own buffer: the update
+  // is the last node to read it (backend::kUpdatedByAttribute).
+  for (const std::string& name : result.updated)
+    find_constant(g, name).node->attributes.set(backend::kUpdatedByAttribute, name + ".next");
   g.mutable_outputs() = outputs;
   g.mutable_output_names() = names;
   ops::infer_types(g);

@@ -3,9 +3,13 @@
 // plan_device_launch, the GPU launches' checks and choice of index mode.
 #include <gtest/gtest.h>
 
+#include <mutex>
 #include <random>
 
+#include "graft/backend/buffer_pool.h"
+#include "graft/codegen/interpreter.h"
 #include "graft/codegen/kernel_runner.h"
+#include "graft/core/parallel.h"
 #include "graft/codegen/op_expressions.h"
 #include "graft/ops/type_inference.h"
 
@@ -89,6 +93,81 @@ TEST(LaunchGeometry, UnreadInputsGetNoStrides) {
   EXPECT_EQ(geometry.extents, std::vector<int64_t>{20});
   EXPECT_EQ(geometry.strides[1], std::vector<int64_t>{0});
   EXPECT_TRUE(geometry.dense());
+}
+
+/// Records every run run_kernel asks of it, then runs it on the interpreter.
+class RecordingRunner final : public KernelRunner {
+ public:
+  explicit RecordingRunner(const ir::KernelIR& ir) : interpreter_(ir) {}
+  struct Run {
+    int64_t n;
+    std::vector<int64_t> strides;  // empty: run_contiguous
+  };
+  void run_contiguous(int64_t n, void* const* ptrs) const override {
+    record({n, {}});
+    interpreter_.run_contiguous(n, ptrs);
+  }
+  void run_strided(int64_t n, void* const* ptrs, const int64_t* strides) const override {
+    record({n, std::vector<int64_t>(strides, strides + operands_)});
+    interpreter_.run_strided(n, ptrs, strides);
+  }
+  const char* kind() const override { return "recording"; }
+  std::vector<Run> runs() const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return runs_;
+  }
+  size_t operands_ = 0;
+
+ private:
+  void record(Run run) const {
+    std::lock_guard<std::mutex> lock(mutex_);
+    runs_.push_back(std::move(run));
+  }
+  Interpreter interpreter_;
+  mutable std::mutex mutex_;
+  mutable std::vector<Run> runs_;
+};
+
+TEST(LaunchGeometry, ScalarInputsLeaveASpaceDenseAndSplitOverThreads) {
+  // w' = w - g * lr, lr a scalar (an optimizer's step): one dense dimension
+  // but for lr, which run_kernel must cut into chunks over the threads
+  // (not one row on one thread), each chunk one run at strides 1 and 0,
+  // and compute what the plain interpreter computes.
+  ir::KernelIR ir;
+  ir.input_dtypes = {DType::float32, DType::float32, DType::float32};
+  int32_t w = ir.add_input(0, DType::float32), g = ir.add_input(1, DType::float32);
+  int32_t lr = ir.add_input(2, DType::float32);
+  ir.outputs = {ir.add_op(ir::ExprOp::sub, DType::float32, w, ir.add_op(ir::ExprOp::mul, DType::float32, g, lr))};
+  const int64_t n = 100003;
+  std::vector<Tensor> inputs = {Tensor(DType::float32, {n}), Tensor(DType::float32, {n}), Tensor::scalar<float>(0.5f)};
+  for (int64_t i = 0; i < n; ++i) {
+    inputs[0].data<float>()[i] = static_cast<float>(i % 97);
+    inputs[1].data<float>()[i] = static_cast<float>(i % 13) - 6.0f;
+  }
+  std::vector<Shape> shapes = {{n}, {n}, {}};
+  LaunchGeometry geometry = launch_geometry(ir, shapes, kernel_output_shapes(ir, shapes));
+  EXPECT_FALSE(geometry.dense());
+  EXPECT_TRUE(geometry.dense_apart_from_broadcast_inputs());
+
+  RecordingRunner runner(ir);
+  runner.operands_ = 4;
+  backend::BufferPool pool;
+  ScopedNumThreads threads(2);
+  std::vector<Tensor> got = run_kernel(ir, runner, inputs, pool);
+  std::vector<RecordingRunner::Run> runs = runner.runs();
+  ASSERT_GE(runs.size(), 2u);  // chunks, so that both threads take a share
+  int64_t covered = 0;
+  for (const RecordingRunner::Run& run : runs) {
+    ASSERT_EQ(run.strides, (std::vector<int64_t>{1, 1, 0, 1}));
+    covered += run.n;
+  }
+  EXPECT_EQ(covered, n);
+  for (int64_t i = 0; i < n; ++i)
+    ASSERT_EQ(got[0].data<float>()[i], inputs[0].data<float>()[i] - inputs[1].data<float>()[i] * 0.5f) << i;
+
+  // A broadcast along a dimension of a larger input is not this case.
+  std::vector<Shape> rows = {{4, n}, {4, n}, {4, 1}};
+  EXPECT_FALSE(launch_geometry(ir, rows, kernel_output_shapes(ir, rows)).dense_apart_from_broadcast_inputs());
 }
 
 TEST(LaunchGeometry, DeviceLaunchPlansPickTheIndexModeAndRefuseWhatDoesNotFit) {

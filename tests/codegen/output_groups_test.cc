@@ -14,19 +14,47 @@ namespace {
 
 using Groups = std::vector<std::vector<int32_t>>;
 
-TEST(OutputGroups, OneGroupWhenEveryShapeBroadcasts) {
-  std::vector<Shape> shapes = {{2, 3}, {3}, {}, {2, 1}};
+TEST(OutputGroups, OneGroupWhenEveryOutputHasOneShape) {
+  std::vector<Shape> shapes = {{2, 3}, {2, 3}, {1, 2, 3}, {1, 1, 2, 3}};
   EXPECT_EQ(group_outputs_by_iteration_space(shapes), (Groups{{0, 1, 2, 3}}));
   EXPECT_EQ(group_outputs_by_iteration_space(std::vector<Shape>{}), Groups{});
 }
 
-TEST(OutputGroups, OutputsThatDoNotBroadcastGoToSeparateGroups) {
-  // [2,3] and [4,5] conflict; [4,1] joins [4,5]; [1,3] joins [2,3]; [7] fits none.
-  std::vector<Shape> shapes = {{2, 3}, {4, 5}, {4, 1}, {1, 3}, {7}};
-  EXPECT_EQ(group_outputs_by_iteration_space(shapes), (Groups{{0, 3}, {1, 2}, {4}}));
-  // A group's space grows as members join: [1,5] then [4,1] make [4,5], so [4,6] conflicts.
-  std::vector<Shape> growing = {{1, 5}, {4, 1}, {4, 6}};
-  EXPECT_EQ(group_outputs_by_iteration_space(growing), (Groups{{0, 1}, {2}}));
+TEST(OutputGroups, OutputsOfOtherShapesGoToSeparateGroups) {
+  // [2,3] and [4,5] do not broadcast; [4,1] and [1,3] do broadcast with one
+  // of them but are smaller: each of their elements would be computed and
+  // stored again along the dimension they lack.
+  std::vector<Shape> shapes = {{2, 3}, {4, 5}, {4, 1}, {1, 3}, {7}, {1, 4, 5}, {3}};
+  EXPECT_EQ(group_outputs_by_iteration_space(shapes), (Groups{{0}, {1, 5}, {2}, {3, 6}, {4}}));
+  // A scalar and the tensor it would broadcast over.
+  EXPECT_EQ(group_outputs_by_iteration_space(std::vector<Shape>{{2, 3}, {}, {1}}), (Groups{{0}, {1, 2}}));
+}
+
+TEST(OutputGroups, AnOptimizerUpdateOfAConvolutionAndABatchNormIsTwoDenseKernels) {
+  // A fused AdamW update of a 1x1 convolution's weight [512,256,1,1] and a
+  // batch normalization's scale [256] (resnet18's downsampling path): the
+  // shapes broadcast to [512,256,1,256], where the weight would be read and
+  // written 256 times at stride 0 and the scale computed 131,072 times. Each
+  // group must be one dense run of its own elements.
+  ir::KernelIR ir;
+  ir.input_dtypes = {DType::float32, DType::float32, DType::float32, DType::float32, DType::float32};
+  int32_t w = ir.add_input(0, DType::float32), gw = ir.add_input(1, DType::float32);
+  int32_t s = ir.add_input(2, DType::float32), gs = ir.add_input(3, DType::float32);
+  int32_t lr = ir.add_input(4, DType::float32);
+  int32_t w_next = ir.add_op(ir::ExprOp::sub, DType::float32, w, ir.add_op(ir::ExprOp::mul, DType::float32, gw, lr));
+  int32_t s_next = ir.add_op(ir::ExprOp::sub, DType::float32, s, ir.add_op(ir::ExprOp::mul, DType::float32, gs, lr));
+  ir.outputs = {w_next, s_next};
+  const std::vector<Shape> inputs = {{512, 256, 1, 1}, {512, 256, 1, 1}, {256}, {256}, {}};
+  const std::vector<Shape> outputs = kernel_output_shapes(ir, inputs);
+  GroupedKernels grouped = kernels_by_output_group(ir, outputs);
+  ASSERT_EQ(grouped.groups, (Groups{{0}, {1}}));
+  for (size_t g = 0; g < grouped.groups.size(); ++g) {
+    std::vector<Shape> group_shapes;
+    for (int32_t o : grouped.groups[g]) group_shapes.push_back(outputs[static_cast<size_t>(o)]);
+    LaunchGeometry geometry = launch_geometry(grouped.kernels[g], inputs, group_shapes);
+    EXPECT_TRUE(geometry.dense_apart_from_broadcast_inputs()) << g;
+    EXPECT_EQ(geometry.num_elements(), g == 0 ? 512 * 256 : 256);
+  }
 }
 
 /// y = -s; a = max(y, x); b = z - y; c = exp(w) (reads only w).
@@ -88,12 +116,12 @@ TEST(OutputGroups, PartialKernelsComputeWhatTheWholeKernelDoes) {
 
 TEST(OutputGroups, KernelsByOutputGroupIsTheWholeKernelOrOnePerGroup) {
   ir::KernelIR ir = three_output_ir();
-  GroupedKernels one = kernels_by_output_group(ir, std::vector<Shape>{{4, 5}, {4, 5}, {4, 1}});
+  GroupedKernels one = kernels_by_output_group(ir, std::vector<Shape>{{4, 5}, {4, 5}, {1, 4, 5}});
   EXPECT_EQ(one.groups, (Groups{{0, 1, 2}}));
   ASSERT_EQ(one.kernels.size(), 1u);
   EXPECT_EQ(to_string(one.kernels[0]), to_string(ir));
-  // a [2,3] and b [4,5] do not broadcast; c [4,1] joins b.
-  GroupedKernels split = kernels_by_output_group(ir, std::vector<Shape>{{2, 3}, {4, 5}, {4, 1}});
+  // a [2,3] and b [4,5] do not broadcast; c [4,5] joins b.
+  GroupedKernels split = kernels_by_output_group(ir, std::vector<Shape>{{2, 3}, {4, 5}, {4, 5}});
   EXPECT_EQ(split.groups, (Groups{{0}, {1, 2}}));
   ASSERT_EQ(split.kernels.size(), 2u);
   EXPECT_EQ(to_string(split.kernels[0]), to_string(kernel_for_outputs(ir, std::vector<int32_t>{0})));

@@ -47,6 +47,11 @@ struct ModuleRunContext {
   /// The run's deadline and cancellation flag (null: none). A module that
   /// runs many steps checks them between steps (run_limits_reached).
   const RunLimits* limits = nullptr;
+  /// Per module output (empty: none), the input whose buffer the output may
+  /// be written into, or -1: a constant the output is the next value of,
+  /// which nothing reads after this module (kUpdatedByAttribute,
+  /// executor.h). A module that does must compute the same values.
+  std::span<const int32_t> output_may_overwrite_input = {};
 };
 
 /// One compiled subgraph. Immutable after creation as far as callers can

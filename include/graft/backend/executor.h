@@ -17,6 +17,14 @@
 
 namespace graft::backend {
 
+/// A string attribute of a Constant node: the name of the graph output that
+/// is its next value (a training step's new weight or optimizer state). The
+/// node computing that output may then write it into the constant's buffer
+/// when it is the constant's last reader in the run (ModuleRunContext::
+/// output_may_overwrite_input); the caller takes the output as the constant's
+/// new value, and must bump its version (Session::set_weight does).
+inline constexpr const char* kUpdatedByAttribute = "graft_updated_by";
+
 /// Time spent in one node during a profiled run.
 struct NodeTiming {
   std::string node_name;
@@ -84,6 +92,8 @@ class Executor {
  private:
   /// Fails with a `cancelled` Error when `limits` say the run must stop.
   static void check_limits(const RunLimits& limits, const ir::Node* node);
+  /// Fills output_may_overwrite_input_ from the constants' kUpdatedByAttribute.
+  void find_constants_updated_in_place();
   /// Runs a graft.CopyToDevice / graft.CopyToHost node on `value`.
   Tensor copy_across(const ir::Node& node, const Tensor& value, RunQueues& queues,
                      std::vector<Tensor>& pinned) const;
@@ -94,6 +104,9 @@ class Executor {
   std::vector<int32_t> input_position_;  // per node: position among graph inputs, or -1
   std::vector<bool> sync_after_;         // per node: a CopyToHost whose value a node reads (not only an output)
   ModuleTable modules_;                  // per Node::index(): compiled module or null
+  // Per node (empty for most): per output, the input whose buffer it may
+  // take (a constant it updates, read last by this node; kUpdatedByAttribute), or -1.
+  std::vector<std::vector<int32_t>> output_may_overwrite_input_;
 };
 
 }  // namespace graft::backend

@@ -63,6 +63,11 @@ struct LaunchGeometry {
   /// One dimension over which every read input and every output is dense:
   /// the flat index is every operand's element offset.
   bool dense() const;
+  /// One dimension over which every output and every read input is dense,
+  /// except inputs of one element (stride 0): run_kernel splits it over the
+  /// threads in chunks like a dense one, each a run_strided call whose
+  /// strides are 1, or 0 for those inputs.
+  bool dense_apart_from_broadcast_inputs() const;
 };
 
 /// The geometry of `ir` on inputs of `input_shapes` giving outputs of
@@ -102,5 +107,12 @@ std::vector<Tensor> run_kernel(const ir::KernelIR& ir, const KernelRunner& runne
 std::vector<Tensor> run_kernel(const ir::KernelIR& ir, const KernelRunner& runner, std::span<const Tensor> inputs,
                                std::span<const Shape> input_shapes, std::span<const Shape> output_shapes,
                                ops::OutputAllocator& allocator);
+
+/// run_kernel into outputs the caller allocated, of the shapes
+/// kernel_output_shapes gives (and the IR's dtypes). An output may share its
+/// buffer with an input of its own shape (an update in place): every runner
+/// reads all its inputs at an element before it writes its outputs there.
+void run_kernel_into(const ir::KernelIR& ir, const KernelRunner& runner, std::span<const Tensor> inputs,
+                     std::span<const Shape> input_shapes, std::span<const Tensor> outputs);
 
 }  // namespace graft::codegen

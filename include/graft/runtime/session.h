@@ -168,8 +168,10 @@ class Session {
   /// same dtype and shape required (invalid_argument otherwise, or when the
   /// prepared graph has no such constant, e.g. because a pass folded it
   /// away). The storage version is bumped, so modules that cached a converted
-  /// copy convert again on their next run. Not to be called while run() is
-  /// in progress on another thread.
+  /// copy convert again on their next run. A `value` already in the weight's
+  /// buffer (an output computed in place: backend::kUpdatedByAttribute) only
+  /// bumps the version. Not to be called while run() is in progress on
+  /// another thread.
   void set_weight(const std::string& name, const Tensor& value);
   /// Number of backend compile() calls this session made (0 for a restored artifact).
   size_t num_compiles() const;

@@ -82,8 +82,9 @@ class Trainer {
   /// The parameters being trained (after the first step: in the training
   /// graph's order; before it: as given, or empty for "every initializer").
   const std::vector<std::string>& parameters() const;
-  /// The current value of a parameter (the initial one before any step).
-  /// Throws invalid_argument for a name that is not a trained parameter.
+  /// The current value of a parameter (the initial one before any step), a
+  /// copy: the steps update the weights in their buffers. Throws
+  /// invalid_argument for a name that is not a trained parameter.
   Tensor parameter(const std::string& name) const;
   /// The session that ran the last step (null before the first step).
   const runtime::Session* session() const { return last_plan_ ? last_plan_->session.get() : nullptr; }
@@ -116,7 +117,8 @@ class Trainer {
   StepPlan* last_plan_ = nullptr;
   TrainingGraph layout_;                   // names of the training graph (every plan's are the same)
   std::vector<std::string> input_names_;   // the model's inputs, in order
-  std::map<std::string, Tensor> current_;  // the newest value of each parameter and state
+  std::map<std::string, Tensor> current_;  // the newest value of each parameter and state (often the
+                                           // last plan's Constant itself: updated in place)
   int64_t steps_ = 0;
   StepStats stats_;
 };

@@ -38,6 +38,10 @@ struct TrainingGraph {
   std::vector<std::string> updated;
   /// The names of the nodes of the optimizer's update (not its Constants).
   std::vector<std::string> update_nodes;
+  /// Those of update_nodes that compute the scalars every parameter's update
+  /// reads (AdamW's bias corrections, step size and decay factor, from the
+  /// learning rate and the step number).
+  std::vector<std::string> shared_scalar_nodes;
 };
 
 /// Builds the training graph of `forward` for the scalar value named `loss`
