@@ -17,6 +17,7 @@ namespace graft::dnnl_backend {
 /// What one compiled dnnl module holds and has done.
 struct DnnlModuleStats {
   int primitives = 0;              ///< primitive executions per run (reorders included)
+  int reference_kernel_steps = 0;  ///< nodes run on graft's reference kernels inside the program (a loss, its gradient)
   int activation_reorders = 0;     ///< of those, reorders that change an activation's layout
   int fused_nodes = 0;             ///< nodes attached to a conv/matmul (post-ops, folded BatchNormalization)
   int weights = 0;                 ///< prepared weights (converted or read in place)

@@ -119,13 +119,25 @@ Builder::Builder(const ir::Graph& graph) : graph_(graph), indexed_(graph), seria
   emitted_.assign(indexed_.num_nodes(), false);
   is_output_.assign(indexed_.num_entries(), false);
   for (Entry e : indexed_.outputs()) is_output_[indexed_.entry_id(e)] = true;
+  for (uint32_t id = 0; id < indexed_.num_nodes(); ++id) {
+    const OpId op = indexed_.node(id).op();
+    trains_convolutions_ = trains_convolutions_ || op == OpId::ConvInputGrad || op == OpId::ConvWeightGrad;
+  }
 }
 
 void Builder::bind_inputs() {
   for (size_t i = 0; i < graph_.inputs().size(); ++i) {
     const ir::Node& in = *graph_.inputs()[i];
-    int slot = add_slot(plain_desc(dims_of(in.output_types[0])), SlotKind::input, static_cast<int>(i));
+    const ir::ValueType& type = in.output_types[0];
+    const Dims dims = dims_of(type);
+    memory::desc desc = plain_desc(dims);
+    if (type.dtype != DType::float32) {
+      const int64_t bytes = product(dims, 0, dims.size()) * static_cast<int64_t>(dtype_size(type.dtype));
+      desc = memory::desc({bytes}, memory::data_type::u8, memory::format_tag::a);
+    }
+    int slot = add_slot(desc, SlotKind::input, static_cast<int>(i));
     program_.input_slots.push_back(slot);
+    program_.input_dtypes.push_back(type.dtype);
     entry_slot_[indexed_.entry_id(indexed_.id_of(in), 0)] = slot;
   }
 }
@@ -263,6 +275,16 @@ void Builder::add_step(dnnl::primitive primitive, const dnnl::primitive_desc_bas
   s.scratchpad = pd.scratchpad_desc();
   s.label = label;
   s.implementation = pd.impl_info_str();
+  program_.steps.push_back(std::move(s));
+}
+
+void Builder::add_reference_step(std::shared_ptr<const ReferenceStep> reference, std::vector<std::pair<int, int>> args,
+                                 const std::string& label) {
+  Step s;
+  s.reference = std::move(reference);
+  s.args = std::move(args);
+  s.label = label;
+  s.implementation = "graft reference kernel";
   program_.steps.push_back(std::move(s));
 }
 

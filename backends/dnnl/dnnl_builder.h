@@ -71,7 +71,8 @@ class Builder {
  public:
   explicit Builder(const ir::Graph& graph);
 
-  /// Gives module input i a plain slot.
+  /// Gives module input i a plain slot (float32), or a slot of its bytes
+  /// (other dtypes: only reference steps read them).
   void bind_inputs();
   /// The finished program (the builder is left empty).
   DnnlProgram take_program() { return std::move(program_); }
@@ -85,6 +86,10 @@ class Builder {
   ir::Entry input(const ir::Node& n, size_t i) const { return indexed_.entry_of(n.inputs[i]); }
   bool has_input(const ir::Node& n, size_t i) const { return i < n.inputs.size() && n.inputs[i]; }
   bool emitted(uint32_t node) const { return emitted_[node]; }
+  /// Whether the subgraph holds convolution gradients (a training step's
+  /// backward): its forward convolutions are then created for training, so
+  /// that they pick the layouts the backward primitives read.
+  bool trains_convolutions() const { return trains_convolutions_; }
   void mark_emitted(uint32_t node) { emitted_[node] = true; }
 
   // ---- the program ----
@@ -163,6 +168,9 @@ class Builder {
   void add_reorder(int from, int to, const std::string& label);
   void add_step(dnnl::primitive primitive, const dnnl::primitive_desc_base& pd, std::vector<std::pair<int, int>> args,
                 const std::string& label);
+  /// Appends a step that runs a node on graft's reference kernel (dnnl_reference_step.h).
+  void add_reference_step(std::shared_ptr<const ReferenceStep> reference, std::vector<std::pair<int, int>> args,
+                          const std::string& label);
   /// Runs `emit`, which adds the steps of one node or group, with one OpenMP
   /// thread when `microseconds` (its estimated single-thread time) is below
   /// serial_step_microseconds(): the steps are then created for, and run
@@ -188,6 +196,7 @@ class Builder {
   std::vector<std::vector<std::pair<dnnl::memory::desc, int>>> converted_;
   std::vector<bool> emitted_;
   std::vector<bool> is_output_;
+  bool trains_convolutions_ = false;
   std::map<uint32_t, std::pair<int, int>> batch_statistics_;  // entry id of x -> (mean, variance) slots
 };
 

@@ -152,12 +152,15 @@ int emit_conv(Builder& b, const Group& g, const std::string& label) {
   memory::desc w_any = any_desc(wd), b_any = any_desc({w_dims[0]});
   algorithm alg = prefers_winograd(kernel, strides, dilates, group, dst_dims, w_dims) ? algorithm::convolution_winograd
                                                                                       : algorithm::convolution_direct;
+  // In a training step, made for training: oneDNN then picks the layouts
+  // its backward primitives read (they are made from a forward_training
+  // hint), and the activations they share with the forward need no
+  // conversion (oneDNN 2.6 on AVX-512: nChw16c, where inference picks
+  // channels-last).
+  const prop_kind prop = b.trains_convolutions() ? prop_kind::forward_training : prop_kind::forward_inference;
   auto make = [&](const memory::desc& src, const memory::desc& dst) {
-    if (bias)
-      return dnnl::convolution_forward::desc(prop_kind::forward_inference, alg, src, w_any, b_any, dst, strides,
-                                             dilates, pad_l, pad_r);
-    return dnnl::convolution_forward::desc(prop_kind::forward_inference, alg, src, w_any, dst, strides, dilates, pad_l,
-                                           pad_r);
+    if (bias) return dnnl::convolution_forward::desc(prop, alg, src, w_any, b_any, dst, strides, dilates, pad_l, pad_r);
+    return dnnl::convolution_forward::desc(prop, alg, src, w_any, dst, strides, dilates, pad_l, pad_r);
   };
   auto fall_back_to_direct = [&alg] {
     if (alg == algorithm::convolution_direct) return false;

@@ -34,6 +34,8 @@ PoolWindow pool_window(const ir::Node& node, const Dims& x);
 int emit_pool(Builder& b, const ir::Node& node);
 int emit_global_pool(Builder& b, const ir::Node& node);
 int emit_resize(Builder& b, const ir::Node& node);
+// Expand of spatial extents of 1 (GlobalAveragePool's gradient) as nearest resampling.
+int emit_expand(Builder& b, const ir::Node& node);
 
 // dnnl_norm.cc: normalizations and softmax. `fuse_relu`: a BatchNormalization
 // grouped with the Relu after it.
@@ -83,6 +85,12 @@ int emit_batch_norm_grad(Builder& b, uint32_t id);
 // rather than of every gradient that meets it. Otherwise `x` as it is.
 int in_blocked_layout_of(Builder& b, int x, int dy, const std::string& label);
 int emit_layer_norm_grad(Builder& b, uint32_t id);
+
+// dnnl_reference_step.cc: a node without a oneDNN primitive (a training
+// step's loss, its gradient) on graft's reference kernel, its float32
+// inputs plain; every output in a plain slot (outputs past 0 through
+// Builder::set_slot).
+int emit_on_reference_kernel(Builder& b, uint32_t id);
 
 // dnnl_recurrent.cc: LSTM and GRU.
 int emit_recurrent(Builder& b, uint32_t id);

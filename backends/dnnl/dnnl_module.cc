@@ -15,6 +15,7 @@
 #include <set>
 #include <unordered_map>
 
+#include "dnnl_reference_step.h"
 #include "dnnl_shared_weights.h"
 #include "dnnl_thread_variants.h"
 #include "dnnl_threads.h"
@@ -51,7 +52,6 @@ DnnlModule::DnnlModule(DnnlProgram program)
 
 DnnlModuleStats DnnlModule::stats() const {
   DnnlModuleStats s;
-  s.primitives = static_cast<int>(program_.steps.size());
   s.activation_reorders = program_.activation_reorders;
   s.fused_nodes = program_.fused_nodes;
   s.weights = static_cast<int>(program_.weights.size());
@@ -59,6 +59,11 @@ DnnlModuleStats DnnlModule::stats() const {
   s.shared_conversions = shared_conversions_.load();
   s.arena_bytes = program_.arena_bytes;
   for (const Step& step : program_.steps) {
+    if (step.reference) {
+      ++s.reference_kernel_steps;
+      continue;
+    }
+    ++s.primitives;
     s.serial_primitives += step.threads == 1;
     s.reference_primitives += step.implementation.rfind("ref:", 0) == 0;  // not "ref", oneDNN's gemm-based RNN
     s.jit_gemm_matmuls += step.implementation.rfind("gemm:jit", 0) == 0;
@@ -89,9 +94,10 @@ void DnnlModule::check_inputs(std::span<const Tensor> inputs) const {
          inputs.size());
   for (size_t i = 0; i < inputs.size(); ++i) {
     const dnnl::memory::desc& d = program_.slots[program_.input_slots[i]].desc;
-    if (inputs[i].dtype() != DType::float32 || static_cast<size_t>(inputs[i].numel()) * 4 != d.get_size())
-      fail(ErrorKind::invalid_argument, "dnnl module: input ", i, " is ", inputs[i].type_string(),
-           ", not the float32 shape it was compiled for");
+    const DType dtype = program_.input_dtypes[i];
+    if (inputs[i].dtype() != dtype || inputs[i].nbytes() != d.get_size())
+      fail(ErrorKind::invalid_argument, "dnnl module: input ", i, " is ", inputs[i].type_string(), ", not the ",
+           dtype_name(dtype), " shape it was compiled for");
   }
 }
 
@@ -281,6 +287,28 @@ std::shared_ptr<const std::vector<dnnl::primitive>> DnnlModule::primitives_for(i
   return variant;
 }
 
+namespace {
+
+// A reference step between primitives: those before it have finished (the
+// stream is in order and CPU primitives complete before execute returns).
+template <typename MemoryOf>
+void run_reference(const Step& step, MemoryOf& memory_of, backend::BufferPool& pool, int threads) {
+  const ReferenceStep& reference = *step.reference;
+  std::vector<void*> inputs(reference.node->inputs.size(), nullptr), outputs;
+  for (const auto& [arg, slot] : step.args) {
+    void* handle = memory_of(slot).get_data_handle();
+    if (arg >= kReferenceOutputArgument) {
+      outputs.resize(std::max(outputs.size(), static_cast<size_t>(arg - kReferenceOutputArgument) + 1));
+      outputs[static_cast<size_t>(arg - kReferenceOutputArgument)] = handle;
+    } else {
+      inputs[static_cast<size_t>(arg)] = handle;
+    }
+  }
+  run_reference_step(reference, inputs, outputs, pool, threads);
+}
+
+}  // namespace
+
 std::vector<Tensor> DnnlModule::run(std::span<const Tensor> inputs, backend::ModuleRunContext& context) const {
   check_inputs(inputs);
   ScopedOmpThreads threads(context.num_threads);
@@ -337,6 +365,10 @@ std::vector<Tensor> DnnlModule::run(std::span<const Tensor> inputs, backend::Mod
       if (step_threads != current_threads) {
         omp_set_num_threads(step_threads);
         current_threads = step_threads;
+      }
+      if (step.reference) {
+        run_reference(step, memory_of, context.pool, current_threads);
+        continue;
       }
       args.clear();
       for (const auto& [arg, slot] : step.args) args.emplace(arg, memory_of(slot));

@@ -36,8 +36,12 @@ bool is_pointwise(const ir::Node& node) {
   ir::OpCategory c = node.schema().category;
   return c == ir::OpCategory::elementwise || c == ir::OpCategory::broadcast;
 }
+// A node on a oneDNN primitive of its own; not one dnnl runs on graft's
+// reference kernel (a training step's loss), which it takes only to keep
+// the forward and the backward one region.
 bool is_compute(const ir::Node& node) {
   ir::OpCategory c = node.schema().category;
+  if (const OpSupport* row = dnnl_op_support(node.op()); row && row->reference_kernel) return false;
   return c == ir::OpCategory::opaque || c == ir::OpCategory::reduce;
 }
 bool is_single_output_movement(const ir::Node& node) {

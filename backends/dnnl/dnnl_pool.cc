@@ -1,6 +1,7 @@
-// Pools and resampling: MaxPool, AveragePool, their global forms and Resize,
-// on oneDNN's pooling and resampling primitives, which read and write the
-// layout of their input (a convolution's blocked layout stays blocked).
+// Pools and resampling: MaxPool, AveragePool, their global forms, Resize and
+// Expand of spatial extents of 1, on oneDNN's pooling and resampling
+// primitives, which read and write the layout of their input (a
+// convolution's blocked layout stays blocked).
 // ONNX's ceil_mode becomes extra end padding, so that oneDNN produces the
 // output extents ONNX defines.
 #include <algorithm>
@@ -64,13 +65,11 @@ int emit_global_pool(Builder& b, const ir::Node& node) {
   return pool(b, node, alg, out, ones, kernel, zeros, zeros, zeros);
 }
 
-// Resize over the spatial dimensions (dnnl_support.cc says which modes):
-// oneDNN's resampling reads and writes the activation's blocked layout.
-int emit_resize(Builder& b, const ir::Node& node) {
+namespace {
+
+int resample(Builder& b, const ir::Node& node, algorithm alg) {
   Dims out = dims_of(node.output_types[0]);
   int src = b.dense(b.slot_of(b.input(node, 0)), node.name);
-  algorithm alg = node.attributes.get_string("mode", "nearest") == "linear" ? algorithm::resampling_linear
-                                                                            : algorithm::resampling_nearest;
   dnnl::resampling_forward::primitive_desc pd(
       dnnl::resampling_forward::desc(prop_kind::forward_inference, alg, b.desc(src), any_desc(out)),
       Builder::new_attr(), b.engine());
@@ -78,5 +77,19 @@ int emit_resize(Builder& b, const ir::Node& node) {
   b.add_step(dnnl::resampling_forward(pd), pd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DST, dst}}, node.name);
   return dst;
 }
+
+}  // namespace
+
+// Resize over the spatial dimensions (dnnl_support.cc says which modes):
+// oneDNN's resampling reads and writes the activation's blocked layout.
+int emit_resize(Builder& b, const ir::Node& node) {
+  return resample(b, node,
+                  node.attributes.get_string("mode", "nearest") == "linear" ? algorithm::resampling_linear
+                                                                            : algorithm::resampling_nearest);
+}
+
+// An extent of 1 resampled to n by nearest neighbour reads its one value n
+// times: an Expand of those dimensions.
+int emit_expand(Builder& b, const ir::Node& node) { return resample(b, node, algorithm::resampling_nearest); }
 
 }  // namespace graft::dnnl_backend

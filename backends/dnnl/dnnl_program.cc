@@ -134,9 +134,13 @@ int emit_by_op(Builder& b, uint32_t id) {
       return emit_relu_gradient(b, node);
     case OpId::Sum:
       return emit_sum(b, node);
+    case OpId::Expand:
+      return emit_expand(b, node);
     default:
       break;
   }
+  if (const OpSupport* row = dnnl_op_support(node.op()); row && row->reference_kernel)
+    return emit_on_reference_kernel(b, id);
   if (binary_algorithm(node.op()) != algorithm::undef) return emit_binary(b, node);
   if (std::vector<PostOp> ops = eltwise_post_ops(node); !ops.empty()) return emit_eltwise(b, node, ops);
   fail(ErrorKind::unsupported, "dnnl backend: ", node.describe(), " has no lowering");

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <oneapi/dnnl/dnnl.hpp>
 #include <string>
 #include <utility>
@@ -20,6 +21,8 @@ class Graph;
 }
 
 namespace graft::dnnl_backend {
+
+struct ReferenceStep;  // dnnl_reference_step.h
 
 /// Where a slot's bytes live during a run.
 enum class SlotKind {
@@ -44,10 +47,13 @@ struct Slot {
   size_t byte_offset = 0;  ///< where a view starts in its root's bytes
 };
 
-/// One primitive execution.
+/// One primitive execution, or one node on graft's reference kernel.
 struct Step {
-  dnnl::primitive primitive;
-  std::vector<std::pair<int, int>> args;  ///< (DNNL_ARG_*, slot)
+  dnnl::primitive primitive;  ///< empty for a reference step
+  /// Set instead of `primitive`: a node oneDNN has no primitive for, run on
+  /// graft's reference kernel over plain buffers (dnnl_reference_step.h).
+  std::shared_ptr<const ReferenceStep> reference;
+  std::vector<std::pair<int, int>> args;  ///< (DNNL_ARG_*, slot); a reference step's are its own
   dnnl::memory::desc scratchpad;          ///< user-mode scratchpad (may be empty)
   std::string label;                      ///< the node(s) it runs, for messages
   int threads = 0;                        ///< OpenMP threads it was created for and runs with; 0: the run's
@@ -87,6 +93,9 @@ struct DnnlProgram {
   std::vector<Step> steps;
   std::vector<Weight> weights;
   std::vector<int> input_slots;  ///< plain slot of each module input
+  /// The dtype of each module input: float32, or what a reference step
+  /// reads as bytes (a loss's integer targets).
+  std::vector<DType> input_dtypes;
   std::vector<Shape> output_shapes;
   size_t arena_bytes = 0;        ///< activations
   size_t scratchpad_bytes = 0;   ///< the largest step scratchpad

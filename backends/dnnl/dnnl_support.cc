@@ -521,6 +521,40 @@ SupportResult check_resize(const ir::Node& node) {
   return SupportResult::yes();
 }
 
+// Expand of the spatial extents of 1 of a rank 3-5 value to the output's
+// (GlobalAveragePool's gradient, [N, C, 1, 1] -> [N, C, H, W]): oneDNN's
+// nearest resampling, in the input's layout.
+SupportResult check_expand(const ir::Node& node) {
+  if (!is_constant_input(node, 1)) return SupportResult::no("shape must be a constant");
+  const ir::ValueType& x = input_type(node, 0);
+  const ir::ValueType& y = node.output_types[0];
+  const size_t rank = y.dims.size();
+  if (rank < 3 || rank > 5 || x.dims.size() != rank)
+    return SupportResult::no("only an expansion of the spatial dimensions of a rank 3 to 5 value");
+  if (!same_dim(x.dims[0], y.dims[0]) || !same_dim(x.dims[1], y.dims[1]))
+    return SupportResult::no("expands the batch or channel dimension");
+  for (size_t d = 2; d < rank; ++d)
+    if (!y.dims[d].is_known() || !(x.dims[d].value == 1 || same_dim(x.dims[d], y.dims[d])))
+      return SupportResult::no("spatial extents must be 1 or the output's");
+  return SupportResult::yes();
+}
+
+// A training step's loss and its gradient, on graft's reference kernels
+// (dnnl_reference_step.cc): float32 scores of rank 2 or more, integer
+// targets, float32 class weights.
+SupportResult check_loss(const ir::Node& node) {
+  const bool gradient =
+      node.op() == OpId::SoftmaxCrossEntropyLossGrad || node.op() == OpId::NegativeLogLikelihoodLossGrad;
+  const size_t scores = gradient ? 1 : 0;
+  if (!has_input(node, scores) || !has_input(node, scores + 1)) return SupportResult::no("no scores or targets");
+  if (rank_of(node, scores) < 2) return SupportResult::no("scores of rank below 2");
+  const DType targets = input_type(node, scores + 1).dtype;
+  if (targets != DType::int64 && targets != DType::int32) return SupportResult::no("targets are not int32 or int64");
+  if (has_input(node, scores + 2) && input_type(node, scores + 2).dtype != DType::float32)
+    return SupportResult::no("class weights are not float32");
+  return SupportResult::yes();
+}
+
 SupportResult always(const ir::Node&) { return SupportResult::yes(); }
 
 // Shape, index and scale inputs (input 1 on) are constants of any dtype.
@@ -556,6 +590,13 @@ constexpr OpSupport kTable[] = {
     {OpId::Greater, check_relu_mask},
     {OpId::Where, check_relu_gradient, 0},  // the checker checks the dtypes (the condition is boolean)
     {OpId::Sum, check_sum},
+    {OpId::Expand, check_expand, kDataOnly},
+    // a training step's loss and its gradient: graft's reference kernels in
+    // the program (the scores float32, the targets integers)
+    {OpId::SoftmaxCrossEntropyLoss, check_loss, 1, true},
+    {OpId::NegativeLogLikelihoodLoss, check_loss, 1, true},
+    {OpId::SoftmaxCrossEntropyLossGrad, check_loss, 2, true},
+    {OpId::NegativeLogLikelihoodLossGrad, check_loss, 2, true},
     // eltwise: post-ops or eltwise primitives
     {OpId::Relu, always},
     {OpId::LeakyRelu, always},

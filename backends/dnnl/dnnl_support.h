@@ -37,6 +37,11 @@ struct OpSupport {
   /// Inputs [0, data_inputs) must be float32; the rest are shapes, indices or
   /// scales of any dtype (Reshape's shape, Slice's starts, ...).
   size_t data_inputs = std::numeric_limits<size_t>::max();
+  /// Runs on graft's reference kernel inside the program (no oneDNN
+  /// primitive: a training step's loss and its gradient,
+  /// dnnl_reference_step.h). Such a node is not dnnl compute: a region needs
+  /// a primitive of its own to be worth a module.
+  bool reference_kernel = false;
 };
 
 /// Every op the dnnl backend takes, one row each: the one place that says
