@@ -61,6 +61,7 @@ class GroupFormer {
     Int8Plan int8 = find_int8_convolutions(indexed_, is_output_);
     result_.folded_into_int8 = std::move(int8.folded);
     result_.dequantized_at = int8.dequantized_at;
+    result_.uint8_nodes = int8.uint8_node_of;
     for (uint32_t id = 0; id < indexed_.num_nodes(); ++id) {
       if (!is_anchor(indexed_.node(id)) || result_.group_of[id] >= 0) continue;
       Group g;

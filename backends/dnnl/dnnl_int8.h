@@ -45,10 +45,32 @@ struct Int8Convolution {
   std::vector<float> weight_scales;
 };
 
+/// A MaxPool or Concat that runs on uint8 values: between fake
+/// quantizations (squeezenet's pools and fire-module concats in a QDQ
+/// export) it computes the uint8 form of the one it feeds. Both commute with
+/// a fake quantization q (a monotone map applied to each element), so
+/// q(maxpool(concat(a, b))) = maxpool(concat(q(a), q(b))) exactly, and each
+/// input's q(a) = the uint8 form of a requantized to q's scale and zero
+/// point (the identity when a was quantized the same way).
+struct Uint8Node {
+  float scale = 1;         ///< of the fake quantization the result feeds
+  int32_t zero_point = 0;  ///< of the fake quantization the result feeds
+  /// The folded source whose uint8 form it makes, or nullptr when another
+  /// uint8 node reads the result (a Concat that only a MaxPool reads).
+  std::shared_ptr<QuantizedSource> result;
+  /// Per input: the folded source it reads, or nullptr where it reads `inner`'s.
+  std::vector<std::shared_ptr<QuantizedSource>> sources;
+  /// Per input: the uint8 node whose result it reads, or nullptr.
+  std::vector<std::shared_ptr<Uint8Node>> inner;
+  int slot = -1;  ///< the uint8 result once emitted (during one compile)
+};
+
 /// The int8 convolutions of a subgraph, per node id (nullptr for other
 /// nodes), and the fake-quantization nodes they fold (not emitted).
 struct Int8Plan {
   std::vector<std::shared_ptr<const Int8Convolution>> convolution_of;
+  /// Per node: the MaxPool or Concat that runs on uint8 values, or nullptr.
+  std::vector<std::shared_ptr<Uint8Node>> uint8_node_of;
   std::vector<bool> folded;
   /// Per node: the folded source that quantizes its output 0, or nullptr.
   std::vector<std::shared_ptr<QuantizedSource>> folded_source_of;
@@ -104,6 +126,12 @@ int emit_int8_conv(Builder& b, const Group& g, const std::string& label, const C
 /// slot, or -1 (nothing emitted) for anything else or where oneDNN has only
 /// reference code.
 int emit_int8_matmul(Builder& b, const Group& g, const std::string& label);
+
+/// Emits node `id` (a MaxPool or Concat with a Uint8Node) on uint8 values:
+/// its inputs' uint8 forms, each requantized to the node's scale and zero
+/// point where they differ, in, the uint8 result out (u.slot, and the slot
+/// of u.result). Returns the result's slot.
+int emit_uint8_node(Builder& b, uint32_t id, Uint8Node& u);
 
 /// The float32 value a folded quantized source stands for, s * (u - z),
 /// from its uint8 form (made first if need be), in the same layout: for the
