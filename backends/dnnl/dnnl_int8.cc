@@ -272,18 +272,25 @@ Int8Plan find_int8_convolutions(const ir::IndexedGraph& g, const std::vector<boo
   };
   for (uint32_t id = 0; id < g.num_nodes(); ++id) {
     const ir::Node& anchor = g.node(id);
-    const bool conv = anchor.op() == OpId::Conv, matmul = anchor.op() == OpId::MatMul;
-    if ((!conv && !matmul) || anchor.output_types[0].dtype != DType::float32) continue;
+    const bool conv = anchor.op() == OpId::Conv, matmul = anchor.op() == OpId::MatMul, gemm = anchor.op() == OpId::Gemm;
+    if ((!conv && !matmul && !gemm) || anchor.output_types[0].dtype != DType::float32) continue;
     auto in = g.inputs(id);
     if (in.size() < 2 || !in[1].present() || !is_constant(g.node(in[1].node_id))) continue;
     if (in.size() > 2 && in[2].present() && !is_weight_source(g.node(in[2].node_id))) continue;
     const Tensor& weights = g.node(in[1].node_id).constant_value;
-    if (matmul && (weights.shape().size() != 2 || g.node(in[0].node_id).output_types[in[0].index].dims.size() < 2))
+    if ((matmul || gemm) &&
+        (weights.shape().size() != 2 || g.node(in[0].node_id).output_types[in[0].index].dims.size() < 2))
+      continue;
+    // Gemm: A not transposed, alpha 1, C (a row of biases) added once.
+    const bool trans_b = gemm && anchor.attributes.get_int("transB", 0) != 0;
+    if (gemm && (anchor.attributes.get_int("transA", 0) != 0 || anchor.attributes.get_float("alpha", 1.0f) != 1.0f ||
+                 anchor.attributes.get_float("beta", 1.0f) != 1.0f))
       continue;
     std::optional<FakeQuantization> f = match_fake_quantization(g, in[0]);
     if (!f) continue;
-    // Per output channel: a Conv's dimension 0, a MatMul's columns.
-    std::optional<std::vector<float>> scales = int8_weight_scales(weights, matmul ? 1 : 0);
+    // Per output channel: a Conv's dimension 0, a MatMul's columns (a
+    // Gemm's rows of B when transB).
+    std::optional<std::vector<float>> scales = int8_weight_scales(weights, conv || trans_b ? 0 : 1);
     if (!scales) continue;
     auto int8 = std::make_shared<Int8Convolution>();
     int8->source = source_for(*f);
@@ -335,6 +342,41 @@ Int8Plan find_int8_convolutions(const ir::IndexedGraph& g, const std::vector<boo
     if (float_readers) plan.dequantized_at[mul] = source_of_mul[mul];
   }
   return plan;
+}
+
+void fold_standalone_fake_quantizations(const ir::IndexedGraph& g, const std::vector<bool>& is_output,
+                                        const std::vector<int>& group_of, Int8Plan& plan) {
+  if (!int8_runs_without_saturation()) return;
+  for (uint32_t mul = 0; mul < g.num_nodes(); ++mul) {
+    if (g.node(mul).op() != OpId::Mul || plan.folded[mul]) continue;
+    std::optional<FakeQuantization> f = match_fake_quantization(g, Entry{mul, 0});
+    if (!f || !chain_foldable(g, *f, is_output)) continue;
+    bool standalone = true;
+    for (uint32_t n : {f->div, f->round, f->clip, f->mul}) standalone = standalone && group_of[n] < 0 && !plan.folded[n];
+    if (!standalone) continue;
+    auto source = std::make_shared<QuantizedSource>();
+    source->value = f->x;
+    source->scale = f->scale;
+    source->zero_point = f->zero_point;
+    source->folded_nodes = {f->div, f->round, f->clip, f->mul};
+    source->float_readers = true;
+    // x moved by Reshape, Transpose, ... from the same fake quantization's Mul?
+    Entry moved = f->x;
+    while (true) {
+      const ir::Node& n = g.node(moved.node_id);
+      const ir::OpId op = n.op();
+      if (op != OpId::Reshape && op != OpId::Transpose && op != OpId::Flatten && op != OpId::Squeeze &&
+          op != OpId::Unsqueeze && op != OpId::Identity)
+        break;
+      moved = g.inputs(moved.node_id)[0];
+    }
+    if (moved != f->x) {
+      std::optional<FakeQuantization> before = match_fake_quantization(g, moved);
+      source->identity = before && before->scale == f->scale && before->zero_point == f->zero_point;
+    }
+    for (uint32_t n : source->folded_nodes) plan.folded[n] = true;
+    plan.dequantized_at[mul] = std::move(source);
+  }
 }
 
 std::shared_ptr<QuantizedSource> requantized_output(const ir::IndexedGraph& g, const Int8Plan& plan,
@@ -393,6 +435,7 @@ memory::desc with_data_type(const memory::desc& desc, size_t element_bytes, memo
 }  // namespace
 
 int dequantized_source(Builder& b, QuantizedSource& source, const std::string& label) {
+  if (source.identity) return b.slot_of(source.value);
   int u = source.slot;
   if (u < 0) {
     const memory::desc x = b.desc(b.slot_of(source.value));
@@ -594,17 +637,26 @@ int emit_int8_matmul(Builder& b, const Group& g, const std::string& label) {
   const Int8Convolution& int8 = *g.int8;
   QuantizedSource& source = *int8.source;
   const ir::Node& node = b.graph().node(g.anchor);
+  const bool gemm = node.op() == OpId::Gemm;
+  const bool trans_b = gemm && node.attributes.get_int("transB", 0) != 0;
   const Dims a_dims = b.dims(b.input(node, 0)), w_dims = b.dims(b.input(node, 1));
   const Dims dst_dims = dims_of(node.output_types[0]);
   const size_t rank = dst_dims.size();
   if (w_dims.size() != 2 || a_dims.size() != rank || rank < 2) return -1;
-  // The rows flattened to 2-D: [rows, K] x [K, N]. Post-ops: eltwise, or
+  // The rows flattened to 2-D: [rows, K] x [K, N] (a Gemm's B [N, K] when
+  // transB). Post-ops: a Gemm's C (a row of biases) first, then eltwise, or
   // binary with a row vector or the full result.
-  const int64_t rows = product(dst_dims, 0, rank - 1), k = w_dims[0], n = w_dims[1];
+  const int64_t rows = product(dst_dims, 0, rank - 1), k = w_dims[trans_b ? 1 : 0], n = w_dims[trans_b ? 0 : 1];
   if (a_dims[rank - 1] != k || dst_dims[rank - 1] != n) return -1;
   dnnl::post_ops ops;
   std::vector<std::pair<int, int>> binary_operands;  // (post-op index, slot) made once the primitive exists
   std::vector<memory::desc> binary_descs;
+  const bool has_c = gemm && b.has_input(node, 2);
+  if (has_c) {
+    const Dims c_dims = b.dims(b.input(node, 2));
+    if (product(c_dims, 0, c_dims.size()) != n || c_dims.empty() || c_dims.back() != n) return -1;
+    ops.append_binary(dnnl::algorithm::binary_add, plain_desc({1, n}));
+  }
   for (const PostOp& p : g.post_ops) {
     if (p.kind == PostOp::Kind::eltwise) {
       ops.append_eltwise(1.0f, p.alg, p.alpha, p.beta);
@@ -642,6 +694,10 @@ int emit_int8_matmul(Builder& b, const Group& g, const std::string& label) {
   std::vector<std::pair<int, int>> args;
   size_t binary = 0;
   int index = 0;
+  if (has_c) {
+    const int c = b.view(b.as_plain(b.slot_of(b.input(node, 2)), label), plain_desc({1, n}));
+    args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(index++) | DNNL_ARG_SRC_1, c});
+  }
   for (const PostOp& p : g.post_ops) {
     if (p.kind != PostOp::Kind::eltwise) {
       const int other = b.view(b.as_plain(b.slot_of(p.other), label), binary_descs[binary++]);
@@ -656,11 +712,13 @@ int emit_int8_matmul(Builder& b, const Group& g, const std::string& label) {
   w.desc = pd.weights_desc();
   w.label = node.name + ".int8";
   w.builder_reads_sources = true;
-  w.fill = [weight_scales, k, n](const std::vector<Tensor>& s, float* out) {
+  w.fill = [weight_scales, k, n, trans_b](const std::vector<Tensor>& s, float* out) {
     const float* values = s[0].data<float>();
     for (int64_t r = 0; r < k; ++r)
-      for (int64_t c = 0; c < n; ++c)
-        out[r * n + c] = std::clamp(std::nearbyint(values[r * n + c] / weight_scales[c]), -128.0f, 127.0f);
+      for (int64_t c = 0; c < n; ++c) {
+        const float value = trans_b ? values[c * k + r] : values[r * n + c];
+        out[r * n + c] = std::clamp(std::nearbyint(value / weight_scales[c]), -128.0f, 127.0f);
+      }
   };
   const int w_slot = b.add_weight(std::move(w));
   const int dst_root = b.add_slot(plain_desc(dst_dims));

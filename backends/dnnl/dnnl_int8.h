@@ -35,6 +35,11 @@ struct QuantizedSource {
   /// place, the uint8 form is dequantized for them, s * (u - z), in one
   /// reorder (dequantized_source).
   bool float_readers = false;
+  /// A folded fake quantization of a value that already is one with the
+  /// same scale and zero point, moved by Reshape or Transpose (BERT's
+  /// projections then residual adds): it changes nothing, and its readers
+  /// read `value` itself.
+  bool identity = false;
   int slot = -1;  ///< the uint8 form once emitted (during one compile)
 };
 
@@ -90,6 +95,15 @@ bool int8_runs_without_saturation();
 /// int8_runs_without_saturation() is false. `is_output`: per entry id,
 /// whether it is a subgraph output (those are never folded).
 Int8Plan find_int8_convolutions(const ir::IndexedGraph& graph, const std::vector<bool>& is_output);
+
+/// Folds the fake quantizations that no int8 product or uint8 node reads
+/// and no group took as post-ops (`group_of`: per node, its group or -1):
+/// one that repeats the fake quantization of the value it moves (an
+/// identity) is not emitted at all; any other becomes a quantize reorder
+/// and a dequantize reorder (two passes where its four ops took four).
+/// Updates `plan` (folded, dequantized_at).
+void fold_standalone_fake_quantizations(const ir::IndexedGraph& graph, const std::vector<bool>& is_output,
+                                        const std::vector<int>& group_of, Int8Plan& plan);
 
 /// The folded source that int8 group `g` may write as uint8 (requantizing
 /// its result): the one that quantizes g's result when no one else reads
