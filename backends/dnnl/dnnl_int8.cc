@@ -156,7 +156,8 @@ std::shared_ptr<Uint8Node> find_uint8_node(const ir::IndexedGraph& g, uint32_t i
                                            std::vector<Uint8Leaf>& leaves,
                                            std::vector<std::pair<uint32_t, std::shared_ptr<Uint8Node>>>& inner) {
   const ir::Node& node = g.node(id);
-  if (node.op() != OpId::MaxPool && node.op() != OpId::Concat) return nullptr;
+  const bool add = node.op() == OpId::Add;
+  if (node.op() != OpId::MaxPool && node.op() != OpId::Concat && !add) return nullptr;
   if (node.output_types[0].dtype != DType::float32 || node.output_types[0].dims.size() < 2) return nullptr;
   for (uint32_t output = 0; output < node.output_types.size(); ++output)
     if (is_output[g.entry_id(id, output)]) return nullptr;
@@ -169,7 +170,7 @@ std::shared_ptr<Uint8Node> find_uint8_node(const ir::IndexedGraph& g, uint32_t i
     if (e.present() && e.node_id == id && e.index != 0) return nullptr;  // a MaxPool's indices
   auto inputs = g.inputs(id);
   const size_t count = node.op() == OpId::MaxPool ? 1 : inputs.size();
-  if (count == 0) return nullptr;
+  if (count == 0 || (add && count != 2)) return nullptr;
   auto u = std::make_shared<Uint8Node>();
   u->scale = scale;
   u->zero_point = zero_point;
@@ -178,10 +179,12 @@ std::shared_ptr<Uint8Node> find_uint8_node(const ir::IndexedGraph& g, uint32_t i
   for (size_t i = 0; i < count; ++i) {
     if (!inputs[i].present()) return nullptr;
     if (std::optional<FakeQuantization> f = match_fake_quantization(g, inputs[i]); f && chain_foldable(g, *f, is_output)) {
+      // An Add of two such values of its own extents (no broadcast).
+      if (add && g.node(f->mul).output_types[0].dims != node.output_types[0].dims) return nullptr;
       leaves.push_back({u.get(), i, *f});
       continue;
     }
-    if (inputs[i].index != 0) return nullptr;
+    if (add || inputs[i].index != 0) return nullptr;
     u->inner[i] = find_uint8_node(g, inputs[i].node_id, id, scale, zero_point, is_output, leaves, inner);
     if (!u->inner[i]) return nullptr;
     inner.push_back({inputs[i].node_id, u->inner[i]});
@@ -486,8 +489,57 @@ int requantized(Builder& b, int from, float from_scale, int32_t from_zero, float
 
 }  // namespace
 
+namespace {
+
+// A residual Add of two uint8 forms (a, scale s_a, zero point z_a; b, s_b,
+// z_b) into the uint8 form of scale s and zero point z: one binary
+// primitive, saturate(round(a * s_a / s + b * s_b / s + c)) with
+// c = z - z_a * s_a / s - z_b * s_b / s (an eltwise post-op; oneDNN 2.6's
+// binary takes scales, not zero points).
+int uint8_add(Builder& b, const ir::Node& node, const Uint8Node& u) {
+  int slots[2];
+  float scales[2];
+  float offset = static_cast<float>(u.zero_point);
+  for (size_t i = 0; i < 2; ++i) {
+    QuantizedSource& source = *u.sources[i];
+    slots[i] = source.slot >= 0 ? source.slot
+                                : quantized_source(b, source,
+                                                   with_data_type(b.desc(b.slot_of(source.value)), 4,
+                                                                  memory::data_type::u8),
+                                                   node.name);
+    scales[i] = source.scale / u.scale;
+    offset -= static_cast<float>(source.zero_point) * scales[i];
+  }
+  const memory::desc layout = b.desc(slots[0]);
+  const int other = b.as_desc(slots[1], layout, node.name);
+  dnnl::primitive_attr attr = Builder::new_attr();
+  attr.set_scales(DNNL_ARG_SRC_0, 0, {scales[0]});
+  attr.set_scales(DNNL_ARG_SRC_1, 0, {scales[1]});
+  if (offset != 0.0f) {
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, 1.0f, offset);
+    attr.set_post_ops(ops);
+  }
+  dnnl::binary::primitive_desc pd(dnnl::binary::desc(dnnl::algorithm::binary_add, layout, b.desc(other), layout), attr,
+                                  b.engine());
+  const int dst = b.add_slot(pd.dst_desc());
+  b.add_step(dnnl::binary(pd), pd, {{DNNL_ARG_SRC_0, slots[0]}, {DNNL_ARG_SRC_1, other}, {DNNL_ARG_DST, dst}},
+             node.name);
+  return dst;
+}
+
+}  // namespace
+
 int emit_uint8_node(Builder& b, uint32_t id, Uint8Node& u) {
   const ir::Node& node = b.graph().node(id);
+  if (node.op() == OpId::Add) {
+    u.slot = uint8_add(b, node, u);
+    if (u.result) {
+      u.result->slot = u.slot;
+      for (uint32_t n : u.result->folded_nodes) b.mark_emitted(n);
+    }
+    return u.slot;
+  }
   std::vector<int> srcs;
   for (size_t i = 0; i < u.sources.size(); ++i) {
     int slot;

@@ -50,13 +50,16 @@ struct Int8Convolution {
   std::vector<float> weight_scales;
 };
 
-/// A MaxPool or Concat that runs on uint8 values: between fake
-/// quantizations (squeezenet's pools and fire-module concats in a QDQ
-/// export) it computes the uint8 form of the one it feeds. Both commute with
-/// a fake quantization q (a monotone map applied to each element), so
-/// q(maxpool(concat(a, b))) = maxpool(concat(q(a), q(b))) exactly, and each
-/// input's q(a) = the uint8 form of a requantized to q's scale and zero
-/// point (the identity when a was quantized the same way).
+/// A MaxPool, Concat or Add that runs on uint8 values: between fake
+/// quantizations (squeezenet's pools and fire-module concats, ResNet's
+/// residual adds in a QDQ export) it computes the uint8 form of the one it
+/// feeds. MaxPool and Concat commute with a fake quantization q (a monotone
+/// map applied to each element), so q(maxpool(concat(a, b))) =
+/// maxpool(concat(q(a), q(b))) exactly, and each input's q(a) = the uint8
+/// form of a requantized to q's scale and zero point (the identity when a
+/// was quantized the same way). An Add of two fake-quantized values of its
+/// extents is q(s_a (u_a - z_a) + s_b (u_b - z_b)): one binary primitive on
+/// the two uint8 forms with scales s_a / s and s_b / s.
 struct Uint8Node {
   float scale = 1;         ///< of the fake quantization the result feeds
   int32_t zero_point = 0;  ///< of the fake quantization the result feeds
@@ -74,7 +77,7 @@ struct Uint8Node {
 /// nodes), and the fake-quantization nodes they fold (not emitted).
 struct Int8Plan {
   std::vector<std::shared_ptr<const Int8Convolution>> convolution_of;
-  /// Per node: the MaxPool or Concat that runs on uint8 values, or nullptr.
+  /// Per node: the MaxPool, Concat or Add that runs on uint8 values, or nullptr.
   std::vector<std::shared_ptr<Uint8Node>> uint8_node_of;
   std::vector<bool> folded;
   /// Per node: the folded source that quantizes its output 0, or nullptr.
@@ -141,10 +144,11 @@ int emit_int8_conv(Builder& b, const Group& g, const std::string& label, const C
 /// reference code.
 int emit_int8_matmul(Builder& b, const Group& g, const std::string& label);
 
-/// Emits node `id` (a MaxPool or Concat with a Uint8Node) on uint8 values:
-/// its inputs' uint8 forms, each requantized to the node's scale and zero
-/// point where they differ, in, the uint8 result out (u.slot, and the slot
-/// of u.result). Returns the result's slot.
+/// Emits node `id` (a MaxPool, Concat or Add with a Uint8Node) on uint8
+/// values: its inputs' uint8 forms in (a pool's and a concat's each
+/// requantized to the node's scale and zero point where they differ first),
+/// the uint8 result out (u.slot, and the slot of u.result). Returns the
+/// result's slot.
 int emit_uint8_node(Builder& b, uint32_t id, Uint8Node& u);
 
 /// The float32 value a folded quantized source stands for, s * (u - z),

@@ -58,7 +58,7 @@ struct Grouping {
   /// Per node: the folded fake quantization whose Mul it is, when float32
   /// ops read that Mul too (dequantized there), else nullptr.
   std::vector<std::shared_ptr<QuantizedSource>> dequantized_at;
-  /// Per node: the MaxPool or Concat that runs on uint8 values (dnnl_int8.h), or nullptr.
+  /// Per node: the MaxPool, Concat or Add that runs on uint8 values (dnnl_int8.h), or nullptr.
   std::vector<std::shared_ptr<Uint8Node>> uint8_nodes;
 };
 

@@ -261,6 +261,28 @@ TEST(DnnlInt8, PoolAndConcatBetweenFakeQuantizationsRunOnUint8) {
   }
 }
 
+// A ResNet block in a QDQ export: conv -> QDQ -> conv -> QDQ, plus the
+// block's fake-quantized input, -> Add -> QDQ (the Relu after the Add
+// removed, as quantize_static removes it) -> conv. The Add runs on the two
+// uint8 forms (one binary primitive with scales, into the uint8 form of its
+// result): the block is int8 from end to end.
+TEST(DnnlInt8, ResidualAddOfFakeQuantizedValuesRunsOnUint8) {
+  QdqGraph q;
+  ConvCase c;
+  c.out_channels = 8;
+  ir::Value x = q.input("x", {1, 8, 12, 12});
+  ir::Value block_in = q.fake_quantize(x, 0.0117f, 0, "in");
+  ir::Value h = q.fake_quantize(q.conv(block_in, c, "conv1", 111), 0.0431f, 0, "conv1.out");
+  ConvCase second = c;
+  second.relu = false;
+  ir::Value y = q.fake_quantize(q.conv(h, second, "conv2", 112), 0.0523f, 131, "conv2.out");
+  ir::Value sum = q.fake_quantize(q.add(y, block_in, "sum"), 0.0389f, 0, "sum.out");
+  q.output(q.fake_quantize(q.conv(sum, second, "conv3", 113), 0.0617f, 120, "conv3.out"), "y");
+  dnnl_backend::DnnlModuleStats stats = expect_within_one_step(q.graph(), {random_tensor({1, 8, 12, 12}, 114)}, 0.0617f);
+  EXPECT_EQ(stats.int8_convolutions, expected_int8(3));
+  EXPECT_EQ(stats.uint8_adds, expected_int8(1));
+}
+
 // A MaxPool whose result a float32 op reads too keeps its float32 form
 // (only a fake quantization's reader gets a uint8 node).
 TEST(DnnlInt8, PoolReadByFloatOpsStaysFloat) {
