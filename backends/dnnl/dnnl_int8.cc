@@ -133,8 +133,7 @@ bool chain_foldable(const ir::IndexedGraph& g, const FakeQuantization& f, const 
   const std::pair<uint32_t, uint32_t> links[] = {{f.div, f.round}, {f.round, f.clip}, {f.clip, f.mul}};
   for (auto [from, to] : links) {
     auto consumers = g.consumers(from);
-    if (consumers.size() != 1 || consumers[0] != to || !reads_only_at(g, to, from, 0) ||
-        is_output[g.entry_id(from, 0)])
+    if (consumers.size() != 1 || consumers[0] != to || !reads_only_at(g, to, from, 0) || is_output[g.entry_id(from, 0)])
       return false;
   }
   return true;
@@ -178,7 +177,8 @@ std::shared_ptr<Uint8Node> find_uint8_node(const ir::IndexedGraph& g, uint32_t i
   u->inner.resize(count);
   for (size_t i = 0; i < count; ++i) {
     if (!inputs[i].present()) return nullptr;
-    if (std::optional<FakeQuantization> f = match_fake_quantization(g, inputs[i]); f && chain_foldable(g, *f, is_output)) {
+    if (std::optional<FakeQuantization> f = match_fake_quantization(g, inputs[i]);
+        f && chain_foldable(g, *f, is_output)) {
       // An Add of two such values of its own extents (no broadcast).
       if (add && g.node(f->mul).output_types[0].dims != node.output_types[0].dims) return nullptr;
       leaves.push_back({u.get(), i, *f});
@@ -325,13 +325,14 @@ Int8Plan find_int8_convolutions(const ir::IndexedGraph& g, const std::vector<boo
     if (!chain_foldable(g, f, is_output)) continue;
     bool float_readers = is_output[g.entry_id(mul, 0)];
     for (uint32_t c : g.consumers(mul)) {
-      bool reads_uint8 = plan.convolution_of[c] && plan.convolution_of[c]->source == source_of_mul[mul] &&
-                         reads_only_at(g, c, mul, 0);
+      bool reads_uint8 =
+          plan.convolution_of[c] && plan.convolution_of[c]->source == source_of_mul[mul] && reads_only_at(g, c, mul, 0);
       if (const std::shared_ptr<Uint8Node>& u = plan.uint8_node_of[c]) {
         reads_uint8 = true;
         auto in = g.inputs(c);
         for (size_t i = 0; i < in.size(); ++i)
-          if (in[i].present() && in[i].node_id == mul && (i >= u->sources.size() || u->sources[i] != source_of_mul[mul]))
+          if (in[i].present() && in[i].node_id == mul &&
+              (i >= u->sources.size() || u->sources[i] != source_of_mul[mul]))
             reads_uint8 = false;
       }
       float_readers = float_readers || !reads_uint8;
@@ -355,7 +356,8 @@ void fold_standalone_fake_quantizations(const ir::IndexedGraph& g, const std::ve
     std::optional<FakeQuantization> f = match_fake_quantization(g, Entry{mul, 0});
     if (!f || !chain_foldable(g, *f, is_output)) continue;
     bool standalone = true;
-    for (uint32_t n : {f->div, f->round, f->clip, f->mul}) standalone = standalone && group_of[n] < 0 && !plan.folded[n];
+    for (uint32_t n : {f->div, f->round, f->clip, f->mul})
+      standalone = standalone && group_of[n] < 0 && !plan.folded[n];
     if (!standalone) continue;
     auto source = std::make_shared<QuantizedSource>();
     source->value = f->x;
@@ -502,11 +504,11 @@ int uint8_add(Builder& b, const ir::Node& node, const Uint8Node& u) {
   float offset = static_cast<float>(u.zero_point);
   for (size_t i = 0; i < 2; ++i) {
     QuantizedSource& source = *u.sources[i];
-    slots[i] = source.slot >= 0 ? source.slot
-                                : quantized_source(b, source,
-                                                   with_data_type(b.desc(b.slot_of(source.value)), 4,
-                                                                  memory::data_type::u8),
-                                                   node.name);
+    slots[i] =
+        source.slot >= 0
+            ? source.slot
+            : quantized_source(b, source, with_data_type(b.desc(b.slot_of(source.value)), 4, memory::data_type::u8),
+                               node.name);
     scales[i] = source.scale / u.scale;
     offset -= static_cast<float>(source.zero_point) * scales[i];
   }

@@ -278,7 +278,8 @@ TEST(DnnlInt8, ResidualAddOfFakeQuantizedValuesRunsOnUint8) {
   ir::Value y = q.fake_quantize(q.conv(h, second, "conv2", 112), 0.0523f, 131, "conv2.out");
   ir::Value sum = q.fake_quantize(q.add(y, block_in, "sum"), 0.0389f, 0, "sum.out");
   q.output(q.fake_quantize(q.conv(sum, second, "conv3", 113), 0.0617f, 120, "conv3.out"), "y");
-  dnnl_backend::DnnlModuleStats stats = expect_within_one_step(q.graph(), {random_tensor({1, 8, 12, 12}, 114)}, 0.0617f);
+  dnnl_backend::DnnlModuleStats stats =
+      expect_within_one_step(q.graph(), {random_tensor({1, 8, 12, 12}, 114)}, 0.0617f);
   EXPECT_EQ(stats.int8_convolutions, expected_int8(3));
   EXPECT_EQ(stats.uint8_adds, expected_int8(1));
 }
@@ -319,12 +320,12 @@ TEST(DnnlInt8, FakeQuantizedGemmRunsInInt8) {
   for (auto& v : q) v = static_cast<int8_t>(value(rng));
   q[5] = 127;
   ir::Value w = g->add_constant("w", Tensor::from_vector<int8_t>(q, {24, 32}))->output(0);
-  ir::Value dq = g->add_node("DequantizeLinear", {w, g->add_constant("w.s", Tensor::scalar<float>(0.004f))->output(0)},
-                             1, "w.dq")
-                     ->output(0);
-  ir::Node* gemm =
-      g->add_node("Gemm", {fake_quantize(x, 0.01f, 120, "in"), dq, g->add_constant("c", random_tensor({24}, 92))->output(0)},
-                  1, "gemm");
+  ir::Value dq =
+      g->add_node("DequantizeLinear", {w, g->add_constant("w.s", Tensor::scalar<float>(0.004f))->output(0)}, 1, "w.dq")
+          ->output(0);
+  ir::Node* gemm = g->add_node(
+      "Gemm", {fake_quantize(x, 0.01f, 120, "in"), dq, g->add_constant("c", random_tensor({24}, 92))->output(0)}, 1,
+      "gemm");
   gemm->attributes.set("transB", int64_t{1});
   g->add_output(fake_quantize(gemm->output(0), 0.02f, 128, "out"), "y");
   dnnl_backend::DnnlModuleStats stats = expect_within_one_step(*g, {random_tensor({16, 32}, 93)}, 0.02f);
@@ -354,8 +355,9 @@ TEST(DnnlInt8, QdqEncoderBlockIsOneDnnlSubgraph) {
     for (auto& v : q) v = static_cast<int8_t>(value(rng));
     q[0] = 127;
     ir::Value w = g->add_constant(name, Tensor::from_vector<int8_t>(q, {k, n}))->output(0);
-    return g->add_node("DequantizeLinear", {w, g->add_constant(name + ".s", Tensor::scalar<float>(0.01f))->output(0)},
-                       1, name + ".dq")
+    return g
+        ->add_node("DequantizeLinear", {w, g->add_constant(name + ".s", Tensor::scalar<float>(0.01f))->output(0)}, 1,
+                   name + ".dq")
         ->output(0);
   };
   auto add = [&](ir::Value a, ir::Value b, const std::string& name) {
@@ -371,11 +373,13 @@ TEST(DnnlInt8, QdqEncoderBlockIsOneDnnlSubgraph) {
   ir::Value residual = fake_quantize(x, 0.0213f, 128, "in");
   ir::Value h = fake_quantize(transposed(residual, "t"), 0.0213f, 128, "t.out");  // [16, 1, 32]
   ir::Value y = g->add_node("MatMul", {h, int8_weight(32, 64, 101, "w1")}, 1, "mm1")->output(0);
-  y = add(g->add_constant("b1", random_tensor({64}, 102))->output(0), fake_quantize(y, 0.0517f, 128, "mm1.out"), "bias1");
+  y = add(g->add_constant("b1", random_tensor({64}, 102))->output(0), fake_quantize(y, 0.0517f, 128, "mm1.out"),
+          "bias1");
   y = g->add_node("Gelu", {y}, 1, "gelu")->output(0);
   y = fake_quantize(y, 0.0291f, 10, "gelu.out");
   y = g->add_node("MatMul", {y, int8_weight(64, 32, 103, "w2")}, 1, "mm2")->output(0);
-  y = add(g->add_constant("b2", random_tensor({32}, 104))->output(0), fake_quantize(y, 0.0533f, 128, "mm2.out"), "bias2");
+  y = add(g->add_constant("b2", random_tensor({32}, 104))->output(0), fake_quantize(y, 0.0533f, 128, "mm2.out"),
+          "bias2");
   y = fake_quantize(y, 0.0547f, 128, "bias2.out");
   // Moved back and quantized the same way again: an identity.
   y = fake_quantize(transposed(y, "back"), 0.0547f, 128, "back.out");
