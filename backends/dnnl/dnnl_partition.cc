@@ -18,6 +18,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "dnnl_int8.h"
 #include "dnnl_support.h"
 #include "graft/ir/graph.h"
 #include "graft/partition/contain_op_selector.h"
@@ -72,26 +73,33 @@ const ir::Node* fake_quantization_div(const ir::Node& node) {
   }
 }
 
+// Whether `node` is a step of a fake quantization that dnnl folds into
+// int8 work (dnnl_int8.cc: only where oneDNN runs int8 without saturation;
+// elsewhere the steps are float arithmetic, which `fuse` compiles into one
+// kernel per chain where dnnl would run a primitive per step).
+bool folds_as_int8(const ir::Node& node) {
+  return fake_quantization_div(node) != nullptr && int8_runs_without_saturation();
+}
+
 // True when an input of `node` comes from dnnl compute through at most
 // `depth` pointwise ops and single-output data movement that dnnl supports.
-// The steps of a fake quantization do not count: a QDQ model puts four on
-// every activation an int8 product reads or writes, and dnnl folds them
-// into that product's quantization (dnnl_int8.cc).
+// The steps of a fake quantization that dnnl folds do not count: a QDQ
+// model puts four on every activation an int8 product reads or writes.
 bool fed_by_compute(const ir::Node& node, int depth) {
   for (const ir::Value& input : node.inputs) {
     if (!input) continue;
     const ir::Node& producer = *input.node;
     if (is_compute(producer) && dnnl_supports(producer)) return true;
     if (depth > 0 && (is_pointwise(producer) || is_single_output_movement(producer)) && dnnl_supports(producer) &&
-        fed_by_compute(producer, fake_quantization_div(producer) ? depth : depth - 1))
+        fed_by_compute(producer, folds_as_int8(producer) ? depth : depth - 1))
       return true;
   }
   return false;
 }
 
 // Whether `node` is a step of a fake quantization whose quantized value x
-// (the Div's input) is a graph input, the result of compute or data
-// movement, or fed by compute. dnnl takes such a step with the
+// (the Div's input) is a graph input, or, where dnnl folds it (int8), the
+// result of compute or data movement, or fed by compute. dnnl takes such a step with the
 // convolution or matmul it feeds (an image model's first; a BERT
 // projection after a Transpose) or follows, which then reads x quantized
 // or writes it requantized (dnnl_int8.cc); a region of such steps alone has
@@ -100,7 +108,8 @@ bool is_dnnl_fake_quantization(const ir::Node& node) {
   const ir::Node* div = fake_quantization_div(node);
   if (!div) return false;
   const ir::Node& x = *div->inputs[0].node;
-  return x.op() == ir::OpId::Input || !is_pointwise(x) || fed_by_compute(*div, kMaxChain);
+  if (x.op() == ir::OpId::Input) return true;
+  return folds_as_int8(node) && (!is_pointwise(x) || fed_by_compute(*div, kMaxChain));
 }
 
 partition::Support check(const ir::Node& node) {
