@@ -59,8 +59,8 @@ class GroupFormer {
 
   Grouping run() {
     Int8Plan int8 = find_int8_convolutions(indexed_, is_output_);
-    result_.folded_into_int8 = std::move(int8.folded);
-    result_.dequantized_at = int8.dequantized_at;
+    result_.folded_into_int8 = int8.folded;
+    result_.uint8_nodes = int8.uint8_node_of;
     for (uint32_t id = 0; id < indexed_.num_nodes(); ++id) {
       if (!is_anchor(indexed_.node(id)) || result_.group_of[id] >= 0) continue;
       Group g;
@@ -84,6 +84,10 @@ class GroupFormer {
       g.members = {id, g.last};
       add_group(std::move(g));
     }
+    // The fake quantizations left between the groups (dnnl_int8.h).
+    fold_standalone_fake_quantizations(indexed_, is_output_, result_.group_of, int8);
+    result_.folded_into_int8 = std::move(int8.folded);
+    result_.dequantized_at = std::move(int8.dequantized_at);
     return std::move(result_);
   }
 
@@ -136,6 +140,11 @@ class GroupFormer {
         if (is_scalar_constant(on) &&
             scalar_as_linear(op, 1 - position, static_cast<float>(on.constant_value.value_as_double(0)), alpha, beta)) {
           PostOp linear{PostOp::Kind::eltwise, &c, algorithm::eltwise_linear, alpha, beta, {}};
+          // A second scaling (a fake quantization's multiply back after its
+          // divide) as pow(x, 1) * alpha, which oneDNN computes as one
+          // multiply: another algorithm, so no clash.
+          if (clashes_with_chain(g, linear) && beta == 0.0f)
+            linear = PostOp{PostOp::Kind::eltwise, &c, algorithm::eltwise_pow, alpha, 1.0f, {}};
           if (clashes_with_chain(g, linear)) return;
           g.post_ops.push_back(linear);
         } else {

@@ -127,6 +127,71 @@ bool reads_only_at(const ir::IndexedGraph& g, uint32_t id, uint32_t producer, si
   return index < in.size() && in[index].present() && in[index].node_id == producer;
 }
 
+// Whether the Div, Round and Clip of `f` each have the next step as their
+// only reader, so that the four can go unemitted.
+bool chain_foldable(const ir::IndexedGraph& g, const FakeQuantization& f, const std::vector<bool>& is_output) {
+  const std::pair<uint32_t, uint32_t> links[] = {{f.div, f.round}, {f.round, f.clip}, {f.clip, f.mul}};
+  for (auto [from, to] : links) {
+    auto consumers = g.consumers(from);
+    if (consumers.size() != 1 || consumers[0] != to || !reads_only_at(g, to, from, 0) || is_output[g.entry_id(from, 0)])
+      return false;
+  }
+  return true;
+}
+
+// A leaf of a uint8 node: its input `input` is the fake quantization `fake`.
+struct Uint8Leaf {
+  Uint8Node* node;
+  size_t input;
+  FakeQuantization fake;
+};
+
+// The uint8 node that node `id` (a MaxPool or Concat whose output only
+// `reader` reads, once) makes, computing in `scale` and `zero_point`: every
+// input a foldable fake quantization (recorded in `leaves`) or another such
+// node (recorded in `inner`); nullptr otherwise.
+std::shared_ptr<Uint8Node> find_uint8_node(const ir::IndexedGraph& g, uint32_t id, uint32_t reader, float scale,
+                                           int32_t zero_point, const std::vector<bool>& is_output,
+                                           std::vector<Uint8Leaf>& leaves,
+                                           std::vector<std::pair<uint32_t, std::shared_ptr<Uint8Node>>>& inner) {
+  const ir::Node& node = g.node(id);
+  const bool add = node.op() == OpId::Add;
+  if (node.op() != OpId::MaxPool && node.op() != OpId::Concat && !add) return nullptr;
+  if (node.output_types[0].dtype != DType::float32 || node.output_types[0].dims.size() < 2) return nullptr;
+  for (uint32_t output = 0; output < node.output_types.size(); ++output)
+    if (is_output[g.entry_id(id, output)]) return nullptr;
+  auto consumers = g.consumers(id);
+  if (consumers.size() != 1 || consumers[0] != reader) return nullptr;
+  int reads = 0;
+  for (Entry e : g.inputs(reader)) reads += e.present() && e.node_id == id ? 1 : 0;
+  if (reads != 1) return nullptr;
+  for (Entry e : g.inputs(reader))
+    if (e.present() && e.node_id == id && e.index != 0) return nullptr;  // a MaxPool's indices
+  auto inputs = g.inputs(id);
+  const size_t count = node.op() == OpId::MaxPool ? 1 : inputs.size();
+  if (count == 0 || (add && count != 2)) return nullptr;
+  auto u = std::make_shared<Uint8Node>();
+  u->scale = scale;
+  u->zero_point = zero_point;
+  u->sources.resize(count);
+  u->inner.resize(count);
+  for (size_t i = 0; i < count; ++i) {
+    if (!inputs[i].present()) return nullptr;
+    if (std::optional<FakeQuantization> f = match_fake_quantization(g, inputs[i]);
+        f && chain_foldable(g, *f, is_output)) {
+      // An Add of two such values of its own extents (no broadcast).
+      if (add && g.node(f->mul).output_types[0].dims != node.output_types[0].dims) return nullptr;
+      leaves.push_back({u.get(), i, *f});
+      continue;
+    }
+    if (add || inputs[i].index != 0) return nullptr;
+    u->inner[i] = find_uint8_node(g, inputs[i].node_id, id, scale, zero_point, is_output, leaves, inner);
+    if (!u->inner[i]) return nullptr;
+    inner.push_back({inputs[i].node_id, u->inner[i]});
+  }
+  return u;
+}
+
 }  // namespace
 
 std::optional<std::vector<float>> int8_weight_scales(const Tensor& weights, size_t axis) {
@@ -193,36 +258,63 @@ Int8Plan find_int8_convolutions(const ir::IndexedGraph& g, const std::vector<boo
   plan.convolution_of.resize(g.num_nodes());
   plan.folded.assign(g.num_nodes(), false);
   plan.folded_source_of.resize(g.num_nodes());
+  plan.uint8_node_of.resize(g.num_nodes());
   if (!int8_runs_without_saturation()) return plan;
   std::vector<std::shared_ptr<QuantizedSource>> source_of_mul(g.num_nodes());
   std::vector<FakeQuantization> fake_of_mul(g.num_nodes());
+  auto source_for = [&](const FakeQuantization& f) {
+    std::shared_ptr<QuantizedSource>& source = source_of_mul[f.mul];
+    if (!source) {
+      source = std::make_shared<QuantizedSource>();
+      source->value = Entry{f.mul, 0};
+      source->scale = f.scale;
+      source->zero_point = f.zero_point;
+      fake_of_mul[f.mul] = f;
+    }
+    return source;
+  };
   for (uint32_t id = 0; id < g.num_nodes(); ++id) {
     const ir::Node& anchor = g.node(id);
-    const bool conv = anchor.op() == OpId::Conv, matmul = anchor.op() == OpId::MatMul;
-    if ((!conv && !matmul) || anchor.output_types[0].dtype != DType::float32) continue;
+    const bool conv = anchor.op() == OpId::Conv, matmul = anchor.op() == OpId::MatMul, gemm = anchor.op() == OpId::Gemm;
+    if ((!conv && !matmul && !gemm) || anchor.output_types[0].dtype != DType::float32) continue;
     auto in = g.inputs(id);
     if (in.size() < 2 || !in[1].present() || !is_constant(g.node(in[1].node_id))) continue;
     if (in.size() > 2 && in[2].present() && !is_weight_source(g.node(in[2].node_id))) continue;
     const Tensor& weights = g.node(in[1].node_id).constant_value;
-    if (matmul && (weights.shape().size() != 2 || g.node(in[0].node_id).output_types[in[0].index].dims.size() < 2))
+    if ((matmul || gemm) &&
+        (weights.shape().size() != 2 || g.node(in[0].node_id).output_types[in[0].index].dims.size() < 2))
+      continue;
+    // Gemm: A not transposed, alpha 1, C (a row of biases) added once.
+    const bool trans_b = gemm && anchor.attributes.get_int("transB", 0) != 0;
+    if (gemm && (anchor.attributes.get_int("transA", 0) != 0 || anchor.attributes.get_float("alpha", 1.0f) != 1.0f ||
+                 anchor.attributes.get_float("beta", 1.0f) != 1.0f))
       continue;
     std::optional<FakeQuantization> f = match_fake_quantization(g, in[0]);
     if (!f) continue;
-    // Per output channel: a Conv's dimension 0, a MatMul's columns.
-    std::optional<std::vector<float>> scales = int8_weight_scales(weights, matmul ? 1 : 0);
+    // Per output channel: a Conv's dimension 0, a MatMul's columns (a
+    // Gemm's rows of B when transB).
+    std::optional<std::vector<float>> scales = int8_weight_scales(weights, conv || trans_b ? 0 : 1);
     if (!scales) continue;
-    std::shared_ptr<QuantizedSource>& source = source_of_mul[f->mul];
-    if (!source) {
-      source = std::make_shared<QuantizedSource>();
-      source->value = Entry{f->mul, 0};
-      source->scale = f->scale;
-      source->zero_point = f->zero_point;
-      fake_of_mul[f->mul] = *f;
-    }
     auto int8 = std::make_shared<Int8Convolution>();
-    int8->source = source;
+    int8->source = source_for(*f);
     int8->weight_scales = std::move(*scales);
     plan.convolution_of[id] = std::move(int8);
+  }
+  // MaxPools and Concats whose result a foldable fake quantization reads,
+  // of foldable fake quantizations (or of other such nodes): uint8 nodes.
+  for (uint32_t mul = 0; mul < g.num_nodes(); ++mul) {
+    if (g.node(mul).op() != OpId::Mul) continue;
+    std::optional<FakeQuantization> f = match_fake_quantization(g, Entry{mul, 0});
+    if (!f || f->x.index != 0 || !chain_foldable(g, *f, is_output)) continue;
+    std::vector<Uint8Leaf> leaves;
+    std::vector<std::pair<uint32_t, std::shared_ptr<Uint8Node>>> inner;
+    std::shared_ptr<Uint8Node> node =
+        find_uint8_node(g, f->x.node_id, f->div, f->scale, f->zero_point, is_output, leaves, inner);
+    if (!node) continue;
+    node->result = source_for(*f);
+    for (const Uint8Leaf& leaf : leaves) leaf.node->sources[leaf.input] = source_for(leaf.fake);
+    plan.uint8_node_of[f->x.node_id] = std::move(node);
+    for (auto& [id, u] : inner) plan.uint8_node_of[id] = std::move(u);
   }
   plan.dequantized_at.resize(g.num_nodes());
   // Fold each fake quantization an int8 product reads whose Div, Round and
@@ -230,18 +322,21 @@ Int8Plan find_int8_convolutions(const ir::IndexedGraph& g, const std::vector<boo
   for (uint32_t mul = 0; mul < g.num_nodes(); ++mul) {
     if (!source_of_mul[mul]) continue;
     const FakeQuantization& f = fake_of_mul[mul];
-    bool foldable = true;
-    const std::pair<uint32_t, uint32_t> links[] = {{f.div, f.round}, {f.round, f.clip}, {f.clip, f.mul}};
-    for (auto [from, to] : links) {
-      auto consumers = g.consumers(from);
-      foldable = foldable && consumers.size() == 1 && consumers[0] == to && reads_only_at(g, to, from, 0) &&
-                 !is_output[g.entry_id(from, 0)];
-    }
-    if (!foldable) continue;
+    if (!chain_foldable(g, f, is_output)) continue;
     bool float_readers = is_output[g.entry_id(mul, 0)];
-    for (uint32_t c : g.consumers(mul))
-      float_readers = float_readers || !plan.convolution_of[c] ||
-                      plan.convolution_of[c]->source != source_of_mul[mul] || !reads_only_at(g, c, mul, 0);
+    for (uint32_t c : g.consumers(mul)) {
+      bool reads_uint8 =
+          plan.convolution_of[c] && plan.convolution_of[c]->source == source_of_mul[mul] && reads_only_at(g, c, mul, 0);
+      if (const std::shared_ptr<Uint8Node>& u = plan.uint8_node_of[c]) {
+        reads_uint8 = true;
+        auto in = g.inputs(c);
+        for (size_t i = 0; i < in.size(); ++i)
+          if (in[i].present() && in[i].node_id == mul &&
+              (i >= u->sources.size() || u->sources[i] != source_of_mul[mul]))
+            reads_uint8 = false;
+      }
+      float_readers = float_readers || !reads_uint8;
+    }
     QuantizedSource& source = *source_of_mul[mul];
     source.value = f.x;
     source.folded_nodes = {f.div, f.round, f.clip, f.mul};
@@ -251,6 +346,42 @@ Int8Plan find_int8_convolutions(const ir::IndexedGraph& g, const std::vector<boo
     if (float_readers) plan.dequantized_at[mul] = source_of_mul[mul];
   }
   return plan;
+}
+
+void fold_standalone_fake_quantizations(const ir::IndexedGraph& g, const std::vector<bool>& is_output,
+                                        const std::vector<int>& group_of, Int8Plan& plan) {
+  if (!int8_runs_without_saturation()) return;
+  for (uint32_t mul = 0; mul < g.num_nodes(); ++mul) {
+    if (g.node(mul).op() != OpId::Mul || plan.folded[mul]) continue;
+    std::optional<FakeQuantization> f = match_fake_quantization(g, Entry{mul, 0});
+    if (!f || !chain_foldable(g, *f, is_output)) continue;
+    bool standalone = true;
+    for (uint32_t n : {f->div, f->round, f->clip, f->mul})
+      standalone = standalone && group_of[n] < 0 && !plan.folded[n];
+    if (!standalone) continue;
+    auto source = std::make_shared<QuantizedSource>();
+    source->value = f->x;
+    source->scale = f->scale;
+    source->zero_point = f->zero_point;
+    source->folded_nodes = {f->div, f->round, f->clip, f->mul};
+    source->float_readers = true;
+    // x moved by Reshape, Transpose, ... from the same fake quantization's Mul?
+    Entry moved = f->x;
+    while (true) {
+      const ir::Node& n = g.node(moved.node_id);
+      const ir::OpId op = n.op();
+      if (op != OpId::Reshape && op != OpId::Transpose && op != OpId::Flatten && op != OpId::Squeeze &&
+          op != OpId::Unsqueeze && op != OpId::Identity)
+        break;
+      moved = g.inputs(moved.node_id)[0];
+    }
+    if (moved != f->x) {
+      std::optional<FakeQuantization> before = match_fake_quantization(g, moved);
+      source->identity = before && before->scale == f->scale && before->zero_point == f->zero_point;
+    }
+    for (uint32_t n : source->folded_nodes) plan.folded[n] = true;
+    plan.dequantized_at[mul] = std::move(source);
+  }
 }
 
 std::shared_ptr<QuantizedSource> requantized_output(const ir::IndexedGraph& g, const Int8Plan& plan,
@@ -309,6 +440,7 @@ memory::desc with_data_type(const memory::desc& desc, size_t element_bytes, memo
 }  // namespace
 
 int dequantized_source(Builder& b, QuantizedSource& source, const std::string& label) {
+  if (source.identity) return b.slot_of(source.value);
   int u = source.slot;
   if (u < 0) {
     const memory::desc x = b.desc(b.slot_of(source.value));
@@ -323,6 +455,135 @@ int dequantized_source(Builder& b, QuantizedSource& source, const std::string& l
   const int to = b.add_slot(to_desc);
   b.add_step(dnnl::reorder(pd), pd, {{DNNL_ARG_FROM, u}, {DNNL_ARG_TO, to}}, "dequantize " + label);
   return to;
+}
+
+namespace {
+
+// uint8 with the channels (dimension 1) innermost: the layout of oneDNN's
+// int8 convolutions, which its int8 pooling reads.
+memory::desc channels_last_u8(const Dims& dims) {
+  Dims strides(dims.size());
+  int64_t stride = 1;
+  strides[1] = stride;
+  stride *= dims[1];
+  for (size_t d = dims.size(); d-- > 2;) {
+    strides[d] = stride;
+    stride *= dims[d];
+  }
+  strides[0] = stride;
+  return memory::desc(dims, memory::data_type::u8, strides);
+}
+
+// The uint8 form `from` (of scale `from_scale`, zero point `from_zero`)
+// requantized to `to_scale` and `to_zero`: saturate(round((u - z) * s / s') + z').
+int requantized(Builder& b, int from, float from_scale, int32_t from_zero, float to_scale, int32_t to_zero,
+                const std::string& label) {
+  const memory::desc d = b.desc(from);
+  dnnl::primitive_attr attr = Builder::new_attr();
+  attr.set_output_scales(0, {from_scale / to_scale});
+  if (from_zero != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {from_zero});
+  if (to_zero != 0) attr.set_zero_points(DNNL_ARG_DST, 0, {to_zero});
+  dnnl::reorder::primitive_desc pd(b.engine(), d, b.engine(), d, attr);
+  const int to = b.add_slot(d);
+  b.add_step(dnnl::reorder(pd), pd, {{DNNL_ARG_FROM, from}, {DNNL_ARG_TO, to}}, "requantize for " + label);
+  return to;
+}
+
+}  // namespace
+
+namespace {
+
+// A residual Add of two uint8 forms (a, scale s_a, zero point z_a; b, s_b,
+// z_b) into the uint8 form of scale s and zero point z: one binary
+// primitive, saturate(round(a * s_a / s + b * s_b / s + c)) with
+// c = z - z_a * s_a / s - z_b * s_b / s (an eltwise post-op; oneDNN 2.6's
+// binary takes scales, not zero points).
+int uint8_add(Builder& b, const ir::Node& node, const Uint8Node& u) {
+  int slots[2];
+  float scales[2];
+  float offset = static_cast<float>(u.zero_point);
+  for (size_t i = 0; i < 2; ++i) {
+    QuantizedSource& source = *u.sources[i];
+    slots[i] =
+        source.slot >= 0
+            ? source.slot
+            : quantized_source(b, source, with_data_type(b.desc(b.slot_of(source.value)), 4, memory::data_type::u8),
+                               node.name);
+    scales[i] = source.scale / u.scale;
+    offset -= static_cast<float>(source.zero_point) * scales[i];
+  }
+  const memory::desc layout = b.desc(slots[0]);
+  const int other = b.as_desc(slots[1], layout, node.name);
+  dnnl::primitive_attr attr = Builder::new_attr();
+  attr.set_scales(DNNL_ARG_SRC_0, 0, {scales[0]});
+  attr.set_scales(DNNL_ARG_SRC_1, 0, {scales[1]});
+  if (offset != 0.0f) {
+    dnnl::post_ops ops;
+    ops.append_eltwise(1.0f, dnnl::algorithm::eltwise_linear, 1.0f, offset);
+    attr.set_post_ops(ops);
+  }
+  dnnl::binary::primitive_desc pd(dnnl::binary::desc(dnnl::algorithm::binary_add, layout, b.desc(other), layout), attr,
+                                  b.engine());
+  const int dst = b.add_slot(pd.dst_desc());
+  b.add_step(dnnl::binary(pd), pd, {{DNNL_ARG_SRC_0, slots[0]}, {DNNL_ARG_SRC_1, other}, {DNNL_ARG_DST, dst}},
+             node.name);
+  return dst;
+}
+
+}  // namespace
+
+int emit_uint8_node(Builder& b, uint32_t id, Uint8Node& u) {
+  const ir::Node& node = b.graph().node(id);
+  if (node.op() == OpId::Add) {
+    u.slot = uint8_add(b, node, u);
+    if (u.result) {
+      u.result->slot = u.slot;
+      for (uint32_t n : u.result->folded_nodes) b.mark_emitted(n);
+    }
+    return u.slot;
+  }
+  std::vector<int> srcs;
+  for (size_t i = 0; i < u.sources.size(); ++i) {
+    int slot;
+    if (u.inner[i]) {
+      slot = u.inner[i]->slot;  // in u's scale and zero point already
+    } else {
+      QuantizedSource& source = *u.sources[i];
+      slot = source.slot >= 0 ? source.slot
+                              : quantized_source(b, source, channels_last_u8(b.dims(source.value)), node.name);
+      if (source.scale != u.scale || source.zero_point != u.zero_point)
+        slot = requantized(b, slot, source.scale, source.zero_point, u.scale, u.zero_point, node.name);
+    }
+    srcs.push_back(b.as_desc(slot, channels_last_u8(b.desc(slot).dims()), node.name));
+  }
+  const Dims out = dims_of(node.output_types[0]);
+  int dst;
+  if (node.op() == OpId::MaxPool) {
+    const PoolWindow w = pool_window(node, b.desc(srcs[0]).dims());
+    dnnl::pooling_v2_forward::primitive_desc pd(
+        dnnl::pooling_v2_forward::desc(dnnl::prop_kind::forward_inference, w.alg, b.desc(srcs[0]),
+                                       memory::desc(out, memory::data_type::u8, memory::format_tag::any), w.strides,
+                                       w.kernel, w.dilation, w.pad_l, w.pad_r),
+        Builder::new_attr(), b.engine());
+    dst = b.add_slot(pd.dst_desc());
+    b.add_step(dnnl::pooling_v2_forward(pd), pd, {{DNNL_ARG_SRC, srcs[0]}, {DNNL_ARG_DST, dst}}, node.name);
+  } else {
+    int64_t axis = node.attributes.get_int("axis");
+    if (axis < 0) axis += static_cast<int64_t>(out.size());
+    std::vector<memory::desc> descs;
+    for (int s : srcs) descs.push_back(b.desc(s));
+    dnnl::concat::primitive_desc pd(static_cast<int>(axis), descs, b.engine(), Builder::new_attr());
+    dst = b.add_slot(pd.dst_desc());
+    std::vector<std::pair<int, int>> args = {{DNNL_ARG_DST, dst}};
+    for (size_t i = 0; i < srcs.size(); ++i) args.push_back({DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), srcs[i]});
+    b.add_step(dnnl::concat(pd), pd, std::move(args), node.name);
+  }
+  u.slot = dst;
+  if (u.result) {
+    u.result->slot = dst;
+    for (uint32_t n : u.result->folded_nodes) b.mark_emitted(n);
+  }
+  return dst;
 }
 
 int emit_int8_conv(Builder& b, const Group& g, const std::string& label, const ConvShape& shape) {
@@ -430,17 +691,26 @@ int emit_int8_matmul(Builder& b, const Group& g, const std::string& label) {
   const Int8Convolution& int8 = *g.int8;
   QuantizedSource& source = *int8.source;
   const ir::Node& node = b.graph().node(g.anchor);
+  const bool gemm = node.op() == OpId::Gemm;
+  const bool trans_b = gemm && node.attributes.get_int("transB", 0) != 0;
   const Dims a_dims = b.dims(b.input(node, 0)), w_dims = b.dims(b.input(node, 1));
   const Dims dst_dims = dims_of(node.output_types[0]);
   const size_t rank = dst_dims.size();
   if (w_dims.size() != 2 || a_dims.size() != rank || rank < 2) return -1;
-  // The rows flattened to 2-D: [rows, K] x [K, N]. Post-ops: eltwise, or
+  // The rows flattened to 2-D: [rows, K] x [K, N] (a Gemm's B [N, K] when
+  // transB). Post-ops: a Gemm's C (a row of biases) first, then eltwise, or
   // binary with a row vector or the full result.
-  const int64_t rows = product(dst_dims, 0, rank - 1), k = w_dims[0], n = w_dims[1];
+  const int64_t rows = product(dst_dims, 0, rank - 1), k = w_dims[trans_b ? 1 : 0], n = w_dims[trans_b ? 0 : 1];
   if (a_dims[rank - 1] != k || dst_dims[rank - 1] != n) return -1;
   dnnl::post_ops ops;
   std::vector<std::pair<int, int>> binary_operands;  // (post-op index, slot) made once the primitive exists
   std::vector<memory::desc> binary_descs;
+  const bool has_c = gemm && b.has_input(node, 2);
+  if (has_c) {
+    const Dims c_dims = b.dims(b.input(node, 2));
+    if (product(c_dims, 0, c_dims.size()) != n || c_dims.empty() || c_dims.back() != n) return -1;
+    ops.append_binary(dnnl::algorithm::binary_add, plain_desc({1, n}));
+  }
   for (const PostOp& p : g.post_ops) {
     if (p.kind == PostOp::Kind::eltwise) {
       ops.append_eltwise(1.0f, p.alg, p.alpha, p.beta);
@@ -478,6 +748,10 @@ int emit_int8_matmul(Builder& b, const Group& g, const std::string& label) {
   std::vector<std::pair<int, int>> args;
   size_t binary = 0;
   int index = 0;
+  if (has_c) {
+    const int c = b.view(b.as_plain(b.slot_of(b.input(node, 2)), label), plain_desc({1, n}));
+    args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(index++) | DNNL_ARG_SRC_1, c});
+  }
   for (const PostOp& p : g.post_ops) {
     if (p.kind != PostOp::Kind::eltwise) {
       const int other = b.view(b.as_plain(b.slot_of(p.other), label), binary_descs[binary++]);
@@ -492,11 +766,13 @@ int emit_int8_matmul(Builder& b, const Group& g, const std::string& label) {
   w.desc = pd.weights_desc();
   w.label = node.name + ".int8";
   w.builder_reads_sources = true;
-  w.fill = [weight_scales, k, n](const std::vector<Tensor>& s, float* out) {
+  w.fill = [weight_scales, k, n, trans_b](const std::vector<Tensor>& s, float* out) {
     const float* values = s[0].data<float>();
     for (int64_t r = 0; r < k; ++r)
-      for (int64_t c = 0; c < n; ++c)
-        out[r * n + c] = std::clamp(std::nearbyint(values[r * n + c] / weight_scales[c]), -128.0f, 127.0f);
+      for (int64_t c = 0; c < n; ++c) {
+        const float value = trans_b ? values[c * k + r] : values[r * n + c];
+        out[r * n + c] = std::clamp(std::nearbyint(value / weight_scales[c]), -128.0f, 127.0f);
+      }
   };
   const int w_slot = b.add_weight(std::move(w));
   const int dst_root = b.add_slot(plain_desc(dst_dims));

@@ -35,6 +35,11 @@ struct QuantizedSource {
   /// place, the uint8 form is dequantized for them, s * (u - z), in one
   /// reorder (dequantized_source).
   bool float_readers = false;
+  /// A folded fake quantization of a value that already is one with the
+  /// same scale and zero point, moved by Reshape or Transpose (BERT's
+  /// projections then residual adds): it changes nothing, and its readers
+  /// read `value` itself.
+  bool identity = false;
   int slot = -1;  ///< the uint8 form once emitted (during one compile)
 };
 
@@ -45,10 +50,35 @@ struct Int8Convolution {
   std::vector<float> weight_scales;
 };
 
+/// A MaxPool, Concat or Add that runs on uint8 values: between fake
+/// quantizations (squeezenet's pools and fire-module concats, ResNet's
+/// residual adds in a QDQ export) it computes the uint8 form of the one it
+/// feeds. MaxPool and Concat commute with a fake quantization q (a monotone
+/// map applied to each element), so q(maxpool(concat(a, b))) =
+/// maxpool(concat(q(a), q(b))) exactly, and each input's q(a) = the uint8
+/// form of a requantized to q's scale and zero point (the identity when a
+/// was quantized the same way). An Add of two fake-quantized values of its
+/// extents is q(s_a (u_a - z_a) + s_b (u_b - z_b)): one binary primitive on
+/// the two uint8 forms with scales s_a / s and s_b / s.
+struct Uint8Node {
+  float scale = 1;         ///< of the fake quantization the result feeds
+  int32_t zero_point = 0;  ///< of the fake quantization the result feeds
+  /// The folded source whose uint8 form it makes, or nullptr when another
+  /// uint8 node reads the result (a Concat that only a MaxPool reads).
+  std::shared_ptr<QuantizedSource> result;
+  /// Per input: the folded source it reads, or nullptr where it reads `inner`'s.
+  std::vector<std::shared_ptr<QuantizedSource>> sources;
+  /// Per input: the uint8 node whose result it reads, or nullptr.
+  std::vector<std::shared_ptr<Uint8Node>> inner;
+  int slot = -1;  ///< the uint8 result once emitted (during one compile)
+};
+
 /// The int8 convolutions of a subgraph, per node id (nullptr for other
 /// nodes), and the fake-quantization nodes they fold (not emitted).
 struct Int8Plan {
   std::vector<std::shared_ptr<const Int8Convolution>> convolution_of;
+  /// Per node: the MaxPool, Concat or Add that runs on uint8 values, or nullptr.
+  std::vector<std::shared_ptr<Uint8Node>> uint8_node_of;
   std::vector<bool> folded;
   /// Per node: the folded source that quantizes its output 0, or nullptr.
   std::vector<std::shared_ptr<QuantizedSource>> folded_source_of;
@@ -68,6 +98,15 @@ bool int8_runs_without_saturation();
 /// int8_runs_without_saturation() is false. `is_output`: per entry id,
 /// whether it is a subgraph output (those are never folded).
 Int8Plan find_int8_convolutions(const ir::IndexedGraph& graph, const std::vector<bool>& is_output);
+
+/// Folds the fake quantizations that no int8 product or uint8 node reads
+/// and no group took as post-ops (`group_of`: per node, its group or -1):
+/// one that repeats the fake quantization of the value it moves (an
+/// identity) is not emitted at all; any other becomes a quantize reorder
+/// and a dequantize reorder (two passes where its four ops took four).
+/// Updates `plan` (folded, dequantized_at).
+void fold_standalone_fake_quantizations(const ir::IndexedGraph& graph, const std::vector<bool>& is_output,
+                                        const std::vector<int>& group_of, Int8Plan& plan);
 
 /// The folded source that int8 group `g` may write as uint8 (requantizing
 /// its result): the one that quantizes g's result when no one else reads
@@ -104,6 +143,13 @@ int emit_int8_conv(Builder& b, const Group& g, const std::string& label, const C
 /// slot, or -1 (nothing emitted) for anything else or where oneDNN has only
 /// reference code.
 int emit_int8_matmul(Builder& b, const Group& g, const std::string& label);
+
+/// Emits node `id` (a MaxPool, Concat or Add with a Uint8Node) on uint8
+/// values: its inputs' uint8 forms in (a pool's and a concat's each
+/// requantized to the node's scale and zero point where they differ first),
+/// the uint8 result out (u.slot, and the slot of u.result). Returns the
+/// result's slot.
+int emit_uint8_node(Builder& b, uint32_t id, Uint8Node& u);
 
 /// The float32 value a folded quantized source stands for, s * (u - z),
 /// from its uint8 form (made first if need be), in the same layout: for the

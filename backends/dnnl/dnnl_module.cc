@@ -75,7 +75,14 @@ DnnlModuleStats DnnlModule::stats() const {
       if (arg == DNNL_ARG_SRC && program_.slots[slot].desc.data_type() == dnnl::memory::data_type::u8) {
         s.int8_convolutions += kind == dnnl::primitive::kind::convolution;
         s.int8_matmuls += kind == dnnl::primitive::kind::matmul;
+        s.uint8_pools += kind == dnnl::primitive::kind::pooling_v2 || kind == dnnl::primitive::kind::pooling;
       }
+    for (const auto& [arg, slot] : step.args)
+      s.uint8_adds += kind == dnnl::primitive::kind::binary && arg == DNNL_ARG_SRC_0 &&
+                      program_.slots[slot].desc.data_type() == dnnl::memory::data_type::u8;
+    for (const auto& [arg, slot] : step.args)
+      s.uint8_concats += kind == dnnl::primitive::kind::concat && arg == DNNL_ARG_DST &&
+                         program_.slots[slot].desc.data_type() == dnnl::memory::data_type::u8;
   }
   s.built_threads = built_threads_;
   std::lock_guard<std::mutex> lock(variants_mutex_);

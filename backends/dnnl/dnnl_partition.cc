@@ -18,6 +18,7 @@
 #include <set>
 #include <unordered_set>
 
+#include "dnnl_int8.h"
 #include "dnnl_support.h"
 #include "graft/ir/graph.h"
 #include "graft/partition/contain_op_selector.h"
@@ -48,53 +49,77 @@ bool is_single_output_movement(const ir::Node& node) {
   return node.schema().category == ir::OpCategory::injective && node.num_outputs() == 1;
 }
 
+bool is_scalar_constant_node(const ir::Value& v) {
+  return v && v.node->op() == ir::OpId::Constant && v.node->constant_value.numel() == 1;
+}
+
+// The Div of the fake quantization that `node` is a step of, as
+// lower-quantize-dequantize writes a QuantizeLinear -> DequantizeLinear
+// pair: Mul(Clip(Round(Div(x, s))), s) with scalar constant scales; nullptr
+// for any other node. Only the steps up to `node` are checked (a checker
+// sees producers, not readers).
+const ir::Node* fake_quantization_div(const ir::Node& node) {
+  const ir::Node* first = node.inputs.empty() || !node.inputs[0] ? nullptr : node.inputs[0].node;
+  switch (node.op()) {
+    case ir::OpId::Div:
+      return node.inputs.size() == 2 && first && is_scalar_constant_node(node.inputs[1]) ? &node : nullptr;
+    case ir::OpId::Round:
+      return first && first->op() == ir::OpId::Div ? fake_quantization_div(*first) : nullptr;
+    case ir::OpId::Clip:
+      return first && first->op() == ir::OpId::Round ? fake_quantization_div(*first) : nullptr;
+    case ir::OpId::Mul:
+      return node.inputs.size() == 2 && first && first->op() == ir::OpId::Clip &&
+                     is_scalar_constant_node(node.inputs[1])
+                 ? fake_quantization_div(*first)
+                 : nullptr;
+    default:
+      return nullptr;
+  }
+}
+
+// Whether `node` is a step of a fake quantization that dnnl folds into
+// int8 work (dnnl_int8.cc: only where oneDNN runs int8 without saturation;
+// elsewhere the steps are float arithmetic, which `fuse` compiles into one
+// kernel per chain where dnnl would run a primitive per step).
+bool folds_as_int8(const ir::Node& node) {
+  return fake_quantization_div(node) != nullptr && int8_runs_without_saturation();
+}
+
 // True when an input of `node` comes from dnnl compute through at most
 // `depth` pointwise ops and single-output data movement that dnnl supports.
+// The steps of a fake quantization that dnnl folds do not count: a QDQ
+// model puts four on every activation an int8 product reads or writes.
 bool fed_by_compute(const ir::Node& node, int depth) {
   for (const ir::Value& input : node.inputs) {
     if (!input) continue;
     const ir::Node& producer = *input.node;
     if (is_compute(producer) && dnnl_supports(producer)) return true;
     if (depth > 0 && (is_pointwise(producer) || is_single_output_movement(producer)) && dnnl_supports(producer) &&
-        fed_by_compute(producer, depth - 1))
+        fed_by_compute(producer, folds_as_int8(producer) ? depth : depth - 1))
       return true;
   }
   return false;
 }
 
-bool is_scalar_constant_node(const ir::Value& v) {
-  return v && v.node->op() == ir::OpId::Constant && v.node->constant_value.numel() == 1;
-}
-
-// Whether `node` is a step of a fake quantization of a graph input, as
-// lower-quantize-dequantize writes it: Mul(Clip(Round(Div(x, s))), s) with x
-// an Input. dnnl takes it with the convolution or matmul it feeds (an image
-// model's first), which then reads x quantized (dnnl_int8.cc); a region of
-// it alone has no compute and is filtered.
-bool quantizes_graph_input(const ir::Node& node) {
-  auto first = [&](const ir::Node& n) -> const ir::Node* {
-    return n.inputs.empty() || !n.inputs[0] ? nullptr : n.inputs[0].node;
-  };
-  switch (node.op()) {
-    case ir::OpId::Div:
-      return node.inputs.size() == 2 && first(node) && first(node)->op() == ir::OpId::Input &&
-             is_scalar_constant_node(node.inputs[1]);
-    case ir::OpId::Round:
-      return first(node) && first(node)->op() == ir::OpId::Div && quantizes_graph_input(*first(node));
-    case ir::OpId::Clip:
-      return first(node) && first(node)->op() == ir::OpId::Round && quantizes_graph_input(*first(node));
-    case ir::OpId::Mul:
-      return node.inputs.size() == 2 && first(node) && first(node)->op() == ir::OpId::Clip &&
-             is_scalar_constant_node(node.inputs[1]) && quantizes_graph_input(*first(node));
-    default:
-      return false;
-  }
+// Whether `node` is a step of a fake quantization whose quantized value x
+// (the Div's input) is a graph input, or, where dnnl folds it (int8), the
+// result of compute or data movement, or fed by compute. dnnl takes such a step with the
+// convolution or matmul it feeds (an image model's first; a BERT
+// projection after a Transpose) or follows, which then reads x quantized
+// or writes it requantized (dnnl_int8.cc); a region of such steps alone has
+// no compute and is filtered.
+bool is_dnnl_fake_quantization(const ir::Node& node) {
+  const ir::Node* div = fake_quantization_div(node);
+  if (!div) return false;
+  const ir::Node& x = *div->inputs[0].node;
+  if (x.op() == ir::OpId::Input) return true;
+  return folds_as_int8(node) && (!is_pointwise(x) || fed_by_compute(*div, kMaxChain));
 }
 
 partition::Support check(const ir::Node& node) {
   SupportResult r = dnnl_supports(node);
   if (!r) return partition::Support::no(r.reason);
-  if (is_pointwise(node) && !fed_by_compute(node, kMaxChain) && !quantizes_graph_input(node))
+  if (is_pointwise(node) && !fed_by_compute(node, kMaxChain) && !is_dnnl_fake_quantization(node))
     return partition::Support::no("pointwise op away from dnnl compute (left to fuse: one kernel for the chain)");
   return partition::Support::yes();
 }

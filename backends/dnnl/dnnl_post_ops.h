@@ -21,6 +21,7 @@ namespace graft::dnnl_backend {
 
 struct Int8Convolution;  // dnnl_int8.h
 struct QuantizedSource;  // dnnl_int8.h
+struct Uint8Node;        // dnnl_int8.h
 
 /// One node absorbed into an anchor.
 struct PostOp {
@@ -57,6 +58,8 @@ struct Grouping {
   /// Per node: the folded fake quantization whose Mul it is, when float32
   /// ops read that Mul too (dequantized there), else nullptr.
   std::vector<std::shared_ptr<QuantizedSource>> dequantized_at;
+  /// Per node: the MaxPool, Concat or Add that runs on uint8 values (dnnl_int8.h), or nullptr.
+  std::vector<std::shared_ptr<Uint8Node>> uint8_nodes;
 };
 
 /// Groups the nodes of `graph` (dnnl_grouping.cc): every Conv,

@@ -194,6 +194,11 @@ DnnlProgram lower(const ir::Graph& subgraph) {
                            [&] { b.set_slot(id, 0, dequantized_source(b, *source, node.name)); });
       continue;
     }
+    if (const std::shared_ptr<Uint8Node>& u = grouping.uint8_nodes[id]) {  // dnnl_int8.cc
+      b.with_threads_for(node_microseconds(graph, node), [&] { emit_uint8_node(b, id, *u); });
+      b.mark_emitted(id);
+      continue;
+    }
     if (grouping.group_of[id] >= 0) {
       const Group& g = grouping.groups[grouping.group_of[id]];
       if (g.last == id) b.with_threads_for(group_microseconds(graph, g), [&] { emit_group(b, g); });

@@ -220,6 +220,191 @@ TEST(DnnlInt8, FakeQuantizedMatMulRunsInInt8) {
   }
 }
 
+// squeezenet's fire module and pool in a QDQ export: two convolutions
+// quantized with their own scales, a Concat of the pair's outputs
+// quantized again (the larger scale), a MaxPool between fake quantizations
+// of one scale, and a convolution after. The Concat and the MaxPool run on
+// uint8 (the input of the smaller scale requantized), with no dequantize /
+// quantize pair around them, and every convolution writes uint8.
+TEST(DnnlInt8, PoolAndConcatBetweenFakeQuantizationsRunOnUint8) {
+  QdqGraph q;
+  ConvCase c;
+  c.out_channels = 16;
+  c.bias = true;
+  ir::Value x = q.input("x", {1, 8, 12, 12});
+  ir::Value h = q.fake_quantize(x, 0.01f, 128, "in");
+  // Scales that are no simple ratios of each other (a calibration's never
+  // are): b's requantization then rounds ties as rarely as in a real model.
+  ir::Value a = q.fake_quantize(q.conv(h, c, "a", 71), 0.0413f, 0, "a.out");
+  ir::Value b = q.fake_quantize(q.conv(h, c, "b", 72), 0.0297f, 0, "b.out");
+  ir::Node* concat = q.graph().add_node("Concat", {a, b}, 1, "concat");
+  concat->attributes.set("axis", int64_t{1});
+  ir::Value joined = q.fake_quantize(concat->output(0), 0.0413f, 0, "concat.out");
+  ir::Node* pool = q.graph().add_node("MaxPool", {joined}, 1, "pool");
+  pool->attributes.set("kernel_shape", std::vector<int64_t>{3, 3});
+  pool->attributes.set("strides", std::vector<int64_t>{2, 2});
+  pool->attributes.set("ceil_mode", int64_t{1});
+  ir::Value pooled = q.fake_quantize(pool->output(0), 0.0413f, 0, "pool.out");
+  ConvCase last = c;
+  last.channels = 32;
+  last.relu = false;
+  q.output(q.fake_quantize(q.conv(pooled, last, "c", 73), 0.05f, 128, "c.out"), "y");
+  dnnl_backend::DnnlModuleStats stats = expect_within_one_step(q.graph(), {random_tensor({1, 8, 12, 12}, 74)}, 0.05f);
+  EXPECT_EQ(stats.int8_convolutions, expected_int8(3));
+  EXPECT_EQ(stats.uint8_concats, expected_int8(1));
+  EXPECT_EQ(stats.uint8_pools, expected_int8(1));
+  if (dnnl_backend::int8_runs_without_saturation()) {
+    // The two convolutions requantize, b's output is requantized to the
+    // concat's scale, the last quantizes nothing: input quantization, 3
+    // convolutions, 1 requantization, concat, pool, output reorder at most.
+    EXPECT_LE(stats.primitives, 8);
+  }
+}
+
+// A ResNet block in a QDQ export: conv -> QDQ -> conv -> QDQ, plus the
+// block's fake-quantized input, -> Add -> QDQ (the Relu after the Add
+// removed, as quantize_static removes it) -> conv. The Add runs on the two
+// uint8 forms (one binary primitive with scales, into the uint8 form of its
+// result): the block is int8 from end to end.
+TEST(DnnlInt8, ResidualAddOfFakeQuantizedValuesRunsOnUint8) {
+  QdqGraph q;
+  ConvCase c;
+  c.out_channels = 8;
+  ir::Value x = q.input("x", {1, 8, 12, 12});
+  ir::Value block_in = q.fake_quantize(x, 0.0117f, 0, "in");
+  ir::Value h = q.fake_quantize(q.conv(block_in, c, "conv1", 111), 0.0431f, 0, "conv1.out");
+  ConvCase second = c;
+  second.relu = false;
+  ir::Value y = q.fake_quantize(q.conv(h, second, "conv2", 112), 0.0523f, 131, "conv2.out");
+  ir::Value sum = q.fake_quantize(q.add(y, block_in, "sum"), 0.0389f, 0, "sum.out");
+  q.output(q.fake_quantize(q.conv(sum, second, "conv3", 113), 0.0617f, 120, "conv3.out"), "y");
+  dnnl_backend::DnnlModuleStats stats =
+      expect_within_one_step(q.graph(), {random_tensor({1, 8, 12, 12}, 114)}, 0.0617f);
+  EXPECT_EQ(stats.int8_convolutions, expected_int8(3));
+  EXPECT_EQ(stats.uint8_adds, expected_int8(1));
+}
+
+// A MaxPool whose result a float32 op reads too keeps its float32 form
+// (only a fake quantization's reader gets a uint8 node).
+TEST(DnnlInt8, PoolReadByFloatOpsStaysFloat) {
+  QdqGraph q;
+  ConvCase c;
+  ir::Value x = q.input("x", {1, 8, 12, 12});
+  ir::Value a = q.fake_quantize(q.conv(q.fake_quantize(x, 0.01f, 128, "in"), c, "a", 81), 0.04f, 0, "a.out");
+  ir::Node* pool = q.graph().add_node("MaxPool", {a}, 1, "pool");
+  pool->attributes.set("kernel_shape", std::vector<int64_t>{2, 2});
+  pool->attributes.set("strides", std::vector<int64_t>{2, 2});
+  ir::Value pooled = pool->output(0);
+  ir::Value quantized = q.fake_quantize(pooled, 0.04f, 0, "pool.out");
+  q.output(q.add(quantized, pooled, "sum"), "y");
+  dnnl_backend::DnnlModuleStats stats = expect_within_one_step(q.graph(), {random_tensor({1, 8, 12, 12}, 82)}, 0.04f);
+  EXPECT_EQ(stats.uint8_pools, 0);
+  EXPECT_EQ(stats.int8_convolutions, expected_int8(1));
+}
+
+// A Gemm (transB, the bias C), as PyTorch exports an attention block's
+// output projection: int8 weights [N, K] per tensor, run as an int8 matmul
+// with C added in its post-ops.
+TEST(DnnlInt8, FakeQuantizedGemmRunsInInt8) {
+  auto g = new_graph();
+  ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {16, 32}))->output(0);
+  auto fake_quantize = [&](ir::Value v, float scale, uint8_t zero_point, const std::string& name) {
+    ir::Value s = g->add_constant(name + ".s", Tensor::scalar<float>(scale))->output(0);
+    ir::Value z = g->add_constant(name + ".z", Tensor::scalar<uint8_t>(zero_point))->output(0);
+    ir::Value q = g->add_node("QuantizeLinear", {v, s, z}, 1, name + ".q")->output(0);
+    return g->add_node("DequantizeLinear", {q, s, z}, 1, name + ".dq")->output(0);
+  };
+  std::vector<int8_t> q(24 * 32);
+  std::mt19937_64 rng(91);
+  std::uniform_int_distribution<int> value(-127, 127);
+  for (auto& v : q) v = static_cast<int8_t>(value(rng));
+  q[5] = 127;
+  ir::Value w = g->add_constant("w", Tensor::from_vector<int8_t>(q, {24, 32}))->output(0);
+  ir::Value dq =
+      g->add_node("DequantizeLinear", {w, g->add_constant("w.s", Tensor::scalar<float>(0.004f))->output(0)}, 1, "w.dq")
+          ->output(0);
+  ir::Node* gemm = g->add_node(
+      "Gemm", {fake_quantize(x, 0.01f, 120, "in"), dq, g->add_constant("c", random_tensor({24}, 92))->output(0)}, 1,
+      "gemm");
+  gemm->attributes.set("transB", int64_t{1});
+  g->add_output(fake_quantize(gemm->output(0), 0.02f, 128, "out"), "y");
+  dnnl_backend::DnnlModuleStats stats = expect_within_one_step(*g, {random_tensor({16, 32}, 93)}, 0.02f);
+  EXPECT_EQ(stats.int8_matmuls, expected_int8(1));
+}
+
+// A BERT feed-forward block in a QDQ export: MatMul -> QDQ -> bias Add ->
+// Gelu -> QDQ -> MatMul -> QDQ -> bias Add -> QDQ -> residual Add -> QDQ ->
+// LayerNormalization. The fake quantizations put more than the pointwise
+// chain bound (8) between compute; where they fold (int8 runs) the
+// partitioner does not count them, so the block is one dnnl subgraph with
+// both products in int8; a fake
+// quantization that repeats the one of the value it moves (a Transpose)
+// changes nothing.
+TEST(DnnlInt8, QdqEncoderBlockIsOneDnnlSubgraph) {
+  auto g = new_graph();
+  ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {1, 16, 32}))->output(0);
+  auto fake_quantize = [&](ir::Value v, float scale, uint8_t zero_point, const std::string& name) {
+    ir::Value s = g->add_constant(name + ".s", Tensor::scalar<float>(scale))->output(0);
+    ir::Value z = g->add_constant(name + ".z", Tensor::scalar<uint8_t>(zero_point))->output(0);
+    ir::Value q = g->add_node("QuantizeLinear", {v, s, z}, 1, name + ".q")->output(0);
+    return g->add_node("DequantizeLinear", {q, s, z}, 1, name + ".dq")->output(0);
+  };
+  auto int8_weight = [&](int64_t k, int64_t n, uint64_t seed, const std::string& name) {
+    std::vector<int8_t> q(k * n);
+    std::mt19937_64 rng(seed);
+    std::uniform_int_distribution<int> value(-127, 127);
+    for (auto& v : q) v = static_cast<int8_t>(value(rng));
+    q[0] = 127;
+    ir::Value w = g->add_constant(name, Tensor::from_vector<int8_t>(q, {k, n}))->output(0);
+    return g
+        ->add_node("DequantizeLinear", {w, g->add_constant(name + ".s", Tensor::scalar<float>(0.01f))->output(0)}, 1,
+                   name + ".dq")
+        ->output(0);
+  };
+  auto add = [&](ir::Value a, ir::Value b, const std::string& name) {
+    return g->add_node("Add", {a, b}, 1, name)->output(0);
+  };
+  auto transposed = [&](ir::Value v, const std::string& name) {
+    ir::Node* t = g->add_node("Transpose", {v}, 1, name);
+    t->attributes.set("perm", std::vector<int64_t>{1, 0, 2});
+    return t->output(0);
+  };
+  // Scales that are no simple ratios of each other (a calibration's never
+  // are): a requantization's ties then are as rare as in a real model.
+  ir::Value residual = fake_quantize(x, 0.0213f, 128, "in");
+  ir::Value h = fake_quantize(transposed(residual, "t"), 0.0213f, 128, "t.out");  // [16, 1, 32]
+  ir::Value y = g->add_node("MatMul", {h, int8_weight(32, 64, 101, "w1")}, 1, "mm1")->output(0);
+  y = add(g->add_constant("b1", random_tensor({64}, 102))->output(0), fake_quantize(y, 0.0517f, 128, "mm1.out"),
+          "bias1");
+  y = g->add_node("Gelu", {y}, 1, "gelu")->output(0);
+  y = fake_quantize(y, 0.0291f, 10, "gelu.out");
+  y = g->add_node("MatMul", {y, int8_weight(64, 32, 103, "w2")}, 1, "mm2")->output(0);
+  y = add(g->add_constant("b2", random_tensor({32}, 104))->output(0), fake_quantize(y, 0.0533f, 128, "mm2.out"),
+          "bias2");
+  y = fake_quantize(y, 0.0547f, 128, "bias2.out");
+  // Moved back and quantized the same way again: an identity.
+  y = fake_quantize(transposed(y, "back"), 0.0547f, 128, "back.out");
+  y = add(y, residual, "residual");
+  y = fake_quantize(y, 0.0611f, 128, "residual.out");
+  ir::Value gamma = g->add_constant("gamma", random_tensor({32}, 105))->output(0);
+  ir::Value beta = g->add_constant("beta", random_tensor({32}, 106))->output(0);
+  ir::Node* norm = g->add_node("LayerNormalization", {y, gamma, beta}, 1, "norm");
+  norm->attributes.set("axis", int64_t{-1});
+  g->add_output(fake_quantize(norm->output(0), 0.05f, 128, "norm.out"), "y");
+
+  runtime::SessionOptions options;
+  options.backends = {"dnnl", "fuse", "ref"};
+  options.num_threads = 2;
+  runtime::Session session(g->clone(), options);
+  auto counts = session.partition_report().nodes_per_backend();
+  if (dnnl_backend::int8_runs_without_saturation()) {  // else float arithmetic, which `fuse` takes between products
+    EXPECT_EQ(counts["fuse"], 0u) << session.partition_report().to_text();
+    EXPECT_EQ(counts["ref"], 0u) << session.partition_report().to_text();
+  }
+  dnnl_backend::DnnlModuleStats stats = expect_within_one_step(*g, {random_tensor({1, 16, 32}, 107)}, 0.05f);
+  EXPECT_EQ(stats.int8_matmuls, expected_int8(2));
+}
+
 // An int8 module saved and loaded (an artifact) runs the same: the float
 // weights it reads for their scales are kept (not superseded), the s8 form
 // is stored converted.
