@@ -15,8 +15,8 @@
 // prints the median per variant and the ratios adapted / one and
 // full / one. An adapted run should cost what a 1-thread session costs
 // (ratio about 1); run it with and without a busy co-tenant
-// (`yes > /dev/null &`). Also prints how many dnnl primitives the adapted
-// session created again for one thread (dnnl_thread_variants.h).
+// (`yes > /dev/null &`). Also prints what one read of the CPU-time counters
+// (runtime::read_cpu_times) costs.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -84,6 +84,14 @@ int bench(int argc, char** argv) {
   if (models.empty() || threads < 2) {
     std::fprintf(stderr, "usage: thread_adaptation_bench [--rounds R] [--block B] [--threads T>=2] MODEL.onnx...\n");
     return 2;
+  }
+  {
+    // What one sample of the counters costs (two per adapted run at most).
+    const int reads = 1000;
+    auto begin = Clock::now();
+    for (int i = 0; i < reads; ++i) runtime::read_cpu_times();
+    std::printf("reading the CPU-time counters: %.1f us\n",
+                std::chrono::duration<double, std::micro>(Clock::now() - begin).count() / reads);
   }
   for (const std::string& model : models) {
     runtime::SessionOptions full;

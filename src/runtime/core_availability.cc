@@ -47,7 +47,11 @@ std::optional<CpuTimes> read_cpu_times() {
   std::string line;
   while (std::getline(stat, line)) {
     // "cpuN user nice system idle iowait irq softirq steal guest guest_nice"
-    if (line.size() < 4 || line.compare(0, 3, "cpu") != 0 || !std::isdigit(static_cast<unsigned char>(line[3]))) continue;
+    if (line.compare(0, 3, "cpu") != 0) {
+      if (times.cores > 0) break;  // the cpu lines come first; the rest (the long "intr" line) is not needed
+      continue;
+    }
+    if (line.size() < 4 || !std::isdigit(static_cast<unsigned char>(line[3]))) continue;
     std::istringstream fields(line.substr(3));
     int cpu = -1;
     unsigned long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
