@@ -92,6 +92,7 @@ int bench(int argc, char** argv) {
     for (int i = 0; i < reads; ++i) runtime::read_cpu_times();
     std::printf("reading the CPU-time counters: %.1f us\n",
                 std::chrono::duration<double, std::micro>(Clock::now() - begin).count() / reads);
+    std::fflush(stdout);
   }
   for (const std::string& model : models) {
     runtime::SessionOptions full;
@@ -130,6 +131,7 @@ int bench(int argc, char** argv) {
                   *std::min_element(times[v].begin(), times[v].end()));
     std::printf("  adapted / one %.2f   full / one %.2f\n", median(times[1]) / median(times[2]),
                 median(times[0]) / median(times[2]));
+    std::fflush(stdout);
   }
   return 0;
 }
