@@ -76,10 +76,14 @@ int bench(int argc, char** argv) {
   int rounds = 6, block = 5, threads = 2;
   std::vector<std::string> models;
   for (int i = 1; i < argc; ++i) {
-    if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc) rounds = std::stoi(argv[++i]);
-    else if (std::strcmp(argv[i], "--block") == 0 && i + 1 < argc) block = std::stoi(argv[++i]);
-    else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc) threads = std::stoi(argv[++i]);
-    else models.push_back(argv[i]);
+    if (std::strcmp(argv[i], "--rounds") == 0 && i + 1 < argc)
+      rounds = std::stoi(argv[++i]);
+    else if (std::strcmp(argv[i], "--block") == 0 && i + 1 < argc)
+      block = std::stoi(argv[++i]);
+    else if (std::strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+      threads = std::stoi(argv[++i]);
+    else
+      models.push_back(argv[i]);
   }
   if (models.empty() || threads < 2) {
     std::fprintf(stderr, "usage: thread_adaptation_bench [--rounds R] [--block B] [--threads T>=2] MODEL.onnx...\n");

@@ -23,16 +23,16 @@ namespace {
 /// at least half a core, our threads waited for cores half the time.
 std::shared_ptr<runtime::CoreAvailability> machine_with(double busy_elsewhere) {
   auto clock = std::make_shared<double>(0.0);
-  return std::make_shared<runtime::CoreAvailability>(
-      std::chrono::milliseconds(0), 0.1, [=]() -> std::optional<runtime::CpuTimes> {
-        *clock += 1.0;
-        runtime::CpuTimes t;
-        t.wall = *clock;
-        t.cores_busy = *clock * busy_elsewhere;
-        t.own_waiting = busy_elsewhere >= 0.5 ? *clock * 0.5 : 0.0;
-        t.cores = 2;
-        return t;
-      });
+  return std::make_shared<runtime::CoreAvailability>(std::chrono::milliseconds(0), 0.1,
+                                                     [=]() -> std::optional<runtime::CpuTimes> {
+                                                       *clock += 1.0;
+                                                       runtime::CpuTimes t;
+                                                       t.wall = *clock;
+                                                       t.cores_busy = *clock * busy_elsewhere;
+                                                       t.own_waiting = busy_elsewhere >= 0.5 ? *clock * 0.5 : 0.0;
+                                                       t.cores = 2;
+                                                       return t;
+                                                     });
 }
 
 std::vector<Tensor> inputs_for(const runtime::Session& session) {

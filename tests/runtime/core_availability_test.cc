@@ -129,7 +129,8 @@ TEST(CoreAvailability, RunsThatOverlapWithoutAPauseEndTheirStretchOnceItIsLongEn
 }
 
 TEST(CoreAvailability, UnreadableCountersKeepTheSessionsCount) {
-  CoreAvailability availability(std::chrono::milliseconds(0), 0.1, []() -> std::optional<CpuTimes> { return std::nullopt; });
+  CoreAvailability availability(std::chrono::milliseconds(0), 0.1,
+                                []() -> std::optional<CpuTimes> { return std::nullopt; });
   for (int i = 0; i < 3; ++i) {
     CoreAvailability::Run r(availability, 4);
     EXPECT_EQ(r.threads(), 4);

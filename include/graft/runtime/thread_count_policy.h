@@ -57,7 +57,7 @@ class ThreadCountPolicy {
 
  private:
   double decision_seconds_;
-  LoadWhileRunning pending_;   // stretches since the last decision
+  LoadWhileRunning pending_;  // stretches since the last decision
   bool reduced_ = false;
   double busy_elsewhere_ = 0;  // cores, at the last decision
   int cores_ = 0;
