@@ -8,19 +8,6 @@ namespace graft::dnnl_backend {
 
 namespace {
 
-// Kinds whose implementations fix their thread split at creation.
-bool splits_at_creation(dnnl::primitive::kind kind) {
-  switch (kind) {
-    case dnnl::primitive::kind::convolution:
-    case dnnl::primitive::kind::deconvolution:
-    case dnnl::primitive::kind::matmul:
-    case dnnl::primitive::kind::inner_product:
-      return true;
-    default:
-      return false;
-  }
-}
-
 bool is_forward(const_dnnl_primitive_desc_t pd) {
   dnnl_prop_kind_t prop = dnnl_prop_kind_undef;
   if (dnnl_primitive_desc_query(pd, dnnl_query_prop_kind, 0, &prop) != dnnl_success) return true;  // matmul has none
@@ -34,13 +21,23 @@ dnnl::primitive recreate(const DnnlProgram& program, const Step& step) {
   if (dnnl_primitive_get_primitive_desc(step.primitive.get(), &original) != dnnl_success || !original) return {};
   dnnl_primitive_kind_t kind = dnnl_undefined_primitive;
   if (dnnl_primitive_desc_query(original, dnnl_query_primitive_kind, 0, &kind) != dnnl_success) return {};
-  if (!splits_at_creation(static_cast<dnnl::primitive::kind>(kind)) || !is_forward(original)) return {};
-  const_dnnl_op_desc_t op_desc = nullptr;
+  if (!is_forward(original)) return {};
   const_dnnl_primitive_attr_t attr = nullptr;
-  if (dnnl_primitive_desc_query(original, dnnl_query_op_d, 0, &op_desc) != dnnl_success || !op_desc) return {};
   if (dnnl_primitive_desc_get_attr(original, &attr) != dnnl_success) return {};
   dnnl_primitive_desc_t raw = nullptr;
-  if (dnnl_primitive_desc_create(&raw, op_desc, attr, program.engine.get(), nullptr) != dnnl_success) return {};
+  if (kind == dnnl_reorder) {
+    // A reorder has no operation descriptor: it is made from its two layouts.
+    const dnnl_memory_desc_t* from = dnnl_primitive_desc_query_md(original, dnnl_query_src_md, 0);
+    const dnnl_memory_desc_t* to = dnnl_primitive_desc_query_md(original, dnnl_query_dst_md, 0);
+    if (!from || !to) return {};
+    if (dnnl_reorder_primitive_desc_create(&raw, from, program.engine.get(), to, program.engine.get(), attr) !=
+        dnnl_success)
+      return {};
+  } else {
+    const_dnnl_op_desc_t op_desc = nullptr;
+    if (dnnl_primitive_desc_query(original, dnnl_query_op_d, 0, &op_desc) != dnnl_success || !op_desc) return {};
+    if (dnnl_primitive_desc_create(&raw, op_desc, attr, program.engine.get(), nullptr) != dnnl_success) return {};
+  }
   std::unique_ptr<dnnl_primitive_desc, decltype(&dnnl_primitive_desc_destroy)> created(raw, &dnnl_primitive_desc_destroy);
   // The same layouts for every argument the step passes, and room in the
   // program's scratchpad.

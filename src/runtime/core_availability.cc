@@ -7,7 +7,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -48,7 +47,11 @@ std::optional<CpuTimes> read_cpu_times() {
   std::string line;
   while (std::getline(stat, line)) {
     // "cpuN user nice system idle iowait irq softirq steal guest guest_nice"
-    if (line.size() < 4 || line.compare(0, 3, "cpu") != 0 || !std::isdigit(static_cast<unsigned char>(line[3]))) continue;
+    if (line.compare(0, 3, "cpu") != 0) {
+      if (times.cores > 0) break;  // the cpu lines come first; the rest (the long "intr" line) is not needed
+      continue;
+    }
+    if (line.size() < 4 || !std::isdigit(static_cast<unsigned char>(line[3]))) continue;
     std::istringstream fields(line.substr(3));
     int cpu = -1;
     unsigned long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
@@ -84,36 +87,54 @@ double cores_busy_elsewhere(const CpuTimes& before, const CpuTimes& after) {
   return std::max(0.0, others / wall);
 }
 
-int threads_for_load(int threads, int cores, double busy_elsewhere) {
-  const double free_cores = static_cast<double>(cores) - busy_elsewhere;
-  const int usable = static_cast<int>(std::floor(free_cores + 0.5));
-  return std::clamp(usable, 1, std::max(threads, 1));
+LoadWhileRunning load_between(const CpuTimes& before, const CpuTimes& after) {
+  LoadWhileRunning load;
+  load.wall = std::max(0.0, after.wall - before.wall);
+  // Not clamped at zero: over a short stretch the 10 ms ticks of /proc/stat
+  // err either way, and only the sum over many stretches is meaningful.
+  load.busy_elsewhere = (after.cores_busy - before.cores_busy) - (after.own - before.own);
+  load.own_waiting = std::max(0.0, after.own_waiting - before.own_waiting);
+  load.cores = after.cores;
+  return load;
 }
 
-CoreAvailability::CoreAvailability(std::chrono::milliseconds interval, Reader reader)
-    : interval_(interval), reader_(std::move(reader)) {}
+CoreAvailability::CoreAvailability(std::chrono::milliseconds spacing, double decision_seconds, Reader reader)
+    : spacing_(spacing), reader_(std::move(reader)), policy_(decision_seconds) {}
 
-int CoreAvailability::threads_for_run(int threads) {
+CoreAvailability::Run::Run(CoreAvailability& availability, int threads)
+    : availability_(availability), threads_(availability.run_started(threads)) {}
+
+CoreAvailability::Run::~Run() { availability_.run_finished(); }
+
+int CoreAvailability::run_started(int threads) {
   std::lock_guard<std::mutex> lock(mutex_);
+  ++runs_in_progress_;
   const auto now = std::chrono::steady_clock::now();
-  if (!last_read_ || now - *last_read_ >= interval_) {
-    last_read_ = now;
-    if (std::optional<CpuTimes> sample = reader_()) {
-      if (last_sample_ && sample->wall > last_sample_->wall) {
-        const double wall = sample->wall - last_sample_->wall;
-        busy_elsewhere_ = cores_busy_elsewhere(*last_sample_, *sample);
-        contended_ = (sample->own_waiting - last_sample_->own_waiting) / wall >= 0.25;
-        cores_ = sample->cores;
-        // Fewer threads only once ours wait for cores; every core again once
-        // the others keep less than half a core busy.
-        if (!reduced_ && contended_) reduced_ = true;
-        else if (reduced_ && busy_elsewhere_ < 0.5) reduced_ = false;
-      }
-      last_sample_ = sample;
-    }
+  if (!stretch_start_ && (!stretch_opened_ || now - *stretch_opened_ >= spacing_)) {
+    stretch_opened_ = now;
+    stretch_start_ = reader_();
   }
-  if (cores_ == 0 || !reduced_) return threads;
-  return threads_for_load(threads, cores_, busy_elsewhere_);
+  return policy_.threads(threads);
+}
+
+void CoreAvailability::run_finished() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  --runs_in_progress_;
+  if (!stretch_start_) return;
+  if (runs_in_progress_ > 0) {
+    // Runs that overlap without a pause: end the stretch once it is long
+    // enough for a decision.
+    const std::chrono::duration<double> open = std::chrono::steady_clock::now() - *stretch_opened_;
+    if (open.count() < policy_.decision_seconds()) return;
+  }
+  if (std::optional<CpuTimes> end = reader_(); end && end->wall > stretch_start_->wall)
+    policy_.observe(load_between(*stretch_start_, *end));
+  stretch_start_.reset();
+}
+
+bool CoreAvailability::reduced() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return policy_.reduced();
 }
 
 CoreAvailability& CoreAvailability::global() {

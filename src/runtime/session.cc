@@ -379,9 +379,12 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, const backen
   pool->set_memory_limit(static_cast<size_t>(max_memory_));
   backend::RunOptions run_options;
   run_options.num_threads = num_threads_;
+  // In progress until the run ends: only the time of runs counts towards
+  // the decision (thread_count_policy.h).
+  std::optional<CoreAvailability::Run> adapted;
   if (adapt_threads_ && num_threads_ > 1) {
-    CoreAvailability& availability = core_availability_ ? *core_availability_ : CoreAvailability::global();
-    run_options.num_threads = availability.threads_for_run(num_threads_);
+    adapted.emplace(core_availability_ ? *core_availability_ : CoreAvailability::global(), num_threads_);
+    run_options.num_threads = adapted->threads();
   }
   if (stats) stats->num_threads = run_options.num_threads;
   run_options.profile = options_.profile;
@@ -394,6 +397,7 @@ std::vector<Tensor> Session::run(const std::vector<Tensor>& inputs, const backen
     idle_pools_.push_back(std::move(pool));
     throw;
   }
+  adapted.reset();  // the background compiles below are not the run's
   {
     std::lock_guard<std::mutex> lock(mutex_);
     idle_pools_.push_back(std::move(pool));

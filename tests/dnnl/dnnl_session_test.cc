@@ -460,7 +460,7 @@ namespace {
 std::shared_ptr<runtime::CoreAvailability> machine_with(int cores, double busy_elsewhere) {
   auto clock = std::make_shared<double>(0.0);
   return std::make_shared<runtime::CoreAvailability>(
-      std::chrono::milliseconds(0), [=]() -> std::optional<runtime::CpuTimes> {
+      std::chrono::milliseconds(0), 0.1, [=]() -> std::optional<runtime::CpuTimes> {
         *clock += 1.0;
         runtime::CpuTimes t;
         t.wall = *clock;
@@ -484,7 +484,7 @@ TEST(DnnlSession, WithACoreTakenByAnotherProcessRunsOnOneThreadWithPrimitivesMad
   runtime::Session quiet_session(frontend::load_onnx_from_memory(model), quiet);
   runtime::Session loaded_session(frontend::load_onnx_from_memory(model), loaded);
   std::vector<Tensor> want;
-  for (int run = 0; run < 3; ++run) {  // the first sample gives no estimate yet
+  for (int run = 0; run < 3; ++run) {  // the first run decides for the next ones
     backend::RunStats quiet_stats, loaded_stats;
     want = quiet_session.run(inputs, &quiet_stats);
     std::vector<Tensor> got = loaded_session.run(inputs, &loaded_stats);

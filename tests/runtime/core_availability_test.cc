@@ -1,11 +1,13 @@
-// The cores a run can have: the arithmetic from CPU-time samples, the
-// sampling interval, the counters read on this machine, and the switch.
+// The cores a run can have: the arithmetic from CPU-time samples, when they
+// are taken (around runs only), the counters read on this machine, and the
+// switch.
 #include "graft/runtime/core_availability.h"
 
 #include <gtest/gtest.h>
 
 #include <chrono>
 #include <cstdlib>
+#include <memory>
 #include <thread>
 
 #include "graft/core/error.h"
@@ -24,16 +26,6 @@ CpuTimes times(double cores_busy, double own, double own_waiting, double wall, i
   return t;
 }
 
-TEST(CoreAvailability, ThreadsAreTheCoresNotBusyElsewhereRoundedAtLeastOne) {
-  EXPECT_EQ(threads_for_load(2, 2, 0.0), 2);
-  EXPECT_EQ(threads_for_load(2, 2, 0.4), 2);  // a light co-tenant takes no core
-  EXPECT_EQ(threads_for_load(2, 2, 0.6), 1);
-  EXPECT_EQ(threads_for_load(2, 2, 1.0), 1);
-  EXPECT_EQ(threads_for_load(2, 2, 3.0), 1);  // never below one
-  EXPECT_EQ(threads_for_load(8, 16, 10.2), 6);
-  EXPECT_EQ(threads_for_load(4, 16, 0.0), 4);  // never above the session's count
-}
-
 TEST(CoreAvailability, BusyElsewhereIsTheMachinesBusyTimeLessOurOwnPerSecond) {
   CpuTimes before = times(10.0, 2.0, 0.0, 100.0, 2), after = times(13.0, 3.5, 0.0, 102.0, 2);
   EXPECT_DOUBLE_EQ(cores_busy_elsewhere(before, after), 0.75);  // (3 - 1.5) / 2
@@ -42,47 +34,107 @@ TEST(CoreAvailability, BusyElsewhereIsTheMachinesBusyTimeLessOurOwnPerSecond) {
   EXPECT_DOUBLE_EQ(cores_busy_elsewhere(before, only_us), 0.0);  // never negative
 }
 
-TEST(CoreAvailability, FewerThreadsOnlyOnceOursWaitForCoresAndAllAgainWhenTheOthersLeave) {
-  // Per one-second step of the clock: cores other processes keep busy, and
-  // how many of our threads wait for a core on average.
-  double busy_elsewhere = 1.0, waiting = 0.0;
-  double clock = 0, busy = 0, waited = 0;
-  int reads = 0;
-  CoreAvailability availability(std::chrono::milliseconds(0), [&]() -> std::optional<CpuTimes> {
-    ++reads;
-    clock += 1.0;
-    busy += busy_elsewhere;
-    waited += waiting;
-    return times(busy, 0.0, waited, clock, 2);
-  });
-  EXPECT_EQ(availability.threads_for_run(2), 2);  // one sample: no estimate
-  // Busy while we are idle (a benchmark taking turns): our threads never
-  // wait, so runs keep both.
-  EXPECT_EQ(availability.threads_for_run(2), 2);
-  EXPECT_EQ(availability.threads_for_run(2), 2);
-  // A co-tenant while we run: our threads wait, so one core is ours.
-  waiting = 0.6;
-  EXPECT_EQ(availability.threads_for_run(2), 1);
-  waiting = 0.0;  // on one thread, ours no longer wait; the co-tenant is still there
-  EXPECT_EQ(availability.threads_for_run(2), 1);
-  busy_elsewhere = 0.2;  // it left
-  EXPECT_EQ(availability.threads_for_run(2), 2);
-  EXPECT_EQ(reads, 6);
+TEST(CoreAvailability, TheLoadOfAStretchKeepsTickErrorsOfEitherSign) {
+  CpuTimes before = times(10.0, 2.0, 1.0, 100.0, 2), after = times(10.01, 2.015, 1.004, 100.01, 2);
+  LoadWhileRunning load = load_between(before, after);
+  EXPECT_NEAR(load.wall, 0.01, 1e-9);
+  EXPECT_NEAR(load.busy_elsewhere, -0.005, 1e-9);  // summed with others, the errors cancel
+  EXPECT_NEAR(load.own_waiting, 0.004, 1e-9);
+  EXPECT_EQ(load.cores, 2);
 }
 
-TEST(CoreAvailability, SamplesAtMostOncePerInterval) {
+/// A machine whose counters the test advances: while a run is in progress
+/// and while graft is idle, other processes keep some cores busy and our
+/// threads wait for some.
+struct FakeMachine {
+  double clock = 0, busy = 0, own = 0, waited = 0;
   int reads = 0;
-  CoreAvailability availability(std::chrono::hours(1), [&]() -> std::optional<CpuTimes> {
-    ++reads;
-    return times(0.0, 0.0, 0.0, static_cast<double>(reads), 2);
-  });
-  for (int i = 0; i < 100; ++i) EXPECT_EQ(availability.threads_for_run(2), 2);
-  EXPECT_EQ(reads, 1);
+  void advance(double seconds, double busy_elsewhere, double own_threads, double waiting) {
+    clock += seconds;
+    busy += (busy_elsewhere + own_threads) * seconds;
+    own += own_threads * seconds;
+    waited += waiting * seconds;
+  }
+  CoreAvailability::Reader reader() {
+    return [this]() -> std::optional<CpuTimes> {
+      ++reads;
+      return times(busy, own, waited, clock, 2);
+    };
+  }
+};
+
+TEST(CoreAvailability, FewerThreadsWhileACoTenantTakesACoreAndAllAgainWhenItLeaves) {
+  FakeMachine machine;
+  CoreAvailability availability(std::chrono::milliseconds(0), 0.1, machine.reader());
+  auto run = [&](double seconds, double busy_elsewhere, double waiting) {
+    CoreAvailability::Run r(availability, 2);
+    machine.advance(seconds, busy_elsewhere, r.threads(), waiting * r.threads() / 2);
+    return r.threads();
+  };
+  EXPECT_EQ(run(0.05, 0.0, 0.0), 2);
+  EXPECT_EQ(run(0.05, 0.0, 0.0), 2);  // quiet
+  EXPECT_EQ(run(0.05, 0.7, 0.7), 2);  // yes > /dev/null: ours wait; half a decision
+  EXPECT_EQ(run(0.05, 0.7, 0.7), 2);
+  EXPECT_TRUE(availability.reduced());
+  EXPECT_EQ(run(0.05, 1.0, 0.0), 1);
+  EXPECT_EQ(run(0.05, 1.0, 0.0), 1);  // on one thread ours do not wait: still one
+  EXPECT_TRUE(availability.reduced());
+  EXPECT_EQ(run(0.05, 0.0, 0.0), 1);
+  EXPECT_EQ(run(0.05, 0.0, 0.0), 1);  // it left: decided at the end of this run
+  EXPECT_FALSE(availability.reduced());
+  EXPECT_EQ(run(0.05, 0.0, 0.0), 2);
+  EXPECT_EQ(machine.reads, 18);  // two per run with no spacing
+}
+
+TEST(CoreAvailability, AProcessBusyOnlyWhileGraftIsIdleChangesNothing) {
+  // make compare: the runtimes take turns, ONNX Runtime's 2 threads busy
+  // (and graft's idle threads waiting behind them) between graft's runs.
+  FakeMachine machine;
+  CoreAvailability availability(std::chrono::milliseconds(0), 0.1, machine.reader());
+  for (int turn = 0; turn < 20; ++turn) {
+    for (int i = 0; i < 5; ++i) {
+      CoreAvailability::Run r(availability, 2);
+      EXPECT_EQ(r.threads(), 2) << "turn " << turn;
+      machine.advance(0.02, 0.05, 2, 0.05);
+    }
+    machine.advance(0.1, 2.0, 0.0, 0.5);
+  }
+  EXPECT_FALSE(availability.reduced());
+}
+
+TEST(CoreAvailability, SamplesAtMostOncePerSpacing) {
+  FakeMachine machine;
+  CoreAvailability availability(std::chrono::hours(1), 0.1, machine.reader());
+  for (int i = 0; i < 100; ++i) {
+    CoreAvailability::Run r(availability, 2);
+    EXPECT_EQ(r.threads(), 2);
+    machine.advance(0.01, 1.0, 2, 1.0);
+  }
+  EXPECT_EQ(machine.reads, 2);  // one stretch: the first run
+}
+
+TEST(CoreAvailability, RunsThatOverlapWithoutAPauseEndTheirStretchOnceItIsLongEnough) {
+  FakeMachine machine;
+  CoreAvailability availability(std::chrono::milliseconds(0), 0.0, machine.reader());
+  // Two threads running one after the other with no moment without a run:
+  // the stretch is ended at a run's end although another is in progress.
+  auto first = std::make_unique<CoreAvailability::Run>(availability, 2);
+  for (int i = 0; i < 4; ++i) {
+    machine.advance(0.05, 0.7, 2, 0.7);
+    auto next = std::make_unique<CoreAvailability::Run>(availability, 2);
+    first = std::move(next);  // the earlier run ends while the next is in progress
+  }
+  EXPECT_TRUE(availability.reduced());
+  EXPECT_EQ(first->threads(), 1);
 }
 
 TEST(CoreAvailability, UnreadableCountersKeepTheSessionsCount) {
-  CoreAvailability availability(std::chrono::milliseconds(0), []() -> std::optional<CpuTimes> { return std::nullopt; });
-  for (int i = 0; i < 3; ++i) EXPECT_EQ(availability.threads_for_run(4), 4);
+  CoreAvailability availability(std::chrono::milliseconds(0), 0.1,
+                                []() -> std::optional<CpuTimes> { return std::nullopt; });
+  for (int i = 0; i < 3; ++i) {
+    CoreAvailability::Run r(availability, 4);
+    EXPECT_EQ(r.threads(), 4);
+  }
 }
 
 TEST(CoreAvailability, ThisMachinesCountersCountOurOwnWork) {

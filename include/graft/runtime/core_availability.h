@@ -5,15 +5,18 @@
 /// process takes makes every region wait for it: on 2 cores with one other
 /// busy process, 2 threads run resnet50 about twice as slowly as 1 thread
 /// does (docs/performance.md, "A busy co-tenant"). Comparing the CPU time the
-/// machine's cores spent busy with this process's own CPU time over the same
-/// interval tells how many cores other processes keep busy; a run then uses
-/// the rest, at least one.
+/// machine's cores spent busy with this process's own CPU time, while its
+/// runs are in progress, tells how many cores other processes keep busy;
+/// the threads' run-queue delay tells whether that costs this process
+/// anything. ThreadCountPolicy decides from both.
 #pragma once
 
 #include <chrono>
 #include <functional>
 #include <mutex>
 #include <optional>
+
+#include "graft/runtime/thread_count_policy.h"
 
 namespace graft::runtime {
 
@@ -27,8 +30,9 @@ struct CpuTimes {
   /// This process's CPU time, all threads.
   double own = 0;
   /// Time this process's threads spent runnable but waiting for a core
-  /// (/proc/self/task/*/schedstat): contention while they run. Sleeping or
-  /// spinning threads do not add to it.
+  /// (/proc/self/task/*/schedstat): contention while they run. Sleeping
+  /// threads do not add to it (spinning ones do, once another task holds
+  /// their core).
   double own_waiting = 0;
   /// A monotonic clock.
   double wall = 0;
@@ -43,42 +47,57 @@ std::optional<CpuTimes> read_cpu_times();
 /// interval is empty).
 double cores_busy_elsewhere(const CpuTimes& before, const CpuTimes& after);
 
-/// The threads a run should use: `threads` at most, the cores not busy
-/// elsewhere rounded to the nearest whole core (a co-tenant using under half
-/// a core takes none), at least 1.
-int threads_for_load(int threads, int cores, double busy_elsewhere);
+/// What happened between two samples taken while runs were in progress.
+LoadWhileRunning load_between(const CpuTimes& before, const CpuTimes& after);
 
-/// Samples the counters at most once per interval and keeps the last
-/// decision in between; safe to call from many threads. A run keeps the full
-/// thread count until its threads wait for cores (on average a quarter of a
-/// thread over an interval): other processes busy only while graft is idle
-/// (a benchmark taking turns with it) cost nothing. Then it uses the cores
-/// the others leave free, and returns to the full count once they keep less
-/// than half a core busy.
+/// Samples the counters around runs and keeps the decision of a
+/// ThreadCountPolicy; safe to call from many threads. A sample is taken
+/// when a run starts, at most once per `spacing`, and the next when runs
+/// stop being in progress (or at a run's end once the stretch is
+/// `decision_seconds` long, for runs that overlap without a pause), so that
+/// only time in which this process ran counts: two reads of /proc per
+/// `spacing` at most.
 class CoreAvailability {
  public:
   using Reader = std::function<std::optional<CpuTimes>()>;
-  explicit CoreAvailability(std::chrono::milliseconds interval = std::chrono::milliseconds(100),
-                            Reader reader = read_cpu_times);
+  explicit CoreAvailability(std::chrono::milliseconds spacing = std::chrono::milliseconds(25),
+                            double decision_seconds = 0.1, Reader reader = read_cpu_times);
 
-  /// The threads a run starting now should use out of `threads`: `threads`
-  /// until two samples an interval apart exist, or when none can be read.
-  /// Reads a new sample when the last read is an interval old.
-  int threads_for_run(int threads);
+  /// One run: the threads it should use out of `threads` while it is in
+  /// progress. Ends the stretch being sampled when it is the last run in
+  /// progress.
+  class Run {
+   public:
+    Run(CoreAvailability& availability, int threads);
+    ~Run();
+    Run(const Run&) = delete;
+    Run& operator=(const Run&) = delete;
+    /// The threads this run should use: the session's count until enough
+    /// stretches have been seen, or when the counters cannot be read.
+    int threads() const { return threads_; }
+
+   private:
+    CoreAvailability& availability_;
+    int threads_;
+  };
+
+  /// True while runs use the cores the others leave free.
+  bool reduced() const;
 
   /// The process-wide instance sessions share.
   static CoreAvailability& global();
 
  private:
-  std::chrono::milliseconds interval_;
+  int run_started(int threads);
+  void run_finished();
+
+  std::chrono::milliseconds spacing_;
   Reader reader_;
-  std::mutex mutex_;
-  std::optional<std::chrono::steady_clock::time_point> last_read_;
-  std::optional<CpuTimes> last_sample_;
-  double busy_elsewhere_ = 0;
-  int cores_ = 0;            ///< 0: no estimate yet
-  bool contended_ = false;   ///< our threads waited for cores over the last interval
-  bool reduced_ = false;     ///< runs use the cores the others leave free
+  mutable std::mutex mutex_;
+  ThreadCountPolicy policy_;
+  int runs_in_progress_ = 0;
+  std::optional<CpuTimes> stretch_start_;  // a stretch being sampled
+  std::optional<std::chrono::steady_clock::time_point> stretch_opened_;
 };
 
 /// Whether sessions adapt their thread count to the load: `option` when set,

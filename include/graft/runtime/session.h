@@ -64,8 +64,10 @@ struct SessionOptions {
   /// physical memory. 0: no limit.
   std::optional<uint64_t> max_memory;
   /// Run on fewer than num_threads threads while other processes keep cores
-  /// busy: on the cores not busy elsewhere, at least one
-  /// (runtime::CoreAvailability, sampled at most every 100 ms). Threads wait
+  /// busy: on the cores not busy elsewhere, at least one, once this
+  /// process's threads wait for cores while its runs are in progress
+  /// (runtime::CoreAvailability samples the counters around runs,
+  /// runtime::ThreadCountPolicy decides). Threads wait
   /// for one another after every parallel region, so a thread without a core
   /// of its own slows every region down; the dnnl backend runs primitives
   /// made for the smaller count (made at the first such run). Results may
