@@ -314,6 +314,7 @@ std::shared_ptr<const KernelRunner> CompileCache::cached_cpu_runner(const ir::Ke
   if (llvm_jit_loaded()) {
     if (!llvm_jit_available()) return nullptr;
     target = llvm_target_id();
+    if (dir) record_cpu_target(*dir);  // a process that had to load LLVM spares the next one that
   } else {
     std::optional<std::string> recorded = dir ? recorded_cpu_target(*dir) : std::nullopt;
     if (!recorded) return nullptr;
