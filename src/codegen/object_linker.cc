@@ -51,7 +51,9 @@ uint64_t align_up(uint64_t value, uint64_t alignment) { return (value + alignmen
 class ObjectBytes {
  public:
   explicit ObjectBytes(std::string_view bytes) : bytes_(bytes) {}
-  bool contains(uint64_t offset, uint64_t size) const { return offset <= bytes_.size() && size <= bytes_.size() - offset; }
+  bool contains(uint64_t offset, uint64_t size) const {
+    return offset <= bytes_.size() && size <= bytes_.size() - offset;
+  }
   template <typename T>
   T read(uint64_t offset, const char* what) const {
     if (!contains(offset, sizeof(T))) fail(ErrorKind::invalid_model, "kernel object: ", what, " lies outside the file");
@@ -92,31 +94,47 @@ void write_64(char* at, uint64_t value) { std::memcpy(at, &value, 8); }
 /// psABI's names).
 void apply_relocation(uint32_t type, char* at, uint64_t place, uint64_t S, int64_t A, uint64_t GOT, uint64_t G) {
   switch (type) {
-    case R_X86_64_NONE: return;
-    case R_X86_64_64: return write_64(at, S + A);
+    case R_X86_64_NONE:
+      return;
+    case R_X86_64_64:
+      return write_64(at, S + A);
     case R_X86_64_PC32:
-    case R_X86_64_PLT32: return write_int32(at, static_cast<int64_t>(S + A - place), type);
-    case R_X86_64_32: return write_uint32(at, S + A, type);
-    case R_X86_64_32S: return write_int32(at, static_cast<int64_t>(S + A), type);
-    case R_X86_64_PC64: return write_64(at, S + A - place);
+    case R_X86_64_PLT32:
+      return write_int32(at, static_cast<int64_t>(S + A - place), type);
+    case R_X86_64_32:
+      return write_uint32(at, S + A, type);
+    case R_X86_64_32S:
+      return write_int32(at, static_cast<int64_t>(S + A), type);
+    case R_X86_64_PC64:
+      return write_64(at, S + A - place);
     case R_X86_64_GOTPCREL:
     case R_X86_64_GOTPCRELX:
-    case R_X86_64_REX_GOTPCRELX: return write_int32(at, static_cast<int64_t>(GOT + G + A - place), type);
-    case R_X86_64_GOT32: return write_int32(at, static_cast<int64_t>(G + A), type);
-    case R_X86_64_GOT64: return write_64(at, G + A);
-    case R_X86_64_GOTPCREL64: return write_64(at, GOT + G + A - place);
-    case R_X86_64_GOTOFF64: return write_64(at, S + A - GOT);
-    case R_X86_64_GOTPC32: return write_int32(at, static_cast<int64_t>(GOT + A - place), type);
-    case R_X86_64_GOTPC64: return write_64(at, GOT + A - place);
-    case R_X86_64_PLTOFF64: return write_64(at, S + A - GOT);  // the symbol itself serves as its PLT entry
-    default: fail(ErrorKind::unsupported, "kernel object: relocation type ", type);
+    case R_X86_64_REX_GOTPCRELX:
+      return write_int32(at, static_cast<int64_t>(GOT + G + A - place), type);
+    case R_X86_64_GOT32:
+      return write_int32(at, static_cast<int64_t>(G + A), type);
+    case R_X86_64_GOT64:
+      return write_64(at, G + A);
+    case R_X86_64_GOTPCREL64:
+      return write_64(at, GOT + G + A - place);
+    case R_X86_64_GOTOFF64:
+      return write_64(at, S + A - GOT);
+    case R_X86_64_GOTPC32:
+      return write_int32(at, static_cast<int64_t>(GOT + A - place), type);
+    case R_X86_64_GOTPC64:
+      return write_64(at, GOT + A - place);
+    case R_X86_64_PLTOFF64:
+      return write_64(at, S + A - GOT);  // the symbol itself serves as its PLT entry
+    default:
+      fail(ErrorKind::unsupported, "kernel object: relocation type ", type);
   }
 }
 
 /// Bytes a relocation type writes.
 uint64_t relocation_width(uint32_t type) {
   switch (type) {
-    case R_X86_64_NONE: return 0;
+    case R_X86_64_NONE:
+      return 0;
     case R_X86_64_PC32:
     case R_X86_64_PLT32:
     case R_X86_64_32:
@@ -125,8 +143,10 @@ uint64_t relocation_width(uint32_t type) {
     case R_X86_64_GOTPCRELX:
     case R_X86_64_REX_GOTPCRELX:
     case R_X86_64_GOT32:
-    case R_X86_64_GOTPC32: return 4;
-    default: return 8;
+    case R_X86_64_GOTPC32:
+      return 4;
+    default:
+      return 8;
   }
 }
 
@@ -291,7 +311,8 @@ std::shared_ptr<const LinkedObject> LinkedObject::link(std::string_view object) 
   }
 
   if ((read_only_begin > 0 && ::mprotect(image, read_only_begin, PROT_READ | PROT_EXEC) != 0) ||
-      (writable_begin > read_only_begin && ::mprotect(image + read_only_begin, writable_begin - read_only_begin, PROT_READ) != 0))
+      (writable_begin > read_only_begin &&
+       ::mprotect(image + read_only_begin, writable_begin - read_only_begin, PROT_READ) != 0))
     fail(ErrorKind::internal, "kernel object: cannot protect its pages");
   return linked;
 }

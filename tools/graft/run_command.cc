@@ -381,7 +381,9 @@ std::function<int()> setup_run(CLI::App& app) {
                   "else the machine's memory)");
   sub->add_option("--fusion", options->fusion, "on|off: pointwise fusion (default: GRAFT_FUSION, else on)");
   sub->add_option("--repeat", options->repeat, "run N more times and print the median and min latency");
-  sub->add_flag("--stats", options->stats, "print peak and total intermediate memory and buffer reuse, and where fused kernels came from (compiled, GRAFT_CACHE_DIR; whether LLVM was loaded)");
+  sub->add_flag("--stats", options->stats,
+                "print peak and total intermediate memory and buffer reuse, and where fused kernels came from "
+                "(compiled, GRAFT_CACHE_DIR; whether LLVM was loaded)");
   sub->add_flag("--profile", options->profile,
                 "print time per node, op type and backend (mean over the --repeat runs, else the first run)");
   sub->add_option("--trace", options->trace,
