@@ -290,7 +290,7 @@ std::shared_ptr<const KernelRunner> CompileCache::link(const ir::KernelIR& ir, c
     try {
       std::shared_ptr<const LinkedObject> linked = LinkedObject::link(object);
       const void* kernel = linked->symbol(prefix + "_kernel");
-      const void* streaming = linked->symbol(prefix + "_streaming_lanes");
+      const void* streaming = linked->symbol(prefix + "_streaming_lanes", sizeof(int64_t));
       if (!kernel || !streaming) fail(ErrorKind::invalid_model, "kernel object without ", prefix, "'s symbols");
       int64_t streaming_lanes;
       std::memcpy(&streaming_lanes, streaming, sizeof streaming_lanes);

@@ -279,8 +279,8 @@ std::shared_ptr<const LinkedObject> LinkedObject::link(std::string_view object) 
     if (symbol.st_shndx >= sections.size() || !sections[symbol.st_shndx].loaded)
       fail(ErrorKind::unsupported, "kernel object: symbol in section ", symbol.st_shndx, " that is not loaded");
     const Section& section = sections[symbol.st_shndx];
-    if (symbol.st_value > section.header.sh_size)
-      fail(ErrorKind::invalid_model, "kernel object: symbol value outside its section");
+    if (symbol.st_value > section.header.sh_size || symbol.st_size > section.header.sh_size - symbol.st_value)
+      fail(ErrorKind::invalid_model, "kernel object: symbol outside its section");
     return base + section.offset + symbol.st_value;
   };
 
@@ -307,7 +307,7 @@ std::shared_ptr<const LinkedObject> LinkedObject::link(std::string_view object) 
     int binding = ELF64_ST_BIND(symbol.st_info);
     if (symbol.st_shndx == SHN_COMMON) fail(ErrorKind::unsupported, "kernel object: COMMON symbol");
     if (symbol.st_shndx == SHN_UNDEF || (binding != STB_GLOBAL && binding != STB_WEAK)) continue;
-    linked->symbols_[name_of(symbol)] = reinterpret_cast<const void*>(address_of(index));
+    linked->symbols_[name_of(symbol)] = {reinterpret_cast<const void*>(address_of(index)), symbol.st_size};
   }
 
   if ((read_only_begin > 0 && ::mprotect(image, read_only_begin, PROT_READ | PROT_EXEC) != 0) ||
@@ -321,9 +321,9 @@ LinkedObject::~LinkedObject() {
   if (pages_) ::munmap(pages_, size_);
 }
 
-const void* LinkedObject::symbol(const std::string& name) const {
+const void* LinkedObject::symbol(const std::string& name, uint64_t bytes) const {
   auto it = symbols_.find(name);
-  return it == symbols_.end() ? nullptr : it->second;
+  return it == symbols_.end() || it->second.size < bytes ? nullptr : it->second.address;
 }
 
 bool object_linker_available() { return true; }
@@ -334,7 +334,7 @@ std::shared_ptr<const LinkedObject> LinkedObject::link(std::string_view) {
   fail(ErrorKind::unsupported, "graft links kernel objects itself only on x86-64 Linux");
 }
 LinkedObject::~LinkedObject() = default;
-const void* LinkedObject::symbol(const std::string&) const { return nullptr; }
+const void* LinkedObject::symbol(const std::string&, uint64_t) const { return nullptr; }
 bool object_linker_available() { return false; }
 
 #endif

@@ -4,6 +4,7 @@
 // 58 MiB of resident memory).
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -31,15 +32,21 @@ class LinkedObject {
   LinkedObject& operator=(const LinkedObject&) = delete;
   ~LinkedObject();
 
-  /// Address of the global symbol `name` defined by the object, or nullptr.
-  const void* symbol(const std::string& name) const;
+  /// Address of the global symbol `name` defined by the object, or nullptr
+  /// (also when the object declares it smaller than `bytes`: a caller that
+  /// reads a constant through it asks for the constant's size).
+  const void* symbol(const std::string& name, uint64_t bytes = 1) const;
 
  private:
   LinkedObject() = default;
 
   void* pages_ = nullptr;  // one mapping: code, then read-only data (with the GOT), then writable data
   size_t size_ = 0;
-  std::unordered_map<std::string, const void*> symbols_;
+  struct Symbol {
+    const void* address;
+    uint64_t size;  // st_size, checked to lie inside its section
+  };
+  std::unordered_map<std::string, Symbol> symbols_;
 };
 
 /// Whether this build links the emitter's object code itself (x86-64 Linux).

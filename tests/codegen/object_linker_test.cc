@@ -33,7 +33,7 @@ std::shared_ptr<const KernelRunner> linked_by_graft(const ir::KernelIR& ir, cons
                                                     const std::string& prefix) {
   std::shared_ptr<const LinkedObject> linked = LinkedObject::link(object);
   const void* kernel = linked->symbol(prefix + "_kernel");
-  const void* streaming = linked->symbol(prefix + "_streaming_lanes");
+  const void* streaming = linked->symbol(prefix + "_streaming_lanes", sizeof(int64_t));
   EXPECT_NE(kernel, nullptr);
   EXPECT_NE(streaming, nullptr);
   int64_t streaming_lanes;
