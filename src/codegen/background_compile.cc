@@ -211,24 +211,12 @@ std::shared_ptr<const KernelRunner> CompileCache::cpu_runner_in_background(const
   // knob GRAFT_JIT_LANES is checked where the JIT sets up its target: with it
   // set, kernels compile here, in the foreground.
   if (!jit_enabled_by_environment() || std::getenv("GRAFT_JIT_LANES")) return cpu_runner(ir);
-  (void)cache_directory_from_environment();
-  // A kernel compiled before (another plan, another session) is served at
-  // once: interpreting it until a queued job finds it would cost time, and
-  // make runs of a new plan differ in the last bits from those of the old.
-  // memory_ holds entries only once the JIT is loaded, so cpu_key() loads nothing.
-  bool any_compiled;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    any_compiled = !memory_.empty();
-  }
-  if (any_compiled) {
-    std::string key = cpu_key(ir);
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (auto it = memory_.find(key); it != memory_.end()) {
-      counters_.memory_hits++;
-      return it->second;
-    }
-  }
+  // A kernel compiled before (another plan, another session, another
+  // process through GRAFT_CACHE_DIR) is served at once: interpreting it until
+  // a queued job finds it would cost time, and make runs of a new plan differ
+  // in the last bits from those of the old. This loads no LLVM: a process
+  // whose kernels are all in the disk cache never queues a job.
+  if (auto cached = cached_cpu_runner(ir)) return cached;
   auto job = std::make_shared<CompileJob>();
   job->ir = ir;
   auto runner = std::make_shared<BackgroundCompiledRunner>(ir, job);

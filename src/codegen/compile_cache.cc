@@ -9,6 +9,13 @@
 //   payload  the object file, or the PTX
 // Anything else (short file, wrong magic, size or checksum, another key) is
 // a miss: the kernel is compiled again and the entry rewritten.
+//
+// The target record <fingerprint hash>.gkt has the same layout: key = this
+// host's fingerprint (host_fingerprint.h), payload = llvm_target_id(). It is
+// what lets a process compute CPU keys without loading LLVM; a record that
+// is missing, corrupt or of another fingerprint means "load LLVM" (and is
+// written then). Entries found that way are linked by object_linker.cc, only
+// after their checksum matched.
 #include "graft/codegen/compile_cache.h"
 
 #include <unistd.h>
@@ -27,7 +34,10 @@
 #include "graft/codegen/interpreter.h"
 #include "graft/core/error.h"
 #include "graft/core/printable.h"
+#include "host_fingerprint.h"
+#include "jit_runner.h"
 #include "llvm_jit.h"
+#include "object_linker.h"
 
 namespace graft::codegen {
 
@@ -123,6 +133,37 @@ void warn_cache_write_failure_once(const std::string& problem) {
             << "; kernels are compiled but not cached (further failures to write are not reported)\n";
 }
 
+std::string key_of(const std::string& material) {
+  return hex(ir::fnv1a(material)) + hex(ir::fnv1a(material, 0x84222325cbf29ce4ull));
+}
+
+std::string cpu_key_of(const ir::KernelIR& ir, const std::string& target) {
+  return key_of(serialize(ir) + "|cpu|" + target);
+}
+
+std::filesystem::path target_record_path(const std::string& dir, const std::string& fingerprint) {
+  return std::filesystem::path(dir) / (key_of(fingerprint) + ".gkt");
+}
+
+/// The vector width a target id names ("...|lanes-16"), or 0.
+int64_t lanes_of_target(const std::string& target) {
+  size_t at = target.rfind("|lanes-");
+  if (at == std::string::npos) return 0;
+  std::string lanes = target.substr(at + 7);
+  return lanes == "4" ? 4 : lanes == "8" ? 8 : lanes == "16" ? 16 : 0;
+}
+
+/// The target id recorded in `dir` for this host, or nullopt.
+std::optional<std::string> recorded_cpu_target(const std::string& dir) {
+  std::optional<std::string> fingerprint = cpu_host_fingerprint();
+  if (!fingerprint) return std::nullopt;
+  std::optional<std::string> bytes = read_file(target_record_path(dir, *fingerprint));
+  if (!bytes) return std::nullopt;
+  std::optional<std::string> target = decode_entry(*bytes, *fingerprint);
+  if (!target || lanes_of_target(*target) == 0) return std::nullopt;
+  return target;
+}
+
 }  // namespace
 
 bool jit_enabled_by_environment() {
@@ -155,6 +196,8 @@ std::string cpu_jit_unavailable_reason() {
   return llvm_jit_available() ? std::string() : llvm_jit_unavailable_reason();
 }
 
+bool cpu_jit_loaded() { return llvm_jit_loaded(); }
+
 std::string cpu_jit_target() {
   if (!llvm_jit_available())
     fail(ErrorKind::unsupported, "the LLVM JIT is unavailable: ", llvm_jit_unavailable_reason());
@@ -168,8 +211,7 @@ CompileCache& CompileCache::global() {
 
 std::string CompileCache::cpu_key(const ir::KernelIR& ir) const {
   if (!llvm_jit_available()) return {};
-  std::string material = serialize(ir) + "|cpu|" + llvm_target_id();
-  return hex(ir::fnv1a(material)) + hex(ir::fnv1a(material, 0x84222325cbf29ce4ull));
+  return cpu_key_of(ir, llvm_target_id());
 }
 
 void CompileCache::warn_once(const std::string& message) {
@@ -182,13 +224,14 @@ std::shared_ptr<const KernelRunner> CompileCache::cpu_runner(const ir::KernelIR&
     counters_.interpreted++;
     return std::make_shared<Interpreter>(ir);
   }
+  if (auto cached = cached_cpu_runner(ir)) return cached;
   if (!llvm_jit_available()) {  // never silently: say once why kernels are interpreted
     warn_once("the LLVM JIT is unavailable (" + llvm_jit_unavailable_reason() + ")");
     counters_.interpreted++;
     return std::make_shared<Interpreter>(ir);
   }
   std::optional<std::string> dir = cache_directory_from_environment();  // invalid values throw here
-  (void)dir;
+  if (dir) record_cpu_target(*dir);
   std::string key = cpu_key(ir);
   std::lock_guard<std::mutex> lock(mutex_);
   auto it = memory_.find(key);
@@ -217,7 +260,7 @@ std::shared_ptr<const KernelRunner> CompileCache::compile_or_load(const ir::Kern
     if (std::optional<std::string> bytes = read_file(path)) {
       if (std::optional<std::string> object = decode_entry(*bytes, key)) {
         try {
-          auto runner = load_object(ir, *object, prefix);
+          auto runner = link(ir, *object, key, llvm_target_id(), true);
           counters_.disk_hits++;
           return runner;
         } catch (const Error&) {
@@ -230,7 +273,7 @@ std::shared_ptr<const KernelRunner> CompileCache::compile_or_load(const ir::Kern
   if (fail_compiles_) fail(ErrorKind::internal, "compile failure injected for testing");
   std::string object = compile_to_object(ir, prefix);
   counters_.compiles++;
-  auto runner = load_object(ir, object, prefix);
+  auto runner = link(ir, object, key, llvm_target_id(), true);
   if (dir) {
     std::string problem = write_atomically(path, encode_entry(key, object));
     if (!problem.empty()) warn_cache_write_failure_once(problem);
@@ -238,12 +281,86 @@ std::shared_ptr<const KernelRunner> CompileCache::compile_or_load(const ir::Kern
   return runner;
 }
 
+std::shared_ptr<const KernelRunner> CompileCache::link(const ir::KernelIR& ir, const std::string& object,
+                                                       const std::string& key, const std::string& target,
+                                                       bool llvm_fallback) {
+  std::string prefix = "graft_k" + key.substr(0, 16);
+  int64_t lanes = lanes_of_target(target);
+  if (object_linker_available() && lanes > 0) {
+    try {
+      std::shared_ptr<const LinkedObject> linked = LinkedObject::link(object);
+      const void* kernel = linked->symbol(prefix + "_kernel");
+      const void* streaming = linked->symbol(prefix + "_streaming_lanes", sizeof(int64_t));
+      if (!kernel || !streaming) fail(ErrorKind::invalid_model, "kernel object without ", prefix, "'s symbols");
+      int64_t streaming_lanes;
+      std::memcpy(&streaming_lanes, streaming, sizeof streaming_lanes);
+      if (streaming_lanes != 0 && streaming_lanes != kStreamLanes)
+        fail(ErrorKind::invalid_model, "kernel object with ", streaming_lanes, " streaming lanes");
+      auto runner = make_jit_runner(reinterpret_cast<CompiledKernelFunction>(const_cast<void*>(kernel)), lanes,
+                                    streaming_lanes, ir, linked);
+      counters_.native_links++;
+      return runner;
+    } catch (const Error&) {
+      if (!llvm_fallback) throw;
+    }
+  }
+  if (!llvm_fallback) fail(ErrorKind::unsupported, "graft cannot link this kernel object itself");
+  return load_object(ir, object, prefix);
+}
+
+std::shared_ptr<const KernelRunner> CompileCache::cached_cpu_runner(const ir::KernelIR& ir) {
+  std::optional<std::string> dir = cache_directory_from_environment();  // invalid values throw here
+  std::string target;
+  if (llvm_jit_loaded()) {
+    if (!llvm_jit_available()) return nullptr;
+    target = llvm_target_id();
+    if (dir) record_cpu_target(*dir);  // a process that had to load LLVM spares the next one that
+  } else {
+    std::optional<std::string> recorded = dir ? recorded_cpu_target(*dir) : std::nullopt;
+    if (!recorded) return nullptr;
+    target = std::move(*recorded);
+  }
+  std::string key = cpu_key_of(ir, target);
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto it = memory_.find(key); it != memory_.end()) {
+    counters_.memory_hits++;
+    return it->second;
+  }
+  if (!dir) return nullptr;
+  // A missing or damaged entry is left to compile_or_load, which counts the
+  // reject, compiles and rewrites it.
+  std::optional<std::string> bytes = read_file(std::filesystem::path(*dir) / (key + ".gko"));
+  std::optional<std::string> object = bytes ? decode_entry(*bytes, key) : std::nullopt;
+  if (!object) return nullptr;
+  std::shared_ptr<const KernelRunner> runner;
+  try {
+    runner = link(ir, *object, key, target, false);
+  } catch (const Error&) {
+    return nullptr;  // compile_or_load links it through LLJIT, or compiles it again
+  }
+  counters_.disk_hits++;
+  memory_.emplace(key, runner);
+  return runner;
+}
+
+void CompileCache::record_cpu_target(const std::string& dir) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!recorded_folders_.insert(dir).second) return;
+  }
+  std::optional<std::string> fingerprint = cpu_host_fingerprint();
+  if (!fingerprint) return;
+  std::string target = llvm_target_id();
+  if (recorded_cpu_target(dir) == target) return;
+  std::string problem = write_atomically(target_record_path(dir, *fingerprint), encode_entry(*fingerprint, target));
+  if (!problem.empty()) warn_cache_write_failure_once(problem);
+}
+
 namespace {
 
 /// The CUDA cache key of `ir`, given its generated source.
 std::string cuda_key_of(const ir::KernelIR& ir, const std::string& architecture, const std::string& source) {
-  std::string material = serialize(ir) + "|cuda|" + architecture + "|nvrtc " + nvrtc_version() + "|" + source;
-  return hex(ir::fnv1a(material)) + hex(ir::fnv1a(material, 0x84222325cbf29ce4ull));
+  return key_of(serialize(ir) + "|cuda|" + architecture + "|nvrtc " + nvrtc_version() + "|" + source);
 }
 
 }  // namespace
@@ -286,6 +403,7 @@ void CompileCache::clear_memory() {
   std::lock_guard<std::mutex> lock(mutex_);
   memory_.clear();
   ptx_memory_.clear();
+  recorded_folders_.clear();
 }
 
 }  // namespace graft::codegen

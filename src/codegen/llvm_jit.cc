@@ -13,7 +13,7 @@
 // unnecessary, and having one function with one copy of the DAG (no scalar
 // remainder loop, no scalar strided variant) keeps instruction selection and
 // register allocation, which dominate JIT latency, to one pass over it.
-// JitRunner (C++) handles the rest: the last partial vector of a run goes
+// JitRunner (C++, jit_runner.cc) handles the rest: the last partial vector of a run goes
 // through zero-padded scratch buffers, and strided runs (broadcasting) go in
 // blocks whose strided operands are copied to or from dense scratch buffers.
 // run_kernel splits the iteration space over threads.
@@ -35,6 +35,8 @@
 //          for |x| <= 4, +-1 beyond. float64 erf, and sin/cos of both types,
 //          call libm lane by lane.
 #include "llvm_jit.h"
+
+#include "jit_runner.h"
 
 #include <algorithm>
 #include <atomic>
@@ -163,9 +165,6 @@ Host& usable_host() {
   if (!h.init_error.empty()) fail(ErrorKind::unsupported, "LLVM JIT unavailable: ", h.init_error);
   return h;
 }
-
-/// Elements per call of the streaming mode (64 bytes of float32).
-constexpr int kStreamLanes = 16;
 
 /// Renders one kernel into an LLVM module.
 class Emitter {
@@ -807,153 +806,6 @@ std::unique_ptr<llvm::Module> build_module(llvm::LLVMContext& context, const ir:
   return module;
 }
 
-/// Calls `fn` with a value of the unsigned type of `size` bytes (1, 2, 4 or
-/// 8: the element sizes of the kernel dtypes), which only moves bits.
-template <typename F>
-void with_element_type(size_t size, F&& fn) {
-  switch (size) {
-    case 1:
-      fn(uint8_t{});
-      break;
-    case 2:
-      fn(uint16_t{});
-      break;
-    case 4:
-      fn(uint32_t{});
-      break;
-    case 8:
-      fn(uint64_t{});
-      break;
-    default:
-      GRAFT_CHECK(false, "fused kernel: element size ", size);
-  }
-}
-
-/// Copies `count` elements of `size` bytes between strided runs (strides in elements).
-void copy_elements(const char* from, int64_t from_stride, char* to, int64_t to_stride, int64_t count, size_t size) {
-  with_element_type(size, [&]<typename T>(T) {
-    for (int64_t j = 0; j < count; ++j) {
-      T value;
-      std::memcpy(&value, from + j * from_stride * static_cast<int64_t>(sizeof(T)), sizeof(T));
-      std::memcpy(to + j * to_stride * static_cast<int64_t>(sizeof(T)), &value, sizeof(T));
-    }
-  });
-}
-
-/// Fills `count` elements of `size` bytes at `to` with the element at `from`.
-void fill_elements(const char* from, char* to, int64_t count, size_t size) {
-  with_element_type(size, [&]<typename T>(T) {
-    T value;
-    std::memcpy(&value, from, sizeof(T));
-    std::fill_n(reinterpret_cast<T*>(to), count, value);
-  });
-}
-
-/// Calls a compiled kernel function. The function itself only processes
-/// dense runs whose length is a multiple of the vector width (so its IR has
-/// one loop without masks or gathers, which keeps compile time low); this
-/// class handles the rest in C++: the last partial vector of a dense run is
-/// copied into zero-padded scratch buffers of one vector, and strided runs go
-/// in blocks of kBlock elements, with every operand whose stride is not 1
-/// copied into (inputs) or out of (outputs) a dense scratch buffer. An input
-/// broadcast along the whole run (stride 0: a LayerNorm's mean and variance
-/// along a row) holds one value: its scratch block is filled once per run.
-class JitRunner final : public KernelRunner {
- public:
-  using Kernel = void (*)(int64_t, void* const*, int32_t);
-  JitRunner(Kernel kernel, int64_t lanes, int64_t streaming_lanes, const ir::KernelIR& ir)
-      : kernel_(kernel), lanes_(lanes), streaming_lanes_(streaming_lanes), inputs_(ir.input_dtypes.size()) {
-    for (DType t : ir.input_dtypes) sizes_.push_back(dtype_size(t));
-    for (DType t : ir.output_dtypes()) sizes_.push_back(dtype_size(t));
-  }
-  void run_contiguous(int64_t n, void* const* ptrs) const override {
-    int64_t full = n - n % lanes_;
-    if (full > 0) kernel_(full, ptrs, 0);
-    if (n > full) run_packed(n - full, ptrs, nullptr, full);
-  }
-  int64_t streaming_lanes() const override { return streaming_lanes_; }
-  void run_streaming(int64_t n, void* const* ptrs) const override {
-    if (streaming_lanes_ == 0 || n % streaming_lanes_ != 0) return run_contiguous(n, ptrs);
-    kernel_(n, ptrs, 1);
-  }
-  void run_strided(int64_t n, void* const* ptrs, const int64_t* strides) const override {
-    size_t n_ops = sizes_.size();
-    std::vector<void*> block(n_ops);
-    char* scratch = scratch_buffer();
-    if (n >= lanes_)
-      for (size_t k = 0; k < inputs_; ++k)
-        if (ptrs[k] && strides[k] == 0)
-          fill_elements(static_cast<const char*>(ptrs[k]), scratch + k * kBlock * 8, std::min(kBlock, n), sizes_[k]);
-    for (int64_t begin = 0; begin < n; begin += kBlock) {
-      int64_t full = std::min(kBlock, n - begin) / lanes_ * lanes_;
-      for (size_t k = 0; k < n_ops && full > 0; ++k) {
-        if (!ptrs[k]) {
-          block[k] = nullptr;
-          continue;
-        }
-        char* at = static_cast<char*>(ptrs[k]) + begin * strides[k] * static_cast<int64_t>(sizes_[k]);
-        block[k] = strides[k] == 1 ? at : scratch + k * kBlock * 8;
-        if (strides[k] != 1 && strides[k] != 0 && k < inputs_)
-          copy_elements(at, strides[k], static_cast<char*>(block[k]), 1, full, sizes_[k]);
-      }
-      if (full > 0) {
-        kernel_(full, block.data(), 0);
-        for (size_t k = inputs_; k < n_ops; ++k)
-          if (strides[k] != 1)
-            copy_elements(static_cast<char*>(block[k]), 1,
-                          static_cast<char*>(ptrs[k]) + begin * strides[k] * static_cast<int64_t>(sizes_[k]),
-                          strides[k], full, sizes_[k]);
-      }
-      int64_t count = std::min(kBlock, n - begin);
-      if (count > full) run_packed(count - full, ptrs, strides, begin + full);
-    }
-  }
-  const char* kind() const override { return "llvm"; }
-
- private:
-  /// Elements per block of a strided run (a multiple of every vector width).
-  static constexpr int64_t kBlock = 256;
-
-  /// kBlock elements of 8 bytes per operand, per thread.
-  char* scratch_buffer() const {
-    thread_local std::vector<uint64_t> scratch;
-    if (scratch.size() < sizes_.size() * kBlock) scratch.resize(sizes_.size() * kBlock);
-    return reinterpret_cast<char*>(scratch.data());
-  }
-
-  /// Elements [offset, offset + count) of a run (count < kBlock) through
-  /// scratch buffers padded with zeros to a multiple of the vector width.
-  void run_packed(int64_t count, void* const* ptrs, const int64_t* strides, int64_t offset) const {
-    size_t n_ops = sizes_.size();
-    int64_t padded = (count + lanes_ - 1) / lanes_ * lanes_;
-    std::vector<void*> packed(n_ops, nullptr);
-    char* scratch = scratch_buffer();
-    for (size_t k = 0; k < n_ops; ++k) {
-      if (!ptrs[k]) continue;
-      packed[k] = scratch + k * kBlock * 8;
-      if (k >= inputs_) continue;
-      int64_t stride = strides ? strides[k] : 1;
-      copy_elements(static_cast<char*>(ptrs[k]) + offset * stride * static_cast<int64_t>(sizes_[k]), stride,
-                    static_cast<char*>(packed[k]), 1, count, sizes_[k]);
-      std::memset(static_cast<char*>(packed[k]) + count * static_cast<int64_t>(sizes_[k]), 0,
-                  static_cast<size_t>(padded - count) * sizes_[k]);
-    }
-    kernel_(padded, packed.data(), 0);
-    for (size_t k = inputs_; k < n_ops; ++k) {
-      int64_t stride = strides ? strides[k] : 1;
-      copy_elements(static_cast<char*>(packed[k]), 1,
-                    static_cast<char*>(ptrs[k]) + offset * stride * static_cast<int64_t>(sizes_[k]), stride, count,
-                    sizes_[k]);
-    }
-  }
-
-  Kernel kernel_;
-  int64_t lanes_;
-  int64_t streaming_lanes_;
-  size_t inputs_;
-  std::vector<size_t> sizes_;  // element bytes per operand: inputs, then outputs
-};
-
 }  // namespace
 
 bool llvm_jit_available() {
@@ -1038,8 +890,8 @@ std::shared_ptr<const KernelRunner> load_object(const ir::KernelIR& ir, const st
   int64_t streaming_lanes = *reinterpret_cast<const int64_t*>(lanes->getAddress());
   if (streaming_lanes != 0 && streaming_lanes != kStreamLanes)
     fail(ErrorKind::invalid_model, "LLJIT: kernel object with ", streaming_lanes, " streaming lanes");
-  return std::make_shared<JitRunner>(reinterpret_cast<JitRunner::Kernel>(kernel->getAddress()), h.lanes,
-                                     streaming_lanes, ir);
+  return make_jit_runner(reinterpret_cast<CompiledKernelFunction>(kernel->getAddress()), h.lanes, streaming_lanes, ir,
+                         nullptr);  // the code stays in the LLJIT instance, which lives as long as the process
 }
 
 }  // namespace graft::codegen
@@ -1056,6 +908,8 @@ namespace graft::codegen {
 #else  // !GRAFT_WITH_LLVM
 
 bool llvm_jit_available() { return false; }
+bool llvm_jit_loaded() { return false; }
+std::string llvm_jit_plugin_path() { return {}; }
 std::string llvm_jit_unavailable_reason() { return "graft was built without LLVM (GRAFT_WITH_LLVM=OFF)"; }
 std::string llvm_target_id() { fail(ErrorKind::unsupported, "graft was built without LLVM (GRAFT_WITH_LLVM=OFF)"); }
 std::string emit_llvm_ir(const ir::KernelIR&, const std::string&) {

@@ -14,8 +14,14 @@
 
 namespace graft::codegen {
 
-/// True when graft was built with LLVM and the host target initialized.
+/// True when graft was built with LLVM and the host target initialized
+/// (loads the plugin the first time).
 bool llvm_jit_available();
+/// True once the plugin is mapped into this process; never loads it.
+bool llvm_jit_loaded();
+/// The plugin's file (beside libgraft.so); empty when graft was built
+/// without LLVM.
+std::string llvm_jit_plugin_path();
 /// Why llvm_jit_available() is false (the plugin could not be loaded, the
 /// host target did not initialize, graft was built without LLVM); empty when
 /// it is true.

@@ -6,6 +6,7 @@
 // false, so fused kernels run in the interpreter (CompileCache warns once).
 #include <dlfcn.h>
 
+#include <atomic>
 #include <filesystem>
 #include <mutex>
 
@@ -24,19 +25,19 @@ struct Plugin {
   std::string error;
 };
 
+std::atomic<bool> plugin_mapped{false};
+
 const Plugin& plugin() {
   static const Plugin loaded = [] {
     Plugin p;
-    Dl_info info{};
-    std::filesystem::path path = GRAFT_LLVM_JIT_PLUGIN;
-    if (dladdr(reinterpret_cast<void*>(&plugin), &info) && info.dli_fname)
-      path = std::filesystem::path(info.dli_fname).parent_path() / GRAFT_LLVM_JIT_PLUGIN;
+    std::filesystem::path path = llvm_jit_plugin_path();
     void* handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
     if (!handle) {
       const char* why = dlerror();
       p.error = "cannot load the LLVM JIT plugin " + path.string() + ": " + (why ? why : "unknown error");
       return p;
     }
+    plugin_mapped = true;
     auto entry = reinterpret_cast<const LlvmJitTable* (*)()>(dlsym(handle, "graft_llvm_jit_table"));
     const LlvmJitTable* table = entry ? entry() : nullptr;
     if (!table || table->abi_version != LlvmJitTable::kAbiVersion) {
@@ -56,6 +57,18 @@ const LlvmJitTable& table_or_fail() {
 }
 
 }  // namespace
+
+std::string llvm_jit_plugin_path() {
+  static const std::string path = [] {
+    Dl_info info{};
+    if (dladdr(reinterpret_cast<void*>(&llvm_jit_plugin_path), &info) && info.dli_fname)
+      return (std::filesystem::path(info.dli_fname).parent_path() / GRAFT_LLVM_JIT_PLUGIN).string();
+    return std::string(GRAFT_LLVM_JIT_PLUGIN);
+  }();
+  return path;
+}
+
+bool llvm_jit_loaded() { return plugin_mapped; }
 
 bool llvm_jit_available() {
   const Plugin& p = plugin();

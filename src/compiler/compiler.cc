@@ -54,7 +54,8 @@ void fold_shape_computations(std::unique_ptr<ir::Graph>& graph, bool float16_in_
 partition::PartitionReport partition(std::unique_ptr<ir::Graph>& graph, const CompileOptions& options) {
   const std::string& fallback = backend::fallback_backend().name();
   std::vector<partition::BackendEntry> entries;
-  for (const std::string& name : backend::resolve_backend_order(options.backends)) {
+  const std::vector<std::string> order = backend::resolve_backend_order(options.backends);
+  for (const std::string& name : order) {
     const backend::Backend& b = backend::get_backend(name);
     partition::BackendEntry entry;
     entry.name = name;
@@ -66,6 +67,9 @@ partition::PartitionReport partition(std::unique_ptr<ir::Graph>& graph, const Co
   // Backends claimed their subgraphs above; claims of their own (fusion) take what is left.
   if (fusion::fusion_enabled(options.fusion)) {
     for (const backend::Backend* b : backend::all_backends()) {
+      // A backend used only when named and not named here is not asked: its
+      // availability probes a driver (OpenCL's ICD loader maps PoCL and libLLVM).
+      if (!b->in_default_order() && std::find(order.begin(), order.end(), b->name()) == order.end()) continue;
       if (!b->unavailable_reason().empty()) continue;
       if (b->claim_remaining(graph, &report) && options.verify_after_each_pass) ir::verify(*graph);
     }

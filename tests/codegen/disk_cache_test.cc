@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <vector>
 
 #include "graft/codegen/compile_cache.h"
 #include "graft/core/parallel.h"
@@ -101,6 +102,46 @@ TEST_F(DiskCache, SecondLoadIsADiskHitAndDamagedEntriesAreRewritten) {
   }
 }
 
+TEST_F(DiskCache, EntriesAreLinkedByGraftAndTheHostsTargetIsRecorded) {
+  CompileCache& cache = CompileCache::global();
+  ir::KernelIR ir = kernel_with_constant(0.375);
+  cache.clear_memory();
+  auto compiled = cache.cpu_runner(ir);
+  ASSERT_STREQ(compiled->kind(), "llvm");
+  // The record of this host's target: what a process without LLVM computes keys with.
+  std::vector<std::filesystem::path> records;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_))
+    if (entry.path().extension() == ".gkt") records.push_back(entry.path());
+  ASSERT_EQ(records.size(), 1u);
+  std::string record;
+  {
+    std::ifstream in(records[0], std::ios::binary);
+    record.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  EXPECT_NE(record.find(cpu_jit_target()), std::string::npos);
+
+  cache.clear_memory();
+  uint64_t links = cache.counters().native_links, hits = cache.counters().disk_hits,
+           compiles = cache.counters().compiles;
+  auto loaded = cache.cpu_runner(ir);
+  EXPECT_EQ(cache.counters().disk_hits, hits + 1);
+  EXPECT_EQ(cache.counters().native_links, links + 1);
+  EXPECT_EQ(cache.counters().compiles, compiles);
+  EXPECT_TRUE(runs_correctly(*loaded, ir, 0.125 * 3));
+
+  // A damaged record is rewritten when a kernel next compiles.
+  std::ofstream(records[0], std::ios::binary | std::ios::trunc) << "damaged";
+  cache.clear_memory();
+  auto other = cache.cpu_runner(kernel_with_constant(0.625));
+  EXPECT_TRUE(runs_correctly(*other, kernel_with_constant(0.625), 0.625));
+  std::string rewritten;
+  {
+    std::ifstream in(records[0], std::ios::binary);
+    rewritten.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  EXPECT_EQ(rewritten, record);
+}
+
 TEST_F(DiskCache, TwoProcessesCompilingTheSameKernelBothSucceed) {
   ir::KernelIR ir = kernel_with_constant(0.75);
   CompileCache::global().clear_memory();
@@ -126,13 +167,16 @@ TEST_F(DiskCache, TwoProcessesCompilingTheSameKernelBothSucceed) {
     ASSERT_EQ(waitpid(child, &status, 0), child);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "child failed";
   }
-  // Exactly one valid entry (no temporary files left) that this process loads.
-  int files = 0;
+  // Exactly one valid entry and this host's target record (no temporary
+  // files left), and the entry is what this process loads.
+  int entries = 0, records = 0, others = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir_)) {
-    (void)entry;
-    ++files;
+    std::string extension = entry.path().extension().string();
+    (extension == ".gko" ? entries : extension == ".gkt" ? records : others)++;
   }
-  EXPECT_EQ(files, 1);
+  EXPECT_EQ(entries, 1);
+  EXPECT_LE(records, 1);
+  EXPECT_EQ(others, 0);
   uint64_t hits = CompileCache::global().counters().disk_hits;
   auto runner = CompileCache::global().cpu_runner(ir);
   EXPECT_EQ(CompileCache::global().counters().disk_hits, hits + 1);

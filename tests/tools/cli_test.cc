@@ -195,6 +195,73 @@ TEST_F(CliTest, AOneShotRunLeavesItsCompiledKernelsInTheDiskCache) {
   EXPECT_GE(entries, 1u) << "the process exited without writing its kernels to GRAFT_CACHE_DIR";
 }
 
+/// The "jit: ..." line of `graft run --stats`.
+std::string jit_line(const std::string& out) {
+  size_t at = out.find("jit: ");
+  return at == std::string::npos ? "" : out.substr(at, out.find('\n', at) - at);
+}
+
+TEST_F(CliTest, ASecondProcessRunsCachedKernelsWithoutLoadingLlvm) {
+  fs::path cache = dir_ / "warm_cache", model = dir_ / "gru_cell_warm.onnx";
+  fs::remove_all(cache);
+  ASSERT_EQ(graft("zoo gru_cell -o " + quote(model.string())).exit_code, 0);
+  std::string environment = "GRAFT_CACHE_DIR=" + quote(cache.string());
+  auto run = [&](const std::string& name) {
+    return graft("run " + quote(model.string()) + " --stats --output-dir " + quote((dir_ / name).string()), environment);
+  };
+  CommandResult cold = run("cold_outputs");
+  ASSERT_EQ(cold.exit_code, 0) << cold.err;
+  if (jit_line(cold.out).find(" 0 interpreted") == std::string::npos) GTEST_SKIP() << "no LLVM JIT: " << cold.out;
+  EXPECT_NE(jit_line(cold.out).find("LLVM plugin loaded"), std::string::npos) << cold.out;
+  EXPECT_EQ(jit_line(cold.out).find(" 0 kernels compiled"), std::string::npos) << cold.out;
+
+  CommandResult warm = run("warm_outputs");
+  ASSERT_EQ(warm.exit_code, 0) << warm.err;
+  EXPECT_NE(jit_line(warm.out).find("jit: 0 kernels compiled"), std::string::npos) << warm.out;
+  EXPECT_EQ(jit_line(warm.out).find(" 0 from GRAFT_CACHE_DIR"), std::string::npos) << warm.out;
+  EXPECT_NE(jit_line(warm.out).find("LLVM plugin not loaded"), std::string::npos) << warm.out;
+  EXPECT_TRUE(warm.err.empty()) << warm.err;
+  // The cold process's first run interpreted its kernels (they compile
+  // after it); the warm one ran them compiled: equal within the stated error
+  // of the approximations (docs/codegen.md).
+  for (const auto& entry : fs::directory_iterator(dir_ / "cold_outputs")) {
+    graft::Tensor want = graft::frontend::load_npy(entry.path().string());
+    graft::Tensor got = graft::frontend::load_npy((dir_ / "warm_outputs" / entry.path().filename()).string());
+    ASSERT_EQ(got.shape(), want.shape());
+    for (int64_t i = 0; i < want.numel(); ++i)
+      ASSERT_NEAR(got.data<float>()[i], want.data<float>()[i], 1e-5 * (1 + std::abs(want.data<float>()[i]))) << i;
+  }
+  // Warm processes agree bit for bit.
+  CommandResult again = run("warm_outputs_again");
+  EXPECT_EQ(checksum_line(again.out), checksum_line(warm.out));
+
+  // A damaged entry is rejected (counted), compiled again and rewritten: the next process is warm again.
+  for (const auto& entry : fs::directory_iterator(cache)) {
+    if (entry.path().extension() != ".gko") continue;
+    std::string bytes = read_text(entry.path());
+    bytes[bytes.size() - 5] = static_cast<char>(bytes[bytes.size() - 5] ^ 0x20);
+    write_bytes(entry.path(), bytes);
+  }
+  CommandResult damaged = run("damaged_outputs");
+  ASSERT_EQ(damaged.exit_code, 0) << damaged.err;
+  EXPECT_EQ(jit_line(damaged.out).find("(0 damaged entries rejected"), std::string::npos) << damaged.out;
+  EXPECT_EQ(jit_line(damaged.out).find("jit: 0 kernels compiled"), std::string::npos) << damaged.out;
+  EXPECT_NE(jit_line(damaged.out).find("LLVM plugin loaded"), std::string::npos) << damaged.out;
+  CommandResult repaired = run("repaired_outputs");
+  EXPECT_NE(jit_line(repaired.out).find("LLVM plugin not loaded"), std::string::npos) << repaired.out;
+  EXPECT_EQ(checksum_line(repaired.out), checksum_line(warm.out));
+
+  // So is a damaged target record: that process loads LLVM to learn its target (and interprets its first
+  // run while it does), finds the entry and writes the record again.
+  for (const auto& entry : fs::directory_iterator(cache))
+    if (entry.path().extension() == ".gkt") write_bytes(entry.path(), "damaged");
+  CommandResult relearned = run("relearned_outputs");
+  EXPECT_NE(jit_line(relearned.out).find("jit: 0 kernels compiled"), std::string::npos) << relearned.out;
+  EXPECT_NE(jit_line(relearned.out).find("LLVM plugin loaded"), std::string::npos) << relearned.out;
+  CommandResult rewarmed = run("rewarmed_outputs");
+  EXPECT_NE(jit_line(rewarmed.out).find("LLVM plugin not loaded"), std::string::npos) << rewarmed.out;
+}
+
 TEST_F(CliTest, TimeoutAndMaxMemoryStopARunWithOneLineErrors) {
   CommandResult timed_out = graft("run " + quote(mlp_) + " --timeout 0.000001");
   EXPECT_EQ(timed_out.exit_code, 2) << timed_out.out;

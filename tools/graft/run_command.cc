@@ -351,6 +351,14 @@ int run_model(const RunCommandOptions& options) {
   // (they compile in the background after the first run, which a process
   // that exits at once would abandon), so that the next process finds them.
   if (codegen::cache_directory_from_environment()) codegen::CompileCache::global().wait_for_background_compiles();
+  if (options.stats) {
+    // Where this process's fused CPU kernels came from, and whether it needed LLVM for them.
+    const codegen::CompileCounters& c = codegen::CompileCache::global().counters();
+    std::cout << "jit: " << c.compiles << " kernels compiled, " << c.disk_hits << " from GRAFT_CACHE_DIR ("
+              << c.disk_rejects << " damaged entries rejected and compiled again), " << c.native_links
+              << " linked by graft, " << c.interpreted << " interpreted; LLVM plugin "
+              << (codegen::cpu_jit_loaded() ? "loaded" : "not loaded") << "\n";
+  }
   return 0;
 }
 
@@ -373,7 +381,9 @@ std::function<int()> setup_run(CLI::App& app) {
                   "else the machine's memory)");
   sub->add_option("--fusion", options->fusion, "on|off: pointwise fusion (default: GRAFT_FUSION, else on)");
   sub->add_option("--repeat", options->repeat, "run N more times and print the median and min latency");
-  sub->add_flag("--stats", options->stats, "print peak and total intermediate memory and buffer reuse");
+  sub->add_flag("--stats", options->stats,
+                "print peak and total intermediate memory and buffer reuse, and where fused kernels came from "
+                "(compiled, GRAFT_CACHE_DIR; whether LLVM was loaded)");
   sub->add_flag("--profile", options->profile,
                 "print time per node, op type and backend (mean over the --repeat runs, else the first run)");
   sub->add_option("--trace", options->trace,

@@ -12,8 +12,16 @@
 /// (created when missing). A disk entry is the object code with a header and a
 /// checksum, written to a temporary file and renamed into place, so readers
 /// never see a partial entry and concurrent writers (threads or processes)
-/// both succeed; an entry that is corrupt or truncated is a miss and is
-/// rewritten.
+/// both succeed; an entry that is corrupt or truncated is a miss (counted in
+/// disk_rejects) and is rewritten.
+///
+/// Without LLVM: beside the entries, a record (<fingerprint hash>.gkt, same
+/// header and checksum) holds the target LLVM reported for this host (its
+/// fingerprint: plugin file, CPUID, GRAFT_JIT_LANES). A process that finds
+/// it computes keys without loading the LLVM plugin, and graft's own object
+/// linker (x86-64 Linux) links the checksummed entries into the process, so
+/// a process whose kernels are all cached never maps libLLVM (80-100 ms and
+/// about 58 MiB). The plugin loads only when a kernel must be compiled.
 ///
 /// Environment: GRAFT_JIT=0 forces the interpreter, GRAFT_JIT=1 (default)
 /// uses the LLVM JIT when built in. A JIT failure never fails a run: graft
@@ -27,6 +35,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "graft/codegen/kernel_runner.h"
 
@@ -39,6 +48,7 @@ struct CompileCounters {
   std::atomic<uint64_t> disk_hits{0};      ///< loaded from GRAFT_CACHE_DIR
   std::atomic<uint64_t> disk_rejects{0};   ///< corrupt or truncated disk entries replaced
   std::atomic<uint64_t> interpreted{0};    ///< kernels handed to the interpreter
+  std::atomic<uint64_t> native_links{0};   ///< kernels (compiled or from disk) linked by graft's object linker, not LLJIT
   std::atomic<uint64_t> cuda_compiles{0};  ///< CUDA kernels compiled to PTX by NVRTC
   std::atomic<uint64_t> cuda_memory_hits{0};  ///< PTX served from memory
   std::atomic<uint64_t> cuda_disk_hits{0};    ///< PTX loaded from GRAFT_CACHE_DIR
@@ -62,6 +72,10 @@ std::string cpu_jit_unavailable_reason();
 /// What CPU object code is compiled for: LLVM version, target triple, host
 /// CPU name and features (throws unsupported without the JIT).
 std::string cpu_jit_target();
+/// Whether this process has loaded the LLVM JIT plugin (libLLVM); never
+/// loads it. False in a process whose fused kernels all came from the disk
+/// cache.
+bool cpu_jit_loaded();
 
 /// The process-wide cache of compiled CPU kernels.
 class CompileCache {
@@ -89,7 +103,8 @@ class CompileCache {
   /// Starts background compiles and blocks until every one queued so far has
   /// finished (tests and benchmarks that count compiles or need the kernel).
   void wait_for_background_compiles();
-  /// The cache key of `ir` on the CPU target (hex), or "" without a JIT.
+  /// The cache key of `ir` on the CPU target (hex), or "" without a JIT
+  /// (loads the plugin).
   std::string cpu_key(const ir::KernelIR& ir) const;
 
   /// PTX of `ir` for the CUDA virtual architecture `architecture`
@@ -113,11 +128,23 @@ class CompileCache {
 
  private:
   std::shared_ptr<const KernelRunner> compile_or_load(const ir::KernelIR& ir, const std::string& key);
+  /// The kernel from memory or a valid disk entry, linked without LLVM when
+  /// the plugin is not loaded (the target from this host's record); nullptr
+  /// when neither holds it or it does not link. Never loads the plugin.
+  std::shared_ptr<const KernelRunner> cached_cpu_runner(const ir::KernelIR& ir);
+  /// A runner for the object code of `key`: linked by graft's linker, or by
+  /// LLJIT when that refuses it (then the plugin must be loaded).
+  std::shared_ptr<const KernelRunner> link(const ir::KernelIR& ir, const std::string& object, const std::string& key,
+                                           const std::string& target, bool llvm_fallback);
+  /// Writes this host's target record into `dir` unless it holds it (once
+  /// per folder and process; the plugin is loaded).
+  void record_cpu_target(const std::string& dir);
   void warn_once(const std::string& message);
 
   std::mutex mutex_;
   std::unordered_map<std::string, std::shared_ptr<const KernelRunner>> memory_;
   std::unordered_map<std::string, std::shared_ptr<const std::string>> ptx_memory_;
+  std::unordered_set<std::string> recorded_folders_;  // folders whose target record this process checked
   CompileCounters counters_;
   std::atomic<bool> fail_compiles_{false};
   std::atomic<bool> warned_{false};
