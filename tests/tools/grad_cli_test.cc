@@ -13,8 +13,9 @@
 #include "graft/autodiff/gradient.h"
 #include "graft/frontend/onnx_import.h"
 #include "graft/runtime/session.h"
-#include "support/graph_runner.h"
 #include "support/cli_runner.h"
+#include "support/graph_runner.h"
+#include "support/training_mlp.h"
 
 namespace {
 
@@ -37,20 +38,14 @@ class GradCliTest : public ::testing::Test {
 
   Result graft(const std::string& args) { return graft::testing::run_graft(args, dir_); }
 
-  /// x[4,6] -> Gemm(w1, b1) -> Relu -> MatMul(w2) -> SoftmaxCrossEntropyLoss(labels) = loss.
+  /// graft::testing::training_mlp of batch 4, 5 hidden units and 3 classes, the
+  /// labels a constant: x[4,6] -> Gemm(w1, b1) -> Relu -> MatMul(w2) ->
+  /// SoftmaxCrossEntropyLoss(labels) = loss.
   std::string write_classifier() {
-    graft::ir::Graph g;
-    g.opset_imports[""] = 17;
-    Value x = g.add_input("x", graft::ir::ValueType::of(DType::float32, {4, 6}))->output(0);
-    Value w1 = g.add_constant("w1", graft::testing::random_tensor({6, 5}, 1))->output(0);
-    Value b1 = g.add_constant("b1", graft::testing::random_tensor({5}, 2))->output(0);
-    Value w2 = g.add_constant("w2", graft::testing::random_tensor({5, 3}, 3))->output(0);
-    Value labels = g.add_constant("labels", Tensor::from_vector<int64_t>({0, 2, 1, 2}, {4}))->output(0);
-    Value h = g.add_node(OpId::Relu, {g.add_node(OpId::Gemm, {x, w1, b1})->output(0)})->output(0);
-    Value logits = g.add_node(OpId::MatMul, {h, w2})->output(0);
-    g.add_output(g.add_node(OpId::SoftmaxCrossEntropyLoss, {logits, labels})->output(0), "loss");
+    auto g = graft::testing::training_mlp(
+        {.batch = 4, .hidden = 5, .classes = 3, .output_bias = false, .constant_labels = {0, 2, 1, 2}});
     const std::string path = (dir_ / "classifier.onnx").string();
-    graft::frontend::save_onnx(g, path);
+    graft::frontend::save_onnx(*g, path);
     return path;
   }
 

@@ -13,15 +13,15 @@
 
 #include "graft/frontend/npy.h"
 #include "graft/frontend/onnx_import.h"
-#include "support/graph_runner.h"
 #include "support/cli_runner.h"
+#include "support/graph_runner.h"
+#include "support/training_mlp.h"
 
 namespace graft {
 namespace {
 
 namespace fs = std::filesystem;
 using ir::OpId;
-using ir::Value;
 
 using Result = graft::testing::CliResult;
 using graft::testing::read_text;
@@ -36,22 +36,12 @@ class TrainCliTest : public ::testing::Test {
 
   Result graft(const std::string& args) { return graft::testing::run_graft(args, dir_); }
 
-  /// x[batch,6] -> Gemm -> Relu -> Gemm = logits; SoftmaxCrossEntropyLoss(logits, labels) = loss.
+  /// testing::training_mlp of three classes: x[batch,6] -> Gemm -> Relu ->
+  /// MatMul = logits; SoftmaxCrossEntropyLoss(logits, labels) = loss.
   std::string write_classifier() {
-    ir::Graph g;
-    g.opset_imports[""] = 17;
-    Value x = g.add_input("x", ir::ValueType{DType::float32, true, {ir::Dim::symbolic("batch"), ir::Dim::known(6)}})
-                  ->output(0);
-    Value labels = g.add_input("labels", ir::ValueType{DType::int64, true, {ir::Dim::symbolic("batch")}})->output(0);
-    Value w1 = g.add_constant("w1", testing::random_tensor({6, 16}, 1))->output(0);
-    Value b1 = g.add_constant("b1", testing::random_tensor({16}, 2))->output(0);
-    Value w2 = g.add_constant("w2", testing::random_tensor({16, 3}, 3))->output(0);
-    Value h = g.add_node(OpId::Relu, {g.add_node(OpId::Gemm, {x, w1, b1})->output(0)})->output(0);
-    Value logits = g.add_node(OpId::MatMul, {h, w2})->output(0);
-    g.add_output(g.add_node(OpId::SoftmaxCrossEntropyLoss, {logits, labels})->output(0), "loss");
-    g.add_output(logits, "logits");
+    auto g = testing::training_mlp({.batch = std::nullopt, .classes = 3, .output_bias = false, .logits_output = true});
     const std::string path = (dir_ / "classifier.onnx").string();
-    frontend::save_onnx(g, path);
+    frontend::save_onnx(*g, path);
     return path;
   }
 

@@ -6,6 +6,7 @@
 
 #include "graft/training/trainer.h"
 #include "support/graph_runner.h"
+#include "support/trainer_options.h"
 
 namespace graft {
 namespace {
@@ -50,11 +51,7 @@ std::map<std::string, Tensor> batch(uint64_t seed) {
 
 TEST(TrainerRecompute, TheSameStepsWithALowerPeak) {
   auto model = cnn();
-  training::TrainerOptions options;
-  options.loss = "loss";
-  options.optimizer.kind = training::OptimizerKind::adamw;
-  options.learning_rate = 0.01f;
-  options.session.num_threads = 1;
+  training::TrainerOptions options = testing::trainer_options(training::OptimizerKind::adamw, 0.01f);
   training::Trainer keeping(*model, options);
   options.recompute_pointwise_activations = true;
   training::Trainer recomputing(*model, options);

@@ -10,6 +10,8 @@
 
 #include "graft/training/trainer.h"
 #include "support/graph_runner.h"
+#include "support/trainer_options.h"
+#include "support/training_mlp.h"
 
 namespace graft {
 namespace {
@@ -39,12 +41,8 @@ std::unique_ptr<ir::Graph> linear_model() {
 
 TEST(TrainerShapes, AdamWKeepsItsStateAndStepCountAcrossBatchSizes) {
   auto model = linear_model();
-  training::TrainerOptions options;
-  options.loss = "loss";
-  options.optimizer.kind = training::OptimizerKind::adamw;
+  training::TrainerOptions options = testing::trainer_options(training::OptimizerKind::adamw, 0.01f);
   options.optimizer.weight_decay = 0.1f;
-  options.learning_rate = 0.01f;
-  options.session.num_threads = 1;
   training::Trainer trainer(*model, options);
   // torch.optim.AdamW, written out in double.
   std::vector<double> w{0.5, -1.0, 2.0}, m(3, 0.0), v(3, 0.0);
@@ -70,27 +68,12 @@ TEST(TrainerShapes, AdamWKeepsItsStateAndStepCountAcrossBatchSizes) {
   EXPECT_EQ(trainer.steps(), 4);
 }
 
-/// x [batch, 6] -> Gemm -> Relu -> Gemm -> SoftmaxCrossEntropyLoss(labels [batch]).
-std::unique_ptr<ir::Graph> mlp() {
-  auto g = std::make_unique<ir::Graph>();
-  g->opset_imports[""] = 17;
-  Value x = g->add_input("x", batch_of(DType::float32, {1, 6}))->output(0);
-  Value labels = g->add_input("labels", batch_of(DType::int64, {1}))->output(0);
-  Value w1 = g->add_constant("w1", testing::random_tensor({6, 16}, 1))->output(0);
-  Value b1 = g->add_constant("b1", testing::random_tensor({16}, 2))->output(0);
-  Value w2 = g->add_constant("w2", testing::random_tensor({16, 4}, 3))->output(0);
-  Value b2 = g->add_constant("b2", testing::random_tensor({4}, 4))->output(0);
-  Value h = g->add_node(OpId::Relu, {g->add_node(OpId::Gemm, {x, w1, b1})->output(0)})->output(0);
-  Value logits = g->add_node(OpId::Gemm, {h, w2, b2})->output(0);
-  g->add_output(g->add_node(OpId::SoftmaxCrossEntropyLoss, {logits, labels})->output(0), "loss");
-  return g;
-}
+/// testing::training_mlp with a symbolic batch: x [batch, 6] -> Gemm -> Relu
+/// -> Gemm -> SoftmaxCrossEntropyLoss(labels [batch]).
+const testing::TrainingMlp kAnyBatch{.batch = std::nullopt};
 
 std::map<std::string, Tensor> batch(int64_t size, uint64_t seed) {
-  std::vector<int64_t> labels(static_cast<size_t>(size));
-  for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int64_t>((i * 7 + seed) % 4);
-  return {{"x", testing::random_tensor({size, 6}, 100 + seed)},
-          {"labels", Tensor::from_vector<int64_t>(labels, {size})}};
+  return testing::training_mlp_batch(size, seed, kAnyBatch);
 }
 
 /// The model's loss on `inputs` with the trainer's current parameters, on the reference kernels.
@@ -103,15 +86,11 @@ double forward_loss(const ir::Graph& model, const training::Trainer& trainer,
 }
 
 TEST(TrainerShapes, EachStepRunsOnTheWeightsTheStepBeforeLeft) {
-  auto model = mlp();
+  auto model = testing::training_mlp(kAnyBatch);
   for (bool recompute : {false, true}) {
     SCOPED_TRACE(recompute ? "recomputing activations" : "keeping activations");
-    training::TrainerOptions options;
-    options.loss = "loss";
-    options.optimizer.kind = training::OptimizerKind::sgd;
+    training::TrainerOptions options = testing::trainer_options(training::OptimizerKind::sgd, 0.1f);
     options.optimizer.momentum = 0.9f;
-    options.learning_rate = 0.1f;
-    options.session.num_threads = 1;
     options.recompute_pointwise_activations = recompute;
     training::Trainer trainer(*model, options);
     for (size_t k = 0; k < kBatches.size(); ++k) {
@@ -127,11 +106,8 @@ TEST(TrainerShapes, EachStepRunsOnTheWeightsTheStepBeforeLeft) {
 }
 
 TEST(TrainerShapes, ADimensionTheModelFixesIsStillChecked) {
-  auto model = mlp();
-  training::TrainerOptions options;
-  options.loss = "loss";
-  options.session.num_threads = 1;
-  training::Trainer trainer(*model, options);
+  auto model = testing::training_mlp(kAnyBatch);
+  training::Trainer trainer(*model, testing::trainer_options(training::OptimizerKind::sgd, 0.01f));
   trainer.step(batch(8, 0));
   try {
     trainer.step({{"x", testing::random_tensor({8, 5}, 1)}, {"labels", batch(8, 0).at("labels")}});

@@ -12,6 +12,8 @@
 #include "graft/backend/backend.h"
 #include "graft/core/error.h"
 #include "support/graph_runner.h"
+#include "support/trainer_options.h"
+#include "support/training_mlp.h"
 
 namespace graft {
 namespace {
@@ -36,18 +38,11 @@ std::vector<float> values(const Tensor& t) { return std::vector<float>(t.data<fl
 /// The x of step k (1-based): changes every step, so momentum and moments matter.
 std::vector<float> step_input(int k) { return {1.0f * k, -2.0f + k, 0.5f * k * k}; }
 
-training::TrainerOptions options_for(training::OptimizerKind kind, float lr) {
-  training::TrainerOptions o;
-  o.loss = "loss";
-  o.optimizer.kind = kind;
-  o.learning_rate = lr;
-  o.session.num_threads = 1;
-  return o;
-}
+using testing::trainer_options;
 
 TEST(Optimizers, SgdFirstStepIsTheHandComputedOne) {
   auto model = linear_model({0.5f, -1.0f, 2.0f});
-  auto o = options_for(training::OptimizerKind::sgd, 0.1f);
+  auto o = trainer_options(training::OptimizerKind::sgd, 0.1f);
   o.optimizer.momentum = 0.9f;
   o.optimizer.weight_decay = 0.01f;
   training::Trainer trainer(*model, o);
@@ -110,7 +105,7 @@ TEST(Optimizers, SgdWithMomentumAndDecayFollowsPyTorchOverSteps) {
   const std::vector<float> w0{0.5f, -1.0f, 2.0f};
   for (bool nesterov : {false, true}) {
     auto model = linear_model(w0);
-    auto o = options_for(training::OptimizerKind::sgd, 0.05f);
+    auto o = trainer_options(training::OptimizerKind::sgd, 0.05f);
     o.optimizer.momentum = 0.9f;
     o.optimizer.weight_decay = 0.1f;
     o.optimizer.nesterov = nesterov;
@@ -121,14 +116,14 @@ TEST(Optimizers, SgdWithMomentumAndDecayFollowsPyTorchOverSteps) {
 
 TEST(Optimizers, PlainSgdHasNoState) {
   auto model = linear_model({0.5f, -1.0f, 2.0f});
-  training::Trainer trainer(*model, options_for(training::OptimizerKind::sgd, 0.1f));
+  training::Trainer trainer(*model, trainer_options(training::OptimizerKind::sgd, 0.1f));
   expect_steps_match(trainer, [&](int k) { return torch_sgd({0.5, -1.0, 2.0}, k, 0.1, 0.0, 0.0, false); });
   EXPECT_EQ(trainer.last_step_stats().state_bytes, 0u);
 }
 
 TEST(Optimizers, AdamWFollowsPyTorchOverSteps) {
   auto model = linear_model({0.5f, -1.0f, 2.0f});
-  auto o = options_for(training::OptimizerKind::adamw, 0.01f);
+  auto o = trainer_options(training::OptimizerKind::adamw, 0.01f);
   o.optimizer.weight_decay = 0.1f;
   training::Trainer trainer(*model, o);
   expect_steps_match(trainer, [&](int k) { return torch_adamw({0.5, -1.0, 2.0}, k, 0.01, 0.9, 0.999, 1e-8, 0.1); });
@@ -137,7 +132,7 @@ TEST(Optimizers, AdamWFollowsPyTorchOverSteps) {
 
 TEST(Optimizers, ALearningRateScheduleNeedsNoNewPlan) {
   auto model = linear_model({0.5f, -1.0f, 2.0f});
-  training::Trainer trainer(*model, options_for(training::OptimizerKind::sgd, 0.1f));
+  training::Trainer trainer(*model, trainer_options(training::OptimizerKind::sgd, 0.1f));
   trainer.step({{"x", Tensor::from_vector<float>({1, 1, 1}, {3})}});
   size_t compiles = trainer.session()->num_compiles();
   trainer.set_learning_rate(0.5f);
@@ -158,7 +153,7 @@ const ir::Node* find_constant(const ir::Graph& graph, const std::string& name) {
 
 TEST(InPlaceUpdate, TheSessionsWeightHoldsTheNewValueAndANewVersion) {
   auto model = linear_model({0.5f, -1.0f, 2.0f});
-  training::Trainer trainer(*model, options_for(training::OptimizerKind::sgd, 0.1f));
+  training::Trainer trainer(*model, trainer_options(training::OptimizerKind::sgd, 0.1f));
   trainer.step({{"x", Tensor::from_vector<float>({1, 2, 3}, {3})}});
   const ir::Node* w = find_constant(trainer.session()->graph(), "w");
   ASSERT_NE(w, nullptr);
@@ -173,32 +168,14 @@ TEST(InPlaceUpdate, TheSessionsWeightHoldsTheNewValueAndANewVersion) {
   EXPECT_EQ(values(model->nodes()[1]->constant_value), (std::vector<float>{0.5f, -1.0f, 2.0f}));
 }
 
-/// x[8,6] -> Gemm(w1, b1) -> Relu -> Gemm(w2, b2) -> SoftmaxCrossEntropyLoss(labels).
-std::unique_ptr<ir::Graph> mlp(bool logits_output) {
-  auto g = std::make_unique<ir::Graph>();
-  g->opset_imports[""] = 17;
-  Value x = g->add_input("x", ir::ValueType::of(DType::float32, {8, 6}))->output(0);
-  Value labels = g->add_input("labels", ir::ValueType::of(DType::int64, {8}))->output(0);
-  Value w1 = g->add_constant("w1", testing::random_tensor({6, 16}, 1))->output(0);
-  Value b1 = g->add_constant("b1", testing::random_tensor({16}, 2))->output(0);
-  Value w2 = g->add_constant("w2", testing::random_tensor({16, 4}, 3))->output(0);
-  Value b2 = g->add_constant("b2", testing::random_tensor({4}, 4))->output(0);
-  Value h = g->add_node(OpId::Relu, {g->add_node(OpId::Gemm, {x, w1, b1})->output(0)})->output(0);
-  Value logits = g->add_node(OpId::Gemm, {h, w2, b2})->output(0);
-  g->add_output(g->add_node(OpId::SoftmaxCrossEntropyLoss, {logits, labels})->output(0), "loss");
-  if (logits_output) g->add_output(logits, "logits");
-  return g;
-}
-
-std::map<std::string, Tensor> mlp_batch(uint64_t seed) {
-  std::vector<int64_t> labels(8);
-  for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int64_t>((i * 7 + seed) % 4);
-  return {{"x", testing::random_tensor({8, 6}, 100 + seed)}, {"labels", Tensor::from_vector<int64_t>(labels, {8})}};
-}
+// The tiny MLP of testing::training_mlp: x[8,6] -> Gemm(w1, b1) -> Relu ->
+// Gemm(w2, b2) -> SoftmaxCrossEntropyLoss(labels); its batches of 8.
+using testing::training_mlp;
+std::map<std::string, Tensor> mlp_batch(uint64_t seed) { return testing::training_mlp_batch(8, seed); }
 
 TEST(Trainer, TheLossOfATinyMlpDecreases) {
-  auto model = mlp(false);
-  training::Trainer trainer(*model, options_for(training::OptimizerKind::adamw, 0.01f));
+  auto model = training_mlp();
+  training::Trainer trainer(*model, trainer_options(training::OptimizerKind::adamw, 0.01f));
   auto batch = mlp_batch(0);
   float first = trainer.step(batch), last = first;
   for (int k = 0; k < 40; ++k) last = trainer.step(batch);
@@ -220,8 +197,8 @@ TEST(InPlaceUpdate, ABackendThatConvertsWeightsSeesTheNewValuesEveryStep) {
   // their version changes: with a stale copy its losses would part from
   // the reference kernels' after the first step.
   if (!has_backend("dnnl")) GTEST_SKIP() << "dnnl is not built";
-  auto model = mlp(false);
-  auto with_dnnl = options_for(training::OptimizerKind::sgd, 0.2f);
+  auto model = training_mlp();
+  auto with_dnnl = trainer_options(training::OptimizerKind::sgd, 0.2f);
   with_dnnl.optimizer.momentum = 0.9f;
   with_dnnl.session.backends = {"dnnl", "ref"};
   auto with_ref = with_dnnl;
@@ -239,8 +216,8 @@ TEST(InPlaceUpdate, ABackendThatConvertsWeightsSeesTheNewValuesEveryStep) {
 }
 
 TEST(Fusion, TheUpdateFusesApartFromForwardNodes) {
-  auto model = mlp(false);
-  auto o = options_for(training::OptimizerKind::adamw, 0.01f);
+  auto model = training_mlp();
+  auto o = trainer_options(training::OptimizerKind::adamw, 0.01f);
   o.session.fusion = true;
   training::Trainer trainer(*model, o);
   trainer.step(mlp_batch(0));
@@ -262,8 +239,8 @@ TEST(Fusion, TheUpdateFusesApartFromForwardNodes) {
 }
 
 TEST(Export, TheTrainedModelHasTheOutputsButTheLossAndTheTrainedWeights) {
-  auto model = mlp(true);
-  training::Trainer trainer(*model, options_for(training::OptimizerKind::sgd, 0.1f));
+  auto model = training_mlp({.logits_output = true});
+  training::Trainer trainer(*model, trainer_options(training::OptimizerKind::sgd, 0.1f));
   auto batch = mlp_batch(0);
   trainer.step(batch);
   std::unique_ptr<ir::Graph> trained = trainer.trained_model();
@@ -273,7 +250,7 @@ TEST(Export, TheTrainedModelHasTheOutputsButTheLossAndTheTrainedWeights) {
   EXPECT_EQ(trained->inputs()[0]->output_names[0], "x");
   std::vector<Tensor> logits = testing::run_graph(*trained, {batch.at("x")});
   // The same logits as the model with the trained weights set by hand.
-  auto by_hand = mlp(true);
+  auto by_hand = training_mlp({.logits_output = true});
   for (const auto& n : by_hand->nodes())
     if (n->op() == OpId::Constant && n->output_names[0] != "labels")
       n->constant_value = trainer.parameter(n->output_names[0]);
@@ -283,7 +260,7 @@ TEST(Export, TheTrainedModelHasTheOutputsButTheLossAndTheTrainedWeights) {
 
 TEST(Export, AModelWhoseOnlyOutputIsTheLossIsWrittenWhole) {
   auto model = linear_model({1, 2, 3});
-  training::Trainer trainer(*model, options_for(training::OptimizerKind::sgd, 0.1f));
+  training::Trainer trainer(*model, trainer_options(training::OptimizerKind::sgd, 0.1f));
   trainer.step({{"x", Tensor::from_vector<float>({1, 1, 1}, {3})}});
   auto trained = trainer.trained_model();
   ASSERT_EQ(trained->output_names(), std::vector<std::string>{"loss"});
@@ -305,20 +282,20 @@ void expect_error(const std::function<void()>& f, ErrorKind kind, const std::str
 
 TEST(TrainerErrors, NameWhatIsWrong) {
   auto model = linear_model({1, 2, 3});
-  auto o = options_for(training::OptimizerKind::sgd, 0.1f);
+  auto o = trainer_options(training::OptimizerKind::sgd, 0.1f);
   o.loss = "nope";
   expect_error([&] { training::Trainer t(*model, o); }, ErrorKind::invalid_argument, "no value named 'nope'");
-  o = options_for(training::OptimizerKind::sgd, -1.0f);
+  o = trainer_options(training::OptimizerKind::sgd, -1.0f);
   expect_error([&] { training::Trainer t(*model, o); }, ErrorKind::invalid_argument, "learning rate");
-  o = options_for(training::OptimizerKind::sgd, 0.1f);
+  o = trainer_options(training::OptimizerKind::sgd, 0.1f);
   o.optimizer.nesterov = true;
   expect_error([&] { training::Trainer t(*model, o); }, ErrorKind::invalid_argument, "Nesterov");
-  o = options_for(training::OptimizerKind::adamw, 0.1f);
+  o = trainer_options(training::OptimizerKind::adamw, 0.1f);
   o.optimizer.beta2 = 1.0f;
   expect_error([&] { training::Trainer t(*model, o); }, ErrorKind::invalid_argument, "beta2");
   expect_error([] { training::parse_optimizer_kind("adam"); }, ErrorKind::invalid_argument, "unknown optimizer 'adam'");
 
-  training::Trainer trainer(*model, options_for(training::OptimizerKind::sgd, 0.1f));
+  training::Trainer trainer(*model, trainer_options(training::OptimizerKind::sgd, 0.1f));
   expect_error(
       [&] {
         trainer.step({{"x", Tensor(DType::float32, {4})}});
@@ -343,7 +320,7 @@ TEST(TrainerErrors, NameWhatIsWrong) {
       ErrorKind::invalid_argument, "input 'x' is float32[3], got float32[4]");
   expect_error([&] { trainer.parameter("x"); }, ErrorKind::invalid_argument, "not a trained parameter");
 
-  auto params = options_for(training::OptimizerKind::sgd, 0.1f);
+  auto params = trainer_options(training::OptimizerKind::sgd, 0.1f);
   params.parameters = {"x"};
   training::Trainer of_input(*model, params);
   expect_error(
@@ -359,7 +336,7 @@ TEST(TrainerErrors, ANonScalarLossIsRefused) {
   Value x = g->add_input("x", ir::ValueType::of(DType::float32, {3}))->output(0);
   Value w = g->add_constant("w", Tensor::from_vector<float>({1, 2, 3}, {3}))->output(0);
   g->add_output(g->add_node(OpId::Mul, {w, x})->output(0), "loss");
-  training::Trainer trainer(*g, options_for(training::OptimizerKind::sgd, 0.1f));
+  training::Trainer trainer(*g, trainer_options(training::OptimizerKind::sgd, 0.1f));
   expect_error(
       [&] {
         trainer.step({{"x", Tensor(DType::float32, {3})}});

@@ -13,6 +13,8 @@
 #include "graft/training/trainer.h"
 #include "graft/training/training_graph.h"
 #include "support/graph_runner.h"
+#include "support/trainer_options.h"
+#include "support/training_mlp.h"
 
 namespace graft {
 namespace {
@@ -20,36 +22,16 @@ namespace {
 using ir::OpId;
 using ir::Value;
 
-/// x[8,6] -> Gemm(w1[6,16], b1[16]) -> Relu -> Gemm(w2[16,4], b2[4]) ->
-/// SoftmaxCrossEntropyLoss: weights and biases whose shapes broadcast together.
-std::unique_ptr<ir::Graph> mlp() {
-  auto g = std::make_unique<ir::Graph>();
-  g->opset_imports[""] = 17;
-  Value x = g->add_input("x", ir::ValueType::of(DType::float32, {8, 6}))->output(0);
-  Value labels = g->add_input("labels", ir::ValueType::of(DType::int64, {8}))->output(0);
-  Value w1 = g->add_constant("w1", testing::random_tensor({6, 16}, 1))->output(0);
-  Value b1 = g->add_constant("b1", testing::random_tensor({16}, 2))->output(0);
-  Value w2 = g->add_constant("w2", testing::random_tensor({16, 4}, 3))->output(0);
-  Value b2 = g->add_constant("b2", testing::random_tensor({4}, 4))->output(0);
-  Value h = g->add_node(OpId::Relu, {g->add_node(OpId::Gemm, {x, w1, b1})->output(0)})->output(0);
-  Value logits = g->add_node(OpId::Gemm, {h, w2, b2})->output(0);
-  g->add_output(g->add_node(OpId::SoftmaxCrossEntropyLoss, {logits, labels})->output(0), "loss");
-  return g;
-}
-
+// The model is testing::training_mlp(): x[8,6] -> Gemm(w1[6,16], b1[16]) ->
+// Relu -> Gemm(w2[16,4], b2[4]) -> SoftmaxCrossEntropyLoss, weights and
+// biases whose shapes broadcast together. Its batch of 8 for step `seed`:
 std::map<std::string, Tensor> batch(uint64_t seed) {
-  std::vector<int64_t> labels(8);
-  for (size_t i = 0; i < labels.size(); ++i) labels[i] = static_cast<int64_t>((i * 5 + seed) % 4);
-  return {{"x", testing::random_tensor({8, 6}, 200 + seed)}, {"labels", Tensor::from_vector<int64_t>(labels, {8})}};
+  return testing::training_mlp_batch(8, seed, {}, {.x_seed_base = 200, .label_stride = 5});
 }
 
 training::TrainerOptions adamw() {
-  training::TrainerOptions o;
-  o.loss = "loss";
-  o.optimizer.kind = training::OptimizerKind::adamw;
+  training::TrainerOptions o = testing::trainer_options(training::OptimizerKind::adamw, 0.01f, 2);
   o.optimizer.weight_decay = 0.01f;
-  o.learning_rate = 0.01f;
-  o.session.num_threads = 2;
   o.session.fusion = true;
   return o;
 }
@@ -63,7 +45,7 @@ const ir::Node* find_constant(const ir::Graph& graph, const std::string& name) {
 const std::vector<std::string> kUpdated = {"w1", "b1", "w2", "b2", "w1.exp_avg", "w1.exp_avg_sq", "b2.exp_avg_sq"};
 
 TEST(UpdateInPlace, EveryNewValueIsComputedInItsConstantsBuffer) {
-  training::Trainer trainer(*mlp(), adamw());
+  training::Trainer trainer(*testing::training_mlp(), adamw());
   trainer.step(batch(0));  // builds the plan
   const runtime::Session& session = *trainer.session();
   std::map<std::string, Tensor> feed = batch(1);
@@ -88,7 +70,7 @@ TEST(UpdateInPlace, StepsInPlaceMatchStepsWithoutFusion) {
   auto unfused = adamw();
   unfused.session.fusion = false;
   unfused.session.backends = {"ref"};
-  auto model = mlp();
+  auto model = testing::training_mlp();
   training::Trainer in_place(*model, adamw()), copied(*model, unfused);
   for (uint64_t k = 0; k < 5; ++k) EXPECT_NEAR(in_place.step(batch(k)), copied.step(batch(k)), 1e-5) << k;
   for (const char* name : {"w1", "b1", "w2", "b2"})
@@ -101,7 +83,7 @@ TEST(UpdateInPlace, StepsInPlaceMatchStepsWithoutFusion) {
 }
 
 TEST(UpdateInPlace, TheFusedUpdateRunsAsDenseKernels) {
-  training::Trainer trainer(*mlp(), adamw());
+  training::Trainer trainer(*testing::training_mlp(), adamw());
   trainer.step(batch(0));
   const ir::Graph& graph = trainer.session()->graph();
   int update_kernels = 0, update_nodes = 0;
