@@ -6,72 +6,28 @@
 // dnnl refuses, with the reason in the partition report and the node left to
 // the reference kernel; and a small CNN's gradient graph run with dnnl and
 // with the reference kernels.
-#include <functional>
-
 #include "../../backends/dnnl/dnnl_support.h"
 #include "autodiff/gradient_check.h"
-#include "dnnl_test_util.h"
-#include "graft/autodiff/gradient.h"
-#include "graft/runtime/session.h"
+#include "dnnl_case.h"
+#include "dnnl_training_case.h"
 
 namespace graft::testing {
 namespace {
 
 using ir::OpId;
 using ir::Value;
-using Attrs = std::function<void(ir::Attributes&)>;
-
-Attrs ints(const std::string& name, std::vector<int64_t> v) {
-  return [=](ir::Attributes& a) { a.set(name, v); };
-}
-Attrs one_int(const std::string& name, int64_t v) {
-  return [=](ir::Attributes& a) { a.set(name, v); };
-}
-Attrs one_string(const std::string& name, std::string v) {
-  return [=](ir::Attributes& a) { a.set(name, v); };
-}
-Attrs all(std::vector<Attrs> list) {
-  return [=](ir::Attributes& a) {
-    for (const Attrs& f : list)
-      if (f) f(a);
-  };
-}
 
 // The output shape of `op` (a Conv or a pool) on inputs of `shapes`.
 Shape forward_output_shape(OpId op, const std::vector<Shape>& shapes, const Attrs& attrs) {
   auto g = new_graph();
   std::vector<Value> in;
-  for (size_t i = 0; i < shapes.size(); ++i)
-    in.push_back(g->add_input("in" + std::to_string(i), ir::ValueType::of(DType::float32, shapes[i]))->output(0));
+  for (size_t i = 0; i < shapes.size(); ++i) in.push_back(float_input(*g, "in" + std::to_string(i), shapes[i]));
   ir::Node* n = g->add_node(op, in, 1, "forward");
   if (attrs) attrs(n->attributes);
   g->add_output(n->output(0));
   ops::infer_types(*g);
   return n->output_types[0].concrete_shape().value();
 }
-
-// A graph of backward nodes under construction with its random inputs.
-struct Case {
-  std::unique_ptr<ir::Graph> graph = new_graph();
-  std::vector<Tensor> inputs;
-  uint64_t seed = 1;
-
-  Value input(const Shape& shape) {
-    inputs.push_back(random_tensor(shape, seed++));
-    return graph->add_input("x" + std::to_string(inputs.size()), ir::ValueType::of(DType::float32, shape))->output(0);
-  }
-  ir::Node* op(OpId op, const std::vector<Value>& in, int outputs, const Attrs& attrs) {
-    ir::Node* n = graph->add_node(op, in, outputs, "n" + std::to_string(seed++));
-    if (attrs) attrs(n->attributes);
-    return n;
-  }
-  // Every output of every node added is a graph output.
-  dnnl_backend::DnnlModuleStats check(const std::vector<ir::Node*>& nodes, double tolerance = 1e-4) {
-    for (ir::Node* n : nodes)
-      for (int k = 0; k < n->num_outputs(); ++k) graph->add_output(n->output(k));
-    return expect_dnnl_matches_reference(*graph, inputs, tolerance);
-  }
-};
 
 struct ConvCase {
   Shape x, w;
@@ -84,8 +40,8 @@ dnnl_backend::DnnlModuleStats check_conv_gradients(const ConvCase& conv) {
   Value dy = c.input(forward_output_shape(OpId::Conv, {conv.x, conv.w}, conv.attrs));
   Value w = c.input(conv.w);
   Value x = c.input(conv.x);
-  return c.check(
-      {c.op(OpId::ConvInputGrad, {dy, w, x}, 1, conv.attrs), c.op(OpId::ConvWeightGrad, {dy, x, w}, 1, conv.attrs)});
+  return c.check_every_output({c.node(OpId::ConvInputGrad, {dy, w, x}, 1, conv.attrs),
+                               c.node(OpId::ConvWeightGrad, {dy, x, w}, 1, conv.attrs)});
 }
 
 TEST(DnnlBackward, ConvolutionGradients2d) {
@@ -166,7 +122,7 @@ TEST(DnnlBackward, PoolingGradients) {
     Value dy = c.input(forward_output_shape(p.op, {p.x}, p.attrs));
     Value x = c.input(p.x);
     OpId grad = p.op == OpId::MaxPool ? OpId::MaxPoolGrad : OpId::AveragePoolGrad;
-    c.check({c.op(grad, {dy, x}, 1, p.attrs)});
+    c.check_every_output({c.node(grad, {dy, x}, 1, p.attrs)});
   }
 }
 
@@ -178,9 +134,8 @@ TEST(DnnlBackward, BatchNormalizationGradient) {
       Value dy = c.input(x_shape);
       Value x = c.input(x_shape);
       Value scale = c.input({x_shape[1]});
-      c.check({c.op(OpId::BatchNormalizationGrad, {dy, x, scale}, outputs,
-                    [](ir::Attributes& a) { a.set("epsilon", 1e-3f); })},
-              2e-4);
+      c.check_every_output({c.node(OpId::BatchNormalizationGrad, {dy, x, scale}, outputs, one_float("epsilon", 1e-3f))},
+                           2e-4);
     }
   }
 }
@@ -199,7 +154,8 @@ TEST(DnnlBackward, LayerNormalizationGradient) {
       Value x = c.input(l.x);
       const int64_t axis = l.axis < 0 ? l.axis + static_cast<int64_t>(l.x.size()) : l.axis;
       Value scale = c.input(Shape(l.x.begin() + axis, l.x.end()));
-      c.check({c.op(OpId::LayerNormalizationGrad, {dy, x, scale}, outputs, all({one_int("axis", l.axis)}))}, 2e-4);
+      c.check_every_output({c.node(OpId::LayerNormalizationGrad, {dy, x, scale}, outputs, one_int("axis", l.axis))},
+                           2e-4);
     }
   }
 }
@@ -208,9 +164,7 @@ TEST(DnnlBackward, LayerNormalizationGradient) {
 // report says why.
 TEST(DnnlBackward, RefusalsLeaveTheNodeToTheReferenceWithTheReason) {
   auto g = new_graph();
-  auto in = [&](const std::string& name, const Shape& s) {
-    return g->add_input(name, ir::ValueType::of(DType::float32, s))->output(0);
-  };
+  auto in = [&](const std::string& name, const Shape& s) { return float_input(*g, name, s); };
   // A ConvTranspose's weight gradient (x and d_y exchanged) keeps its output_padding.
   ir::Node* transposed = g->add_node(
       OpId::ConvWeightGrad, {in("a", {1, 4, 5, 5}), in("b", {1, 3, 10, 10}), in("w", {4, 3, 2, 2})}, 1, "transposed");
@@ -249,15 +203,13 @@ TEST(DnnlBackward, RefusalsLeaveTheNodeToTheReferenceWithTheReason) {
 TEST(DnnlBackward, ASmallCnnGradientGraph) {
   using autodiff_check::node;
   auto g = new_graph();
-  Value x = g->add_input("x", ir::ValueType::of(DType::float32, {4, 3, 12, 12}))->output(0);
-  auto weight = [&](const std::string& name, const Shape& s, uint64_t seed) {
-    return g->add_constant(name, random_tensor(s, seed))->output(0);
-  };
+  Value x = float_input(*g, "x", {4, 3, 12, 12});
   // No bias before the batch normalization: its gradient is zero, rounding noise.
-  Value conv1 = node(*g, OpId::Conv, {x, weight("w1", {8, 3, 3, 3}, 1)}, {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
+  Value conv1 = node(*g, OpId::Conv, {x, random_constant(*g, "w1", {8, 3, 3, 3}, 1)},
+                     {{"pads", std::vector<int64_t>{1, 1, 1, 1}}});
   ir::Node* bn =
       g->add_node(OpId::BatchNormalization,
-                  {conv1, weight("gamma", {8}, 3), weight("beta", {8}, 4),
+                  {conv1, random_constant(*g, "gamma", {8}, 3), random_constant(*g, "beta", {8}, 4),
                    g->add_constant("mean", Tensor::from_vector<float>(std::vector<float>(8, 0.0f), {8}))->output(0),
                    g->add_constant("var", Tensor::from_vector<float>(std::vector<float>(8, 1.0f), {8}))->output(0)},
                   3, "bn");
@@ -268,38 +220,27 @@ TEST(DnnlBackward, ASmallCnnGradientGraph) {
                      {"strides", std::vector<int64_t>{2, 2}},
                      {"pads", std::vector<int64_t>{1, 1, 1, 1}}});
   Value conv2 = node(
-      *g, OpId::Conv, {pool, weight("w2", {16, 4, 3, 3}, 5), weight("b2", {16}, 2)},
+      *g, OpId::Conv, {pool, random_constant(*g, "w2", {16, 4, 3, 3}, 5), random_constant(*g, "b2", {16}, 2)},
       {{"strides", std::vector<int64_t>{2, 2}}, {"pads", std::vector<int64_t>{1, 1, 1, 1}}, {"group", int64_t{2}}});
   Value avg = node(*g, OpId::AveragePool, {conv2}, {{"kernel_shape", std::vector<int64_t>{3, 3}}});
   Value flat = node(*g, OpId::Flatten, {avg});
-  Value norm = node(*g, OpId::LayerNormalization, {flat, weight("ln_scale", {16}, 6), weight("ln_bias", {16}, 7)});
+  Value norm = node(*g, OpId::LayerNormalization,
+                    {flat, random_constant(*g, "ln_scale", {16}, 6), random_constant(*g, "ln_bias", {16}, 7)});
   Value logits =
-      node(*g, OpId::Gemm, {norm, weight("fc", {5, 16}, 8), weight("fc_bias", {5}, 9)}, {{"transB", int64_t{1}}});
+      node(*g, OpId::Gemm, {norm, random_constant(*g, "fc", {5, 16}, 8), random_constant(*g, "fc_bias", {5}, 9)},
+           {{"transB", int64_t{1}}});
   Value loss = node(*g, OpId::SoftmaxCrossEntropyLoss, {logits, autodiff_check::ints(*g, {0, 3, 1, 4})});
   g->add_output(loss, "loss");
-  ops::infer_types(*g);
-  auto grad = autodiff::gradient(*g, "loss", autodiff::trainable_initializers(*g, "loss"));
-  std::vector<Tensor> inputs{random_tensor({4, 3, 12, 12}, 10)};
-
-  runtime::SessionOptions reference;
-  reference.backends = {"ref"};
-  reference.fusion = false;
-  std::vector<Tensor> want = runtime::Session(grad->clone(), reference).run(inputs);
-  runtime::SessionOptions options;
-  options.backends = {"dnnl", "fuse", "ref"};
-  options.num_threads = 2;
-  runtime::Session session(grad->clone(), options);
+  auto grad = loss_gradient_graph(*g);
+  DnnlSessionCheck check(*grad, {random_tensor({4, 3, 12, 12}, 10)});
+  std::map<std::string, std::string> backend_by_name = check.backend_of();
   std::map<OpId, std::string> backend_of;
-  for (const auto& n : session.partition_report().nodes)
-    for (const auto& node : grad->nodes())
-      if (node->name == n.name && node->is_backward) backend_of[node->op()] = n.backend;
+  for (const auto& node : grad->nodes())
+    if (node->is_backward && backend_by_name.count(node->name)) backend_of[node->op()] = backend_by_name[node->name];
   for (OpId op : {OpId::ConvInputGrad, OpId::ConvWeightGrad, OpId::MaxPoolGrad, OpId::AveragePoolGrad,
                   OpId::BatchNormalizationGrad, OpId::LayerNormalizationGrad})
-    EXPECT_EQ(backend_of[op], "dnnl") << ir::op_schema(op).name << "\n" << session.partition_report().to_text();
-  std::vector<Tensor> got = session.run(inputs);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_LE(max_relative_error(got[i], want[i]), 2e-4) << grad->output_names()[i];
+    EXPECT_EQ(backend_of[op], "dnnl") << ir::op_schema(op).name << "\n" << check.session.partition_report().to_text();
+  check.expect_run_matches_reference(2e-4);
 }
 
 }  // namespace

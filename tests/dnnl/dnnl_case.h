@@ -1,5 +1,5 @@
-// The small graphs of the dnnl op tests: a graph under construction with
-// its random inputs, checked against the reference kernels.
+// The small graphs of the dnnl op and backward tests: a graph under
+// construction with its random inputs, checked against the reference kernels.
 #pragma once
 
 #include <functional>
@@ -34,9 +34,22 @@ struct Case {
     if (attrs) attrs(n->attributes);
     return n->output(0);
   }
+  /// A node of `op` with `outputs` outputs (a gradient op's several).
+  ir::Node* node(ir::OpId op, const std::vector<Value>& in, int outputs, const Attrs& attrs = {}) {
+    ir::Node* n = graph->add_node(op, in, outputs, std::string(ir::op_schema(op).name) + std::to_string(seed++));
+    if (attrs) attrs(n->attributes);
+    return n;
+  }
   dnnl_backend::DnnlModuleStats check(const std::vector<Value>& outputs, double tolerance = 1e-4) {
     for (Value v : outputs) graph->add_output(v);
     return expect_dnnl_matches_reference(*graph, inputs, tolerance);
+  }
+  /// check() of every output of `nodes`.
+  dnnl_backend::DnnlModuleStats check_every_output(const std::vector<ir::Node*>& nodes, double tolerance = 1e-4) {
+    std::vector<Value> outputs;
+    for (ir::Node* n : nodes)
+      for (int k = 0; k < n->num_outputs(); ++k) outputs.push_back(n->output(k));
+    return check(outputs, tolerance);
   }
 };
 
@@ -45,7 +58,8 @@ inline Attrs ints(const std::string& name, std::vector<int64_t> v) {
 }
 inline Attrs all(std::vector<Attrs> list) {
   return [=](ir::Attributes& a) {
-    for (const Attrs& f : list) f(a);
+    for (const Attrs& f : list)
+      if (f) f(a);
   };
 }
 inline Attrs one_int(const std::string& name, int64_t v) {

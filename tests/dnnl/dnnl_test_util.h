@@ -12,6 +12,7 @@
 #include "../../backends/dnnl/dnnl_backend.h"
 #include "graft/ops/type_inference.h"
 #include "graft/backend/backend.h"
+#include "graft/runtime/session.h"
 #include "support/graph_runner.h"
 
 namespace graft::testing {
@@ -72,6 +73,15 @@ inline dnnl_backend::DnnlModuleStats expect_dnnl_matches_reference(ir::Graph& gr
   for (size_t i = 0; i < std::min(got.size(), want.size()); ++i)
     EXPECT_LE(max_relative_error(got[i], want[i]), tolerance) << "output " << i;
   return dnnl_backend::dnnl_module_stats(*module);
+}
+
+/// The options of the dnnl tests' whole-graph sessions: dnnl, then fused
+/// kernels, then the reference kernels, on 2 threads.
+inline runtime::SessionOptions dnnl_session_options() {
+  runtime::SessionOptions options;
+  options.backends = {"dnnl", "fuse", "ref"};
+  options.num_threads = 2;
+  return options;
 }
 
 /// A graph with one graft.Subgraph node (backend `backend`) whose body is `body`.

@@ -8,12 +8,9 @@
 // convolutions' blocked layout: no reorder between the backward primitives,
 // batch normalization on a blocked implementation); and a residual block's
 // gradient graph with every one of these nodes on dnnl.
-#include "../../backends/dnnl/dnnl_program.h"
 #include "../../backends/dnnl/dnnl_support.h"
 #include "autodiff/gradient_check.h"
-#include "dnnl_test_util.h"
-#include "graft/autodiff/gradient.h"
-#include "graft/runtime/session.h"
+#include "dnnl_training_case.h"
 
 namespace graft::testing {
 namespace {
@@ -21,9 +18,6 @@ namespace {
 using ir::OpId;
 using ir::Value;
 
-Value constant(ir::Graph& g, const std::string& name, const Shape& shape, uint64_t seed) {
-  return g.add_constant(name, random_tensor(shape, seed))->output(0);
-}
 Value filled(ir::Graph& g, const std::string& name, int64_t n, float value) {
   return g.add_constant(name, Tensor::from_vector<float>(std::vector<float>(static_cast<size_t>(n), value), {n}))
       ->output(0);
@@ -35,11 +29,11 @@ Value scalar(ir::Graph& g, const std::string& name, float value) {
 // A training-mode BatchNormalization of `x` with `outputs` outputs (1: Y; 3:
 // Y and the running statistics).
 ir::Node* batch_norm_training(ir::Graph& g, Value x, int64_t channels, int outputs, const std::string& name) {
-  ir::Node* bn =
-      g.add_node(OpId::BatchNormalization,
-                 {x, constant(g, name + ".scale", {channels}, 21), constant(g, name + ".bias", {channels}, 22),
-                  constant(g, name + ".mean", {channels}, 23), filled(g, name + ".var", channels, 0.7f)},
-                 outputs, name);
+  ir::Node* bn = g.add_node(
+      OpId::BatchNormalization,
+      {x, random_constant(g, name + ".scale", {channels}, 21), random_constant(g, name + ".bias", {channels}, 22),
+       random_constant(g, name + ".mean", {channels}, 23), filled(g, name + ".var", channels, 0.7f)},
+      outputs, name);
   bn->attributes.set("training_mode", int64_t{1});
   bn->attributes.set("epsilon", 1e-3f);
   bn->attributes.set("momentum", 0.8f);
@@ -48,7 +42,8 @@ ir::Node* batch_norm_training(ir::Graph& g, Value x, int64_t channels, int outpu
 
 // Conv with `channels` filters of 3x3, padded, on x.
 Value conv3x3(ir::Graph& g, Value x, int64_t in_channels, int64_t channels, uint64_t seed, const std::string& name) {
-  ir::Node* conv = g.add_node(OpId::Conv, {x, constant(g, name + ".w", {channels, in_channels, 3, 3}, seed)}, 1, name);
+  ir::Node* conv =
+      g.add_node(OpId::Conv, {x, random_constant(g, name + ".w", {channels, in_channels, 3, 3}, seed)}, 1, name);
   conv->attributes.set("pads", std::vector<int64_t>{1, 1, 1, 1});
   return conv->output(0);
 }
@@ -58,7 +53,7 @@ TEST(DnnlTrainingStep, BatchNormalizationTrainingMode) {
     for (int outputs : {1, 3}) {
       SCOPED_TRACE(shape_to_string(shape) + " outputs " + std::to_string(outputs));
       auto g = new_graph();
-      Value x = g->add_input("x", ir::ValueType::of(DType::float32, shape))->output(0);
+      Value x = float_input(*g, "x", shape);
       ir::Node* bn = batch_norm_training(*g, x, shape[1], outputs, "bn");
       for (int k = 0; k < outputs; ++k) g->add_output(bn->output(k));
       ops::infer_types(*g);
@@ -73,7 +68,7 @@ TEST(DnnlTrainingStep, BatchNormalizationTrainingModeAfterAConvolution) {
   for (int64_t channels : {16, 24, 5}) {
     SCOPED_TRACE("channels " + std::to_string(channels));
     auto g = new_graph();
-    Value x = g->add_input("x", ir::ValueType::of(DType::float32, {2, 8, 9, 9}))->output(0);
+    Value x = float_input(*g, "x", {2, 8, 9, 9});
     ir::Node* bn = batch_norm_training(*g, conv3x3(*g, x, 8, channels, 4, "conv"), channels, 3, "bn");
     for (int k = 0; k < 3; ++k) g->add_output(bn->output(k));
     auto stats = expect_dnnl_matches_reference(*g, {random_tensor({2, 8, 9, 9}, 5)}, 5e-5);
@@ -87,9 +82,10 @@ TEST(DnnlTrainingStep, BatchNormalizationTrainingModeAfterAConvolution) {
 TEST(DnnlTrainingStep, BatchNormalizationGradientWithXPlainAndDyBlocked) {
   auto g = new_graph();
   const Shape shape{2, 16, 7, 7};
-  Value x = g->add_input("x", ir::ValueType::of(DType::float32, shape))->output(0);
-  Value dy = conv3x3(*g, g->add_input("dy", ir::ValueType::of(DType::float32, shape))->output(0), 16, 16, 16, "conv");
-  ir::Node* grad = g->add_node(OpId::BatchNormalizationGrad, {dy, x, constant(*g, "scale", {16}, 17)}, 3, "bn_grad");
+  Value x = float_input(*g, "x", shape);
+  Value dy = conv3x3(*g, float_input(*g, "dy", shape), 16, 16, 16, "conv");
+  ir::Node* grad =
+      g->add_node(OpId::BatchNormalizationGrad, {dy, x, random_constant(*g, "scale", {16}, 17)}, 3, "bn_grad");
   grad->attributes.set("epsilon", 1e-3f);
   for (int k = 0; k < 3; ++k) g->add_output(grad->output(k));
   expect_dnnl_matches_reference(*g, {random_tensor(shape, 18), random_tensor(shape, 19)}, 2e-4);
@@ -99,7 +95,7 @@ TEST(DnnlTrainingStep, BatchNormalizationGradientWithXPlainAndDyBlocked) {
 // none there) stays off dnnl.
 TEST(DnnlTrainingStep, RunningStatisticsOutputsNeedTrainingMode) {
   auto g = new_graph();
-  Value x = g->add_input("x", ir::ValueType::of(DType::float32, {2, 4, 3, 3}))->output(0);
+  Value x = float_input(*g, "x", {2, 4, 3, 3});
   ir::Node* bn = batch_norm_training(*g, x, 4, 3, "bn");
   bn->attributes.set("training_mode", int64_t{0});
   ops::infer_types(*g);
@@ -115,8 +111,8 @@ TEST(DnnlTrainingStep, ReluGradient) {
       if (conv != Conv::none && shape.size() != 4) continue;
       SCOPED_TRACE(shape_to_string(shape) + " conv " + std::to_string(static_cast<int>(conv)));
       auto g = new_graph();
-      Value x = g->add_input("x", ir::ValueType::of(DType::float32, shape))->output(0);
-      Value dy = g->add_input("dy", ir::ValueType::of(DType::float32, shape))->output(0);
+      Value x = float_input(*g, "x", shape);
+      Value dy = float_input(*g, "dy", shape);
       if (conv == Conv::on_x) x = conv3x3(*g, x, shape[1], shape[1], 6, "conv");
       if (conv == Conv::on_dy) dy = conv3x3(*g, dy, shape[1], shape[1], 6, "conv");
       ir::Node* mask = g->add_node(OpId::Greater, {x, scalar(*g, "zero", 0.0f)}, 1, "mask");
@@ -138,8 +134,8 @@ TEST(DnnlTrainingStep, ReluGradient) {
 // Only Greater(x, 0) into Where(mask, d_y, 0) is a Relu's gradient.
 TEST(DnnlTrainingStep, OtherWheresAndGreatersAreNotDnnls) {
   auto g = new_graph();
-  Value x = g->add_input("x", ir::ValueType::of(DType::float32, {4, 6}))->output(0);
-  Value dy = g->add_input("dy", ir::ValueType::of(DType::float32, {4, 6}))->output(0);
+  Value x = float_input(*g, "x", {4, 6});
+  Value dy = float_input(*g, "dy", {4, 6});
   ir::Node* above_one = g->add_node(OpId::Greater, {x, scalar(*g, "one", 1.0f)}, 1, "above_one");
   ir::Node* mask = g->add_node(OpId::Greater, {x, scalar(*g, "zero", 0.0f)}, 1, "mask");
   ir::Node* leaky = g->add_node(OpId::Where, {mask->output(0), dy, x}, 1, "leaky");
@@ -151,13 +147,13 @@ TEST(DnnlTrainingStep, OtherWheresAndGreatersAreNotDnnls) {
 
 TEST(DnnlTrainingStep, SumOfTwoContributions) {
   auto g = new_graph();
-  Value x = g->add_input("x", ir::ValueType::of(DType::float32, {2, 16, 6, 6}))->output(0);
-  Value y = g->add_input("y", ir::ValueType::of(DType::float32, {2, 16, 6, 6}))->output(0);
+  Value x = float_input(*g, "x", {2, 16, 6, 6});
+  Value y = float_input(*g, "y", {2, 16, 6, 6});
   g->add_output(g->add_node(OpId::Sum, {conv3x3(*g, x, 16, 16, 9, "conv"), y}, 1, "sum")->output(0));
   expect_dnnl_matches_reference(*g, {random_tensor({2, 16, 6, 6}, 10), random_tensor({2, 16, 6, 6}, 11)}, 1e-5);
 
   auto three = new_graph();
-  Value a = three->add_input("a", ir::ValueType::of(DType::float32, {2, 3}))->output(0);
+  Value a = float_input(*three, "a", {2, 3});
   ir::Node* sum = three->add_node(OpId::Sum, {a, a, a}, 1, "three");
   three->add_output(sum->output(0));
   ops::infer_types(*three);
@@ -179,9 +175,10 @@ Block conv_bn_relu_block(int64_t channels) {
   Block b;
   ir::Graph& g = *b.graph;
   const Shape x_shape{2, channels, 10, 10};
-  Value x = g.add_input("x", ir::ValueType::of(DType::float32, x_shape))->output(0);
-  Value d_out = g.add_input("d_out", ir::ValueType::of(DType::float32, x_shape))->output(0);
-  Value w1 = constant(g, "w1", {channels, channels, 3, 3}, 12), w2 = constant(g, "w2", {channels, channels, 3, 3}, 13);
+  Value x = float_input(g, "x", x_shape);
+  Value d_out = float_input(g, "d_out", x_shape);
+  Value w1 = random_constant(g, "w1", {channels, channels, 3, 3}, 12),
+        w2 = random_constant(g, "w2", {channels, channels, 3, 3}, 13);
   ir::Node* conv1 = g.add_node(OpId::Conv, {x, w1}, 1, "conv1");
   ir::Node* bn = batch_norm_training(g, conv1->output(0), channels, 1, "bn");
   ir::Node* relu = g.add_node(OpId::Relu, {bn->output(0)}, 1, "relu");
@@ -225,15 +222,7 @@ TEST(DnnlTrainingStep, ConvBatchNormReluBlockKeepsTheGradientInOneLayout) {
   if (!onednn_runs_avx512_core()) GTEST_SKIP() << "the blocked layouts asserted are oneDNN's AVX-512 ones";
   Block block = conv_bn_relu_block(16);
   dnnl_backend::DnnlProgram program = dnnl_backend::build_program(*block.graph);
-  auto root = [&](int slot) { return program.slots[slot].root >= 0 ? program.slots[slot].root : slot; };
-  auto arg = [&](const std::string& label, int which) {
-    for (const dnnl_backend::Step& step : program.steps)
-      if (step.label == label)
-        for (const auto& [a, slot] : step.args)
-          if (a == which) return root(slot);
-    ADD_FAILURE() << "no step '" << label << "' with argument " << which;
-    return -1;
-  };
+  auto arg = [&](const std::string& label, int which) { return step_argument_slot(program, label, which); };
   EXPECT_EQ(arg("conv2_input_grad", DNNL_ARG_DIFF_SRC), arg("relu_grad", DNNL_ARG_DIFF_DST));
   EXPECT_EQ(arg("relu_grad", DNNL_ARG_DIFF_SRC), arg("bn_grad", DNNL_ARG_DIFF_DST));
   EXPECT_EQ(arg("bn_grad", DNNL_ARG_DIFF_SRC), arg("conv1_weight_grad", DNNL_ARG_DIFF_DST));
@@ -254,9 +243,10 @@ TEST(DnnlTrainingStep, BatchNormalizationGradientOfPlainValuesRunsBlocked) {
   if (!onednn_runs_avx512_core()) GTEST_SKIP() << "the blocked layouts asserted are oneDNN's AVX-512 ones";
   auto g = new_graph();
   const Shape shape{4, 32, 7, 7};
-  Value x = g->add_input("x", ir::ValueType::of(DType::float32, shape))->output(0);
-  Value dy = g->add_input("dy", ir::ValueType::of(DType::float32, shape))->output(0);
-  ir::Node* grad = g->add_node(OpId::BatchNormalizationGrad, {dy, x, constant(*g, "scale", {32}, 20)}, 3, "bn_grad");
+  Value x = float_input(*g, "x", shape);
+  Value dy = float_input(*g, "dy", shape);
+  ir::Node* grad =
+      g->add_node(OpId::BatchNormalizationGrad, {dy, x, random_constant(*g, "scale", {32}, 20)}, 3, "bn_grad");
   for (int k = 0; k < 3; ++k) g->add_output(grad->output(k));
   expect_dnnl_matches_reference(*g, {random_tensor(shape, 21), random_tensor(shape, 22)}, 2e-4);
   dnnl_backend::DnnlProgram program = dnnl_backend::build_program(*g);
@@ -276,7 +266,7 @@ TEST(DnnlTrainingStep, BatchNormalizationGradientOfPlainValuesRunsBlocked) {
 TEST(DnnlTrainingStep, AResidualBlockGradientGraph) {
   using autodiff_check::node;
   auto g = new_graph();
-  Value x = g->add_input("x", ir::ValueType::of(DType::float32, {2, 16, 8, 8}))->output(0);
+  Value x = float_input(*g, "x", {2, 16, 8, 8});
   Value stem = conv3x3(*g, x, 16, 16, 31, "stem");
   Value a = node(*g, OpId::Relu, {batch_norm_training(*g, stem, 16, 3, "bn0")->output(0)});
   Value b = node(*g, OpId::Relu, {batch_norm_training(*g, conv3x3(*g, a, 16, 16, 32, "c1"), 16, 3, "bn1")->output(0)});
@@ -285,35 +275,21 @@ TEST(DnnlTrainingStep, AResidualBlockGradientGraph) {
   Value pooled = node(*g, OpId::GlobalAveragePool, {out});
   Value loss = node(*g, OpId::ReduceSum, {node(*g, OpId::Mul, {pooled, pooled})}, {{"keepdims", int64_t{0}}});
   g->add_output(loss, "loss");
-  ops::infer_types(*g);
-  auto grad = autodiff::gradient(*g, "loss", autodiff::trainable_initializers(*g, "loss"));
-  std::vector<Tensor> inputs{random_tensor({2, 16, 8, 8}, 34)};
-
-  runtime::SessionOptions reference;
-  reference.backends = {"ref"};
-  reference.fusion = false;
-  std::vector<Tensor> want = runtime::Session(grad->clone(), reference).run(inputs);
-  runtime::SessionOptions options;
-  options.backends = {"dnnl", "fuse", "ref"};
-  options.num_threads = 2;
-  runtime::Session session(grad->clone(), options);
-  std::map<std::string, std::string> backend_of;
-  for (const auto& n : session.partition_report().nodes) backend_of[n.name] = n.backend;
+  auto grad = loss_gradient_graph(*g);
+  DnnlSessionCheck check(*grad, {random_tensor({2, 16, 8, 8}, 34)});
+  std::map<std::string, std::string> backend_of = check.backend_of();
   int checked = 0;
   for (const auto& n : grad->nodes()) {
     const OpId op = n->op();
     if (op == OpId::BatchNormalization || op == OpId::BatchNormalizationGrad || op == OpId::Where ||
         op == OpId::Greater || op == OpId::Sum) {
       ASSERT_FALSE(n->name.empty()) << n->describe();
-      EXPECT_EQ(backend_of[n->name], "dnnl") << n->describe() << "\n" << session.partition_report().to_text();
+      EXPECT_EQ(backend_of[n->name], "dnnl") << n->describe() << "\n" << check.session.partition_report().to_text();
       ++checked;
     }
   }
   EXPECT_GE(checked, 3 + 3 + 3 + 3 + 1);  // 3 norms and their gradients, 3 Relu gradients (mask, Where), a Sum
-  std::vector<Tensor> got = session.run(inputs);
-  ASSERT_EQ(got.size(), want.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_LE(max_relative_error(got[i], want[i]), 5e-4) << grad->output_names()[i];
+  check.expect_run_matches_reference(5e-4);
 }
 
 }  // namespace

@@ -9,25 +9,15 @@
 // the graph's inputs only, with the reference backend's loss and gradients;
 // and in such a program the forward convolutions write the layout the
 // backward ones read.
-#include "../../backends/dnnl/dnnl_program.h"
 #include "../../backends/dnnl/dnnl_support.h"
 #include "autodiff/gradient_check.h"
-#include "dnnl_test_util.h"
-#include "graft/autodiff/gradient.h"
-#include "graft/runtime/session.h"
+#include "dnnl_training_case.h"
 
 namespace graft::testing {
 namespace {
 
 using ir::OpId;
 using ir::Value;
-
-Value constant(ir::Graph& g, const std::string& name, const Shape& shape, uint64_t seed) {
-  return g.add_constant(name, random_tensor(shape, seed))->output(0);
-}
-Value named(ir::Graph& g, OpId op, const std::vector<Value>& inputs, const std::string& name, int outputs = 1) {
-  return g.add_node(op, inputs, outputs, name)->output(0);
-}
 
 // Class indices in [0, classes), with `ignored` at every third position when not 0.
 Tensor targets(const Shape& shape, int64_t classes, int64_t ignored = 0) {
@@ -70,11 +60,11 @@ TEST(DnnlWholeStep, LossesAndTheirGradientsMatchTheReferenceKernels) {
     Shape target_shape = c.scores;
     target_shape.erase(target_shape.begin() + 1);
     auto g = new_graph();
-    Value x = g->add_input("x", ir::ValueType::of(DType::float32, {n, 8}))->output(0);
+    Value x = float_input(*g, "x", {n, 8});
     Value target = g->add_input("target", ir::ValueType::of(DType::int64, target_shape))->output(0);
-    Value scores = named(*g, OpId::Gemm, {x, constant(*g, "w", {8, features}, 2)}, "fc");
+    Value scores = named_node(*g, OpId::Gemm, {x, random_constant(*g, "w", {8, features}, 2)}, "fc");
     if (c.scores.size() == 3)
-      scores = named(*g, OpId::Reshape, {scores, autodiff_check::ints(*g, c.scores)}, "reshape");
+      scores = named_node(*g, OpId::Reshape, {scores, autodiff_check::ints(*g, c.scores)}, "reshape");
     std::vector<Value> loss_inputs = {scores, target};
     if (c.weights) loss_inputs.push_back(g->add_constant("class_weights", random_tensor({classes}, 3))->output(0));
     ir::Node* loss = g->add_node(c.loss, loss_inputs, cross_entropy ? 2 : 1, "loss");
@@ -105,10 +95,10 @@ TEST(DnnlWholeStep, LossesAndTheirGradientsMatchTheReferenceKernels) {
 // naming the node, as on `ref`.
 TEST(DnnlWholeStep, ATargetOutOfRangeIsAClearError) {
   auto g = new_graph();
-  Value x = g->add_input("x", ir::ValueType::of(DType::float32, {3, 8}))->output(0);
+  Value x = float_input(*g, "x", {3, 8});
   Value target = g->add_input("target", ir::ValueType::of(DType::int64, {3}))->output(0);
-  Value scores = named(*g, OpId::Gemm, {x, constant(*g, "w", {8, 5}, 2)}, "fc");
-  g->add_output(named(*g, OpId::SoftmaxCrossEntropyLoss, {scores, target}, "the_loss"));
+  Value scores = named_node(*g, OpId::Gemm, {x, random_constant(*g, "w", {8, 5}, 2)}, "fc");
+  g->add_output(named_node(*g, OpId::SoftmaxCrossEntropyLoss, {scores, target}, "the_loss"));
   ops::infer_types(*g);
   auto module = compile_dnnl(*g);
   Tensor bad = Tensor::from_vector<int64_t>({1, 7, 2}, {3});
@@ -134,14 +124,14 @@ TEST(DnnlWholeStep, ExpandOfSpatialOnesIsResampling) {
       for (size_t d = 2; d < rank; ++d) ones[d] = 1;
       if (rank == 5) ones[3] = out[3];  // an extent already the output's stays
       auto g = new_graph();
-      Value x = g->add_input("x", ir::ValueType::of(DType::float32, ones))->output(0);
+      Value x = float_input(*g, "x", ones);
       if (after_conv) {
         Shape w{out[1], out[1]};
         for (size_t d = 2; d < rank; ++d) w.push_back(1);
-        x = named(*g, OpId::Conv, {x, constant(*g, "w", w, 5)}, "conv");
+        x = named_node(*g, OpId::Conv, {x, random_constant(*g, "w", w, 5)}, "conv");
       }
-      Value expanded = named(*g, OpId::Expand, {x, autodiff_check::ints(*g, out)}, "expand");
-      g->add_output(named(*g, OpId::Relu, {expanded}, "relu"));
+      Value expanded = named_node(*g, OpId::Expand, {x, autodiff_check::ints(*g, out)}, "expand");
+      g->add_output(named_node(*g, OpId::Relu, {expanded}, "relu"));
       ops::infer_types(*g);
       const ir::Node& expand = *expanded.node;
       EXPECT_TRUE(dnnl_backend::dnnl_supports(expand)) << dnnl_backend::dnnl_supports(expand).reason;
@@ -162,8 +152,8 @@ TEST(DnnlWholeStep, OtherExpandsAreNotDnnls) {
                                                  {{16, 1}, {16, 8}, "rank 3 to 5"},
                                                  {{16, 1, 1}, {2, 16, 4, 4}, "rank 3 to 5"}}) {
     auto g = new_graph();
-    Value x = g->add_input("x", ir::ValueType::of(DType::float32, d.in))->output(0);
-    Value expanded = named(*g, OpId::Expand, {x, autodiff_check::ints(*g, d.out)}, "expand");
+    Value x = float_input(*g, "x", d.in);
+    Value expanded = named_node(*g, OpId::Expand, {x, autodiff_check::ints(*g, d.out)}, "expand");
     g->add_output(expanded);
     ops::infer_types(*g);
     EXPECT_NE(dnnl_backend::dnnl_supports(*expanded.node).reason.find(d.reason), std::string::npos)
@@ -176,9 +166,9 @@ TEST(DnnlWholeStep, OtherExpandsAreNotDnnls) {
 // (a graph input) leave the loss to the reference backend.
 TEST(DnnlWholeStep, ALossAwayFromDnnlComputeIsNotASubgraph) {
   auto g = new_graph();
-  Value scores = g->add_input("scores", ir::ValueType::of(DType::float32, {4, 10}))->output(0);
+  Value scores = float_input(*g, "scores", {4, 10});
   Value target = g->add_input("target", ir::ValueType::of(DType::int64, {4}))->output(0);
-  g->add_output(named(*g, OpId::SoftmaxCrossEntropyLoss, {scores, target}, "loss"), "loss");
+  g->add_output(named_node(*g, OpId::SoftmaxCrossEntropyLoss, {scores, target}, "loss"), "loss");
   runtime::SessionOptions options;
   options.backends = {"dnnl", "fuse", "ref"};
   runtime::Session session(std::move(g), options);
@@ -192,50 +182,40 @@ TEST(DnnlWholeStep, ALossAwayFromDnnlComputeIsNotASubgraph) {
 // gradient graph of every parameter.
 std::unique_ptr<ir::Graph> classifier_step(int64_t batch) {
   auto g = new_graph();
-  Value x = g->add_input("data", ir::ValueType::of(DType::float32, {batch, 3, 12, 12}))->output(0);
+  Value x = float_input(*g, "data", {batch, 3, 12, 12});
   Value target = g->add_input("target", ir::ValueType::of(DType::int64, {batch}))->output(0);
   auto conv_bn = [&](Value in, int64_t in_channels, const std::string& name, uint64_t seed) {
-    ir::Node* conv = g->add_node(OpId::Conv, {in, constant(*g, name + ".w", {16, in_channels, 3, 3}, seed)}, 1, name);
+    ir::Node* conv =
+        g->add_node(OpId::Conv, {in, random_constant(*g, name + ".w", {16, in_channels, 3, 3}, seed)}, 1, name);
     conv->attributes.set("pads", std::vector<int64_t>{1, 1, 1, 1});
     ir::Node* bn = g->add_node(
         OpId::BatchNormalization,
-        {conv->output(0), constant(*g, name + ".scale", {16}, seed + 1), constant(*g, name + ".bias", {16}, seed + 2),
-         constant(*g, name + ".mean", {16}, seed + 3),
+        {conv->output(0), random_constant(*g, name + ".scale", {16}, seed + 1),
+         random_constant(*g, name + ".bias", {16}, seed + 2), random_constant(*g, name + ".mean", {16}, seed + 3),
          g->add_constant(name + ".var", Tensor::from_vector<float>(std::vector<float>(16, 0.8f), {16}))->output(0)},
         1, name + ".bn");
     bn->attributes.set("training_mode", int64_t{1});
     return bn->output(0);
   };
-  Value stem = named(*g, OpId::Relu, {conv_bn(x, 3, "stem", 10)}, "stem.relu");
-  Value a = named(*g, OpId::Relu, {conv_bn(stem, 16, "block.conv1", 20)}, "block.relu1");
+  Value stem = named_node(*g, OpId::Relu, {conv_bn(x, 3, "stem", 10)}, "stem.relu");
+  Value a = named_node(*g, OpId::Relu, {conv_bn(stem, 16, "block.conv1", 20)}, "block.relu1");
   Value b = conv_bn(a, 16, "block.conv2", 30);
-  Value out = named(*g, OpId::Relu, {named(*g, OpId::Add, {b, stem}, "block.add")}, "block.relu2");
-  Value pooled = named(*g, OpId::Flatten, {named(*g, OpId::GlobalAveragePool, {out}, "pool")}, "flatten");
-  ir::Node* fc =
-      g->add_node(OpId::Gemm, {pooled, constant(*g, "fc.w", {10, 16}, 40), constant(*g, "fc.b", {10}, 41)}, 1, "fc");
+  Value out = named_node(*g, OpId::Relu, {named_node(*g, OpId::Add, {b, stem}, "block.add")}, "block.relu2");
+  Value pooled = named_node(*g, OpId::Flatten, {named_node(*g, OpId::GlobalAveragePool, {out}, "pool")}, "flatten");
+  ir::Node* fc = g->add_node(
+      OpId::Gemm, {pooled, random_constant(*g, "fc.w", {10, 16}, 40), random_constant(*g, "fc.b", {10}, 41)}, 1, "fc");
   fc->attributes.set("transB", int64_t{1});
-  g->add_output(named(*g, OpId::SoftmaxCrossEntropyLoss, {fc->output(0), target}, "loss"), "loss");
-  ops::infer_types(*g);
-  return autodiff::gradient(*g, "loss", autodiff::trainable_initializers(*g, "loss"));
+  g->add_output(named_node(*g, OpId::SoftmaxCrossEntropyLoss, {fc->output(0), target}, "loss"), "loss");
+  return loss_gradient_graph(*g);
 }
 
 TEST(DnnlWholeStep, AClassifierTrainingStepIsOneSubgraph) {
   auto step = classifier_step(4);
-  const std::vector<Tensor> inputs{random_tensor({4, 3, 12, 12}, 50), targets({4}, 10)};
-  runtime::SessionOptions reference;
-  reference.backends = {"ref"};
-  reference.fusion = false;
-  std::vector<Tensor> want = runtime::Session(step->clone(), reference).run(inputs);
-
-  runtime::SessionOptions options;
-  options.backends = {"dnnl", "fuse", "ref"};
-  options.num_threads = 2;
-  runtime::Session session(step->clone(), options);
-  const partition::PartitionReport& report = session.partition_report();
+  DnnlSessionCheck check(*step, {random_tensor({4, 3, 12, 12}, 50), targets({4}, 10)});
+  const partition::PartitionReport& report = check.session.partition_report();
   ASSERT_EQ(report.subgraphs.size(), 1u) << report.to_text();
   EXPECT_EQ(report.subgraphs[0].backend, "dnnl");
-  std::map<std::string, std::string> backend_of;
-  for (const auto& n : report.nodes) backend_of[n.name] = n.backend;
+  std::map<std::string, std::string> backend_of = check.backend_of();
   int boundary_nodes = 0;
   for (const auto& n : step->nodes()) {
     const OpId op = n->op();
@@ -248,8 +228,8 @@ TEST(DnnlWholeStep, AClassifierTrainingStepIsOneSubgraph) {
 
   // No activation crosses a subgraph boundary: the dnnl module reads the
   // graph's inputs only (its weights are constants of its body).
-  runtime::Session::PlannedGraph plan =
-      session.plan_for_types({ir::ValueType::of(DType::float32, {4, 3, 12, 12}), ir::ValueType::of(DType::int64, {4})});
+  runtime::Session::PlannedGraph plan = check.session.plan_for_types(
+      {ir::ValueType::of(DType::float32, {4, 3, 12, 12}), ir::ValueType::of(DType::int64, {4})});
   int modules = 0;
   for (const auto& node : plan.graph->nodes()) {
     if (node->backend != "dnnl" || !node->subgraph) continue;
@@ -261,12 +241,7 @@ TEST(DnnlWholeStep, AClassifierTrainingStepIsOneSubgraph) {
   }
   EXPECT_EQ(modules, 1);
 
-  for (int run = 0; run < 2; ++run) {
-    std::vector<Tensor> got = session.run(inputs);
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t i = 0; i < got.size(); ++i)
-      EXPECT_LE(max_relative_error(got[i], want[i]), 5e-4) << step->output_names()[i] << ", run " << run;
-  }
+  for (int run = 0; run < 2; ++run) check.expect_run_matches_reference(5e-4, ", run " + std::to_string(run));
 }
 
 // In a program with convolution gradients the forward convolutions are made
@@ -278,11 +253,11 @@ TEST(DnnlWholeStep, TheBackwardReadsTheForwardsActivationsInTheirLayout) {
   if (!onednn_runs_avx512_core()) GTEST_SKIP() << "the layouts asserted are oneDNN's AVX-512 ones";
   auto g = new_graph();
   const Shape shape{4, 32, 28, 28};
-  Value x = g->add_input("x", ir::ValueType::of(DType::float32, shape))->output(0);
-  Value d_out = g->add_input("d_out", ir::ValueType::of(DType::float32, shape))->output(0);
-  Value w1 = constant(*g, "w1", {32, 32, 3, 3}, 60), w2 = constant(*g, "w2", {32, 32, 3, 3}, 61);
+  Value x = float_input(*g, "x", shape);
+  Value d_out = float_input(*g, "d_out", shape);
+  Value w1 = random_constant(*g, "w1", {32, 32, 3, 3}, 60), w2 = random_constant(*g, "w2", {32, 32, 3, 3}, 61);
   ir::Node* conv1 = g->add_node(OpId::Conv, {x, w1}, 1, "conv1");
-  Value r = named(*g, OpId::Relu, {conv1->output(0)}, "relu");
+  Value r = named_node(*g, OpId::Relu, {conv1->output(0)}, "relu");
   ir::Node* conv2 = g->add_node(OpId::Conv, {r, w2}, 1, "conv2");
   ir::Node* w2_grad = g->add_node(OpId::ConvWeightGrad, {d_out, r, w2}, 1, "conv2_weight_grad");
   for (ir::Node* n : {conv1, conv2, w2_grad}) n->attributes.set("pads", std::vector<int64_t>{1, 1, 1, 1});
@@ -290,13 +265,8 @@ TEST(DnnlWholeStep, TheBackwardReadsTheForwardsActivationsInTheirLayout) {
   g->add_output(w2_grad->output(0));
   expect_dnnl_matches_reference(*g, {random_tensor(shape, 62), random_tensor(shape, 63)}, 1e-4);
   dnnl_backend::DnnlProgram program = dnnl_backend::build_program(*g);
-  auto root = [&](int slot) { return program.slots[slot].root >= 0 ? program.slots[slot].root : slot; };
-  int relu_output = -1, read_by_gradient = -1;
-  for (const dnnl_backend::Step& step : program.steps)
-    for (const auto& [arg, slot] : step.args) {
-      if (step.label == "conv1+relu" && arg == DNNL_ARG_DST) relu_output = root(slot);
-      if (step.label == "conv2_weight_grad" && arg == DNNL_ARG_SRC) read_by_gradient = root(slot);
-    }
+  const int relu_output = step_argument_slot(program, "conv1+relu", DNNL_ARG_DST);
+  const int read_by_gradient = step_argument_slot(program, "conv2_weight_grad", DNNL_ARG_SRC);
   ASSERT_GE(relu_output, 0) << "no step conv1+relu";
   EXPECT_EQ(read_by_gradient, relu_output) << "the weight gradient reads a conversion of the forward's activation";
 }
