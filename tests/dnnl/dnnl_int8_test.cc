@@ -7,6 +7,7 @@
 // quantization step of the output, and rarely a step away.
 #include "../../backends/dnnl/dnnl_int8.h"
 
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -27,6 +28,25 @@ struct ConvCase {
   bool relu = true;
 };
 
+// `count` int8 values drawn uniformly from [-127, 127] (the symmetric range
+// quantize_static gives weights).
+std::vector<int8_t> random_int8(int64_t count, uint64_t seed) {
+  std::vector<int8_t> values(static_cast<size_t>(count));
+  std::mt19937_64 rng(seed);
+  std::uniform_int_distribution<int> value(-127, 127);
+  for (int8_t& v : values) v = static_cast<int8_t>(value(rng));
+  return values;
+}
+
+// A clone of `graph` through the default passes (which fold or expand the
+// quantization pairs), as a Session would hand it to dnnl.
+std::unique_ptr<ir::Graph> through_default_passes(const ir::Graph& graph) {
+  std::unique_ptr<ir::Graph> lowered = graph.clone();
+  passes::PassContext ctx;
+  passes::run_pipeline(lowered, passes::default_pipeline(), ctx);
+  return lowered;
+}
+
 class QdqGraph {
  public:
   QdqGraph() : g_(new_graph()) {}
@@ -37,36 +57,50 @@ class QdqGraph {
 
   // QuantizeLinear -> DequantizeLinear to uint8 with scale `scale` and zero point `zero_point`.
   ir::Value fake_quantize(ir::Value v, float scale, uint8_t zero_point, const std::string& name) {
-    ir::Value s = g_->add_constant(name + ".scale", Tensor::scalar<float>(scale))->output(0);
-    ir::Value z = g_->add_constant(name + ".zero_point", Tensor::scalar<uint8_t>(zero_point))->output(0);
+    ir::Value s = constant(name + ".scale", Tensor::scalar<float>(scale));
+    ir::Value z = constant(name + ".zero_point", Tensor::scalar<uint8_t>(zero_point));
     ir::Value q = g_->add_node("QuantizeLinear", {v, s, z}, 1, name + ".q")->output(0);
     return g_->add_node("DequantizeLinear", {q, s, z}, 1, name + ".dq")->output(0);
+  }
+
+  ir::Value constant(const std::string& name, Tensor value) {
+    return g_->add_constant(name, std::move(value))->output(0);
+  }
+
+  // DequantizeLinear of the int8 constant `name` (`values` of `shape`) by
+  // `scale` (one, or one per slice along `axis`), with a zero point of zeros
+  // as an input when `zero_point_input` (as quantize_static writes a
+  // convolution's).
+  ir::Value dequantized_int8(const std::string& name, const std::vector<int8_t>& values, const Shape& shape,
+                             Tensor scale, std::optional<int64_t> axis = std::nullopt, bool zero_point_input = false) {
+    std::vector<ir::Value> inputs = {constant(name, Tensor::from_vector<int8_t>(values, shape))};
+    const Shape scale_shape = scale.shape();
+    inputs.push_back(constant(name + ".scale", std::move(scale)));
+    if (zero_point_input) {
+      const int64_t count = shape_numel(scale_shape);
+      inputs.push_back(
+          constant(name + ".zero_point",
+                   Tensor::from_vector<int8_t>(std::vector<int8_t>(static_cast<size_t>(count), 0), scale_shape)));
+    }
+    ir::Node* dq = g_->add_node("DequantizeLinear", inputs, 1, name + ".dq");
+    if (axis) dq->attributes.set("axis", *axis);
+    return dq->output(0);
   }
 
   // A Conv of `x` with int8 weights (symmetric per output channel: each
   // channel's largest magnitude is 127) behind a DequantizeLinear on axis 0.
   ir::Value conv(ir::Value x, const ConvCase& c, const std::string& name, uint64_t seed) {
     const int64_t per_channel = c.channels / c.group * c.kernel * c.kernel;
-    std::vector<int8_t> q(c.out_channels * per_channel);
+    std::vector<int8_t> q = random_int8(c.out_channels * per_channel, seed);
     std::vector<float> scales(c.out_channels);
-    std::mt19937_64 rng(seed);
-    std::uniform_int_distribution<int> value(-127, 127);
     for (int64_t o = 0; o < c.out_channels; ++o) {
-      for (int64_t i = 0; i < per_channel; ++i) q[o * per_channel + i] = static_cast<int8_t>(value(rng));
       q[o * per_channel + o % per_channel] = o % 2 ? 127 : -127;
       scales[o] = 0.002f * static_cast<float>(1 + o % 5);
     }
-    Shape w_shape = {c.out_channels, c.channels / c.group, c.kernel, c.kernel};
-    ir::Value w = g_->add_constant(name + ".w", Tensor::from_vector<int8_t>(q, w_shape))->output(0);
-    ir::Value s = g_->add_constant(name + ".w_scale", Tensor::from_vector<float>(scales, {c.out_channels}))->output(0);
-    ir::Value z =
-        g_->add_constant(name + ".w_zero_point",
-                         Tensor::from_vector<int8_t>(std::vector<int8_t>(c.out_channels, 0), {c.out_channels}))
-            ->output(0);
-    ir::Node* dq = g_->add_node("DequantizeLinear", {w, s, z}, 1, name + ".w_dq");
-    dq->attributes.set("axis", int64_t{0});
-    std::vector<ir::Value> inputs = {x, dq->output(0)};
-    if (c.bias) inputs.push_back(g_->add_constant(name + ".b", random_tensor({c.out_channels}, seed + 1))->output(0));
+    std::vector<ir::Value> inputs = {
+        x, dequantized_int8(name + ".w", q, {c.out_channels, c.channels / c.group, c.kernel, c.kernel},
+                            Tensor::from_vector<float>(scales, {c.out_channels}), 0, true)};
+    if (c.bias) inputs.push_back(constant(name + ".b", random_tensor({c.out_channels}, seed + 1)));
     ir::Node* conv = g_->add_node("Conv", inputs, 1, name);
     conv->attributes.set("pads", std::vector<int64_t>(4, c.pad));
     conv->attributes.set("strides", std::vector<int64_t>{c.stride, c.stride});
@@ -95,10 +129,7 @@ class QdqGraph {
 dnnl_backend::DnnlModuleStats expect_within_one_step(ir::Graph& graph, const std::vector<Tensor>& inputs, float step) {
   ops::infer_types(graph);
   std::vector<Tensor> want = run_graph(graph, inputs);
-  std::unique_ptr<ir::Graph> lowered = graph.clone();
-  passes::PassContext ctx;
-  passes::run_pipeline(lowered, passes::default_pipeline(), ctx);
-  auto module = compile_dnnl(*lowered);
+  auto module = compile_dnnl(*through_default_passes(graph));
   std::vector<Tensor> got = run_module(*module, inputs);
   EXPECT_EQ(got.size(), want.size());
   if (got.empty() || want.empty() || got[0].shape() != want[0].shape()) {
@@ -191,31 +222,17 @@ TEST(DnnlInt8, FloatReadersOfAQuantizedSourceGetItDequantized) {
 // tensor) -> Add bias -> QDQ: an int8 matmul of the rows.
 TEST(DnnlInt8, FakeQuantizedMatMulRunsInInt8) {
   for (bool per_column : {true, false}) {
-    auto g = new_graph();
-    ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {1, 16, 32}))->output(0);
-    auto fake_quantize = [&](ir::Value v, float scale, uint8_t zero_point, const std::string& name) {
-      ir::Value s = g->add_constant(name + ".s", Tensor::scalar<float>(scale))->output(0);
-      ir::Value z = g->add_constant(name + ".z", Tensor::scalar<uint8_t>(zero_point))->output(0);
-      ir::Value q = g->add_node("QuantizeLinear", {v, s, z}, 1, name + ".q")->output(0);
-      return g->add_node("DequantizeLinear", {q, s, z}, 1, name + ".dq")->output(0);
-    };
-    ir::Value h = fake_quantize(x, 0.01f, 120, "in");
-    std::vector<int8_t> q(32 * 24);
-    std::mt19937_64 rng(21);
-    std::uniform_int_distribution<int> value(-127, 127);
-    for (auto& v : q) v = static_cast<int8_t>(value(rng));
-    for (int c = 0; c < 24; ++c) q[(c % 32) * 24 + c] = c % 2 ? 127 : -127;  // each column reaches 127
+    QdqGraph q;
+    ir::Value h = q.fake_quantize(q.input("x", {1, 16, 32}), 0.01f, 120, "in");
+    std::vector<int8_t> w = random_int8(32 * 24, 21);
+    for (int c = 0; c < 24; ++c) w[(c % 32) * 24 + c] = c % 2 ? 127 : -127;  // each column reaches 127
     std::vector<float> scales(per_column ? 24 : 1);
     for (size_t c = 0; c < scales.size(); ++c) scales[c] = 0.003f * static_cast<float>(1 + c % 4);
-    ir::Value w = g->add_constant("w", Tensor::from_vector<int8_t>(q, {32, 24}))->output(0);
-    ir::Value s = per_column ? g->add_constant("w.s", Tensor::from_vector<float>(scales, {24}))->output(0)
-                             : g->add_constant("w.s", Tensor::scalar<float>(scales[0]))->output(0);
-    ir::Node* dq = g->add_node("DequantizeLinear", {w, s}, 1, "w.dq");
-    dq->attributes.set("axis", int64_t{1});
-    ir::Value y = g->add_node("MatMul", {h, dq->output(0)}, 1, "mm")->output(0);
-    y = g->add_node("Add", {y, g->add_constant("bias", random_tensor({24}, 4))->output(0)}, 1, "bias")->output(0);
-    g->add_output(fake_quantize(y, 0.02f, 128, "out"), "y");
-    dnnl_backend::DnnlModuleStats stats = expect_within_one_step(*g, {random_tensor({1, 16, 32}, 8)}, 0.02f);
+    Tensor scale = per_column ? Tensor::from_vector<float>(scales, {24}) : Tensor::scalar<float>(scales[0]);
+    ir::Value y = q.graph().add_node("MatMul", {h, q.dequantized_int8("w", w, {32, 24}, scale, 1)}, 1, "mm")->output(0);
+    y = q.add(y, q.constant("bias", random_tensor({24}, 4)), "bias");
+    q.output(q.fake_quantize(y, 0.02f, 128, "out"), "y");
+    dnnl_backend::DnnlModuleStats stats = expect_within_one_step(q.graph(), {random_tensor({1, 16, 32}, 8)}, 0.02f);
     EXPECT_EQ(stats.int8_matmuls, expected_int8(1)) << (per_column ? "per column" : "per tensor");
   }
 }
@@ -306,29 +323,16 @@ TEST(DnnlInt8, PoolReadByFloatOpsStaysFloat) {
 // output projection: int8 weights [N, K] per tensor, run as an int8 matmul
 // with C added in its post-ops.
 TEST(DnnlInt8, FakeQuantizedGemmRunsInInt8) {
-  auto g = new_graph();
-  ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {16, 32}))->output(0);
-  auto fake_quantize = [&](ir::Value v, float scale, uint8_t zero_point, const std::string& name) {
-    ir::Value s = g->add_constant(name + ".s", Tensor::scalar<float>(scale))->output(0);
-    ir::Value z = g->add_constant(name + ".z", Tensor::scalar<uint8_t>(zero_point))->output(0);
-    ir::Value q = g->add_node("QuantizeLinear", {v, s, z}, 1, name + ".q")->output(0);
-    return g->add_node("DequantizeLinear", {q, s, z}, 1, name + ".dq")->output(0);
-  };
-  std::vector<int8_t> q(24 * 32);
-  std::mt19937_64 rng(91);
-  std::uniform_int_distribution<int> value(-127, 127);
-  for (auto& v : q) v = static_cast<int8_t>(value(rng));
-  q[5] = 127;
-  ir::Value w = g->add_constant("w", Tensor::from_vector<int8_t>(q, {24, 32}))->output(0);
-  ir::Value dq =
-      g->add_node("DequantizeLinear", {w, g->add_constant("w.s", Tensor::scalar<float>(0.004f))->output(0)}, 1, "w.dq")
-          ->output(0);
-  ir::Node* gemm = g->add_node(
-      "Gemm", {fake_quantize(x, 0.01f, 120, "in"), dq, g->add_constant("c", random_tensor({24}, 92))->output(0)}, 1,
-      "gemm");
+  QdqGraph q;
+  ir::Value x = q.input("x", {16, 32});
+  std::vector<int8_t> w = random_int8(24 * 32, 91);
+  w[5] = 127;
+  ir::Value dq = q.dequantized_int8("w", w, {24, 32}, Tensor::scalar<float>(0.004f));
+  ir::Node* gemm = q.graph().add_node(
+      "Gemm", {q.fake_quantize(x, 0.01f, 120, "in"), dq, q.constant("c", random_tensor({24}, 92))}, 1, "gemm");
   gemm->attributes.set("transB", int64_t{1});
-  g->add_output(fake_quantize(gemm->output(0), 0.02f, 128, "out"), "y");
-  dnnl_backend::DnnlModuleStats stats = expect_within_one_step(*g, {random_tensor({16, 32}, 93)}, 0.02f);
+  q.output(q.fake_quantize(gemm->output(0), 0.02f, 128, "out"), "y");
+  dnnl_backend::DnnlModuleStats stats = expect_within_one_step(q.graph(), {random_tensor({16, 32}, 93)}, 0.02f);
   EXPECT_EQ(stats.int8_matmuls, expected_int8(1));
 }
 
@@ -341,67 +345,46 @@ TEST(DnnlInt8, FakeQuantizedGemmRunsInInt8) {
 // quantization that repeats the one of the value it moves (a Transpose)
 // changes nothing.
 TEST(DnnlInt8, QdqEncoderBlockIsOneDnnlSubgraph) {
-  auto g = new_graph();
-  ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {1, 16, 32}))->output(0);
-  auto fake_quantize = [&](ir::Value v, float scale, uint8_t zero_point, const std::string& name) {
-    ir::Value s = g->add_constant(name + ".s", Tensor::scalar<float>(scale))->output(0);
-    ir::Value z = g->add_constant(name + ".z", Tensor::scalar<uint8_t>(zero_point))->output(0);
-    ir::Value q = g->add_node("QuantizeLinear", {v, s, z}, 1, name + ".q")->output(0);
-    return g->add_node("DequantizeLinear", {q, s, z}, 1, name + ".dq")->output(0);
-  };
+  QdqGraph q;
+  ir::Graph& g = q.graph();
   auto int8_weight = [&](int64_t k, int64_t n, uint64_t seed, const std::string& name) {
-    std::vector<int8_t> q(k * n);
-    std::mt19937_64 rng(seed);
-    std::uniform_int_distribution<int> value(-127, 127);
-    for (auto& v : q) v = static_cast<int8_t>(value(rng));
-    q[0] = 127;
-    ir::Value w = g->add_constant(name, Tensor::from_vector<int8_t>(q, {k, n}))->output(0);
-    return g
-        ->add_node("DequantizeLinear", {w, g->add_constant(name + ".s", Tensor::scalar<float>(0.01f))->output(0)}, 1,
-                   name + ".dq")
-        ->output(0);
-  };
-  auto add = [&](ir::Value a, ir::Value b, const std::string& name) {
-    return g->add_node("Add", {a, b}, 1, name)->output(0);
+    std::vector<int8_t> w = random_int8(k * n, seed);
+    w[0] = 127;
+    return q.dequantized_int8(name, w, {k, n}, Tensor::scalar<float>(0.01f));
   };
   auto transposed = [&](ir::Value v, const std::string& name) {
-    ir::Node* t = g->add_node("Transpose", {v}, 1, name);
+    ir::Node* t = g.add_node("Transpose", {v}, 1, name);
     t->attributes.set("perm", std::vector<int64_t>{1, 0, 2});
     return t->output(0);
   };
   // Scales that are no simple ratios of each other (a calibration's never
   // are): a requantization's ties then are as rare as in a real model.
-  ir::Value residual = fake_quantize(x, 0.0213f, 128, "in");
-  ir::Value h = fake_quantize(transposed(residual, "t"), 0.0213f, 128, "t.out");  // [16, 1, 32]
-  ir::Value y = g->add_node("MatMul", {h, int8_weight(32, 64, 101, "w1")}, 1, "mm1")->output(0);
-  y = add(g->add_constant("b1", random_tensor({64}, 102))->output(0), fake_quantize(y, 0.0517f, 128, "mm1.out"),
-          "bias1");
-  y = g->add_node("Gelu", {y}, 1, "gelu")->output(0);
-  y = fake_quantize(y, 0.0291f, 10, "gelu.out");
-  y = g->add_node("MatMul", {y, int8_weight(64, 32, 103, "w2")}, 1, "mm2")->output(0);
-  y = add(g->add_constant("b2", random_tensor({32}, 104))->output(0), fake_quantize(y, 0.0533f, 128, "mm2.out"),
-          "bias2");
-  y = fake_quantize(y, 0.0547f, 128, "bias2.out");
+  ir::Value residual = q.fake_quantize(q.input("x", {1, 16, 32}), 0.0213f, 128, "in");
+  ir::Value h = q.fake_quantize(transposed(residual, "t"), 0.0213f, 128, "t.out");  // [16, 1, 32]
+  ir::Value y = g.add_node("MatMul", {h, int8_weight(32, 64, 101, "w1")}, 1, "mm1")->output(0);
+  y = q.add(q.constant("b1", random_tensor({64}, 102)), q.fake_quantize(y, 0.0517f, 128, "mm1.out"), "bias1");
+  y = g.add_node("Gelu", {y}, 1, "gelu")->output(0);
+  y = q.fake_quantize(y, 0.0291f, 10, "gelu.out");
+  y = g.add_node("MatMul", {y, int8_weight(64, 32, 103, "w2")}, 1, "mm2")->output(0);
+  y = q.add(q.constant("b2", random_tensor({32}, 104)), q.fake_quantize(y, 0.0533f, 128, "mm2.out"), "bias2");
+  y = q.fake_quantize(y, 0.0547f, 128, "bias2.out");
   // Moved back and quantized the same way again: an identity.
-  y = fake_quantize(transposed(y, "back"), 0.0547f, 128, "back.out");
-  y = add(y, residual, "residual");
-  y = fake_quantize(y, 0.0611f, 128, "residual.out");
-  ir::Value gamma = g->add_constant("gamma", random_tensor({32}, 105))->output(0);
-  ir::Value beta = g->add_constant("beta", random_tensor({32}, 106))->output(0);
-  ir::Node* norm = g->add_node("LayerNormalization", {y, gamma, beta}, 1, "norm");
+  y = q.fake_quantize(transposed(y, "back"), 0.0547f, 128, "back.out");
+  y = q.add(y, residual, "residual");
+  y = q.fake_quantize(y, 0.0611f, 128, "residual.out");
+  ir::Node* norm = g.add_node(
+      "LayerNormalization",
+      {y, q.constant("gamma", random_tensor({32}, 105)), q.constant("beta", random_tensor({32}, 106))}, 1, "norm");
   norm->attributes.set("axis", int64_t{-1});
-  g->add_output(fake_quantize(norm->output(0), 0.05f, 128, "norm.out"), "y");
+  q.output(q.fake_quantize(norm->output(0), 0.05f, 128, "norm.out"), "y");
 
-  runtime::SessionOptions options;
-  options.backends = {"dnnl", "fuse", "ref"};
-  options.num_threads = 2;
-  runtime::Session session(g->clone(), options);
+  runtime::Session session(g.clone(), dnnl_session_options());
   auto counts = session.partition_report().nodes_per_backend();
   if (dnnl_backend::int8_runs_without_saturation()) {  // else float arithmetic, which `fuse` takes between products
     EXPECT_EQ(counts["fuse"], 0u) << session.partition_report().to_text();
     EXPECT_EQ(counts["ref"], 0u) << session.partition_report().to_text();
   }
-  dnnl_backend::DnnlModuleStats stats = expect_within_one_step(*g, {random_tensor({1, 16, 32}, 107)}, 0.05f);
+  dnnl_backend::DnnlModuleStats stats = expect_within_one_step(g, {random_tensor({1, 16, 32}, 107)}, 0.05f);
   EXPECT_EQ(stats.int8_matmuls, expected_int8(2));
 }
 
@@ -414,16 +397,15 @@ TEST(DnnlInt8, SavedModuleKeepsTheWeightsItReadsForScales) {
   ir::Value x = q.input("x", {1, c.channels, c.size, c.size});
   q.output(q.fake_quantize(q.conv(q.fake_quantize(x, 0.01f, 0, "in"), c, "conv", 41), 0.02f, 0, "out"), "y");
   ops::infer_types(q.graph());
-  std::unique_ptr<ir::Graph> lowered = q.graph().clone();
-  passes::PassContext ctx;
-  passes::run_pipeline(lowered, passes::default_pipeline(), ctx);
+  std::unique_ptr<ir::Graph> lowered = through_default_passes(q.graph());
   auto module = compile_dnnl(*lowered);
   std::stringstream saved;
   module->save(saved);
   std::vector<Tensor> converted = module->saved_tensors();
-  if (dnnl_backend::int8_runs_without_saturation())  // else a float32 convolution, which supersedes them
+  if (dnnl_backend::int8_runs_without_saturation()) {  // else a float32 convolution, which supersedes them
     for (const Tensor& t : module->superseded_constants())
       EXPECT_NE(t.shape(), (Shape{c.out_channels, c.channels, c.kernel, c.kernel})) << "int8 weights are kept";
+  }
   std::stringstream in(saved.str());
   auto loaded = backend::load_module("dnnl", in, *lowered, converted);
   std::vector<Tensor> inputs = {random_tensor({1, c.channels, c.size, c.size}, 42)};
@@ -439,10 +421,7 @@ TEST(DnnlInt8, GraphInputQuantizationGoesToDnnlWithItsConvolution) {
   ConvCase c;
   ir::Value x = q.input("x", {1, c.channels, c.size, c.size});
   q.output(q.fake_quantize(q.conv(q.fake_quantize(x, 0.01f, 128, "in"), c, "conv", 51), 0.02f, 0, "out"), "y");
-  runtime::SessionOptions options;
-  options.backends = {"dnnl", "fuse", "ref"};
-  options.num_threads = 2;
-  runtime::Session session(q.graph().clone(), options);
+  runtime::Session session(q.graph().clone(), dnnl_session_options());
   auto counts = session.partition_report().nodes_per_backend();
   EXPECT_EQ(counts["fuse"], 0u) << session.partition_report().to_text();
   EXPECT_EQ(counts["ref"], 0u) << session.partition_report().to_text();
@@ -462,58 +441,44 @@ TEST(DnnlInt8, GraphInputQuantizationGoesToDnnlWithItsConvolution) {
 // QuantizeLinear, whose pairs then run as any QDQ model's: in int8 on dnnl,
 // within one output step of the QLinearConv kernel.
 TEST(DnnlInt8, QLinearConvRunsAsAnInt8Convolution) {
-  auto g = new_graph();
-  ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {1, 8, 10, 10}))->output(0);
-  auto constant = [&](const std::string& name, Tensor t) { return g->add_constant(name, std::move(t))->output(0); };
-  ir::Value x_scale = constant("x.s", Tensor::scalar<float>(0.01f));
-  ir::Value x_zero = constant("x.z", Tensor::scalar<uint8_t>(128));
-  ir::Value y_scale = constant("y.s", Tensor::scalar<float>(0.05f));
-  ir::Value y_zero = constant("y.z", Tensor::scalar<uint8_t>(100));
-  std::vector<int8_t> q(16 * 8 * 9);
-  std::mt19937_64 rng(61);
-  std::uniform_int_distribution<int> value(-127, 127);
-  for (auto& v : q) v = static_cast<int8_t>(value(rng));
-  for (int o = 0; o < 16; ++o) q[o * 72] = 127;
+  QdqGraph q;
+  ir::Value x = q.input("x", {1, 8, 10, 10});
+  ir::Value x_scale = q.constant("x.s", Tensor::scalar<float>(0.01f));
+  ir::Value x_zero = q.constant("x.z", Tensor::scalar<uint8_t>(128));
+  ir::Value y_scale = q.constant("y.s", Tensor::scalar<float>(0.05f));
+  ir::Value y_zero = q.constant("y.z", Tensor::scalar<uint8_t>(100));
+  std::vector<int8_t> w = random_int8(16 * 8 * 9, 61);
+  for (int o = 0; o < 16; ++o) w[o * 72] = 127;
   std::vector<float> scales(16);
   std::vector<int32_t> bias(16);
   for (int o = 0; o < 16; ++o) {
     scales[o] = 0.002f * static_cast<float>(1 + o % 3);
     bias[o] = (o - 8) * 300;
   }
-  ir::Value xq = g->add_node("QuantizeLinear", {x, x_scale, x_zero}, 1, "xq")->output(0);
-  ir::Node* conv = g->add_node("QLinearConv",
-                               {xq, x_scale, x_zero, constant("w", Tensor::from_vector<int8_t>(q, {16, 8, 3, 3})),
-                                constant("w.s", Tensor::from_vector<float>(scales, {16})),
-                                constant("w.z", Tensor::from_vector<int8_t>(std::vector<int8_t>(16, 0), {16})), y_scale,
-                                y_zero, constant("b", Tensor::from_vector<int32_t>(bias, {16}))},
-                               1, "qconv");
+  ir::Graph& g = q.graph();
+  ir::Value xq = g.add_node("QuantizeLinear", {x, x_scale, x_zero}, 1, "xq")->output(0);
+  ir::Node* conv = g.add_node("QLinearConv",
+                              {xq, x_scale, x_zero, q.constant("w", Tensor::from_vector<int8_t>(w, {16, 8, 3, 3})),
+                               q.constant("w.s", Tensor::from_vector<float>(scales, {16})),
+                               q.constant("w.z", Tensor::from_vector<int8_t>(std::vector<int8_t>(16, 0), {16})),
+                               y_scale, y_zero, q.constant("b", Tensor::from_vector<int32_t>(bias, {16}))},
+                              1, "qconv");
   conv->attributes.set("pads", std::vector<int64_t>(4, 1));
-  g->add_output(g->add_node("DequantizeLinear", {conv->output(0), y_scale, y_zero}, 1, "y")->output(0), "y");
-  dnnl_backend::DnnlModuleStats stats = expect_within_one_step(*g, {random_tensor({1, 8, 10, 10}, 62)}, 0.05f);
+  q.output(g.add_node("DequantizeLinear", {conv->output(0), y_scale, y_zero}, 1, "y")->output(0), "y");
+  dnnl_backend::DnnlModuleStats stats = expect_within_one_step(g, {random_tensor({1, 8, 10, 10}, 62)}, 0.05f);
   EXPECT_EQ(stats.int8_convolutions, expected_int8(1));
-  std::unique_ptr<ir::Graph> lowered = g->clone();
-  passes::PassContext ctx;
-  passes::run_pipeline(lowered, passes::default_pipeline(), ctx);
+  std::unique_ptr<ir::Graph> lowered = through_default_passes(g);
   for (const auto& node : lowered->nodes()) EXPECT_NE(node->op(), ir::OpId::QLinearConv) << "expanded";
 }
 
 // Float weights that are not int8 values times a scale per channel keep the
 // float32 convolution.
 TEST(DnnlInt8, FloatWeightsStayFloat) {
-  auto g = new_graph();
-  ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {1, 4, 8, 8}))->output(0);
-  ir::Value s = g->add_constant("s", Tensor::scalar<float>(0.01f))->output(0);
-  ir::Value z = g->add_constant("z", Tensor::scalar<uint8_t>(128))->output(0);
-  ir::Value h =
-      g->add_node("DequantizeLinear", {g->add_node("QuantizeLinear", {x, s, z}, 1, "q")->output(0), s, z}, 1, "dq")
-          ->output(0);
-  ir::Value y =
-      g->add_node("Conv", {h, g->add_constant("w", random_tensor({4, 4, 3, 3}, 3))->output(0)}, 1, "conv")->output(0);
-  g->add_output(y, "y");
-  ops::infer_types(*g);
-  passes::PassContext ctx;
-  passes::run_pipeline(g, passes::default_pipeline(), ctx);
-  auto module = compile_dnnl(*g);
+  QdqGraph q;
+  ir::Value h = q.fake_quantize(q.input("x", {1, 4, 8, 8}), 0.01f, 128, "in");
+  q.output(q.graph().add_node("Conv", {h, q.constant("w", random_tensor({4, 4, 3, 3}, 3))}, 1, "conv")->output(0), "y");
+  ops::infer_types(q.graph());
+  auto module = compile_dnnl(*through_default_passes(q.graph()));
   EXPECT_EQ(dnnl_backend::dnnl_module_stats(*module).int8_convolutions, 0);
 }
 
