@@ -354,8 +354,10 @@ std::vector<Tensor> DnnlModule::run(std::span<const Tensor> inputs, backend::Mod
     std::unordered_map<int, dnnl::memory> args;
     const int run_threads = omp_get_max_threads();
     // A run on fewer threads than the program was built for (cores taken by
-    // other processes) runs the primitives that fix their split at creation
-    // in forms made for its count.
+    // other processes) runs every forward primitive in a form made again for
+    // its count, where one could be made (dnnl_thread_variants.h: oneDNN
+    // 2.6's convolutions, matmuls, jit reorders and softmaxes keep the thread
+    // count they were created with); the other steps run as built.
     std::shared_ptr<const std::vector<dnnl::primitive>> fewer;
     if (run_threads < built_threads_) fewer = primitives_for(run_threads);
     int current_threads = run_threads;

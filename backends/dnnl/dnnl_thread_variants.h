@@ -22,11 +22,11 @@ namespace graft::dnnl_backend {
 
 /// For each step of `program`, its primitive created again with `threads`
 /// OpenMP threads, or an empty primitive where the step keeps its own: steps
-/// made for one thread already, backward steps (their creation needs the
-/// forward primitive), steps that cannot be made from their descriptor alone
-/// (concat, sum), and steps whose
-/// re-created form would read or write another layout or need a larger
-/// scratchpad than the program's.
+/// made for one thread already, steps on graft's reference kernels (no
+/// primitive), backward steps (their creation needs the forward primitive),
+/// steps that cannot be made from their descriptor alone (concat, sum), and
+/// steps whose re-created form would read or write another layout or need a
+/// larger scratchpad than the program's.
 std::vector<dnnl::primitive> primitives_for_threads(const DnnlProgram& program, int threads);
 
 }  // namespace graft::dnnl_backend

@@ -1,8 +1,9 @@
 /// \file
 /// OpenMP thread counts for oneDNN primitives. oneDNN (built on OpenMP, like
-/// graft) reads omp_get_max_threads() both when a primitive is created (some
-/// implementations fix their work split then) and when it runs. Internal to
-/// backends/dnnl.
+/// graft) reads omp_get_max_threads() both when a primitive is created (many
+/// implementations fix their thread count then, so a run on fewer threads
+/// uses every forward primitive made again for its count:
+/// dnnl_thread_variants.h) and when it runs. Internal to backends/dnnl.
 #pragma once
 
 #include <omp.h>
