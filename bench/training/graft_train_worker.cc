@@ -15,17 +15,13 @@
 // line when ready (the first step done, its loss, taken before the update as
 // PyTorch's loss.item(), written to OUTPUT_DIR/0.bin; "step_peak_bytes": the
 // step's peak of intermediate values), then "run N" runs N steps and prints
-// {"times_ms": [...]}; "quit" exits. An error prints {"error": "..."}, exit 1.
-#include <chrono>
-#include <filesystem>
-#include <fstream>
-#include <iostream>
+// {"times_ms": [...]}; "quit" exits. An error prints {"error": "..."}, exit 1
+// (the protocol's parts graft_runner shares: bench/common/worker_io).
 #include <map>
-#include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
-#include <vector>
 
+#include "../common/worker_io.h"
 #include "graft/codegen/compile_cache.h"
 #include "graft/core/error.h"
 #include "graft/frontend/onnx_import.h"
@@ -33,69 +29,33 @@
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using graft::bench::Clock;
+using graft::bench::ms_since;
 using nlohmann::json;
 
-double ms_since(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-}
-
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) graft::fail(graft::ErrorKind::io, "cannot read '", path, "'");
-  std::ostringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-graft::Tensor read_input(const json& entry, const std::string& manifest_path) {
-  graft::DType dtype = graft::dtype_from_name(entry.at("dtype").get<std::string>());
-  graft::Shape shape = entry.at("shape").get<std::vector<int64_t>>();
-  graft::Tensor t(dtype, shape);
-  std::filesystem::path file(entry.at("file").get<std::string>());
-  if (!file.is_absolute()) file = std::filesystem::path(manifest_path).parent_path() / file.filename();
-  std::string bytes = read_file(file.string());
-  if (bytes.size() != t.nbytes())
-    graft::fail(graft::ErrorKind::invalid_argument, "input '", entry.at("name").get<std::string>(), "': file has ",
-                bytes.size(), " bytes, expected ", t.nbytes());
-  std::copy(bytes.begin(), bytes.end(), static_cast<char*>(t.raw_data()));
-  return t;
-}
-
 int serve(int argc, char** argv) {
-  if (argc < 4)
-    graft::fail(graft::ErrorKind::invalid_argument,
-                "usage: graft_train_worker MODEL INPUTS.json OUTPUT_DIR --params PARAMS.txt [--threads N] [--lr X] "
-                "[--weight-decay X]");
-  const std::string model = argv[1], manifest_path = argv[2], output_dir = argv[3];
   graft::training::TrainerOptions options;
   options.loss = "loss";
   options.optimizer.kind = graft::training::OptimizerKind::adamw;
   options.optimizer.weight_decay = 0.01f;
   options.learning_rate = 1e-3f;
   options.session.num_threads = 2;
-  for (int i = 4; i + 1 < argc; i += 2) {
-    const std::string flag = argv[i], value = argv[i + 1];
-    if (flag == "--threads") {
-      options.session.num_threads = std::stoi(value);
-    } else if (flag == "--lr") {
-      options.learning_rate = std::stof(value);
-    } else if (flag == "--weight-decay") {
-      options.optimizer.weight_decay = std::stof(value);
-    } else if (flag == "--params") {
-      std::istringstream lines(read_file(value));
-      for (std::string name; std::getline(lines, name);)
-        if (!name.empty()) options.parameters.push_back(name);
-    } else {
-      graft::fail(graft::ErrorKind::invalid_argument, "unknown flag '", flag, "'");
-    }
-  }
+  const graft::bench::WorkerPaths paths = graft::bench::parse_worker_arguments(
+      argc, argv,
+      "usage: graft_train_worker MODEL INPUTS.json OUTPUT_DIR --params PARAMS.txt [--threads N] [--lr X] "
+      "[--weight-decay X]",
+      {{"--threads", [&](const std::string& value) { options.session.num_threads = std::stoi(value); }},
+       {"--lr", [&](const std::string& value) { options.learning_rate = std::stof(value); }},
+       {"--weight-decay", [&](const std::string& value) { options.optimizer.weight_decay = std::stof(value); }},
+       {"--params", [&](const std::string& value) {
+          std::istringstream lines(graft::bench::read_file(value));
+          for (std::string name; std::getline(lines, name);)
+            if (!name.empty()) options.parameters.push_back(name);
+        }}});
   if (options.parameters.empty()) graft::fail(graft::ErrorKind::invalid_argument, "--params: no parameter names");
 
-  std::map<std::string, graft::Tensor> batch;
-  for (const json& entry : json::parse(read_file(manifest_path)))
-    batch[entry.at("name").get<std::string>()] = read_input(entry, manifest_path);
-  std::unique_ptr<graft::ir::Graph> graph = graft::frontend::load_onnx(model);
+  std::map<std::string, graft::Tensor> batch = graft::bench::read_manifest_inputs(paths.manifest);
+  std::unique_ptr<graft::ir::Graph> graph = graft::frontend::load_onnx(paths.model);
   graft::training::Trainer trainer(*graph, options);
   graph.reset();
 
@@ -103,45 +63,22 @@ int serve(int argc, char** argv) {
   const float loss = trainer.step(batch);
   const double first_run_ms = ms_since(first);
   graft::codegen::CompileCache::global().wait_for_background_compiles();
-  const std::string file = output_dir + "/0.bin";
-  std::ofstream out(file, std::ios::binary | std::ios::trunc);
-  out.write(reinterpret_cast<const char*>(&loss), sizeof(loss));
-  if (!out) graft::fail(graft::ErrorKind::io, "cannot write '", file, "'");
-  out.close();
+  const json loss_output =
+      graft::bench::write_output(paths.output_dir, 0, "loss", graft::Tensor::from_vector<float>({loss}, {1}));
   const graft::training::StepStats& stats = trainer.last_step_stats();
-  std::cout << json{{"ready", true},
-                    {"first_run_ms", first_run_ms},
-                    {"threads", options.session.num_threads},
-                    {"step_peak_bytes", stats.peak_bytes},
-                    {"parameter_bytes", stats.parameter_bytes},
-                    {"state_bytes", stats.state_bytes},
-                    {"outputs",
-                     json::array({{{"name", "loss"}, {"dtype", "float32"}, {"shape", {1}}, {"file", file}}})}}
-                   .dump()
-            << std::endl;
-
-  for (std::string line; std::getline(std::cin, line);) {
-    if (line == "quit") break;
-    if (line.rfind("run ", 0) != 0) graft::fail(graft::ErrorKind::invalid_argument, "unknown request '", line, "'");
-    const int count = std::stoi(line.substr(4));
-    std::vector<double> times;
-    for (int r = 0; r < count; ++r) {
-      const auto begin = Clock::now();
-      trainer.step(batch);
-      times.push_back(ms_since(begin));
-    }
-    std::cout << json{{"times_ms", times}}.dump() << std::endl;
-  }
+  graft::bench::send({{"ready", true},
+                      {"first_run_ms", first_run_ms},
+                      {"threads", options.session.num_threads},
+                      {"step_peak_bytes", stats.peak_bytes},
+                      {"parameter_bytes", stats.parameter_bytes},
+                      {"state_bytes", stats.state_bytes},
+                      {"outputs", json::array({loss_output})}});
+  graft::bench::serve_timed_runs([&] { trainer.step(batch); });
   return 0;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return serve(argc, argv);
-  } catch (const std::exception& e) {
-    std::cout << json{{"error", e.what()}}.dump() << std::endl;
-    return 1;
-  }
+  return graft::bench::run_worker([&] { return serve(argc, argv); });
 }

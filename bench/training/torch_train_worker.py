@@ -12,50 +12,29 @@ to None, forward, backward; with --update, then torch.optim.AdamW's step
 training_step.CHANNELS_LAST in channels-last memory format) and prints
 {"times_ms": [...]}; "quit" exits.
 """
-import json
 import os
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
-
-
-def send(obj):
-    sys.stdout.write(json.dumps(obj) + "\n")
-    sys.stdout.flush()
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "common"))
+import worker_io  # noqa: E402  bench/common: the protocol's shared parts
 
 
 def main():
-    args = sys.argv[1:]
-    if len(args) < 4:
-        raise ValueError("usage: torch_train_worker.py MODEL_NAME WEIGHTS.pt INPUTS.json OUTPUT_DIR [--threads N]")
-    name, weights, manifest_path, output_dir = args[:4]
-    threads = 2
-    update = False
-    rest = args[4:]
-    i = 0
-    while i < len(rest):
-        if rest[i] == "--threads" and i + 1 < len(rest):
-            threads = int(rest[i + 1])
-            i += 2
-        elif rest[i] == "--update":
-            update = True
-            i += 1
-        else:
-            raise ValueError("unknown flag '%s'" % rest[i])
+    usage = "usage: torch_train_worker.py MODEL_NAME WEIGHTS.pt INPUTS.json OUTPUT_DIR [--threads N] [--update]"
+    (name, weights, manifest_path, output_dir), flags = worker_io.parse_worker_arguments(
+        sys.argv[1:], 4, usage, valued=("--threads",), switches=("--update",))
+    threads = int(flags.get("--threads", 2))
+    update = flags.get("--update", False)
 
-    import numpy as np
     import torch
     import training_step
 
     torch.set_num_threads(threads)
     torch.set_num_interop_threads(1)
-    with open(manifest_path) as f:
-        manifest = json.load(f)
-    folder = os.path.dirname(os.path.abspath(manifest_path))
-    inputs = [torch.from_numpy(np.fromfile(os.path.join(folder, e["file"]), dtype=e["dtype"]).reshape(e["shape"]))
-              for e in manifest]
+    inputs = [torch.from_numpy(a) for a in worker_io.read_manifest_arrays(manifest_path)]
     model, _, _ = training_step.build(name)
     model.load_state_dict(torch.load(weights))
     if name in training_step.CHANNELS_LAST:
@@ -75,28 +54,11 @@ def main():
     start = time.perf_counter()
     loss = step()
     first = time.perf_counter() - start
-    a = loss.detach().reshape(1).numpy()
-    path = os.path.join(output_dir, "0.bin")
-    a.tofile(path)
-    send({"ready": True, "first_run_ms": first * 1e3, "threads": threads, "version": torch.__version__,
-          "outputs": [{"name": "loss", "dtype": str(a.dtype), "shape": [1], "file": path}]})
-    for line in sys.stdin:
-        line = line.strip()
-        if line == "quit":
-            break
-        if not line.startswith("run "):
-            raise ValueError("unknown request '%s'" % line)
-        times = []
-        for _ in range(int(line[4:])):
-            begin = time.perf_counter()
-            step()
-            times.append((time.perf_counter() - begin) * 1e3)
-        send({"times_ms": times})
+    output = worker_io.write_output(output_dir, 0, "loss", loss.detach().reshape(1).numpy())
+    worker_io.send({"ready": True, "first_run_ms": first * 1e3, "threads": threads, "version": torch.__version__,
+                    "outputs": [output]})
+    worker_io.serve_timed_runs(step)
 
 
 if __name__ == "__main__":
-    try:
-        main()
-    except Exception as e:  # reported to the driver as one JSON line
-        send({"error": "%s: %s" % (type(e).__name__, e)})
-        sys.exit(1)
+    worker_io.run_worker(main)
