@@ -231,27 +231,34 @@ SupportResult check_conv_grad(const ir::Node& node) {
   return SupportResult::yes();
 }
 
+// The element count of dims[begin..]; nullopt when an extent is unknown or
+// the product overflows (a malformed model's INT64_MAX extents).
+std::optional<int64_t> known_element_count(const std::vector<ir::Dim>& dims, size_t begin) {
+  int64_t n = 1;
+  for (size_t d = begin; d < dims.size(); ++d)
+    if (!dims[d].is_known() || __builtin_mul_overflow(n, dims[d].value, &n)) return std::nullopt;
+  return n;
+}
+
 // graft.BatchNormalizationGrad and graft.LayerNormalizationGrad (d_y, x,
 // scale): d_y of x's shape, on oneDNN's 2-D to 5-D normalizations.
 SupportResult check_norm_grad(const ir::Node& node) {
   const ir::ValueType& x = input_type(node, 1);
   if (!all_known(x.dims) || !all_known(input_type(node, 2).dims)) return SupportResult::no("shapes unknown");
   if (!same_dims(input_type(node, 0).dims, x.dims)) return SupportResult::no("d_y and x differ in shape");
-  int64_t scale = 1;
-  for (const ir::Dim& d : input_type(node, 2).dims) scale *= d.value;
+  const std::optional<int64_t> scale = known_element_count(input_type(node, 2).dims, 0);
+  if (!scale) return SupportResult::no("scale too large");
   const int64_t rank = static_cast<int64_t>(x.dims.size());
   if (node.op() == OpId::BatchNormalizationGrad) {
     if (rank < 2 || rank > 5) return SupportResult::no("rank must be 2 to 5");
-    if (scale != x.dims[1].value) return SupportResult::no("scale must have one value per channel");
+    if (*scale != x.dims[1].value) return SupportResult::no("scale must have one value per channel");
     return SupportResult::yes();
   }
   int64_t axis = node.attributes.get_int("axis", -1);
   if (axis < 0) axis += rank;
   if (axis < 0 || axis >= rank) return SupportResult::no("axis out of range");
   if (axis + 1 > 5) return SupportResult::no("more than 4 dimensions before the axis");
-  int64_t width = 1;
-  for (int64_t d = axis; d < rank; ++d) width *= x.dims[static_cast<size_t>(d)].value;
-  if (scale != width) return SupportResult::no("scale must cover the normalized dimensions");
+  if (known_element_count(x.dims, static_cast<size_t>(axis)) != scale) return SupportResult::no("scale must cover the normalized dimensions");
   return SupportResult::yes();
 }
 
@@ -330,18 +337,10 @@ SupportResult check_layer_norm(const ir::Node& node) {
   int64_t axis = node.attributes.get_int("axis", -1);
   if (axis < 0) axis += rank;
   if (axis < 0 || axis >= rank) return SupportResult::no("axis out of range");
-  // Element counts of known extents; nullopt when one is unknown or the
-  // product overflows (a malformed model's INT64_MAX extents).
-  auto count = [](const std::vector<ir::Dim>& dims, size_t begin) -> std::optional<int64_t> {
-    int64_t n = 1;
-    for (size_t d = begin; d < dims.size(); ++d)
-      if (!dims[d].is_known() || __builtin_mul_overflow(n, dims[d].value, &n)) return std::nullopt;
-    return n;
-  };
-  std::optional<int64_t> inner = count(input_type(node, 0).dims, static_cast<size_t>(axis));
+  std::optional<int64_t> inner = known_element_count(input_type(node, 0).dims, static_cast<size_t>(axis));
   if (!inner) return SupportResult::no("normalized dimensions unknown or too large");
   for (size_t i = 1; i < 3; ++i)
-    if (has_input(node, i) && count(input_type(node, i).dims, 0) != inner)
+    if (has_input(node, i) && known_element_count(input_type(node, i).dims, 0) != inner)
       return SupportResult::no("scale and bias must cover the normalized dimensions");
   return SupportResult::yes();
 }

@@ -154,6 +154,41 @@ B power(B base, E exponent) {
   }
 }
 
+/// The type power<B, E> converts an exponent of storage type E to before it
+/// computes (its result is the same for the exponent given as this type):
+/// integer exponents of integer bases as int64 or uint64, float32-or-narrower
+/// exponents of float32-or-narrower bases as float, all else as double. So
+/// the kernel is instantiated for 31 pairs of dtypes, not 144.
+template <typename B, typename E>
+using computed_exponent_t = std::conditional_t<
+    is_integer_type_v<B> && is_integer_type_v<E>, std::conditional_t<std::is_signed_v<E>, int64_t, uint64_t>,
+    std::conditional_t<is_narrow_float_v<B> && is_narrow_float_v<E>, float, double>>;
+
+/// `exponent` as computed_exponent_t for base type B: the tensor itself when
+/// it has that type already (a float32 exponent of a float32 base), else a
+/// converted copy (exponents are mostly scalars).
+template <typename B>
+Tensor exponent_as_computed(const Tensor& exponent, const KernelContext& ctx) {
+  Tensor converted;
+  visit_dtype_in<kPowExponent>(exponent.dtype(), ctx, [&]<typename E>() {
+    using C = computed_exponent_t<B, E>;
+    if constexpr (std::is_same_v<C, E>) {
+      converted = exponent;
+    } else {
+      converted = Tensor::uninitialized(dtype_of<C>::value, exponent.shape());
+      const E* in = exponent.data<E>();
+      C* out = converted.data<C>();
+      for (int64_t i = 0; i < exponent.numel(); ++i) {
+        if constexpr (std::is_same_v<C, float> || std::is_same_v<C, double>)
+          out[i] = static_cast<C>(to_compute(in[i]));
+        else
+          out[i] = static_cast<C>(in[i]);
+      }
+    }
+  });
+  return converted;
+}
+
 void pow_kernel(KernelContext& ctx) {
   const Tensor& base = ctx.input(0);
   const std::optional<Tensor> legacy_exponent = legacy_operand_b(ctx);
@@ -171,8 +206,13 @@ void pow_kernel(KernelContext& ctx) {
         return;
       }
     }
-    visit_dtype_in<kPowExponent>(exponent.dtype(), ctx, [&]<typename E>() {
-      zip<B, E, B>(base, exponent, y, [](B u, E v) { return power(u, v); });
+    const Tensor computed_exponent = exponent_as_computed<B>(exponent, ctx);
+    visit_dtype_in<kPowExponent>(computed_exponent.dtype(), ctx, [&]<typename E>() {
+      if constexpr (std::is_same_v<E, computed_exponent_t<B, E>>)
+        zip<B, E, B>(base, computed_exponent, y, [](B u, E v) { return power(u, v); });
+      else
+        ctx.fail("internal error: Pow's exponent of dtype ", dtype_name(computed_exponent.dtype()),
+                 " was not converted for a base of dtype ", dtype_name(base.dtype()));
     });
   });
 }

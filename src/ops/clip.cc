@@ -24,10 +24,9 @@ void infer_clip(InferContext& ctx) {
       require_same_dtype(ctx, 0, i);
       if (ctx.has_input(i)) {
         const ir::ValueType& bound = ctx.input_type(i);
+        // One element: every extent 1 (a product could overflow on a malformed model's extents).
         if (bound.is_concrete()) {
-          int64_t n = 1;
-          for (const ir::Dim& d : bound.dims) n *= d.value;
-          if (n != 1)
+          if (!std::all_of(bound.dims.begin(), bound.dims.end(), [](const ir::Dim& d) { return d.value == 1; }))
             ctx.fail("input ", i, " (", i == 1 ? "min" : "max", ") must be a scalar, got ", bound.to_string());
         }
       }

@@ -184,6 +184,65 @@ TEST(Broadcast, PowMixesBaseAndExponentDtypes) {
             ir::ValueType::of(DType::float16, {2}));
 }
 
+namespace {
+
+/// `values` as a 1-D tensor of `dtype` (through Cast, exact for the small
+/// values used here).
+Tensor typed_vector(const std::vector<double>& values, DType dtype) {
+  Tensor doubles = Tensor::from_vector<double>(values, {static_cast<int64_t>(values.size())});
+  if (dtype == DType::float64) return doubles;
+  return run_op("Cast", {doubles}, attrs({{"to", static_cast<int64_t>(dtype)}}))[0];
+}
+
+}  // namespace
+
+TEST(Broadcast, PowOfEveryBaseAndExponentDtypePair) {
+  // Each base dtype with each exponent dtype: the kernel converts exponents to
+  // the type it computes in (int64, uint64, float or double), which must not
+  // change a result. Small exact cases: integer bases truncate 2^-1 to 0.
+  const std::vector<DType> numeric = {DType::int8,   DType::int16,  DType::int32,   DType::int64,
+                                      DType::uint8,  DType::uint16, DType::uint32,  DType::uint64,
+                                      DType::float16, DType::bfloat16, DType::float32, DType::float64};
+  auto is_signed = [](DType d) {
+    return d == DType::int8 || d == DType::int16 || d == DType::int32 || d == DType::int64 || dtype_is_float(d);
+  };
+  for (DType base_dtype : numeric) {
+    for (DType exponent_dtype : numeric) {
+      SCOPED_TRACE(std::string(dtype_name(base_dtype)) + " ^ " + std::string(dtype_name(exponent_dtype)));
+      std::vector<double> bases = {2, 3, 0, 1, 2, 5};
+      std::vector<double> exponents = {3, 2, 4, 0, 0, 1};
+      if (is_signed(base_dtype)) bases.insert(bases.end(), {-1, -2});
+      if (is_signed(base_dtype)) exponents.insert(exponents.end(), {3, 3});
+      if (is_signed(exponent_dtype)) {
+        bases.insert(bases.end(), {2, 1});
+        exponents.insert(exponents.end(), {-1, -2});
+      }
+      if (dtype_is_float(exponent_dtype)) {
+        bases.push_back(4);
+        exponents.push_back(0.5);
+      }
+      Tensor y = run_op("Pow", {typed_vector(bases, base_dtype), typed_vector(exponents, exponent_dtype)}, {}, 15)[0];
+      ASSERT_EQ(y.dtype(), base_dtype);
+      for (size_t i = 0; i < bases.size(); ++i) {
+        double expected = std::pow(bases[i], exponents[i]);
+        if (!dtype_is_float(base_dtype)) expected = std::trunc(expected);
+        EXPECT_EQ(y.value_as_double(static_cast<int64_t>(i)), expected) << bases[i] << " ^ " << exponents[i];
+      }
+    }
+  }
+  // An unsigned exponent above INT64_MAX stays unsigned: 3^(2^64-1) wraps
+  // modulo 2^8 to an odd number, where a negative exponent would give 0.
+  uint8_t expected = 1, factor = 3;
+  for (uint64_t e = std::numeric_limits<uint64_t>::max(); e != 0; e >>= 1) {
+    if (e & 1u) expected = static_cast<uint8_t>(expected * factor);
+    factor = static_cast<uint8_t>(factor * factor);
+  }
+  Tensor big = run_op("Pow", {Tensor::scalar<int8_t>(3), Tensor::scalar<uint64_t>(std::numeric_limits<uint64_t>::max())},
+                      {}, 15)[0];
+  EXPECT_EQ(static_cast<uint8_t>(big.values<int8_t>()[0]), expected);
+  EXPECT_NE(expected, 0);
+}
+
 TEST(Broadcast, ComparisonsAndLogic) {
   const float nan = std::nanf("");
   Tensor a = Tensor::from_vector<float>({1, 2, 3, nan}, {4});
