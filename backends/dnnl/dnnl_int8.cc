@@ -50,6 +50,7 @@
 #include <cmath>
 
 #include "dnnl_emitters.h"
+#include "graft/core/parallel.h"
 
 namespace graft::dnnl_backend {
 namespace {
@@ -57,6 +58,27 @@ namespace {
 using dnnl::memory;
 using ir::Entry;
 using ir::OpId;
+
+// std::nearbyint(v) in the default rounding mode (to nearest, ties to
+// even) for |v| < 2^22, without a library call: adding 1.5 * 2^23 leaves no
+// fraction bits, so the addition rounds v, and the subtraction is exact.
+// Larger magnitudes give some other value; callers clamp or range-check
+// them.
+inline float round_small(float v) {
+  constexpr float shift = 12582912.0f;  // 1.5 * 2^23
+  return (v + shift) - shift;
+}
+
+// Whether each of the n values divided by `scale` is within 1e-3 of an
+// integer in [-128, 127] (the test int8_weight_scales applies).
+bool int8_values(const float* values, int64_t n, float scale) {
+  bool all = true;
+  for (int64_t i = 0; i < n; ++i) {
+    const float q = values[i] / scale;
+    all &= std::abs(q - round_small(q)) <= 1e-3f && q >= -128.5f && q <= 127.5f;
+  }
+  return all;
+}
 
 // The value of a one-element float32 constant behind `e`.
 std::optional<float> scalar_float(const ir::IndexedGraph& g, Entry e) {
@@ -199,46 +221,54 @@ std::optional<std::vector<float>> int8_weight_scales(const Tensor& weights, size
   const int64_t channels = weights.shape()[axis];
   int64_t inner = 1;
   for (size_t d = axis + 1; d < weights.shape().size(); ++d) inner *= weights.shape()[d];
+  const int64_t outer = weights.numel() / (channels * inner);
   const float* w = weights.data<float>();
-  const int64_t n = weights.numel();
-  auto channel = [&](int64_t i) { return (i / inner) % channels; };
+  // The values of channel c: `inner` consecutive ones at each of `outer`
+  // places (a Conv's channel is one run; a MatMul's column is K runs of 1).
+  auto run_of = [&](int64_t o, int64_t c) { return w + (o * channels + c) * inner; };
+  // Whether every value of channel c divided by `scale` is an int8 value.
+  auto channel_integral = [&](int64_t c, float scale) {
+    for (int64_t o = 0; o < outer; ++o)
+      if (!int8_values(run_of(o, c), inner, scale)) return false;
+    return true;
+  };
   std::vector<float> largest(channels, 0.0f);
-  for (int64_t i = 0; i < n; ++i) largest[channel(i)] = std::max(largest[channel(i)], std::abs(w[i]));
+  parallel_for(channels, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c)
+      for (int64_t o = 0; o < outer; ++o) {
+        const float* run = run_of(o, c);
+        float l = largest[c];
+        for (int64_t i = 0; i < inner; ++i) l = std::max(l, std::abs(run[i]));
+        largest[c] = l;
+      }
+  });
   float overall = 0;
   for (float l : largest) {
     if (!std::isfinite(l)) return std::nullopt;
     overall = std::max(overall, l);
   }
-  // Whether w / scale_of(channel) is an int8 value everywhere.
-  auto integral_with = [&](const std::vector<float>& scales) {
-    for (int64_t i = 0; i < n; ++i) {
-      const float q = w[i] / scales[channel(i)];
-      if (!(std::abs(q - std::nearbyint(q)) <= 1e-3f && q >= -128.5f && q <= 127.5f)) return false;
-    }
-    return true;
-  };
   // One scale for the whole tensor (a per-tensor quantization), else one
   // per channel; each the largest magnitude over 127 or over 128.
   for (float steps : {127.0f, 128.0f}) {
-    std::vector<float> scales(channels, overall > 0 ? overall / steps : 1.0f);
-    if (integral_with(scales)) return scales;
+    const float scale = overall > 0 ? overall / steps : 1.0f;
+    bool integral = true;
+    for (int64_t c = 0; c < channels && integral; ++c) integral = channel_integral(c, scale);
+    if (integral) return std::vector<float>(channels, scale);
   }
   // Per channel: 127 steps where that makes every value of the channel
   // integral, else 128 (one pass over the values each).
   std::vector<float> scales(channels);
-  std::vector<bool> integral(channels);
-  for (float steps : {127.0f, 128.0f}) {
-    for (int64_t c = 0; c < channels; ++c)
-      if (!integral[c]) scales[c] = largest[c] > 0 ? largest[c] / steps : 1.0f;
-    std::vector<bool> fits(channels, true);
-    for (int64_t i = 0; i < n; ++i) {
-      const int64_t c = channel(i);
-      if (integral[c] || !fits[c]) continue;
-      const float q = w[i] / scales[c];
-      fits[c] = std::abs(q - std::nearbyint(q)) <= 1e-3f && q >= -128.5f && q <= 127.5f;
-    }
-    for (int64_t c = 0; c < channels; ++c) integral[c] = integral[c] || fits[c];
-  }
+  std::vector<char> integral(channels, 0);
+  parallel_for(channels, 16, [&](int64_t begin, int64_t end) {
+    for (int64_t c = begin; c < end; ++c)
+      for (float steps : {127.0f, 128.0f}) {
+        scales[c] = largest[c] > 0 ? largest[c] / steps : 1.0f;
+        if (channel_integral(c, scales[c])) {
+          integral[c] = 1;
+          break;
+        }
+      }
+  });
   for (int64_t c = 0; c < channels; ++c)
     if (!integral[c]) return std::nullopt;
   return scales;
@@ -659,7 +689,7 @@ int emit_int8_conv(Builder& b, const Group& g, const std::string& label, const C
     for (size_t c = 0; c < weight_scales.size(); ++c)
       for (int64_t i = 0; i < per_channel; ++i) {
         const int64_t k = static_cast<int64_t>(c) * per_channel + i;
-        out[k] = std::clamp(std::nearbyint(src[k] / weight_scales[c]), -128.0f, 127.0f);
+        out[k] = round_small(std::clamp(src[k] / weight_scales[c], -128.0f, 127.0f));
       }
   };
   const size_t conv_step = b.program().steps.size() - 1;  // finish_anchor's last
@@ -771,7 +801,7 @@ int emit_int8_matmul(Builder& b, const Group& g, const std::string& label) {
     for (int64_t r = 0; r < k; ++r)
       for (int64_t c = 0; c < n; ++c) {
         const float value = trans_b ? values[c * k + r] : values[r * n + c];
-        out[r * n + c] = std::clamp(std::nearbyint(value / weight_scales[c]), -128.0f, 127.0f);
+        out[r * n + c] = round_small(std::clamp(value / weight_scales[c], -128.0f, 127.0f));
       }
   };
   const int w_slot = b.add_weight(std::move(w));

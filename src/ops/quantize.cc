@@ -9,6 +9,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <type_traits>
 
 #include "graft/core/parallel.h"
 #include "graft/ops/op_context.h"
@@ -39,6 +40,21 @@ AxisView parameter_view(const KernelContext& ctx, const Tensor& x, const Tensor&
 inline int64_t parameter_index(const AxisView& v, int64_t i) {
   return v.channels == 1 ? 0 : (i / v.inner) % v.channels;
 }
+
+/// The index into a per-axis parameter for consecutive elements of x,
+/// starting at element `first`: parameter_index without a division each.
+struct AxisCursor {
+  AxisCursor(const AxisView& v, int64_t first)
+      : channels(v.channels), inner(v.inner), index(parameter_index(v, first)), offset(first % v.inner) {}
+  void advance() {
+    if (channels == 1 || ++offset < inner) return;
+    offset = 0;
+    if (++index == channels) index = 0;
+  }
+  int64_t channels, inner;
+  int64_t index;   ///< parameter_index of the current element
+  int64_t offset;  ///< the current element's position within its run of `inner`
+};
 
 /// Opset 21's blocked quantization (block_size > 0: one scale per block of
 /// an axis) is refused by name; 0, the default, is per tensor or per axis.
@@ -126,16 +142,25 @@ void dequantize_kernel(KernelContext& ctx) {
   const std::vector<double> scales = tensor_to_vector<double>(scale);
   const std::vector<double> zeros = zero_point ? tensor_to_vector<double>(*zero_point) : std::vector<double>{0.0};
   Tensor& y = ctx.allocate_output(0, scale.dtype(), x.shape());
-  const std::vector<double> values = tensor_to_vector<double>(x);
-  visit_float_dtype(y.dtype(), ctx.node().describe(), [&]<typename T>() {
-    T* out = y.data<T>();
-    parallel_for(x.numel(), 16384, [&](int64_t begin, int64_t end) {
-      for (int64_t i = begin; i < end; ++i) {
-        const double v = (values[static_cast<size_t>(i)] - zeros[static_cast<size_t>(parameter_index(zv, i))]) *
-                         scales[static_cast<size_t>(parameter_index(sv, i))];
-        out[i] = static_cast<T>(static_cast<compute_t<T>>(v));
-      }
-    });
+  // x is read in its own type (each value exactly a double: integers below
+  // 2^53 in magnitude, as every quantized type is), and the parameter
+  // indices advance with i instead of being divided out of it: a weight
+  // tensor's dequantization, which fold-constants evaluates, is one pass.
+  visit_dtype(x.dtype(), ctx.node().describe(), [&]<typename X>() {
+    if constexpr (std::is_integral_v<X>) {
+      const X* in = x.data<X>();
+      visit_float_dtype(y.dtype(), ctx.node().describe(), [&]<typename T>() {
+        T* out = y.data<T>();
+        parallel_for(x.numel(), 16384, [&](int64_t begin, int64_t end) {
+          AxisCursor s(sv, begin), z(zv, begin);
+          for (int64_t i = begin; i < end; ++i, s.advance(), z.advance()) {
+            const double v = (static_cast<double>(in[i]) - zeros[static_cast<size_t>(z.index)]) *
+                             scales[static_cast<size_t>(s.index)];
+            out[i] = static_cast<T>(static_cast<compute_t<T>>(v));
+          }
+        });
+      });
+    }
   });
 }
 
