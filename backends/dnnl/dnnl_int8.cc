@@ -686,11 +686,13 @@ int emit_int8_conv(Builder& b, const Group& g, const std::string& label, const C
   w.builder_reads_sources = true;
   w.fill = [weight_scales, per_channel](const std::vector<Tensor>& s, float* out) {
     const float* src = s[0].data<float>();
-    for (size_t c = 0; c < weight_scales.size(); ++c)
-      for (int64_t i = 0; i < per_channel; ++i) {
-        const int64_t k = static_cast<int64_t>(c) * per_channel + i;
-        out[k] = round_small(std::clamp(src[k] / weight_scales[c], -128.0f, 127.0f));
-      }
+    parallel_for(static_cast<int64_t>(weight_scales.size()), 16, [&](int64_t begin, int64_t end) {
+      for (int64_t c = begin; c < end; ++c)
+        for (int64_t i = 0; i < per_channel; ++i) {
+          const int64_t k = c * per_channel + i;
+          out[k] = round_small(std::clamp(src[k] / weight_scales[static_cast<size_t>(c)], -128.0f, 127.0f));
+        }
+    });
   };
   const size_t conv_step = b.program().steps.size() - 1;  // finish_anchor's last
   const int w_slot = b.add_weight(std::move(w));
@@ -798,11 +800,13 @@ int emit_int8_matmul(Builder& b, const Group& g, const std::string& label) {
   w.builder_reads_sources = true;
   w.fill = [weight_scales, k, n, trans_b](const std::vector<Tensor>& s, float* out) {
     const float* values = s[0].data<float>();
-    for (int64_t r = 0; r < k; ++r)
-      for (int64_t c = 0; c < n; ++c) {
-        const float value = trans_b ? values[c * k + r] : values[r * n + c];
-        out[r * n + c] = round_small(std::clamp(value / weight_scales[c], -128.0f, 127.0f));
-      }
+    parallel_for(k, 16, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r)
+        for (int64_t c = 0; c < n; ++c) {
+          const float value = trans_b ? values[c * k + r] : values[r * n + c];
+          out[r * n + c] = round_small(std::clamp(value / weight_scales[static_cast<size_t>(c)], -128.0f, 127.0f));
+        }
+    });
   };
   const int w_slot = b.add_weight(std::move(w));
   const int dst_root = b.add_slot(plain_desc(dst_dims));

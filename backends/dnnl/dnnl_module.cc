@@ -238,12 +238,13 @@ const DnnlModule::Converted& DnnlModule::converted(size_t w, const std::vector<T
         fail(ErrorKind::invalid_argument, "dnnl module: weight ", weight.label,
              " must be converted again (one of its sources changed), but this artifact stores a source of it only "
              "in converted form");
-    std::vector<float> plain;
+    // The fill writes every element: not zero-filled first.
+    std::unique_ptr<float[]> plain;
     void* plain_bytes = const_cast<void*>(sources[0].raw_data());
     if (weight.fill) {
-      plain.resize(weight.plain.get_size() / sizeof(float));
-      weight.fill(sources, plain.data());
-      plain_bytes = plain.data();
+      plain = std::make_unique_for_overwrite<float[]>(weight.plain.get_size() / sizeof(float));
+      weight.fill(sources, plain.get());
+      plain_bytes = plain.get();
     }
     next.buffer = aligned_buffer(weight.desc.get_size());
     dnnl::stream stream(program_.engine);

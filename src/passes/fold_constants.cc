@@ -21,9 +21,12 @@ namespace graft::passes {
 
 namespace {
 
+/// Not zero-filled: kernels write every element of their outputs (the
+/// runtime's BufferPool hands them reused blocks too), and a folded
+/// weight's dequantization would otherwise write it twice.
 class HeapAllocator : public ops::OutputAllocator {
  public:
-  Tensor allocate(DType dtype, const Shape& shape) override { return Tensor(dtype, shape); }
+  Tensor allocate(DType dtype, const Shape& shape) override { return Tensor::uninitialized(dtype, shape); }
 };
 
 bool is_constant(ir::Value v) { return v.node && v.node->op() == ir::OpId::Constant; }
