@@ -223,52 +223,63 @@ std::optional<std::vector<float>> int8_weight_scales(const Tensor& weights, size
   for (size_t d = axis + 1; d < weights.shape().size(); ++d) inner *= weights.shape()[d];
   const int64_t outer = weights.numel() / (channels * inner);
   const float* w = weights.data<float>();
-  // The values of channel c: `inner` consecutive ones at each of `outer`
-  // places (a Conv's channel is one run; a MatMul's column is K runs of 1).
-  auto run_of = [&](int64_t o, int64_t c) { return w + (o * channels + c) * inner; };
-  // Whether every value of channel c divided by `scale` is an int8 value.
-  auto channel_integral = [&](int64_t c, float scale) {
-    for (int64_t o = 0; o < outer; ++o)
-      if (!int8_values(run_of(o, c), inner, scale)) return false;
-    return true;
-  };
+  // The values in memory order are `outer` repetitions of `channels` runs of
+  // `inner` (a Conv's channel is one run; a MatMul's column is one value in
+  // each of K rows). Every pass below walks them in that order.
   std::vector<float> largest(channels, 0.0f);
-  parallel_for(channels, 16, [&](int64_t begin, int64_t end) {
-    for (int64_t c = begin; c < end; ++c)
-      for (int64_t o = 0; o < outer; ++o) {
-        const float* run = run_of(o, c);
-        float l = largest[c];
-        for (int64_t i = 0; i < inner; ++i) l = std::max(l, std::abs(run[i]));
-        largest[c] = l;
-      }
-  });
+  if (outer == 1) {
+    parallel_for(channels, 16, [&](int64_t begin, int64_t end) {
+      for (int64_t c = begin; c < end; ++c)
+        for (int64_t i = 0; i < inner; ++i) largest[c] = std::max(largest[c], std::abs(w[c * inner + i]));
+    });
+  } else {
+    for (int64_t o = 0; o < outer; ++o)
+      for (int64_t c = 0; c < channels; ++c)
+        for (int64_t i = 0; i < inner; ++i)
+          largest[c] = std::max(largest[c], std::abs(w[(o * channels + c) * inner + i]));
+  }
   float overall = 0;
   for (float l : largest) {
     if (!std::isfinite(l)) return std::nullopt;
     overall = std::max(overall, l);
   }
   // One scale for the whole tensor (a per-tensor quantization), else one
-  // per channel; each the largest magnitude over 127 or over 128.
+  // per channel; each the largest magnitude over 127 or over 128. Checked
+  // a block at a time, stopping at the first block that is not integral.
+  constexpr int64_t kBlock = 4096;
+  const int64_t n = weights.numel();
   for (float steps : {127.0f, 128.0f}) {
     const float scale = overall > 0 ? overall / steps : 1.0f;
     bool integral = true;
-    for (int64_t c = 0; c < channels && integral; ++c) integral = channel_integral(c, scale);
+    for (int64_t at = 0; at < n && integral; at += kBlock) integral = int8_values(w + at, std::min(kBlock, n - at), scale);
     if (integral) return std::vector<float>(channels, scale);
   }
   // Per channel: 127 steps where that makes every value of the channel
   // integral, else 128 (one pass over the values each).
   std::vector<float> scales(channels);
   std::vector<char> integral(channels, 0);
-  parallel_for(channels, 16, [&](int64_t begin, int64_t end) {
-    for (int64_t c = begin; c < end; ++c)
-      for (float steps : {127.0f, 128.0f}) {
-        scales[c] = largest[c] > 0 ? largest[c] / steps : 1.0f;
-        if (channel_integral(c, scales[c])) {
-          integral[c] = 1;
-          break;
+  if (outer == 1) {
+    parallel_for(channels, 16, [&](int64_t begin, int64_t end) {
+      for (int64_t c = begin; c < end; ++c)
+        for (float steps : {127.0f, 128.0f}) {
+          scales[c] = largest[c] > 0 ? largest[c] / steps : 1.0f;
+          if (int8_values(w + c * inner, inner, scales[c])) {
+            integral[c] = 1;
+            break;
+          }
         }
-      }
-  });
+    });
+  } else {
+    for (float steps : {127.0f, 128.0f}) {
+      for (int64_t c = 0; c < channels; ++c)
+        if (!integral[c]) scales[c] = largest[c] > 0 ? largest[c] / steps : 1.0f;
+      std::vector<char> fits(channels, 1);
+      for (int64_t o = 0; o < outer; ++o)
+        for (int64_t c = 0; c < channels; ++c)
+          if (!integral[c]) fits[c] &= int8_values(w + (o * channels + c) * inner, inner, scales[c]);
+      for (int64_t c = 0; c < channels; ++c) integral[c] |= fits[c];
+    }
+  }
   for (int64_t c = 0; c < channels; ++c)
     if (!integral[c]) return std::nullopt;
   return scales;

@@ -46,8 +46,13 @@ inline int64_t parameter_index(const AxisView& v, int64_t i) {
 struct AxisCursor {
   AxisCursor(const AxisView& v, int64_t first)
       : channels(v.channels), inner(v.inner), index(parameter_index(v, first)), offset(first % v.inner) {}
-  void advance() {
-    if (channels == 1 || ++offset < inner) return;
+  /// How many elements from the current one share its parameter.
+  int64_t run_left() const { return channels == 1 ? std::numeric_limits<int64_t>::max() : inner - offset; }
+  /// Moves on by n elements, at most run_left().
+  void advance(int64_t n) {
+    if (channels == 1) return;
+    offset += n;
+    if (offset < inner) return;
     offset = 0;
     if (++index == channels) index = 0;
   }
@@ -142,21 +147,31 @@ void dequantize_kernel(KernelContext& ctx) {
   const std::vector<double> scales = tensor_to_vector<double>(scale);
   const std::vector<double> zeros = zero_point ? tensor_to_vector<double>(*zero_point) : std::vector<double>{0.0};
   Tensor& y = ctx.allocate_output(0, scale.dtype(), x.shape());
-  // x is read in its own type (each value exactly a double: integers below
-  // 2^53 in magnitude, as every quantized type is), and the parameter
-  // indices advance with i instead of being divided out of it: a weight
-  // tensor's dequantization, which fold-constants evaluates, is one pass.
+  // x is read in its own type, and the values sharing a scale and zero
+  // point are done as one run: a weight tensor's dequantization, which
+  // fold-constants evaluates, is one vectorized pass. For 8- and 16-bit x
+  // and a float32 (or narrower) scale the arithmetic is float32: x - z is
+  // exact there, and the product, exact in double, is rounded once either
+  // way, so the result is the double formula's.
   visit_dtype(x.dtype(), ctx.node().describe(), [&]<typename X>() {
     if constexpr (std::is_integral_v<X>) {
       const X* in = x.data<X>();
       visit_float_dtype(y.dtype(), ctx.node().describe(), [&]<typename T>() {
+        constexpr bool in_float = sizeof(X) <= 2 && !std::is_same_v<T, double>;
+        using Compute = std::conditional_t<in_float, float, double>;
+        const std::vector<Compute> s_values(scales.begin(), scales.end()), z_values(zeros.begin(), zeros.end());
         T* out = y.data<T>();
         parallel_for(x.numel(), 16384, [&](int64_t begin, int64_t end) {
           AxisCursor s(sv, begin), z(zv, begin);
-          for (int64_t i = begin; i < end; ++i, s.advance(), z.advance()) {
-            const double v = (static_cast<double>(in[i]) - zeros[static_cast<size_t>(z.index)]) *
-                             scales[static_cast<size_t>(s.index)];
-            out[i] = static_cast<T>(static_cast<compute_t<T>>(v));
+          for (int64_t i = begin; i < end;) {
+            const int64_t n = std::min({end - i, s.run_left(), z.run_left()});
+            const Compute scale = s_values[static_cast<size_t>(s.index)];
+            const Compute zero = z_values[static_cast<size_t>(z.index)];
+            for (int64_t k = i; k < i + n; ++k)
+              out[k] = static_cast<T>(static_cast<compute_t<T>>((static_cast<Compute>(in[k]) - zero) * scale));
+            i += n;
+            s.advance(n);
+            z.advance(n);
           }
         });
       });
