@@ -98,7 +98,8 @@ int emit_conv_transpose_as_matmul(Builder& b, const Group& g, const std::string&
     bias_weight.plain = b_md;
     bias_weight.desc = b_md;
     bias_weight.label = node.name + ".bias";
-    bias_weight.fill = [c_out, block](const std::vector<Tensor>& sources, float* out) {
+    bias_weight.fill = [c_out, block](const std::vector<Tensor>& sources, void* plain_out) {
+      float* out = static_cast<float*>(plain_out);
       const float* values = sources[0].data<float>();
       for (int64_t c = 0; c < c_out; ++c) std::fill(out + c * block, out + (c + 1) * block, values[c]);
     };

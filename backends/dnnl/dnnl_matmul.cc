@@ -138,7 +138,8 @@ int emit_matmul(Builder& b, const Group& g, const std::string& label) {
       w.label = node.name + ".C";
       w.identity = beta == 1.0f;
       if (!w.identity)
-        w.fill = [beta](const std::vector<Tensor>& s, float* out) {
+        w.fill = [beta](const std::vector<Tensor>& s, void* plain_out) {
+          float* out = static_cast<float*>(plain_out);
           const float* src = s[0].data<float>();
           for (int64_t i = 0; i < s[0].numel(); ++i) out[i] = beta * src[i];
         };

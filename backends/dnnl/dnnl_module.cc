@@ -239,10 +239,10 @@ const DnnlModule::Converted& DnnlModule::converted(size_t w, const std::vector<T
              " must be converted again (one of its sources changed), but this artifact stores a source of it only "
              "in converted form");
     // The fill writes every element: not zero-filled first.
-    std::unique_ptr<float[]> plain;
+    std::shared_ptr<void> plain;
     void* plain_bytes = const_cast<void*>(sources[0].raw_data());
     if (weight.fill) {
-      plain = std::make_unique_for_overwrite<float[]>(weight.plain.get_size() / sizeof(float));
+      plain = aligned_buffer(weight.plain.get_size());
       weight.fill(sources, plain.get());
       plain_bytes = plain.get();
     }

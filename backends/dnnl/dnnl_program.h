@@ -69,14 +69,15 @@ struct WeightSource {
 
 /// A weight prepared once and cached: `fill` writes the plain-layout form
 /// (BatchNormalization folded in, Gemm's beta applied, ...) from the sources
-/// into a buffer described by `plain`; without `fill`, source 0's bytes are
+/// into a buffer described by `plain`, of plain's data type (float32, or
+/// the s8 values of an int8 weight); without `fill`, source 0's bytes are
 /// `plain` as they are. `convert` (a reorder) then writes `desc`, the layout
 /// the primitive chose. Identity weights are read straight from source 0.
 struct Weight {
   std::vector<WeightSource> sources;
   dnnl::memory::desc plain;
   dnnl::memory::desc desc;
-  std::function<void(const std::vector<Tensor>& sources, float* plain_out)> fill;
+  std::function<void(const std::vector<Tensor>& sources, void* plain_out)> fill;
   dnnl::primitive convert;  ///< plain -> desc reorder (absent for identity weights)
   bool identity = false;
   /// The program builder reads the sources' values (an int8 convolution's

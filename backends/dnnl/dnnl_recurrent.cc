@@ -78,7 +78,8 @@ int emit_recurrent(Builder& b, uint32_t id) {
     w.plain = plain_desc({1, 1, k, gates, hidden});
     w.desc = desc;
     w.label = label;
-    w.fill = [=](const std::vector<Tensor>& s, float* out) {
+    w.fill = [=](const std::vector<Tensor>& s, void* plain_out) {
+      float* out = static_cast<float*>(plain_out);
       const float* in = s[0].data<float>();
       for (int64_t g = 0; g < gates; ++g)
         for (int64_t h = 0; h < hidden; ++h) {
@@ -96,7 +97,8 @@ int emit_recurrent(Builder& b, uint32_t id) {
   bias_weight.plain = bias_desc;
   bias_weight.desc = b_desc;
   bias_weight.label = node.name + ".B";
-  bias_weight.fill = [=](const std::vector<Tensor>& s, float* out) {
+  bias_weight.fill = [=](const std::vector<Tensor>& s, void* plain_out) {
+    float* out = static_cast<float*>(plain_out);
     for (int64_t g = 0; g < bias_gates; ++g)
       for (int64_t h = 0; h < hidden; ++h) {
         float value = 0;

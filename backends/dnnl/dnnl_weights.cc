@@ -54,7 +54,8 @@ int Builder::broadcast_constant(Entry e, const Dims& out, const std::string& lab
   w.sources = {source_of(e)};
   w.plain = w.desc = plain_desc(out);
   w.label = label + ".broadcast";
-  w.fill = [from, out](const std::vector<Tensor>& s, float* dst) {
+  w.fill = [from, out](const std::vector<Tensor>& s, void* plain_out) {
+    float* dst = static_cast<float*>(plain_out);
     const float* src = s[0].data<float>();
     ops::broadcast_for_each<1>(
         out, {&from},
@@ -88,7 +89,8 @@ void conv_weights(Builder& b, const Group& g, const ir::Node& conv, const Dims& 
   w.desc = w_desc;
   w.label = conv.name;
   if (bn)
-    w.fill = [=](const std::vector<Tensor>& s, float* out) {
+    w.fill = [=](const std::vector<Tensor>& s, void* plain_out) {
+      float* out = static_cast<float*>(plain_out);
       const float* src = s[0].data<float>();
       for (int64_t o = 0; o < out_channels; ++o) {
         float k = scale_of(s, o);
@@ -103,7 +105,8 @@ void conv_weights(Builder& b, const Group& g, const ir::Node& conv, const Dims& 
   bias.plain = plain_desc({out_channels});
   bias.desc = b_desc;
   bias.label = conv.name + ".bias";
-  bias.fill = [=](const std::vector<Tensor>& s, float* out) {
+  bias.fill = [=](const std::vector<Tensor>& s, void* plain_out) {
+    float* out = static_cast<float*>(plain_out);
     for (int64_t o = 0; o < out_channels; ++o) {
       float value = has_bias ? s[1].data<float>()[o] : 0.0f;
       if (bn) value = (value - s[bn_first + 2].data<float>()[o]) * scale_of(s, o) + s[bn_first + 1].data<float>()[o];
