@@ -801,13 +801,23 @@ int emit_int8_matmul(Builder& b, const Group& g, const std::string& label) {
   dnnl::primitive_attr attr = Builder::new_attr();
   attr.set_post_ops(ops);
   attr.set_output_scales(1 << 1, output_scales);  // per column
-  if (source.zero_point != 0) attr.set_zero_points(DNNL_ARG_SRC, 0, {source.zero_point});
+  // The source's zero point z is not given to oneDNN: its weights would
+  // then carry z's compensation, which only oneDNN 2.6's reference reorder
+  // computes (tens of ms per BERT weight, most of a first inference).
+  // Instead a bias of -z * (the column's sum of int8 weights) does it:
+  // oneDNN 2.6 adds the bias to the int32 sums before the output scales, as
+  // it subtracts the compensation, so the results are the same (exactly,
+  // while the sums stay below 2^24 in magnitude).
+  const bool zero_point_bias = source.zero_point != 0;
   const memory::desc src_md({rows, k}, memory::data_type::u8, memory::format_tag::ab);
   const memory::desc w_any({k, n}, memory::data_type::s8, memory::format_tag::any);
   const memory::desc dst_md = plain_desc({rows, n});
+  const memory::desc bias_md = plain_desc({1, n});
   dnnl::matmul::primitive_desc pd;
   try {
-    pd = dnnl::matmul::primitive_desc(dnnl::matmul::desc(src_md, w_any, dst_md), attr, b.engine());
+    dnnl::matmul::desc desc = zero_point_bias ? dnnl::matmul::desc(src_md, w_any, bias_md, dst_md)
+                                              : dnnl::matmul::desc(src_md, w_any, dst_md);
+    pd = dnnl::matmul::primitive_desc(desc, attr, b.engine());
   } catch (const dnnl::error&) {
     return -1;
   }
@@ -849,6 +859,28 @@ int emit_int8_matmul(Builder& b, const Group& g, const std::string& label) {
     });
   };
   const int w_slot = b.add_weight(std::move(w));
+  if (zero_point_bias) {
+    Weight bias;
+    bias.sources = {b.source_of(b.input(node, 1))};
+    bias.plain = bias.desc = bias_md;
+    bias.label = node.name + ".int8.zero_point";
+    const float zero_point = static_cast<float>(source.zero_point);
+    bias.fill = [weight_scales, k, n, trans_b, zero_point](const std::vector<Tensor>& s, void* plain_out) {
+      float* out = static_cast<float*>(plain_out);
+      const float* values = s[0].data<float>();
+      parallel_for(n, 64, [&](int64_t begin, int64_t end) {
+        std::vector<int64_t> sums(static_cast<size_t>(end - begin), 0);
+        for (int64_t r = 0; r < k; ++r)
+          for (int64_t c = begin; c < end; ++c) {
+            const float value = trans_b ? values[c * k + r] : values[r * n + c];
+            sums[static_cast<size_t>(c - begin)] += int8_of(value / weight_scales[static_cast<size_t>(c)]);
+          }
+        for (int64_t c = begin; c < end; ++c)
+          out[c] = -zero_point * static_cast<float>(sums[static_cast<size_t>(c - begin)]);
+      });
+    };
+    args.push_back({DNNL_ARG_BIAS, b.add_weight(std::move(bias))});
+  }
   const int dst_root = b.add_slot(plain_desc(dst_dims));
   const int dst = b.view(dst_root, dst_md);
   args.push_back({DNNL_ARG_SRC, src});
