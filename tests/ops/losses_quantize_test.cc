@@ -117,6 +117,51 @@ TEST(Quantize, QuantizeDequantizeRoundTripAndPerAxis) {
   EXPECT_EQ(run_op("QuantizeLinear", {x2, Tensor::scalar(0.5f)}, {}, 10)[0].dtype(), DType::uint8);
 }
 
+// DequantizeLinear per axis on a tensor of several parallel chunks (a
+// folded weight's dequantization): every element is (x - z[c]) * s[c] as
+// the double formula gives it, for each axis, for 8-, 16- and 32-bit x, and
+// for float32, float16 and float64 scales.
+TEST(Quantize, DequantizePerAxisOfALargeTensorIsTheDoubleFormula) {
+  const Shape shape = {3, 7, 2011};  // 42231 values: runs of a parameter cross chunk boundaries
+  auto check = [&]<typename X, typename S>(int64_t axis) {
+    const int64_t n = 3 * 7 * 2011, channels = shape[static_cast<size_t>(axis)];
+    int64_t inner = 1;
+    for (size_t d = static_cast<size_t>(axis) + 1; d < shape.size(); ++d) inner *= shape[d];
+    std::vector<X> x(static_cast<size_t>(n));
+    for (int64_t i = 0; i < n; ++i)
+      x[static_cast<size_t>(i)] = static_cast<X>((i * 7919) % 251 - (std::is_signed_v<X> ? 125 : 0));
+    std::vector<S> scale(static_cast<size_t>(channels));
+    std::vector<X> zero(static_cast<size_t>(channels));
+    for (int64_t c = 0; c < channels; ++c) {
+      scale[static_cast<size_t>(c)] = static_cast<S>(0.0173f * static_cast<float>(c + 1) + 1e-4f);
+      zero[static_cast<size_t>(c)] = static_cast<X>(c % 5);
+    }
+    Tensor y = run_op("DequantizeLinear",
+                      {Tensor::from_vector<X>(x, shape), Tensor::from_vector<S>(scale, {channels}),
+                       Tensor::from_vector<X>(zero, {channels})},
+                      attrs({{"axis", axis}}), 13)[0];
+    ASSERT_EQ(y.dtype(), dtype_v<S>);
+    for (int64_t i = 0; i < n; ++i) {
+      const size_t c = static_cast<size_t>((i / inner) % channels);
+      const double v = (static_cast<double>(x[static_cast<size_t>(i)]) - static_cast<double>(zero[c])) *
+                       static_cast<double>(static_cast<compute_t<S>>(scale[c]));
+      const S want = static_cast<S>(static_cast<compute_t<S>>(v));
+      ASSERT_EQ(static_cast<double>(static_cast<compute_t<S>>(y.data<S>()[i])),
+                static_cast<double>(static_cast<compute_t<S>>(want)))
+          << "element " << i << ", axis " << axis << ", x " << dtype_name(dtype_v<X>) << ", scale "
+          << dtype_name(dtype_v<S>);
+    }
+  };
+  for (int64_t axis : {0, 1, 2}) {
+    check.template operator()<int8_t, float>(axis);
+    check.template operator()<uint8_t, float>(axis);
+    check.template operator()<int16_t, float>(axis);
+    check.template operator()<int32_t, float>(axis);
+    check.template operator()<int8_t, double>(axis);
+    check.template operator()<uint8_t, float16_t>(axis);
+  }
+}
+
 TEST(Quantize, Opset21OutputDtypeAndBlockedQuantization) {
   Tensor x = Tensor::from_vector<float>({-3.0f, -0.26f, 0.0f, 0.24f, 9.0f}, {5});
   Tensor scale = Tensor::scalar(0.5f);
