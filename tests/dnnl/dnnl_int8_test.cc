@@ -502,5 +502,157 @@ TEST(DnnlInt8, WeightScalesAreFoundOnlyForInt8Values) {
   EXPECT_FALSE(dnnl_backend::int8_weight_scales(random_tensor({4, 9}, 5)).has_value());
 }
 
+// int8_weight_scales as it was written first (one division of the index per
+// value), kept here as the reference the faster walk must agree with.
+std::optional<std::vector<float>> weight_scales_reference(const Tensor& weights, size_t axis) {
+  const int64_t channels = weights.shape()[axis];
+  int64_t inner = 1;
+  for (size_t d = axis + 1; d < weights.shape().size(); ++d) inner *= weights.shape()[d];
+  const float* w = weights.data<float>();
+  const int64_t n = weights.numel();
+  auto channel = [&](int64_t i) { return (i / inner) % channels; };
+  std::vector<float> largest(channels, 0.0f);
+  for (int64_t i = 0; i < n; ++i) largest[channel(i)] = std::max(largest[channel(i)], std::abs(w[i]));
+  float overall = 0;
+  for (float l : largest) {
+    if (!std::isfinite(l)) return std::nullopt;
+    overall = std::max(overall, l);
+  }
+  auto integral_with = [&](const std::vector<float>& scales) {
+    for (int64_t i = 0; i < n; ++i) {
+      const float q = w[i] / scales[channel(i)];
+      if (!(std::abs(q - std::nearbyint(q)) <= 1e-3f && q >= -128.5f && q <= 127.5f)) return false;
+    }
+    return true;
+  };
+  for (float steps : {127.0f, 128.0f}) {
+    std::vector<float> scales(channels, overall > 0 ? overall / steps : 1.0f);
+    if (integral_with(scales)) return scales;
+  }
+  std::vector<float> scales(channels);
+  std::vector<bool> integral(channels);
+  for (float steps : {127.0f, 128.0f}) {
+    for (int64_t c = 0; c < channels; ++c)
+      if (!integral[c]) scales[c] = largest[c] > 0 ? largest[c] / steps : 1.0f;
+    std::vector<bool> fits(channels, true);
+    for (int64_t i = 0; i < n; ++i) {
+      const int64_t c = channel(i);
+      if (integral[c] || !fits[c]) continue;
+      const float q = w[i] / scales[c];
+      fits[c] = std::abs(q - std::nearbyint(q)) <= 1e-3f && q >= -128.5f && q <= 127.5f;
+    }
+    for (int64_t c = 0; c < channels; ++c) integral[c] = integral[c] || fits[c];
+  }
+  for (int64_t c = 0; c < channels; ++c)
+    if (!integral[c]) return std::nullopt;
+  return scales;
+}
+
+// Weights the size of a model's (many blocks of 16 values and a remainder):
+// per output channel of a Conv, per column of a MatMul, per tensor; with
+// channels whose largest value is -128 (scale over 128), an all-zero
+// channel, one value off the grid, a NaN and an infinity.
+TEST(DnnlInt8, WeightScalesAgreeWithTheReferenceWalk) {
+  struct Case {
+    Shape shape;
+    size_t axis;
+    bool per_tensor;
+  };
+  const Case cases[] = {{{64, 19, 3, 3}, 0, false}, {{301, 70}, 1, false}, {{301, 70}, 1, true},
+                        {{70, 301}, 0, false},      {{5, 12, 7, 3}, 1, false}, {{64, 19, 3, 3}, 0, true}};
+  for (const Case& c : cases) {
+    const int64_t channels = c.shape[c.axis];
+    int64_t inner = 1;
+    for (size_t d = c.axis + 1; d < c.shape.size(); ++d) inner *= c.shape[d];
+    Tensor base(DType::float32, c.shape);
+    std::mt19937_64 rng(channels * 31 + inner);
+    std::uniform_int_distribution<int> value(-127, 127);
+    float* w = base.data<float>();
+    auto scale_of = [&](int64_t ch) { return c.per_tensor ? 0.0071f : 0.0013f * static_cast<float>(1 + ch % 7); };
+    for (int64_t i = 0; i < base.numel(); ++i) {
+      const int64_t ch = (i / inner) % channels;
+      w[i] = ch == 5 ? 0.0f : static_cast<float>(value(rng)) * scale_of(ch);  // channel 5: all zeros
+    }
+    // Each channel's first value reaches the grid's end: 127 steps, or -128
+    // for channel 3 (its scale is then its largest magnitude over 128).
+    for (int64_t ch = 0; ch < channels; ++ch)
+      if (ch != 5) w[ch * inner] = (ch == 3 ? -128.0f : ch % 2 ? 127.0f : -127.0f) * scale_of(ch);
+    auto same = [&](const Tensor& t, const std::string& what) {
+      const auto got = dnnl_backend::int8_weight_scales(t, c.axis);
+      const auto want = weight_scales_reference(t, c.axis);
+      ASSERT_EQ(got.has_value(), want.has_value()) << what << " on " << shape_to_string(c.shape);
+      if (got) EXPECT_EQ(*got, *want) << what << " on " << shape_to_string(c.shape);
+    };
+    same(base, "int8 values");
+    Tensor off = base.clone();
+    off.data<float>()[off.numel() - 3] += 0.37f * 0.0013f;  // not a multiple of its channel's step
+    same(off, "one value off the grid");
+    Tensor nan = base.clone();
+    nan.data<float>()[off.numel() / 2] = std::nanf("");
+    same(nan, "a NaN");
+    Tensor inf = base.clone();
+    inf.data<float>()[17] = std::numeric_limits<float>::infinity();
+    same(inf, "an infinity");
+  }
+}
+
+// The source zero point of an int8 MatMul (and of a Gemm by B transposed)
+// enters as a bias of -z times the columns' int8 sums: the float32 result
+// is s * s_w[c] * sum_k (u - z) q, as the integers give it, for zero
+// points 0, 120 and 255.
+TEST(DnnlInt8, ZeroPointOfAnInt8MatMulIsExact) {
+  const int64_t rows = 24, k = 96, n = 80;
+  for (bool gemm : {false, true})
+    for (int zero_point : {0, 120, 255}) {
+      auto g = new_graph();
+      ir::Value x = g->add_input("x", ir::ValueType::of(DType::float32, {rows, k}))->output(0);
+      const float s = 0.01f;
+      ir::Value sv = g->add_constant("in.s", Tensor::scalar<float>(s))->output(0);
+      ir::Value zv = g->add_constant("in.z", Tensor::scalar<uint8_t>(static_cast<uint8_t>(zero_point)))->output(0);
+      ir::Value h = g->add_node("DequantizeLinear", {g->add_node("QuantizeLinear", {x, sv, zv}, 1, "q")->output(0), sv, zv},
+                                1, "dq")
+                        ->output(0);
+      std::vector<int8_t> q(k * n);
+      std::mt19937_64 rng(zero_point + 3);
+      std::uniform_int_distribution<int> value(-127, 127);
+      for (auto& v : q) v = static_cast<int8_t>(value(rng));
+      for (int64_t c = 0; c < n; ++c) q[(c % k) * n + c] = c % 2 ? 127 : -127;
+      std::vector<float> scales(n);
+      for (int64_t c = 0; c < n; ++c) scales[c] = 0.003f * static_cast<float>(1 + c % 4);
+      // Gemm reads B [N, K] with transB; the same values transposed.
+      std::vector<int8_t> stored = q;
+      if (gemm)
+        for (int64_t r = 0; r < k; ++r)
+          for (int64_t c = 0; c < n; ++c) stored[c * k + r] = q[r * n + c];
+      ir::Value w = g->add_constant("w", Tensor::from_vector<int8_t>(stored, gemm ? Shape{n, k} : Shape{k, n}))->output(0);
+      ir::Node* dq = g->add_node("DequantizeLinear", {w, g->add_constant("w.s", Tensor::from_vector<float>(scales, {n}))->output(0)},
+                                 1, "w.dq");
+      dq->attributes.set("axis", int64_t{gemm ? 0 : 1});
+      ir::Node* mm = g->add_node(gemm ? "Gemm" : "MatMul", {h, dq->output(0)}, 1, "mm");
+      if (gemm) mm->attributes.set("transB", int64_t{1});
+      g->add_output(mm->output(0), "y");
+      ops::infer_types(*g);
+      passes::PassContext ctx;
+      passes::run_pipeline(g, passes::default_pipeline(), ctx);
+      auto module = compile_dnnl(*g);
+      EXPECT_EQ(dnnl_backend::dnnl_module_stats(*module).int8_matmuls, expected_int8(1));
+      Tensor input = random_tensor({rows, k}, 40 + zero_point);
+      for (int64_t i = 0; i < input.numel(); ++i) input.data<float>()[i] *= 1.5f;  // some values saturate
+      std::vector<Tensor> got = run_module(*module, {input});
+      ASSERT_EQ(got.size(), 1u);
+      for (int64_t r = 0; r < rows; ++r)
+        for (int64_t c = 0; c < n; ++c) {
+          int64_t sum = 0;
+          for (int64_t i = 0; i < k; ++i) {
+            const float u = std::clamp(std::nearbyint(input.data<float>()[r * k + i] / s) + zero_point, 0.0f, 255.0f);
+            sum += (static_cast<int64_t>(u) - zero_point) * q[i * n + c];
+          }
+          const double want = static_cast<double>(s * scales[c]) * static_cast<double>(sum);
+          EXPECT_NEAR(got[0].data<float>()[r * n + c], want, 1e-6 * std::abs(want) + 1e-6)
+              << (gemm ? "Gemm" : "MatMul") << " zero point " << zero_point << " at " << r << ", " << c;
+        }
+    }
+}
+
 }  // namespace
 }  // namespace graft::testing
