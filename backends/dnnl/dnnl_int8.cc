@@ -69,20 +69,34 @@ inline float round_small(float v) {
   return (v + shift) - shift;
 }
 
-// q rounded to the nearest int8 value (ties to even), saturating; NaN gives 0.
+// q rounded to the nearest int8 value (ties to even), saturating; NaN gives
+// 127.
 inline int8_t int8_of(float q) {
-  const float r = round_small(std::clamp(q, -128.0f, 127.0f));
-  return static_cast<int8_t>(r == r ? r : 0.0f);
+  q = q < 127.0f ? q : 127.0f;  // NaN compares false: 127
+  q = q > -128.0f ? q : -128.0f;
+  return static_cast<int8_t>(static_cast<int32_t>(round_small(q)));
 }
 
-// out[i] = int8_of(values[i] / scale) for n values, in blocks of a fixed 16
-// that the compiler vectorizes at -O2.
+// out[i] = int8_of(values[i] / scale) for n values.
 void quantize_int8(const float* values, int64_t n, float scale, int8_t* out) {
+  for (int64_t i = 0; i < n; ++i) out[i] = int8_of(values[i] / scale);
+}
+
+// The largest |value| of n values (NaN is skipped, as std::max skips it),
+// in blocks of a fixed 16 that the compiler vectorizes at -O2.
+float largest_magnitude(const float* values, int64_t n) {
   constexpr int64_t kLanes = 16;
+  float lanes[kLanes] = {};
   int64_t i = 0;
   for (; i + kLanes <= n; i += kLanes)
-    for (int64_t j = 0; j < kLanes; ++j) out[i + j] = int8_of(values[i + j] / scale);
-  for (; i < n; ++i) out[i] = int8_of(values[i] / scale);
+    for (int64_t j = 0; j < kLanes; ++j) {
+      const float a = std::abs(values[i + j]);
+      lanes[j] = lanes[j] < a ? a : lanes[j];
+    }
+  float largest = 0.0f;
+  for (float l : lanes) largest = std::max(largest, l);
+  for (; i < n; ++i) largest = std::max(largest, std::abs(values[i]));
+  return largest;
 }
 
 // Whether value / scale is within 1e-3 of an integer in [-128, 127] (the
@@ -258,8 +272,7 @@ std::optional<std::vector<float>> int8_weight_scales(const Tensor& weights, size
   std::vector<float> largest(channels, 0.0f);
   if (outer == 1) {
     parallel_for(channels, 16, [&](int64_t begin, int64_t end) {
-      for (int64_t c = begin; c < end; ++c)
-        for (int64_t i = 0; i < inner; ++i) largest[c] = std::max(largest[c], std::abs(w[c * inner + i]));
+      for (int64_t c = begin; c < end; ++c) largest[c] = largest_magnitude(w + c * inner, inner);
     });
   } else {
     for (int64_t o = 0; o < outer; ++o)
