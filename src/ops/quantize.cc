@@ -167,6 +167,7 @@ void dequantize_kernel(KernelContext& ctx) {
             const int64_t n = std::min({end - i, s.run_left(), z.run_left()});
             const Compute scale = s_values[static_cast<size_t>(s.index)];
             const Compute zero = z_values[static_cast<size_t>(z.index)];
+#pragma omp simd
             for (int64_t k = i; k < i + n; ++k)
               out[k] = static_cast<T>(static_cast<compute_t<T>>((static_cast<Compute>(in[k]) - zero) * scale));
             i += n;
