@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -28,6 +29,15 @@ double seconds_of(clockid_t clock) {
 }
 
 }  // namespace
+
+int adapt_threads_log_level() {
+  const char* value = std::getenv("GRAFT_ADAPT_THREADS_LOG");
+  if (!value || !*value) return 0;
+  const std::string text(value);
+  if (text == "0" || text == "1" || text == "2") return text[0] - '0';
+  fail(ErrorKind::invalid_argument, "GRAFT_ADAPT_THREADS_LOG='", printable_excerpt(text),
+       "' is not valid (expected 0, 1 or 2)");
+}
 
 std::optional<CpuTimes> read_cpu_times() {
   cpu_set_t allowed;
@@ -99,7 +109,7 @@ LoadWhileRunning load_between(const CpuTimes& before, const CpuTimes& after) {
 }
 
 CoreAvailability::CoreAvailability(std::chrono::milliseconds spacing, double decision_seconds, Reader reader)
-    : spacing_(spacing), reader_(std::move(reader)), policy_(decision_seconds) {}
+    : spacing_(spacing), reader_(std::move(reader)), policy_(decision_seconds), log_level_(adapt_threads_log_level()) {}
 
 CoreAvailability::Run::Run(CoreAvailability& availability, int threads)
     : availability_(availability), threads_(availability.run_started(threads)) {}
@@ -127,8 +137,18 @@ void CoreAvailability::run_finished() {
     const std::chrono::duration<double> open = std::chrono::steady_clock::now() - *stretch_opened_;
     if (open.count() < policy_.decision_seconds()) return;
   }
-  if (std::optional<CpuTimes> end = reader_(); end && end->wall > stretch_start_->wall)
-    policy_.observe(load_between(*stretch_start_, *end));
+  if (std::optional<CpuTimes> end = reader_(); end && end->wall > stretch_start_->wall) {
+    const LoadWhileRunning stretch = load_between(*stretch_start_, *end);
+    if (log_level_ >= 2)
+      std::fprintf(stderr, "graft adapt_threads: %.3f s: stretch %.1f ms, others busy %.1f ms, own waiting %.1f ms\n",
+                   end->wall, stretch.wall * 1e3, stretch.busy_elsewhere * 1e3, stretch.own_waiting * 1e3);
+    if (std::optional<ThreadCountDecision> decision = policy_.observe(stretch); decision && log_level_ >= 1)
+      std::fprintf(stderr,
+                   "graft adapt_threads: %.3f s: decided over %.0f ms of running: others kept %.2f of %d cores busy, "
+                   "own threads waited %.2f threads: %s\n",
+                   end->wall, decision->wall * 1e3, decision->busy_elsewhere, decision->cores, decision->own_waiting,
+                   decision->reduced ? "fewer threads" : decision->contended ? "contended, every thread" : "every thread");
+  }
   stretch_start_.reset();
 }
 

@@ -10,8 +10,14 @@
 //   process's own, in 10 ms ticks, so only meaningful summed over about
 //   100 ms). It says how many cores are left, and when the others leave.
 //
-// Runs use fewer threads once both say so, and every thread again once the
-// others keep less than half a core busy while graft runs. Looking only at
+// Runs use fewer threads once both say so in two decisions in a row, and
+// every thread again at the first decision in which the others keep less
+// than half a core busy while graft runs. One decision alone is not enough
+// evidence: on a quiet machine a 100 ms window can hold another runtime's
+// threads spinning down after its turn, or graft's own background compile
+// (its threads then wait) together with a tick count that errs upwards,
+// and a wrong reduction costs half the speed until the next decision. A
+// real co-tenant costs one more window, 100 ms of running. Looking only at
 // the time of graft's own runs keeps a benchmark whose runtimes take turns
 // (make compare) from reading the other runtime's turn as a co-tenant.
 #include "graft/runtime/thread_count_policy.h"
@@ -27,20 +33,24 @@ int threads_for_load(int threads, int cores, double busy_elsewhere) {
   return std::clamp(usable, 1, std::max(threads, 1));
 }
 
-void ThreadCountPolicy::observe(const LoadWhileRunning& stretch) {
-  if (!(stretch.wall > 0)) return;
+std::optional<ThreadCountDecision> ThreadCountPolicy::observe(const LoadWhileRunning& stretch) {
+  if (!(stretch.wall > 0)) return std::nullopt;
   pending_.wall += stretch.wall;
   pending_.busy_elsewhere += stretch.busy_elsewhere;  // may be negative: tick counts err either way
   pending_.own_waiting += std::max(0.0, stretch.own_waiting);
   pending_.cores = stretch.cores;
-  if (pending_.wall < decision_seconds_ * (1 - 1e-9)) return;  // sums of seconds round
+  if (pending_.wall < decision_seconds_ * (1 - 1e-9)) return std::nullopt;  // sums of seconds round
   const double busy_elsewhere = std::max(0.0, pending_.busy_elsewhere / pending_.wall);
   const double waiting = pending_.own_waiting / pending_.wall;
   const bool co_tenant = busy_elsewhere >= kCoTenantCores;
-  reduced_ = reduced_ ? co_tenant : co_tenant && waiting >= kContendedWaitingThreads;
+  const bool contended = co_tenant && waiting >= kContendedWaitingThreads;
+  contended_in_a_row_ = contended ? contended_in_a_row_ + 1 : 0;
+  reduced_ = reduced_ ? co_tenant : contended_in_a_row_ >= kContendedDecisionsToReduce;
   busy_elsewhere_ = busy_elsewhere;
   cores_ = pending_.cores;
+  ThreadCountDecision decision{pending_.wall, busy_elsewhere, waiting, cores_, contended, reduced_};
   pending_ = LoadWhileRunning{};
+  return decision;
 }
 
 int ThreadCountPolicy::threads(int threads) const {

@@ -74,7 +74,10 @@ TEST(CoreAvailability, FewerThreadsWhileACoTenantTakesACoreAndAllAgainWhenItLeav
   EXPECT_EQ(run(0.05, 0.0, 0.0), 2);
   EXPECT_EQ(run(0.05, 0.0, 0.0), 2);  // quiet
   EXPECT_EQ(run(0.05, 0.7, 0.7), 2);  // yes > /dev/null: ours wait; half a decision
+  EXPECT_EQ(run(0.05, 0.7, 0.7), 2);  // one contended decision
+  EXPECT_FALSE(availability.reduced());
   EXPECT_EQ(run(0.05, 0.7, 0.7), 2);
+  EXPECT_EQ(run(0.05, 0.7, 0.7), 2);  // the second in a row
   EXPECT_TRUE(availability.reduced());
   EXPECT_EQ(run(0.05, 1.0, 0.0), 1);
   EXPECT_EQ(run(0.05, 1.0, 0.0), 1);  // on one thread ours do not wait: still one
@@ -83,7 +86,7 @@ TEST(CoreAvailability, FewerThreadsWhileACoTenantTakesACoreAndAllAgainWhenItLeav
   EXPECT_EQ(run(0.05, 0.0, 0.0), 1);  // it left: decided at the end of this run
   EXPECT_FALSE(availability.reduced());
   EXPECT_EQ(run(0.05, 0.0, 0.0), 2);
-  EXPECT_EQ(machine.reads, 18);  // two per run with no spacing
+  EXPECT_EQ(machine.reads, 22);  // two per run with no spacing
 }
 
 TEST(CoreAvailability, AProcessBusyOnlyWhileGraftIsIdleChangesNothing) {
@@ -120,9 +123,9 @@ TEST(CoreAvailability, RunsThatOverlapWithoutAPauseEndTheirStretchOnceItIsLongEn
   // the stretch is ended at a run's end although another is in progress.
   auto first = std::make_unique<CoreAvailability::Run>(availability, 2);
   for (int i = 0; i < 4; ++i) {
-    machine.advance(0.05, 0.7, 2, 0.7);
     auto next = std::make_unique<CoreAvailability::Run>(availability, 2);
-    first = std::move(next);  // the earlier run ends while the next is in progress
+    machine.advance(0.05, 0.7, 2, 0.7);  // both in progress
+    first = std::move(next);             // the earlier run ends while the next is in progress
   }
   EXPECT_TRUE(availability.reduced());
   EXPECT_EQ(first->threads(), 1);
@@ -183,6 +186,41 @@ TEST(CoreAvailability, TheSwitchReadsGraftAdaptThreads) {
       EXPECT_NE(std::string(e.what()).find("GRAFT_ADAPT_THREADS='sometimes'"), std::string::npos) << e.what();
     }
   }
+}
+
+TEST(CoreAvailability, TheDecisionLogReadsGraftAdaptThreadsLog) {
+  {
+    testing::ScopedEnv env("GRAFT_ADAPT_THREADS_LOG", nullptr);
+    EXPECT_EQ(adapt_threads_log_level(), 0);
+  }
+  for (const char* level : {"0", "1", "2"}) {
+    testing::ScopedEnv env("GRAFT_ADAPT_THREADS_LOG", level);
+    EXPECT_EQ(adapt_threads_log_level(), level[0] - '0');
+  }
+  testing::ScopedEnv env("GRAFT_ADAPT_THREADS_LOG", "verbose");
+  try {
+    adapt_threads_log_level();
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("GRAFT_ADAPT_THREADS_LOG='verbose'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CoreAvailability, TheDecisionLogNamesEachDecisionWithItsInputs) {
+  testing::ScopedEnv env("GRAFT_ADAPT_THREADS_LOG", "1");
+  FakeMachine machine;
+  CoreAvailability availability(std::chrono::milliseconds(0), 0.1, machine.reader());
+  ::testing::internal::CaptureStderr();
+  for (int i = 0; i < 2; ++i) {
+    CoreAvailability::Run r(availability, 2);
+    machine.advance(0.1, 0.75, 2, 0.5);
+  }
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("others kept 0.75 of 2 cores busy, own threads waited 0.50 threads: contended, every thread"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("0.50 threads: fewer threads"), std::string::npos) << log;
 }
 
 }  // namespace

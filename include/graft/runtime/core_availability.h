@@ -98,7 +98,13 @@ class CoreAvailability {
   int runs_in_progress_ = 0;
   std::optional<CpuTimes> stretch_start_;  // a stretch being sampled
   std::optional<std::chrono::steady_clock::time_point> stretch_opened_;
+  int log_level_;
 };
+
+/// GRAFT_ADAPT_THREADS_LOG: 1 writes each decision with what it was made
+/// from to stderr, 2 each stretch sampled too; 0 or unset nothing (anything
+/// else is an invalid_argument Error naming it).
+int adapt_threads_log_level();
 
 /// Whether sessions adapt their thread count to the load: `option` when set,
 /// else GRAFT_ADAPT_THREADS ("1" or "0"; anything else is an
