@@ -548,6 +548,9 @@ def compare_model(name, args):
     try:
         for runtime in active:
             workers[runtime].run(args.warmup)
+            # As after every turn: the next runtime's first timed runs must
+            # not share the cores with this one's threads spinning down.
+            time.sleep(args.gap_ms / 1000.0)
         turn = 0
         while any(len(times[r]) < args.runs for r in active):
             order = active[turn % len(active):] + active[:turn % len(active)]

@@ -120,6 +120,12 @@ int CoreAvailability::run_started(int threads) {
   std::lock_guard<std::mutex> lock(mutex_);
   ++runs_in_progress_;
   const auto now = std::chrono::steady_clock::now();
+  if (short_stretch_end_) {
+    // A stretch too short to end at the last run's end: this run continues
+    // it when it follows at once, else it ends where that run ended.
+    if (now - short_stretch_ended_ > kBackToBackGap) end_stretch(*short_stretch_end_);
+    short_stretch_end_.reset();
+  }
   if (!stretch_start_ && (!stretch_opened_ || now - *stretch_opened_ >= spacing_)) {
     stretch_opened_ = now;
     stretch_start_ = reader_();
@@ -137,16 +143,30 @@ void CoreAvailability::run_finished() {
     const std::chrono::duration<double> open = std::chrono::steady_clock::now() - *stretch_opened_;
     if (open.count() < policy_.decision_seconds()) return;
   }
-  if (std::optional<CpuTimes> end = reader_(); end && end->wall > stretch_start_->wall) {
-    const LoadWhileRunning stretch = load_between(*stretch_start_, *end);
+  std::optional<CpuTimes> end = reader_();
+  if (!end) {
+    stretch_start_.reset();
+    return;
+  }
+  if (end->wall - stretch_start_->wall < kShortestStretchSeconds) {
+    short_stretch_end_ = end;
+    short_stretch_ended_ = std::chrono::steady_clock::now();
+    return;
+  }
+  end_stretch(*end);
+}
+
+void CoreAvailability::end_stretch(const CpuTimes& end) {
+  if (end.wall > stretch_start_->wall) {
+    const LoadWhileRunning stretch = load_between(*stretch_start_, end);
     if (log_level_ >= 2)
       std::fprintf(stderr, "graft adapt_threads: %.3f s: stretch %.1f ms, others busy %.1f ms, own waiting %.1f ms\n",
-                   end->wall, stretch.wall * 1e3, stretch.busy_elsewhere * 1e3, stretch.own_waiting * 1e3);
+                   end.wall, stretch.wall * 1e3, stretch.busy_elsewhere * 1e3, stretch.own_waiting * 1e3);
     if (std::optional<ThreadCountDecision> decision = policy_.observe(stretch); decision && log_level_ >= 1)
       std::fprintf(stderr,
                    "graft adapt_threads: %.3f s: decided over %.0f ms of running: others kept %.2f of %d cores busy, "
                    "own threads waited %.2f threads: %s\n",
-                   end->wall, decision->wall * 1e3, decision->busy_elsewhere, decision->cores, decision->own_waiting,
+                   end.wall, decision->wall * 1e3, decision->busy_elsewhere, decision->cores, decision->own_waiting,
                    decision->reduced ? "fewer threads" : decision->contended ? "contended, every thread" : "every thread");
   }
   stretch_start_.reset();

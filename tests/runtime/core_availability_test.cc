@@ -105,6 +105,45 @@ TEST(CoreAvailability, AProcessBusyOnlyWhileGraftIsIdleChangesNothing) {
   EXPECT_FALSE(availability.reduced());
 }
 
+TEST(CoreAvailability, BackToBackRunsShorterThanATickMakeOneStretch) {
+  // /proc/stat's 10 ms units: a stretch per 3 ms run would carry one
+  // rounding error per run; four runs back to back carry one.
+  testing::ScopedEnv env("GRAFT_ADAPT_THREADS_LOG", "2");
+  FakeMachine machine;
+  CoreAvailability availability(std::chrono::milliseconds(0), 0.1, machine.reader());
+  ::testing::internal::CaptureStderr();
+  for (int i = 0; i < 4; ++i) {
+    CoreAvailability::Run r(availability, 2);
+    machine.advance(0.003, 0.0, 2, 0.0);
+  }
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("stretch 12.0 ms, others busy 0.0 ms"), std::string::npos) << log;
+  EXPECT_EQ(log.find("stretch 3.0 ms"), std::string::npos) << log;
+  EXPECT_EQ(machine.reads, 5);  // the start, and the end of each run while the stretch was short
+}
+
+TEST(CoreAvailability, AShortStretchEndsWhereItsLastRunEndedWhenTheNextComesLater) {
+  // make compare with a model of 3 ms runs: ONNX Runtime's turn between
+  // graft's keeps both cores busy; it must not count as graft's running.
+  testing::ScopedEnv env("GRAFT_ADAPT_THREADS_LOG", "2");
+  FakeMachine machine;
+  CoreAvailability availability(std::chrono::milliseconds(0), 0.1, machine.reader());
+  ::testing::internal::CaptureStderr();
+  for (int turn = 0; turn < 40; ++turn) {
+    {
+      CoreAvailability::Run r(availability, 2);
+      EXPECT_EQ(r.threads(), 2) << "turn " << turn;
+      machine.advance(0.003, 0.0, 2, 0.4);  // our background compile keeps our threads waiting
+    }
+    machine.advance(0.3, 2.0, 0.0, 0.5);
+    std::this_thread::sleep_for(2 * kBackToBackGap);
+  }
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("stretch 3.0 ms, others busy 0.0 ms"), std::string::npos) << log;
+  EXPECT_EQ(log.find("contended"), std::string::npos) << log;
+  EXPECT_FALSE(availability.reduced());
+}
+
 TEST(CoreAvailability, SamplesAtMostOncePerSpacing) {
   FakeMachine machine;
   CoreAvailability availability(std::chrono::hours(1), 0.1, machine.reader());

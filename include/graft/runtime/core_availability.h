@@ -50,13 +50,27 @@ double cores_busy_elsewhere(const CpuTimes& before, const CpuTimes& after);
 /// What happened between two samples taken while runs were in progress.
 LoadWhileRunning load_between(const CpuTimes& before, const CpuTimes& after);
 
+/// /proc/stat counts in 10 ms units, so each stretch's busy time errs by up
+/// to 10 ms per core either way: a stretch shorter than this is not ended
+/// at its run's end but continued by a run that follows at once (within
+/// kBackToBackGap), so that back-to-back runs of a few milliseconds make
+/// one stretch, and one error, per 10 ms rather than one per run.
+inline constexpr double kShortestStretchSeconds = 0.010;
+/// A run that starts within this time of the last one's end continues a
+/// stretch that is still too short; after a longer pause (another process's
+/// turn) the stretch ends where the last run ended.
+inline constexpr std::chrono::milliseconds kBackToBackGap{1};
+
 /// Samples the counters around runs and keeps the decision of a
 /// ThreadCountPolicy; safe to call from many threads. A sample is taken
 /// when a run starts, at most once per `spacing`, and the next when runs
 /// stop being in progress (or at a run's end once the stretch is
 /// `decision_seconds` long, for runs that overlap without a pause), so that
-/// only time in which this process ran counts: two reads of /proc per
-/// `spacing` at most.
+/// only time in which this process ran counts. A stretch shorter than
+/// kShortestStretchSeconds at a run's end is kept open for a run that
+/// follows at once, and samples are then also taken at the ends of those
+/// runs: two reads of /proc per `spacing`, and one per run while a stretch
+/// is shorter than 10 ms.
 class CoreAvailability {
  public:
   using Reader = std::function<std::optional<CpuTimes>()>;
@@ -90,6 +104,7 @@ class CoreAvailability {
  private:
   int run_started(int threads);
   void run_finished();
+  void end_stretch(const CpuTimes& end);  // observes stretch_start_ .. end; the mutex is held
 
   std::chrono::milliseconds spacing_;
   Reader reader_;
@@ -98,6 +113,8 @@ class CoreAvailability {
   int runs_in_progress_ = 0;
   std::optional<CpuTimes> stretch_start_;  // a stretch being sampled
   std::optional<std::chrono::steady_clock::time_point> stretch_opened_;
+  std::optional<CpuTimes> short_stretch_end_;  // the counters at the end of a stretch too short to end yet
+  std::chrono::steady_clock::time_point short_stretch_ended_;
   int log_level_;
 };
 
