@@ -185,7 +185,7 @@ CoreAvailability& CoreAvailability::global() {
 bool adapt_threads_to_load(std::optional<bool> option) {
   if (option) return *option;
   const char* value = std::getenv("GRAFT_ADAPT_THREADS");
-  if (!value || !*value) return false;
+  if (!value || !*value) return true;
   const std::string text(value);
   if (text == "1") return true;
   if (text == "0") return false;

@@ -7,19 +7,22 @@
 //   a core. It alone cannot say when to return, since a run on fewer threads
 //   no longer waits;
 // * the cores other processes kept busy (/proc/stat's busy time less this
-//   process's own, in 10 ms ticks, so only meaningful summed over about
-//   100 ms). It says how many cores are left, and when the others leave.
+//   process's own, in 10 ms units, so only meaningful summed over tens of
+//   milliseconds). It says how many cores are left, and when the others
+//   leave.
 //
-// Runs use fewer threads once both say so in two decisions in a row, and
-// every thread again at the first decision in which the others keep less
-// than half a core busy while graft runs. One decision alone is not enough
-// evidence: on a quiet machine a 100 ms window can hold another runtime's
-// threads spinning down after its turn, or graft's own background compile
-// (its threads then wait) together with a tick count that errs upwards,
-// and a wrong reduction costs half the speed until the next decision. A
-// real co-tenant costs one more window, 100 ms of running. Looking only at
-// the time of graft's own runs keeps a benchmark whose runtimes take turns
-// (make compare) from reading the other runtime's turn as a co-tenant.
+// Runs use fewer threads once both say so in two decisions in a row (each
+// over 50 ms of running), and every thread again at the first decision in
+// which the others keep less than half a core busy while graft runs. One
+// decision alone is not enough evidence: on a quiet machine one window can
+// hold another runtime's threads spinning down after its turn, or graft's
+// own background compile (its threads then wait) together with a count of
+// 10 ms units that errs upwards, and a wrong reduction halves the speed
+// until the next decision. Two windows of 50 ms react as fast as one of
+// 100 ms did, and a false reading must happen twice in a row. Looking only
+// at the time of graft's own runs keeps a benchmark whose runtimes take
+// turns (make compare) from reading the other runtime's turn as a
+// co-tenant.
 #include "graft/runtime/thread_count_policy.h"
 
 #include <algorithm>

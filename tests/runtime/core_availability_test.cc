@@ -213,7 +213,7 @@ TEST(CoreAvailability, TheSwitchReadsGraftAdaptThreads) {
   }
   {
     testing::ScopedEnv env("GRAFT_ADAPT_THREADS", nullptr);
-    EXPECT_FALSE(adapt_threads_to_load(std::nullopt));  // off unless asked for
+    EXPECT_TRUE(adapt_threads_to_load(std::nullopt));  // on unless turned off
   }
   {
     testing::ScopedEnv env("GRAFT_ADAPT_THREADS", "sometimes");

@@ -75,7 +75,7 @@ class CoreAvailability {
  public:
   using Reader = std::function<std::optional<CpuTimes>()>;
   explicit CoreAvailability(std::chrono::milliseconds spacing = std::chrono::milliseconds(25),
-                            double decision_seconds = 0.1, Reader reader = read_cpu_times);
+                            double decision_seconds = 0.05, Reader reader = read_cpu_times);
 
   /// One run: the threads it should use out of `threads` while it is in
   /// progress. Ends the stretch being sampled when it is the last run in
@@ -125,8 +125,8 @@ int adapt_threads_log_level();
 
 /// Whether sessions adapt their thread count to the load: `option` when set,
 /// else GRAFT_ADAPT_THREADS ("1" or "0"; anything else is an
-/// invalid_argument Error naming it), else off (docs/performance.md, "A busy
-/// co-tenant", says why not yet on).
+/// invalid_argument Error naming it), else on (docs/performance.md, "A busy
+/// co-tenant").
 bool adapt_threads_to_load(std::optional<bool> option);
 
 }  // namespace graft::runtime

@@ -60,8 +60,8 @@ class ThreadCountPolicy {
  public:
   /// Decides again each time the stretches observed add up to
   /// `decision_seconds` of running (fewer seconds: more noise, as /proc/stat
-  /// counts in 10 ms ticks).
-  explicit ThreadCountPolicy(double decision_seconds = 0.1) : decision_seconds_(decision_seconds) {}
+  /// counts in 10 ms units).
+  explicit ThreadCountPolicy(double decision_seconds = 0.05) : decision_seconds_(decision_seconds) {}
 
   /// Adds one stretch; decides once they add up to decision_seconds, and
   /// then returns the decision.
