@@ -108,8 +108,13 @@ LoadWhileRunning load_between(const CpuTimes& before, const CpuTimes& after) {
   return load;
 }
 
-CoreAvailability::CoreAvailability(std::chrono::milliseconds spacing, double decision_seconds, Reader reader)
-    : spacing_(spacing), reader_(std::move(reader)), policy_(decision_seconds), log_level_(adapt_threads_log_level()) {}
+CoreAvailability::CoreAvailability(std::chrono::milliseconds spacing, double decision_seconds, Reader reader,
+                                   std::chrono::microseconds back_to_back_gap)
+    : spacing_(spacing),
+      reader_(std::move(reader)),
+      back_to_back_gap_(back_to_back_gap),
+      policy_(decision_seconds),
+      log_level_(adapt_threads_log_level()) {}
 
 CoreAvailability::Run::Run(CoreAvailability& availability, int threads)
     : availability_(availability), threads_(availability.run_started(threads)) {}
@@ -123,13 +128,20 @@ int CoreAvailability::run_started(int threads) {
   if (short_stretch_end_) {
     // A stretch too short to end at the last run's end: this run continues
     // it when it follows at once, else it ends where that run ended.
-    if (now - short_stretch_ended_ > kBackToBackGap) end_stretch(*short_stretch_end_);
+    if (now - short_stretch_ended_ > back_to_back_gap_) end_stretch(*short_stretch_end_);
     short_stretch_end_.reset();
   }
-  if (!stretch_start_ && (!stretch_opened_ || now - *stretch_opened_ >= spacing_)) {
+  if (!stretch_start_ && chain_from_ && now - chained_at_ <= back_to_back_gap_) {
+    // The last run was a stretch of its own and this one follows at once:
+    // the reading that ended it starts this one, at no cost.
+    stretch_opened_ = now;
+    stretch_start_ = chain_from_;
+  } else if (!stretch_start_ && (!stretch_opened_ || now - *stretch_opened_ >= spacing_)) {
     stretch_opened_ = now;
     stretch_start_ = reader_();
   }
+  chain_from_.reset();
+  if (stretch_start_) ++runs_in_stretch_;
   return policy_.threads(threads);
 }
 
@@ -146,6 +158,7 @@ void CoreAvailability::run_finished() {
   std::optional<CpuTimes> end = reader_();
   if (!end) {
     stretch_start_.reset();
+    runs_in_stretch_ = 0;
     return;
   }
   if (end->wall - stretch_start_->wall < kShortestStretchSeconds) {
@@ -153,7 +166,15 @@ void CoreAvailability::run_finished() {
     short_stretch_ended_ = std::chrono::steady_clock::now();
     return;
   }
+  const bool one_run = runs_in_stretch_ == 1;
   end_stretch(*end);
+  if (one_run && runs_in_progress_ == 0) {
+    // Runs of 10 ms or more: one read per run samples every run back to
+    // back (fewer runs would pass between two decisions otherwise; shorter
+    // runs keep the spacing, which bounds the reads).
+    chain_from_ = end;
+    chained_at_ = std::chrono::steady_clock::now();
+  }
 }
 
 void CoreAvailability::end_stretch(const CpuTimes& end) {
@@ -170,6 +191,7 @@ void CoreAvailability::end_stretch(const CpuTimes& end) {
                    decision->reduced ? "fewer threads" : decision->contended ? "contended, every thread" : "every thread");
   }
   stretch_start_.reset();
+  runs_in_stretch_ = 0;
 }
 
 bool CoreAvailability::reduced() const {

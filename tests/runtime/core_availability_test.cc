@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "graft/core/error.h"
 #include "support/scoped_env.h"
@@ -43,6 +44,10 @@ TEST(CoreAvailability, TheLoadOfAStretchKeepsTickErrorsOfEitherSign) {
   EXPECT_EQ(load.cores, 2);
 }
 
+/// Runs that a test makes one after the other count as back to back even
+/// when the test's thread loses its core between them (a loaded machine).
+constexpr std::chrono::seconds kTestBackToBackGap{1};
+
 /// A machine whose counters the test advances: while a run is in progress
 /// and while graft is idle, other processes keep some cores busy and our
 /// threads wait for some.
@@ -65,7 +70,7 @@ struct FakeMachine {
 
 TEST(CoreAvailability, FewerThreadsWhileACoTenantTakesACoreAndAllAgainWhenItLeaves) {
   FakeMachine machine;
-  CoreAvailability availability(std::chrono::milliseconds(0), 0.1, machine.reader());
+  CoreAvailability availability(std::chrono::milliseconds(0), 0.1, machine.reader(), kTestBackToBackGap);
   auto run = [&](double seconds, double busy_elsewhere, double waiting) {
     CoreAvailability::Run r(availability, 2);
     machine.advance(seconds, busy_elsewhere, r.threads(), waiting * r.threads() / 2);
@@ -86,7 +91,7 @@ TEST(CoreAvailability, FewerThreadsWhileACoTenantTakesACoreAndAllAgainWhenItLeav
   EXPECT_EQ(run(0.05, 0.0, 0.0), 1);  // it left: decided at the end of this run
   EXPECT_FALSE(availability.reduced());
   EXPECT_EQ(run(0.05, 0.0, 0.0), 2);
-  EXPECT_EQ(machine.reads, 22);  // two per run with no spacing
+  EXPECT_EQ(machine.reads, 12);  // runs of 50 ms back to back: the first's start, and each run's end
 }
 
 TEST(CoreAvailability, AProcessBusyOnlyWhileGraftIsIdleChangesNothing) {
@@ -101,6 +106,7 @@ TEST(CoreAvailability, AProcessBusyOnlyWhileGraftIsIdleChangesNothing) {
       machine.advance(0.02, 0.05, 2, 0.05);
     }
     machine.advance(0.1, 2.0, 0.0, 0.5);
+    std::this_thread::sleep_for(2 * kBackToBackGap);  // the other runtime's turn takes time
   }
   EXPECT_FALSE(availability.reduced());
 }
@@ -110,7 +116,7 @@ TEST(CoreAvailability, BackToBackRunsShorterThanATickMakeOneStretch) {
   // rounding error per run; four runs back to back carry one.
   testing::ScopedEnv env("GRAFT_ADAPT_THREADS_LOG", "2");
   FakeMachine machine;
-  CoreAvailability availability(std::chrono::milliseconds(0), 0.1, machine.reader());
+  CoreAvailability availability(std::chrono::milliseconds(0), 0.1, machine.reader(), kTestBackToBackGap);
   ::testing::internal::CaptureStderr();
   for (int i = 0; i < 4; ++i) {
     CoreAvailability::Run r(availability, 2);
@@ -144,13 +150,64 @@ TEST(CoreAvailability, AShortStretchEndsWhereItsLastRunEndedWhenTheNextComesLate
   EXPECT_FALSE(availability.reduced());
 }
 
-TEST(CoreAvailability, SamplesAtMostOncePerSpacing) {
+TEST(CoreAvailability, BackToBackRunsOfTenMillisecondsOrMoreAreEachSampledAtOneReadPerRun) {
+  // The spacing (an hour here) would sample only the first run; each run's
+  // end sample starts the next run's stretch instead, so a co-tenant is
+  // seen after 50 ms of running twice, not after 50 ms of sampled runs.
+  FakeMachine machine;
+  CoreAvailability availability(std::chrono::hours(1), 0.05, machine.reader(), kTestBackToBackGap);
+  std::vector<int> threads;
+  for (int i = 0; i < 8; ++i) {
+    CoreAvailability::Run r(availability, 2);
+    threads.push_back(r.threads());
+    machine.advance(0.025, 0.7, r.threads(), 0.6);
+  }
+  EXPECT_EQ(machine.reads, 9);  // the first run's start, and every run's end
+  // Decisions at the ends of runs 2 and 4: the second in a row reduces.
+  EXPECT_EQ(threads, (std::vector<int>{2, 2, 2, 2, 1, 1, 1, 1}));
+}
+
+TEST(CoreAvailability, ShortRunsBackToBackKeepTheSpacing) {
+  // Runs of 3 ms: a stretch of four runs (the first at least 10 ms long),
+  // then none until the spacing (an hour) has passed: the reads stay
+  // bounded however short the runs.
+  FakeMachine machine;
+  CoreAvailability availability(std::chrono::hours(1), 0.05, machine.reader(), kTestBackToBackGap);
+  for (int i = 0; i < 40; ++i) {
+    CoreAvailability::Run r(availability, 2);
+    machine.advance(0.003, 0.0, 2, 0.0);
+  }
+  EXPECT_EQ(machine.reads, 5);
+}
+
+TEST(CoreAvailability, ARunAfterAPauseDoesNotContinueFromTheLastRunsSample) {
+  // make compare: ONNX Runtime's turn between two of graft's keeps both
+  // cores busy; a run after it opens its own stretch.
+  FakeMachine machine;
+  CoreAvailability availability(std::chrono::milliseconds(0), 0.05, machine.reader());
+  for (int turn = 0; turn < 20; ++turn) {
+    {
+      CoreAvailability::Run r(availability, 2);
+      EXPECT_EQ(r.threads(), 2) << "turn " << turn;
+      machine.advance(0.02, 0.0, 2, 0.5);
+    }
+    machine.advance(0.3, 2.0, 0.0, 0.5);
+    std::this_thread::sleep_for(2 * kBackToBackGap);
+  }
+  EXPECT_FALSE(availability.reduced());
+  EXPECT_EQ(machine.reads, 40);
+}
+
+TEST(CoreAvailability, RunsWithPausesBetweenThemAreSampledAtMostOncePerSpacing) {
   FakeMachine machine;
   CoreAvailability availability(std::chrono::hours(1), 0.1, machine.reader());
-  for (int i = 0; i < 100; ++i) {
-    CoreAvailability::Run r(availability, 2);
-    EXPECT_EQ(r.threads(), 2);
-    machine.advance(0.01, 1.0, 2, 1.0);
+  for (int i = 0; i < 20; ++i) {
+    {
+      CoreAvailability::Run r(availability, 2);
+      EXPECT_EQ(r.threads(), 2);
+      machine.advance(0.02, 1.0, 2, 1.0);
+    }
+    std::this_thread::sleep_for(2 * kBackToBackGap);
   }
   EXPECT_EQ(machine.reads, 2);  // one stretch: the first run
 }

@@ -69,13 +69,20 @@ inline constexpr std::chrono::milliseconds kBackToBackGap{1};
 /// only time in which this process ran counts. A stretch shorter than
 /// kShortestStretchSeconds at a run's end is kept open for a run that
 /// follows at once, and samples are then also taken at the ends of those
-/// runs: two reads of /proc per `spacing`, and one per run while a stretch
-/// is shorter than 10 ms.
+/// runs. A run of 10 ms or more that ends its own stretch hands its end
+/// sample to a run that follows at once, which starts the next stretch
+/// with it whatever the spacing, so back-to-back runs that long are all
+/// sampled. Reads of /proc: one per run of 10 ms or more back to back,
+/// else two per `spacing` and one per run while a stretch is shorter than
+/// 10 ms.
 class CoreAvailability {
  public:
   using Reader = std::function<std::optional<CpuTimes>()>;
+  /// `back_to_back_gap`: the pause after a run within which the next run
+  /// counts as following it at once (kBackToBackGap; tests widen it).
   explicit CoreAvailability(std::chrono::milliseconds spacing = std::chrono::milliseconds(25),
-                            double decision_seconds = 0.05, Reader reader = read_cpu_times);
+                            double decision_seconds = 0.05, Reader reader = read_cpu_times,
+                            std::chrono::microseconds back_to_back_gap = kBackToBackGap);
 
   /// One run: the threads it should use out of `threads` while it is in
   /// progress. Ends the stretch being sampled when it is the last run in
@@ -108,6 +115,7 @@ class CoreAvailability {
 
   std::chrono::milliseconds spacing_;
   Reader reader_;
+  std::chrono::microseconds back_to_back_gap_;
   mutable std::mutex mutex_;
   ThreadCountPolicy policy_;
   int runs_in_progress_ = 0;
@@ -115,6 +123,9 @@ class CoreAvailability {
   std::optional<std::chrono::steady_clock::time_point> stretch_opened_;
   std::optional<CpuTimes> short_stretch_end_;  // the counters at the end of a stretch too short to end yet
   std::chrono::steady_clock::time_point short_stretch_ended_;
+  int runs_in_stretch_ = 0;               // runs that started in the stretch being sampled
+  std::optional<CpuTimes> chain_from_;    // the end of a one-run stretch, for a run that follows at once
+  std::chrono::steady_clock::time_point chained_at_;
   int log_level_;
 };
 
