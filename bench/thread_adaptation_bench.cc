@@ -8,7 +8,7 @@
 //   full     T threads (default 2), adaptation off;
 //   adapted  T threads, adaptation on, told that other processes keep T-1
 //            cores busy and that its threads wait for cores, so every run
-//            after the first uses 1 thread;
+//            after the second (two contended decisions in a row) uses 1 thread;
 //   one      1 thread.
 // After two warm-up runs each, the variants take turns running B runs
 // (default 5) for R rounds (default 6), rotating who goes first, and it

@@ -547,7 +547,12 @@ def compare_model(name, args):
     times = {r: [] for r in active}
     try:
         for runtime in active:
+            # As between turns: no runtime's runs share the cores with the
+            # threads of the one before it (its first inference, or its
+            # warm-ups) spinning down.
+            time.sleep(args.gap_ms / 1000.0)
             workers[runtime].run(args.warmup)
+        time.sleep(args.gap_ms / 1000.0)
         turn = 0
         while any(len(times[r]) < args.runs for r in active):
             order = active[turn % len(active):] + active[:turn % len(active)]

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -28,6 +29,15 @@ double seconds_of(clockid_t clock) {
 }
 
 }  // namespace
+
+int adapt_threads_log_level() {
+  const char* value = std::getenv("GRAFT_ADAPT_THREADS_LOG");
+  if (!value || !*value) return 0;
+  const std::string text(value);
+  if (text == "0" || text == "1" || text == "2") return text[0] - '0';
+  fail(ErrorKind::invalid_argument, "GRAFT_ADAPT_THREADS_LOG='", printable_excerpt(text),
+       "' is not valid (expected 0, 1 or 2)");
+}
 
 std::optional<CpuTimes> read_cpu_times() {
   cpu_set_t allowed;
@@ -98,8 +108,13 @@ LoadWhileRunning load_between(const CpuTimes& before, const CpuTimes& after) {
   return load;
 }
 
-CoreAvailability::CoreAvailability(std::chrono::milliseconds spacing, double decision_seconds, Reader reader)
-    : spacing_(spacing), reader_(std::move(reader)), policy_(decision_seconds) {}
+CoreAvailability::CoreAvailability(std::chrono::milliseconds spacing, double decision_seconds, Reader reader,
+                                   std::chrono::microseconds back_to_back_gap)
+    : spacing_(spacing),
+      reader_(std::move(reader)),
+      back_to_back_gap_(back_to_back_gap),
+      policy_(decision_seconds),
+      log_level_(adapt_threads_log_level()) {}
 
 CoreAvailability::Run::Run(CoreAvailability& availability, int threads)
     : availability_(availability), threads_(availability.run_started(threads)) {}
@@ -110,10 +125,23 @@ int CoreAvailability::run_started(int threads) {
   std::lock_guard<std::mutex> lock(mutex_);
   ++runs_in_progress_;
   const auto now = std::chrono::steady_clock::now();
-  if (!stretch_start_ && (!stretch_opened_ || now - *stretch_opened_ >= spacing_)) {
+  if (short_stretch_end_) {
+    // A stretch too short to end at the last run's end: this run continues
+    // it when it follows at once, else it ends where that run ended.
+    if (now - short_stretch_ended_ > back_to_back_gap_) end_stretch(*short_stretch_end_);
+    short_stretch_end_.reset();
+  }
+  if (!stretch_start_ && chain_from_ && now - chained_at_ <= back_to_back_gap_) {
+    // The last run was a stretch of its own and this one follows at once:
+    // the reading that ended it starts this one, at no cost.
+    stretch_opened_ = now;
+    stretch_start_ = chain_from_;
+  } else if (!stretch_start_ && (!stretch_opened_ || now - *stretch_opened_ >= spacing_)) {
     stretch_opened_ = now;
     stretch_start_ = reader_();
   }
+  chain_from_.reset();
+  if (stretch_start_) ++runs_in_stretch_;
   return policy_.threads(threads);
 }
 
@@ -127,9 +155,43 @@ void CoreAvailability::run_finished() {
     const std::chrono::duration<double> open = std::chrono::steady_clock::now() - *stretch_opened_;
     if (open.count() < policy_.decision_seconds()) return;
   }
-  if (std::optional<CpuTimes> end = reader_(); end && end->wall > stretch_start_->wall)
-    policy_.observe(load_between(*stretch_start_, *end));
+  std::optional<CpuTimes> end = reader_();
+  if (!end) {
+    stretch_start_.reset();
+    runs_in_stretch_ = 0;
+    return;
+  }
+  if (end->wall - stretch_start_->wall < kShortestStretchSeconds) {
+    short_stretch_end_ = end;
+    short_stretch_ended_ = std::chrono::steady_clock::now();
+    return;
+  }
+  const bool one_run = runs_in_stretch_ == 1;
+  end_stretch(*end);
+  if (one_run && runs_in_progress_ == 0) {
+    // Runs of 10 ms or more: one read per run samples every run back to
+    // back (fewer runs would pass between two decisions otherwise; shorter
+    // runs keep the spacing, which bounds the reads).
+    chain_from_ = end;
+    chained_at_ = std::chrono::steady_clock::now();
+  }
+}
+
+void CoreAvailability::end_stretch(const CpuTimes& end) {
+  if (end.wall > stretch_start_->wall) {
+    const LoadWhileRunning stretch = load_between(*stretch_start_, end);
+    if (log_level_ >= 2)
+      std::fprintf(stderr, "graft adapt_threads: %.3f s: stretch %.1f ms, others busy %.1f ms, own waiting %.1f ms\n",
+                   end.wall, stretch.wall * 1e3, stretch.busy_elsewhere * 1e3, stretch.own_waiting * 1e3);
+    if (std::optional<ThreadCountDecision> decision = policy_.observe(stretch); decision && log_level_ >= 1)
+      std::fprintf(stderr,
+                   "graft adapt_threads: %.3f s: decided over %.0f ms of running: others kept %.2f of %d cores busy, "
+                   "own threads waited %.2f threads: %s\n",
+                   end.wall, decision->wall * 1e3, decision->busy_elsewhere, decision->cores, decision->own_waiting,
+                   decision->reduced ? "fewer threads" : decision->contended ? "contended, every thread" : "every thread");
+  }
   stretch_start_.reset();
+  runs_in_stretch_ = 0;
 }
 
 bool CoreAvailability::reduced() const {
@@ -145,7 +207,7 @@ CoreAvailability& CoreAvailability::global() {
 bool adapt_threads_to_load(std::optional<bool> option) {
   if (option) return *option;
   const char* value = std::getenv("GRAFT_ADAPT_THREADS");
-  if (!value || !*value) return false;
+  if (!value || !*value) return true;
   const std::string text(value);
   if (text == "1") return true;
   if (text == "0") return false;

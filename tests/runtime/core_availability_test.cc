@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "graft/core/error.h"
 #include "support/scoped_env.h"
@@ -43,6 +44,10 @@ TEST(CoreAvailability, TheLoadOfAStretchKeepsTickErrorsOfEitherSign) {
   EXPECT_EQ(load.cores, 2);
 }
 
+/// Runs that a test makes one after the other count as back to back even
+/// when the test's thread loses its core between them (a loaded machine).
+constexpr std::chrono::seconds kTestBackToBackGap{1};
+
 /// A machine whose counters the test advances: while a run is in progress
 /// and while graft is idle, other processes keep some cores busy and our
 /// threads wait for some.
@@ -65,7 +70,7 @@ struct FakeMachine {
 
 TEST(CoreAvailability, FewerThreadsWhileACoTenantTakesACoreAndAllAgainWhenItLeaves) {
   FakeMachine machine;
-  CoreAvailability availability(std::chrono::milliseconds(0), 0.1, machine.reader());
+  CoreAvailability availability(std::chrono::milliseconds(0), 0.1, machine.reader(), kTestBackToBackGap);
   auto run = [&](double seconds, double busy_elsewhere, double waiting) {
     CoreAvailability::Run r(availability, 2);
     machine.advance(seconds, busy_elsewhere, r.threads(), waiting * r.threads() / 2);
@@ -74,7 +79,10 @@ TEST(CoreAvailability, FewerThreadsWhileACoTenantTakesACoreAndAllAgainWhenItLeav
   EXPECT_EQ(run(0.05, 0.0, 0.0), 2);
   EXPECT_EQ(run(0.05, 0.0, 0.0), 2);  // quiet
   EXPECT_EQ(run(0.05, 0.7, 0.7), 2);  // yes > /dev/null: ours wait; half a decision
+  EXPECT_EQ(run(0.05, 0.7, 0.7), 2);  // one contended decision
+  EXPECT_FALSE(availability.reduced());
   EXPECT_EQ(run(0.05, 0.7, 0.7), 2);
+  EXPECT_EQ(run(0.05, 0.7, 0.7), 2);  // the second in a row
   EXPECT_TRUE(availability.reduced());
   EXPECT_EQ(run(0.05, 1.0, 0.0), 1);
   EXPECT_EQ(run(0.05, 1.0, 0.0), 1);  // on one thread ours do not wait: still one
@@ -83,7 +91,7 @@ TEST(CoreAvailability, FewerThreadsWhileACoTenantTakesACoreAndAllAgainWhenItLeav
   EXPECT_EQ(run(0.05, 0.0, 0.0), 1);  // it left: decided at the end of this run
   EXPECT_FALSE(availability.reduced());
   EXPECT_EQ(run(0.05, 0.0, 0.0), 2);
-  EXPECT_EQ(machine.reads, 18);  // two per run with no spacing
+  EXPECT_EQ(machine.reads, 12);  // runs of 50 ms back to back: the first's start, and each run's end
 }
 
 TEST(CoreAvailability, AProcessBusyOnlyWhileGraftIsIdleChangesNothing) {
@@ -98,17 +106,108 @@ TEST(CoreAvailability, AProcessBusyOnlyWhileGraftIsIdleChangesNothing) {
       machine.advance(0.02, 0.05, 2, 0.05);
     }
     machine.advance(0.1, 2.0, 0.0, 0.5);
+    std::this_thread::sleep_for(2 * kBackToBackGap);  // the other runtime's turn takes time
   }
   EXPECT_FALSE(availability.reduced());
 }
 
-TEST(CoreAvailability, SamplesAtMostOncePerSpacing) {
+TEST(CoreAvailability, BackToBackRunsShorterThanATickMakeOneStretch) {
+  // /proc/stat's 10 ms units: a stretch per 3 ms run would carry one
+  // rounding error per run; four runs back to back carry one.
+  testing::ScopedEnv env("GRAFT_ADAPT_THREADS_LOG", "2");
+  FakeMachine machine;
+  CoreAvailability availability(std::chrono::milliseconds(0), 0.1, machine.reader(), kTestBackToBackGap);
+  ::testing::internal::CaptureStderr();
+  for (int i = 0; i < 4; ++i) {
+    CoreAvailability::Run r(availability, 2);
+    machine.advance(0.003, 0.0, 2, 0.0);
+  }
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("stretch 12.0 ms, others busy 0.0 ms"), std::string::npos) << log;
+  EXPECT_EQ(log.find("stretch 3.0 ms"), std::string::npos) << log;
+  EXPECT_EQ(machine.reads, 5);  // the start, and the end of each run while the stretch was short
+}
+
+TEST(CoreAvailability, AShortStretchEndsWhereItsLastRunEndedWhenTheNextComesLater) {
+  // make compare with a model of 3 ms runs: ONNX Runtime's turn between
+  // graft's keeps both cores busy; it must not count as graft's running.
+  testing::ScopedEnv env("GRAFT_ADAPT_THREADS_LOG", "2");
+  FakeMachine machine;
+  CoreAvailability availability(std::chrono::milliseconds(0), 0.1, machine.reader());
+  ::testing::internal::CaptureStderr();
+  for (int turn = 0; turn < 40; ++turn) {
+    {
+      CoreAvailability::Run r(availability, 2);
+      EXPECT_EQ(r.threads(), 2) << "turn " << turn;
+      machine.advance(0.003, 0.0, 2, 0.4);  // our background compile keeps our threads waiting
+    }
+    machine.advance(0.3, 2.0, 0.0, 0.5);
+    std::this_thread::sleep_for(2 * kBackToBackGap);
+  }
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("stretch 3.0 ms, others busy 0.0 ms"), std::string::npos) << log;
+  EXPECT_EQ(log.find("contended"), std::string::npos) << log;
+  EXPECT_FALSE(availability.reduced());
+}
+
+TEST(CoreAvailability, BackToBackRunsOfTenMillisecondsOrMoreAreEachSampledAtOneReadPerRun) {
+  // The spacing (an hour here) would sample only the first run; each run's
+  // end sample starts the next run's stretch instead, so a co-tenant is
+  // seen after 50 ms of running twice, not after 50 ms of sampled runs.
+  FakeMachine machine;
+  CoreAvailability availability(std::chrono::hours(1), 0.05, machine.reader(), kTestBackToBackGap);
+  std::vector<int> threads;
+  for (int i = 0; i < 8; ++i) {
+    CoreAvailability::Run r(availability, 2);
+    threads.push_back(r.threads());
+    machine.advance(0.025, 0.7, r.threads(), 0.6);
+  }
+  EXPECT_EQ(machine.reads, 9);  // the first run's start, and every run's end
+  // Decisions at the ends of runs 2 and 4: the second in a row reduces.
+  EXPECT_EQ(threads, (std::vector<int>{2, 2, 2, 2, 1, 1, 1, 1}));
+}
+
+TEST(CoreAvailability, ShortRunsBackToBackKeepTheSpacing) {
+  // Runs of 3 ms: a stretch of four runs (the first at least 10 ms long),
+  // then none until the spacing (an hour) has passed: the reads stay
+  // bounded however short the runs.
+  FakeMachine machine;
+  CoreAvailability availability(std::chrono::hours(1), 0.05, machine.reader(), kTestBackToBackGap);
+  for (int i = 0; i < 40; ++i) {
+    CoreAvailability::Run r(availability, 2);
+    machine.advance(0.003, 0.0, 2, 0.0);
+  }
+  EXPECT_EQ(machine.reads, 5);
+}
+
+TEST(CoreAvailability, ARunAfterAPauseDoesNotContinueFromTheLastRunsSample) {
+  // make compare: ONNX Runtime's turn between two of graft's keeps both
+  // cores busy; a run after it opens its own stretch.
+  FakeMachine machine;
+  CoreAvailability availability(std::chrono::milliseconds(0), 0.05, machine.reader());
+  for (int turn = 0; turn < 20; ++turn) {
+    {
+      CoreAvailability::Run r(availability, 2);
+      EXPECT_EQ(r.threads(), 2) << "turn " << turn;
+      machine.advance(0.02, 0.0, 2, 0.5);
+    }
+    machine.advance(0.3, 2.0, 0.0, 0.5);
+    std::this_thread::sleep_for(2 * kBackToBackGap);
+  }
+  EXPECT_FALSE(availability.reduced());
+  EXPECT_EQ(machine.reads, 40);
+}
+
+TEST(CoreAvailability, RunsWithPausesBetweenThemAreSampledAtMostOncePerSpacing) {
   FakeMachine machine;
   CoreAvailability availability(std::chrono::hours(1), 0.1, machine.reader());
-  for (int i = 0; i < 100; ++i) {
-    CoreAvailability::Run r(availability, 2);
-    EXPECT_EQ(r.threads(), 2);
-    machine.advance(0.01, 1.0, 2, 1.0);
+  for (int i = 0; i < 20; ++i) {
+    {
+      CoreAvailability::Run r(availability, 2);
+      EXPECT_EQ(r.threads(), 2);
+      machine.advance(0.02, 1.0, 2, 1.0);
+    }
+    std::this_thread::sleep_for(2 * kBackToBackGap);
   }
   EXPECT_EQ(machine.reads, 2);  // one stretch: the first run
 }
@@ -120,9 +219,9 @@ TEST(CoreAvailability, RunsThatOverlapWithoutAPauseEndTheirStretchOnceItIsLongEn
   // the stretch is ended at a run's end although another is in progress.
   auto first = std::make_unique<CoreAvailability::Run>(availability, 2);
   for (int i = 0; i < 4; ++i) {
-    machine.advance(0.05, 0.7, 2, 0.7);
     auto next = std::make_unique<CoreAvailability::Run>(availability, 2);
-    first = std::move(next);  // the earlier run ends while the next is in progress
+    machine.advance(0.05, 0.7, 2, 0.7);  // both in progress
+    first = std::move(next);             // the earlier run ends while the next is in progress
   }
   EXPECT_TRUE(availability.reduced());
   EXPECT_EQ(first->threads(), 1);
@@ -171,7 +270,7 @@ TEST(CoreAvailability, TheSwitchReadsGraftAdaptThreads) {
   }
   {
     testing::ScopedEnv env("GRAFT_ADAPT_THREADS", nullptr);
-    EXPECT_FALSE(adapt_threads_to_load(std::nullopt));  // off unless asked for
+    EXPECT_TRUE(adapt_threads_to_load(std::nullopt));  // on unless turned off
   }
   {
     testing::ScopedEnv env("GRAFT_ADAPT_THREADS", "sometimes");
@@ -183,6 +282,41 @@ TEST(CoreAvailability, TheSwitchReadsGraftAdaptThreads) {
       EXPECT_NE(std::string(e.what()).find("GRAFT_ADAPT_THREADS='sometimes'"), std::string::npos) << e.what();
     }
   }
+}
+
+TEST(CoreAvailability, TheDecisionLogReadsGraftAdaptThreadsLog) {
+  {
+    testing::ScopedEnv env("GRAFT_ADAPT_THREADS_LOG", nullptr);
+    EXPECT_EQ(adapt_threads_log_level(), 0);
+  }
+  for (const char* level : {"0", "1", "2"}) {
+    testing::ScopedEnv env("GRAFT_ADAPT_THREADS_LOG", level);
+    EXPECT_EQ(adapt_threads_log_level(), level[0] - '0');
+  }
+  testing::ScopedEnv env("GRAFT_ADAPT_THREADS_LOG", "verbose");
+  try {
+    adapt_threads_log_level();
+    ADD_FAILURE() << "no error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.kind(), ErrorKind::invalid_argument);
+    EXPECT_NE(std::string(e.what()).find("GRAFT_ADAPT_THREADS_LOG='verbose'"), std::string::npos) << e.what();
+  }
+}
+
+TEST(CoreAvailability, TheDecisionLogNamesEachDecisionWithItsInputs) {
+  testing::ScopedEnv env("GRAFT_ADAPT_THREADS_LOG", "1");
+  FakeMachine machine;
+  CoreAvailability availability(std::chrono::milliseconds(0), 0.1, machine.reader());
+  ::testing::internal::CaptureStderr();
+  for (int i = 0; i < 2; ++i) {
+    CoreAvailability::Run r(availability, 2);
+    machine.advance(0.1, 0.75, 2, 0.5);
+  }
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(log.find("others kept 0.75 of 2 cores busy, own threads waited 0.50 threads: contended, every thread"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("0.50 threads: fewer threads"), std::string::npos) << log;
 }
 
 }  // namespace

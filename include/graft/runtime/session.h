@@ -72,7 +72,7 @@ struct SessionOptions {
   /// of its own slows every region down; the dnnl backend runs primitives
   /// made for the smaller count (made at the first such run). Results may
   /// differ in the last bits between thread counts. nullopt =
-  /// GRAFT_ADAPT_THREADS (0 or 1), else off.
+  /// GRAFT_ADAPT_THREADS (0 or 1), else on.
   std::optional<bool> adapt_threads;
   /// Where the load is read; null: CoreAvailability::global().
   std::shared_ptr<CoreAvailability> core_availability;

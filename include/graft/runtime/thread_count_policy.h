@@ -4,12 +4,17 @@
 /// took (runtime::CoreAvailability takes those samples). Only time in which
 /// a run was in progress counts: a process busy while graft is idle (a
 /// benchmark whose runtimes take turns) takes no core from graft's runs and
-/// changes nothing. Runs use fewer threads once both hold while they run:
-/// graft's threads wait for cores (a quarter of a thread on average), and
-/// other processes keep at least half a core busy. They then use the cores
-/// the others leave free, at least one, and every thread again once the
-/// others keep less than half a core busy while graft runs.
+/// changes nothing. Runs use fewer threads once both hold while they run,
+/// in two decisions in a row (one alone may be a moment: another runtime's
+/// threads spinning down, graft's own background compile beside the
+/// counters' 10 ms ticks): graft's threads wait for cores (a quarter of a
+/// thread on average), and other processes keep at least half a core busy.
+/// They then use the cores the others leave free, at least one, and every
+/// thread again at the first decision in which the others keep less than
+/// half a core busy while graft runs.
 #pragma once
+
+#include <optional>
 
 namespace graft::runtime {
 
@@ -22,9 +27,24 @@ struct LoadWhileRunning {
   int cores = 0;              ///< cores this process may run on
 };
 
+/// One decision and what it was made from: the stretches since the last
+/// decision, averaged (CoreAvailability logs these with
+/// GRAFT_ADAPT_THREADS_LOG=1).
+struct ThreadCountDecision {
+  double wall = 0;            ///< seconds of running the decision looked at
+  double busy_elsewhere = 0;  ///< cores other processes kept busy, on average (at least 0)
+  double own_waiting = 0;     ///< threads of this process waiting for a core, on average
+  int cores = 0;              ///< cores this process may run on
+  bool contended = false;     ///< this decision saw contention and a co-tenant
+  bool reduced = false;       ///< runs from now on use the cores the others leave free
+};
+
 /// A run keeps its threads unless its threads wait for cores at least this
 /// many threads' worth on average: contention while it runs.
 inline constexpr double kContendedWaitingThreads = 0.25;
+/// Decisions in a row that must see contention and a co-tenant before runs
+/// use fewer threads.
+inline constexpr int kContendedDecisionsToReduce = 2;
 /// Other processes that keep fewer cores busy than this, while graft runs,
 /// take no core from it (threads_for_load rounds to whole cores).
 inline constexpr double kCoTenantCores = 0.5;
@@ -40,11 +60,12 @@ class ThreadCountPolicy {
  public:
   /// Decides again each time the stretches observed add up to
   /// `decision_seconds` of running (fewer seconds: more noise, as /proc/stat
-  /// counts in 10 ms ticks).
-  explicit ThreadCountPolicy(double decision_seconds = 0.1) : decision_seconds_(decision_seconds) {}
+  /// counts in 10 ms units).
+  explicit ThreadCountPolicy(double decision_seconds = 0.05) : decision_seconds_(decision_seconds) {}
 
-  /// Adds one stretch; decides once they add up to decision_seconds.
-  void observe(const LoadWhileRunning& stretch);
+  /// Adds one stretch; decides once they add up to decision_seconds, and
+  /// then returns the decision.
+  std::optional<ThreadCountDecision> observe(const LoadWhileRunning& stretch);
 
   /// The threads a run starting now should use out of `threads`.
   int threads(int threads) const;
@@ -59,6 +80,7 @@ class ThreadCountPolicy {
   double decision_seconds_;
   LoadWhileRunning pending_;  // stretches since the last decision
   bool reduced_ = false;
+  int contended_in_a_row_ = 0;  // decisions in a row that saw contention and a co-tenant
   double busy_elsewhere_ = 0;  // cores, at the last decision
   int cores_ = 0;
 };
