@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The day's figures of docs/performance.md on a quiet machine: make compare's
-# script at the default ISA and held to AVX2, thread adaptation quiet and beside
-# a busy co-tenant, the int8 QDQ exports, and the training step. About 8
+# script at the default ISA (thread adaptation on, its default) and held to
+# AVX2, the quiet models again with adaptation off, adaptation on and off
+# beside a busy co-tenant, the int8 QDQ exports, and the training step. About 8
 # minutes on 2 cores. Usage: bench/day_figures.sh OUT_DIR (after make build).
 set -u
 cd "$(dirname "$0")/.."
@@ -13,7 +14,7 @@ R="bench/compare/compare.py --graft-runner build/bin/graft_runner --workdir buil
 uptime > $OUT/uptime_before.txt
 $C $R --models $M --runtimes graft,ort --json $OUT/default.json > $OUT/default.txt 2>&1
 ONEDNN_MAX_CPU_ISA=AVX2 GRAFT_JIT_LANES=8 $C $R --models $M --runtimes graft,ort --json $OUT/avx2.json > $OUT/avx2.txt 2>&1
-GRAFT_ADAPT_THREADS=1 $C $R --models $S --runtimes graft,ort --json $OUT/quiet_adapt.json > $OUT/quiet_adapt.txt 2>&1
+GRAFT_ADAPT_THREADS=0 $C $R --models $S --runtimes graft,ort --json $OUT/quiet_noadapt.json > $OUT/quiet_noadapt.txt 2>&1
 yes > /dev/null & YP=$!
 GRAFT_ADAPT_THREADS=1 $C $R --models $S --runtimes graft,ort --runs 10 --json $OUT/cotenant_adapt.json > $OUT/cotenant_adapt.txt 2>&1
 GRAFT_ADAPT_THREADS=0 $C $R --models $S --runtimes graft,ort --runs 10 --json $OUT/cotenant_noadapt.json > $OUT/cotenant_noadapt.txt 2>&1
