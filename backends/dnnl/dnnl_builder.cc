@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "dnnl_threads.h"
+#include "graft/ir/updated_constant.h"
 
 namespace graft::dnnl_backend {
 
@@ -111,7 +112,9 @@ bool on_reference_code(const dnnl::primitive_desc_base& pd) {
 bool is_constant(const ir::Node& n) { return n.op() == OpId::Constant; }
 bool is_input(const ir::Node& n) { return n.op() == OpId::Input; }
 bool is_weight_source(const ir::Node& n) { return is_constant(n) || is_input(n); }
-bool is_scalar_constant(const ir::Node& n) { return is_constant(n) && n.constant_value.numel() == 1; }
+bool is_scalar_constant(const ir::Node& n) {
+  return is_constant(n) && n.constant_value.numel() == 1 && !ir::is_updated_in_place(n);
+}
 
 Builder::Builder(const ir::Graph& graph) : graph_(graph), indexed_(graph), serial_limit_(serial_step_microseconds()) {
   program_.engine = dnnl::engine(dnnl::engine::kind::cpu, 0);

@@ -61,7 +61,8 @@ bool is_constant(const ir::Node& n);
 bool is_input(const ir::Node& n);
 /// Whether `n` may be a weight's source: a Constant or a graph input.
 bool is_weight_source(const ir::Node& n);
-/// Whether `n` is a one-element Constant.
+/// Whether `n` is a one-element Constant whose value a primitive may hold as
+/// a literal (not one a training step updates in place: ir::is_updated_in_place).
 bool is_scalar_constant(const ir::Node& n);
 
 /// The program under construction for one subgraph. Slots are indices into

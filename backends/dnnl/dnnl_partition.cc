@@ -21,6 +21,7 @@
 #include "dnnl_int8.h"
 #include "dnnl_support.h"
 #include "graft/ir/graph.h"
+#include "graft/ir/updated_constant.h"
 #include "graft/partition/contain_op_selector.h"
 #include "graft/partition/op_support.h"
 #include "graft/partition/subgraph_property.h"
@@ -50,7 +51,8 @@ bool is_single_output_movement(const ir::Node& node) {
 }
 
 bool is_scalar_constant_node(const ir::Value& v) {
-  return v && v.node->op() == ir::OpId::Constant && v.node->constant_value.numel() == 1;
+  return v && v.node->op() == ir::OpId::Constant && v.node->constant_value.numel() == 1 &&
+         !ir::is_updated_in_place(*v.node);
 }
 
 // The Div of the fake quantization that `node` is a step of, as

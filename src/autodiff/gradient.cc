@@ -16,7 +16,8 @@
 // then Reshape) and added to the input's list of contributions; a value read
 // by several nodes gets the Sum of its contributions when its producer is
 // reached (every reader comes later in topological order, so all are in by
-// then). Each node remembers the reader its first gradient came from, which
+// then), or the Concat of the gradients of slices that tile it
+// (join_slice_gradients.cc). Each node remembers the reader its first gradient came from, which
 // names the path from the loss when a node on it has no builder. The result
 // keeps only the nodes the loss and the gradients need; with
 // GradientOptions::recompute_pointwise_activations, recompute.cc then has
@@ -32,6 +33,7 @@
 #include "graft/ops/gradient.h"
 #include "graft/ops/op_context.h"
 #include "graft/ops/type_inference.h"
+#include "join_slice_gradients.h"
 #include "keep_needed.h"
 #include "lower_recurrent.h"
 
@@ -302,7 +304,8 @@ std::unique_ptr<ir::Graph> gradient(const ir::Graph& graph, std::string loss, st
     auto it = contributions.find(v);
     if (it == contributions.end() || it->second.empty()) return {};
     if (it->second.size() == 1) return it->second[0];
-    ir::Value sum = ctx->add(ir::OpId::Sum, it->second);
+    ir::Value sum = join_slice_gradients(*ctx, it->second);
+    if (!sum) sum = ctx->add(ir::OpId::Sum, it->second);
     it->second = {sum};
     return sum;
   };

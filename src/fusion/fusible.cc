@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "graft/codegen/op_expressions.h"
+#include "graft/ir/updated_constant.h"
 
 namespace graft::fusion {
 
@@ -37,7 +38,8 @@ bool is_fusible_op(const ir::Node& node) {
 bool is_fusible(const ir::Node& node) { return is_fusible_op(node) && codegen::is_fusible(node); }
 
 bool is_scalar_constant(const ir::Node& node) {
-  return node.op() == ir::OpId::Constant && node.constant_value.is_defined() && node.constant_value.numel() == 1;
+  return node.op() == ir::OpId::Constant && node.constant_value.is_defined() && node.constant_value.numel() == 1 &&
+         !ir::is_updated_in_place(node);
 }
 
 }  // namespace graft::fusion

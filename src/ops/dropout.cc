@@ -84,8 +84,9 @@ void dropout_kernel(KernelContext& ctx) {
 
 GRAFT_REGISTER_OP("", "Dropout", dropout_infer, dropout_kernel);
 
-// Gradient builder (graft/ops/gradient.h): in inference mode the identity;
-// in training mode dy times the mask output, scaled by 1 / (1 - ratio).
+// Gradient builder (graft/ops/gradient.h): in inference mode, and in
+// training mode with a ratio of 0, the identity; in training mode dy times
+// the mask output, scaled by 1 / (1 - ratio).
 namespace {
 
 void dropout_gradient(GradientContext& g) {
@@ -107,6 +108,10 @@ void dropout_gradient(GradientContext& g) {
     if (r->op() != Constant) g.unsupported("ratio must be a constant");
     ratio = r->constant_value.dtype() == DType::float64 ? r->constant_value.data<double>()[0]
                                                         : r->constant_value.data<float>()[0];
+  }
+  if (ratio == 0) {  // every element kept, scaled by 1: the mask is all true
+    g.set_input_gradient(0, g.output_gradient(0));
+    return;
   }
   const DType dtype = g.output_type(0).dtype;
   ir::Value mask = g.add(Cast, {g.output(1)}, {{"to", static_cast<int64_t>(dtype)}});

@@ -191,8 +191,26 @@ void transpose_bytes(const void* in, void* out, const Shape& in_shape, const std
 GRAFT_REGISTER_OP("", "Transpose", transpose_infer, transpose_kernel);
 
 // Gradient builder (graft/ops/gradient.h): dy transposed by the inverse
-// permutation.
+// permutation. Where dy is the product of a backward Gemm (a linear layer's
+// weight gradient X^T dY, its weight read through a Transpose as PyTorch
+// exports nn.Linear: W^T), the transposed product is that Gemm with its
+// operands swapped, dY^T X, rather than a copy of the product transposed (a
+// weight-sized copy per layer; the Gemm it replaces is left unread and
+// dropped with the nodes the gradients do not need).
 namespace {
+
+/// Gemm(A, B, transA, transB)^T as Gemm(B, A, !transB, !transA), when `dy`
+/// is the output of a backward Gemm without C; a null value otherwise.
+ir::Value transposed_backward_gemm(GradientContext& g, ir::Value dy) {
+  const ir::Node& gemm = *dy.node;
+  if (gemm.op() != ir::OpId::Gemm || !gemm.is_backward || gemm.inputs.size() != 2) return {};
+  const int64_t trans_a = gemm.attributes.get_int("transA", 0), trans_b = gemm.attributes.get_int("transB", 0);
+  return g.add(ir::OpId::Gemm, {gemm.inputs[1], gemm.inputs[0]},
+               {{"transA", int64_t{trans_b == 0}},
+                {"transB", int64_t{trans_a == 0}},
+                {"alpha", gemm.attributes.get_float("alpha", 1.0f)},
+                {"beta", 0.0f}});
+}
 
 void transpose_gradient(GradientContext& g) {
   const ir::ValueType& x = g.input_type(0);
@@ -207,6 +225,11 @@ void transpose_gradient(GradientContext& g) {
   std::vector<int64_t> inverse(perm.size());
   for (size_t i = 0; i < perm.size(); ++i)
     inverse[static_cast<size_t>(perm[i] < 0 ? perm[i] + rank : perm[i])] = static_cast<int64_t>(i);
+  if (rank == 2 && inverse[0] == 1)
+    if (ir::Value swapped = transposed_backward_gemm(g, g.output_gradient(0))) {
+      g.set_input_gradient(0, swapped);
+      return;
+    }
   g.set_input_gradient(0, g.add(ir::OpId::Transpose, {g.output_gradient(0)}, {{"perm", inverse}}));
 }
 

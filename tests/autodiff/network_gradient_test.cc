@@ -121,6 +121,25 @@ TEST(NormalizationGradient, DropoutInInferenceModeIsTheIdentity) {
   });
 }
 
+// Training mode with a ratio of 0 (PyTorch's dropout=0.0 layers exported
+// for training) keeps every element: its gradient is dy itself, without
+// the mask (no Cast, no Mul), and the forward's mask is then unread.
+TEST(NormalizationGradient, DropoutInTrainingModeWithRatioZeroIsTheIdentity) {
+  auto with_ratio_zero = [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+    Value ratio = doubles(g, {0.0}, {});
+    Value training = g.add_constant("training", Tensor::from_vector<bool>({true}, {}))->output(0);
+    return {node(g, OpId::Dropout, {x[0], ratio, training}, {}, 2)};
+  };
+  check_gradients("Dropout ratio 0 in training mode", {{{2, 3}}}, with_ratio_zero);
+  std::unique_ptr<ir::Graph> forward = make_forward({{{2, 3}}}, with_ratio_zero, 1);
+  auto grad = autodiff::gradient(*forward, "loss", {"x0"});
+  for (const auto& n : grad->nodes()) {
+    if (!n->is_backward) continue;
+    EXPECT_NE(n->op(), OpId::Cast) << n->describe();
+    EXPECT_EQ(n->name.find("Dropout"), std::string::npos) << n->describe();
+  }
+}
+
 TEST(RecurrentGradient, LstmGruAndRnnUnrolledEveryDirection) {
   // seq 3, batch 2, input 3, hidden 2; the loss reads Y and Y_h (and Y_c).
   for (OpId op : {OpId::LSTM, OpId::GRU, OpId::RNN})

@@ -47,6 +47,83 @@ TEST(LinearAlgebraGradient, AMatrixSharedByABatchGetsOneProduct) {
   EXPECT_EQ(batched_products, 0u);
 }
 
+// nn.Linear as PyTorch exports it, x @ Transpose(W): W's gradient is one
+// product dY^T x of W's own shape, not x^T dY transposed by a copy; and it
+// is right (finite differences, through a Gemm and a MatMul reading W^T).
+TEST(LinearAlgebraGradient, AWeightReadTransposedGetsItsGradientWithoutATranspose) {
+  auto g = std::make_unique<ir::Graph>();
+  g->opset_imports[""] = 17;
+  Value x = g->add_input("x", ir::ValueType::of(DType::float32, {2, 3, 4}))->output(0);
+  Value w = g->add_constant("w", random_tensor({5, 4}, 1))->output(0);
+  Value y = node(*g, OpId::MatMul, {x, node(*g, OpId::Transpose, {w}, {{"perm", std::vector<int64_t>{1, 0}}})});
+  g->add_output(node(*g, OpId::ReduceSum, {y}, {{"keepdims", int64_t{0}}}), "loss");
+  auto grad = autodiff::gradient(*g, "loss", {"w"});
+  size_t gemms = 0, transposes = 0;
+  for (const auto& n : grad->nodes()) {
+    if (!n->is_backward) continue;
+    gemms += n->op() == OpId::Gemm;
+    transposes += n->op() == OpId::Transpose;
+  }
+  EXPECT_EQ(gemms, 1u);
+  EXPECT_EQ(transposes, 0u);
+  EXPECT_EQ(grad->type_of(grad->outputs()[1]).concrete_shape(), (Shape{5, 4}));
+
+  for (bool batched : {false, true})
+    check_gradients(std::string("x @ W^T, x ") + (batched ? "batched" : "a matrix"),
+                    {{batched ? Shape{2, 3, 4} : Shape{3, 4}}, {{5, 4}}},
+                    [](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+                      Value wt = node(g, OpId::Transpose, {x[1]}, {{"perm", std::vector<int64_t>{1, 0}}});
+                      return {node(g, OpId::MatMul, {x[0], wt})};
+                    });
+  // A Gemm's weight gradient through a Transpose, every transposition.
+  for (int64_t trans_a : {0, 1})
+    for (int64_t trans_b : {0, 1})
+      check_gradients("Gemm(a, W^T) transA=" + std::to_string(trans_a) + " transB=" + std::to_string(trans_b),
+                      {{trans_a ? Shape{4, 3} : Shape{3, 4}}, {trans_b ? Shape{4, 5} : Shape{5, 4}}},
+                      [&](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+                        Value wt = node(g, OpId::Transpose, {x[1]}, {{"perm", std::vector<int64_t>{1, 0}}});
+                        return {node(g, OpId::Gemm, {x[0], wt},
+                                     {{"transA", trans_a}, {"transB", trans_b}, {"alpha", 0.5f}})};
+                      });
+}
+
+// Slices that cut a value into pieces along one axis (a fused QKV
+// projection split in three): the value's gradient is the Concat of the
+// pieces' gradients, not a Sum of zero-padded copies; slices that overlap
+// or leave a gap keep the Sum of Pads. Both are right (finite differences).
+TEST(LinearAlgebraGradient, SlicesThatTileAnAxisGetTheirGradientsConcatenated) {
+  struct Case {
+    std::string name;
+    std::vector<std::pair<int64_t, int64_t>> ranges;  // [start, end) along axis 1 of a [2, 6, 3] value
+    bool tiles;
+  };
+  for (const Case& c : std::vector<Case>{{"three pieces", {{2, 4}, {0, 2}, {4, 6}}, true},
+                                         {"overlapping", {{0, 4}, {2, 6}}, false},
+                                         {"a gap", {{0, 2}, {3, 6}}, false}}) {
+    auto build = [&](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+      std::vector<Value> outputs;
+      for (const auto& [start, end] : c.ranges) {
+        Value piece = node(g, OpId::Slice, {x[0], ints(g, {start}), ints(g, {end}), ints(g, {1})});
+        outputs.push_back(node(g, OpId::Tanh, {piece}));
+      }
+      return outputs;
+    };
+    check_gradients("Slices, " + c.name, {{{2, 6, 3}}}, build);
+    std::unique_ptr<ir::Graph> forward = make_forward({{{2, 6, 3}}}, build, 1);
+    auto grad = autodiff::gradient(*forward, "loss", {"x0"});
+    size_t concats = 0, pads = 0, sums = 0;
+    for (const auto& n : grad->nodes()) {
+      if (!n->is_backward) continue;
+      concats += n->op() == OpId::Concat;
+      pads += n->op() == OpId::Pad;
+      sums += n->op() == OpId::Sum;
+    }
+    EXPECT_EQ(concats, c.tiles ? 1u : 0u) << c.name;
+    EXPECT_EQ(pads, c.tiles ? 0u : c.ranges.size()) << c.name;
+    EXPECT_EQ(sums, c.tiles ? 0u : 1u) << c.name;
+  }
+}
+
 TEST(LinearAlgebraGradient, GemmEveryTranspositionWithBroadcastC) {
   for (int64_t trans_a : {0, 1})
     for (int64_t trans_b : {0, 1}) {

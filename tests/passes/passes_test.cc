@@ -61,6 +61,23 @@ TEST(EliminateIdentity, ForwardsAndKeepsOutputName) {
   expect_close(run_graph(*out, in)[0], run_graph(g, in)[0]);
 }
 
+TEST(EliminateIdentity, RemovesTrainingModeDropoutOnlyWithRatioZero) {
+  for (float ratio : {0.0f, 0.25f}) {
+    Graph g;
+    g.opset_imports[""] = 17;
+    Node* x = g.add_input("x", ValueType::of(DType::float32, {4, 3}));
+    Node* r = g.add_constant("ratio", Tensor::from_vector<float>({ratio}, {}));
+    Node* t = g.add_constant("training", Tensor::from_vector<bool>({true}, {}));
+    Node* d = g.add_node("Dropout", {x->output(0), r->output(0), t->output(0)}, 2, "drop");
+    d->attributes.set("seed", int64_t{5});
+    g.add_output(g.add_node("Relu", {d->output(0)}, 1, "relu")->output(0), "y");
+    auto out = apply(g, {"eliminate-identity"});
+    EXPECT_EQ(count_ops(*out, "Dropout"), ratio == 0.0f ? 0u : 1u) << "ratio " << ratio;
+    std::vector<Tensor> in = {random_tensor({4, 3}, 3)};
+    expect_close(run_graph(*out, in)[0], run_graph(g, in)[0]);
+  }
+}
+
 TEST(FoldConstants, EvaluatesConstantSubgraphs) {
   Graph g;
   g.opset_imports[""] = 17;

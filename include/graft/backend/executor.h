@@ -11,19 +11,16 @@
 #include <vector>
 
 #include "graft/ir/indexed_graph.h"
+#include "graft/ir/updated_constant.h"
 #include "graft/backend/buffer_pool.h"
 #include "graft/backend/compiled_module.h"
 #include "graft/backend/run_limits.h"
 
 namespace graft::backend {
 
-/// A string attribute of a Constant node: the name of the graph output that
-/// is its next value (a training step's new weight or optimizer state). The
-/// node computing that output may then write it into the constant's buffer
-/// when it is the constant's last reader in the run (ModuleRunContext::
-/// output_may_overwrite_input); the caller takes the output as the constant's
-/// new value, and must bump its version (Session::set_weight does).
-inline constexpr const char* kUpdatedByAttribute = "graft_updated_by";
+/// The attribute of a Constant updated in place by a training step
+/// (ir::kUpdatedByAttribute, whose comment says what the executor does with it).
+inline constexpr const char* kUpdatedByAttribute = ir::kUpdatedByAttribute;
 
 /// Time spent in one node during a profiled run.
 struct NodeTiming {

@@ -26,7 +26,9 @@ bool is_fusible(const ir::Node& node);
 bool is_fusible_op(const ir::Node& node);
 
 /// True when `node` is a Constant holding a single element, which a fused node
-/// copies into its body instead of taking it as an input.
+/// copies into its body instead of taking it as an input; not a constant that
+/// a training step updates in place (ir::is_updated_in_place), whose value the
+/// kernel must read on every run.
 bool is_scalar_constant(const ir::Node& node);
 
 }  // namespace graft::fusion
