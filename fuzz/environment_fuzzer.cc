@@ -34,13 +34,16 @@ void parse_variable(uint8_t selector, const std::string& value) {
     case 0: ::setenv("GRAFT_MAX_MEMORY", value.c_str(), 1); runtime::max_memory(std::nullopt); break;
     case 1: ::setenv("GRAFT_MAX_PLANS", value.c_str(), 1); runtime::max_specialized_plans(std::nullopt); break;
     case 2: ::setenv("GRAFT_NUM_THREADS", value.c_str(), 1); default_num_threads(); break;
-    case 3:  // the two 0-or-1 switches, picked by the selector's upper part
-      if ((selector / 9) % 2 == 0) {
+    case 3:  // the small switches, picked by the selector's upper part
+      if ((selector / 9) % 3 == 0) {
         ::setenv("GRAFT_FUSION", value.c_str(), 1);
         fusion::fusion_from_environment();
-      } else {
+      } else if ((selector / 9) % 3 == 1) {
         ::setenv("GRAFT_ADAPT_THREADS", value.c_str(), 1);
         runtime::adapt_threads_to_load(std::nullopt);
+      } else {
+        ::setenv("GRAFT_ADAPT_THREADS_LOG", value.c_str(), 1);
+        runtime::adapt_threads_log_level();
       }
       break;
     case 4: ::setenv("GRAFT_JIT", value.c_str(), 1); codegen::jit_enabled_by_environment(); break;
