@@ -176,14 +176,8 @@ Tensor exponent_as_computed(const Tensor& exponent, const KernelContext& ctx) {
       converted = exponent;
     } else {
       converted = Tensor::uninitialized(dtype_of<C>::value, exponent.shape());
-      const E* in = exponent.data<E>();
-      C* out = converted.data<C>();
-      for (int64_t i = 0; i < exponent.numel(); ++i) {
-        if constexpr (std::is_same_v<C, float> || std::is_same_v<C, double>)
-          out[i] = static_cast<C>(to_compute(in[i]));
-        else
-          out[i] = static_cast<C>(in[i]);
-      }
+      map(exponent.data<E>(), converted.data<C>(), exponent.numel(), kCheapGrain,
+          [](E v) { return convert_value<C, E>(v); });
     }
   });
   return converted;
