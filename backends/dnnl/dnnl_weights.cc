@@ -31,7 +31,12 @@ class HeapAllocator : public ops::OutputAllocator {
 // goes stale.
 Tensor dequantized_weight(const ir::Node& dq) {
   std::vector<Tensor> inputs;
-  for (const ir::Value& v : dq.inputs) inputs.push_back(v ? v.node->constant_value : Tensor());
+  for (const ir::Value& v : dq.inputs) {
+    if (v && v.node->constant_value.storage() && v.node->constant_value.storage()->is_placeholder())
+      fail(ErrorKind::unsupported, "dnnl backend: ", dq.describe(),
+           " is needed in float32, but its int8 values were released once converted");
+    inputs.push_back(v ? v.node->constant_value : Tensor());
+  }
   HeapAllocator allocator;
   ops::KernelContext context(dq, std::move(inputs), {}, allocator, 1);
   dq.schema().kernel(context);
