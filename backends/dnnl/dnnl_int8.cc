@@ -104,21 +104,38 @@ void quantize_int8_with(const float* values, int64_t n, int8_t* out, ScaleAt sca
 }
 
 // out[c] = factor * (the sum of column c of the int8 [k, n] matrix
-// `values`, stored [n, k] when `transposed`), for n columns.
+// `values`, stored [n, k] when `transposed`), for n columns. The sums are
+// kept in local arrays of a fixed width, which the compiler vectorizes
+// (through a pointer to int8, a store to a shared buffer could alias every
+// load, and the loops stayed scalar: 11% of a BERT's first inference).
 void column_sums_times(const int8_t* values, int64_t k, int64_t n, bool transposed, float factor, float* out) {
-  parallel_for(n, 64, [&](int64_t begin, int64_t end) {
-    std::vector<int32_t> sums(static_cast<size_t>(end - begin), 0);
-    if (transposed) {
-      for (int64_t c = begin; c < end; ++c) {
-        int32_t sum = 0;
-        for (int64_t r = 0; r < k; ++r) sum += values[c * k + r];
-        sums[static_cast<size_t>(c - begin)] = sum;
+  constexpr int64_t kWidth = 64;
+  parallel_for((n + kWidth - 1) / kWidth, 1, [&](int64_t first_block, int64_t end_block) {
+    for (int64_t block = first_block; block < end_block; ++block) {
+      const int64_t begin = block * kWidth, width = std::min(kWidth, n - begin);
+      int32_t sums[kWidth] = {};
+      if (transposed) {
+        for (int64_t c = 0; c < width; ++c) {
+          const int8_t* column = values + (begin + c) * k;
+          int32_t lanes[kWidth] = {};
+          int64_t r = 0;
+          for (; r + kWidth <= k; r += kWidth)
+            for (int64_t j = 0; j < kWidth; ++j) lanes[j] += column[r + j];
+          for (; r < k; ++r) lanes[0] += column[r];
+          for (int32_t lane : lanes) sums[c] += lane;
+        }
+      } else {
+        for (int64_t r = 0; r < k; ++r) {
+          const int8_t* row = values + r * n + begin;
+          if (width == kWidth) {
+            for (int64_t j = 0; j < kWidth; ++j) sums[j] += row[j];
+          } else {
+            for (int64_t j = 0; j < width; ++j) sums[j] += row[j];
+          }
+        }
       }
-    } else {
-      for (int64_t r = 0; r < k; ++r)
-        for (int64_t c = begin; c < end; ++c) sums[static_cast<size_t>(c - begin)] += values[r * n + c];
+      for (int64_t c = 0; c < width; ++c) out[begin + c] = factor * static_cast<float>(sums[c]);
     }
-    for (int64_t c = begin; c < end; ++c) out[c] = factor * static_cast<float>(sums[static_cast<size_t>(c - begin)]);
   });
 }
 
