@@ -10,9 +10,9 @@
 #include "dnnl_int8.h"
 #include "dnnl_module.h"
 #include "dnnl_support.h"
-#include "graft/core/parallel.h"
 #include "graft/backend/backend.h"
 #include "graft/backend/module_stream.h"
+#include "graft/core/parallel.h"
 
 namespace graft::dnnl_backend {
 namespace {

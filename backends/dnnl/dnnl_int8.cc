@@ -407,8 +407,7 @@ std::optional<std::vector<float>> int8_weight_scales(const Tensor& weights, size
   return scales;
 }
 
-std::optional<std::vector<float>> stored_int8_weight_scales(const ir::Node& dq, size_t channel_axis,
-                                                            int64_t channels) {
+std::optional<std::vector<float>> stored_int8_weight_scales(const ir::Node& dq, size_t channel_axis, int64_t channels) {
   if (!ops::is_quantized_weight(dq)) return std::nullopt;
   const Tensor& values = dq.inputs[0].node->constant_value;
   const Tensor& scale = dq.inputs[1].node->constant_value;
@@ -858,14 +857,16 @@ int emit_int8_conv(Builder& b, const Group& g, const std::string& label, const C
     w.sources = {b.source_of(b.input(conv, 1))};
     w.builder_reads_sources = true;
   }
-  if (!int8.stored_int8.present()) w.fill = [weight_scales, per_channel](const std::vector<Tensor>& s, void* plain_out) {
-    int8_t* out = static_cast<int8_t*>(plain_out);
-    const float* src = s[0].data<float>();
-    parallel_for(static_cast<int64_t>(weight_scales.size()), 16, [&](int64_t begin, int64_t end) {
-      for (int64_t c = begin; c < end; ++c)
-        quantize_int8(src + c * per_channel, per_channel, weight_scales[static_cast<size_t>(c)], out + c * per_channel);
-    });
-  };
+  if (!int8.stored_int8.present())
+    w.fill = [weight_scales, per_channel](const std::vector<Tensor>& s, void* plain_out) {
+      int8_t* out = static_cast<int8_t*>(plain_out);
+      const float* src = s[0].data<float>();
+      parallel_for(static_cast<int64_t>(weight_scales.size()), 16, [&](int64_t begin, int64_t end) {
+        for (int64_t c = begin; c < end; ++c)
+          quantize_int8(src + c * per_channel, per_channel, weight_scales[static_cast<size_t>(c)],
+                        out + c * per_channel);
+      });
+    };
   const size_t conv_step = b.program().steps.size() - 1;  // finish_anchor's last
   const int w_slot = b.add_weight(std::move(w));
   b.program().steps[conv_step].args.push_back({DNNL_ARG_WEIGHTS, w_slot});
@@ -980,24 +981,26 @@ int emit_int8_matmul(Builder& b, const Group& g, const std::string& label) {
   w.sources = {b.source_of(stored ? int8.stored_int8 : b.input(node, 1))};
   // Stored int8 values are the s8 weights as they are ([N, K] read
   // transposed when transB); float32 ones are quantized by the fill.
-  w.plain = memory::desc({k, n}, memory::data_type::s8,
-                         stored && trans_b ? memory::format_tag::ba : memory::format_tag::ab);
+  w.plain =
+      memory::desc({k, n}, memory::data_type::s8, stored && trans_b ? memory::format_tag::ba : memory::format_tag::ab);
   w.desc = pd.weights_desc();
   w.label = node.name + ".int8";
   w.builder_reads_sources = !stored;
-  if (!stored) w.fill = [weight_scales, k, n, trans_b](const std::vector<Tensor>& s, void* plain_out) {
-    int8_t* out = static_cast<int8_t*>(plain_out);
-    const float* values = s[0].data<float>();
-    parallel_for(k, 16, [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        if (!trans_b) {
-          quantize_int8_with(values + r * n, n, out + r * n, ScalePerValue{weight_scales.data()});
-          continue;
+  if (!stored)
+    w.fill = [weight_scales, k, n, trans_b](const std::vector<Tensor>& s, void* plain_out) {
+      int8_t* out = static_cast<int8_t*>(plain_out);
+      const float* values = s[0].data<float>();
+      parallel_for(k, 16, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          if (!trans_b) {
+            quantize_int8_with(values + r * n, n, out + r * n, ScalePerValue{weight_scales.data()});
+            continue;
+          }
+          for (int64_t c = 0; c < n; ++c)
+            out[r * n + c] = int8_of(values[c * k + r] / weight_scales[static_cast<size_t>(c)]);
         }
-        for (int64_t c = 0; c < n; ++c) out[r * n + c] = int8_of(values[c * k + r] / weight_scales[static_cast<size_t>(c)]);
-      }
-    });
-  };
+      });
+    };
   const int w_slot = b.add_weight(std::move(w));
   if (zero_point_bias) {
     Weight bias;
@@ -1010,26 +1013,28 @@ int emit_int8_matmul(Builder& b, const Group& g, const std::string& label) {
         column_sums_times(s[0].data<int8_t>(), k, n, trans_b, -zero_point, static_cast<float*>(plain_out));
       };
     else
-    bias.fill = [weight_scales, k, n, trans_b, zero_point](const std::vector<Tensor>& s, void* plain_out) {
-      float* out = static_cast<float*>(plain_out);
-      const float* values = s[0].data<float>();
-      parallel_for(n, 64, [&](int64_t begin, int64_t end) {
-        std::vector<int64_t> sums(static_cast<size_t>(end - begin), 0);
-        std::vector<int8_t> row(static_cast<size_t>(end - begin));
-        for (int64_t r = 0; r < k; ++r) {
-          if (!trans_b) {
-            quantize_int8_with(values + r * n + begin, end - begin, row.data(),
-                               ScalePerValue{weight_scales.data() + begin});
-            for (int64_t c = begin; c < end; ++c) sums[static_cast<size_t>(c - begin)] += row[static_cast<size_t>(c - begin)];
-            continue;
+      bias.fill = [weight_scales, k, n, trans_b, zero_point](const std::vector<Tensor>& s, void* plain_out) {
+        float* out = static_cast<float*>(plain_out);
+        const float* values = s[0].data<float>();
+        parallel_for(n, 64, [&](int64_t begin, int64_t end) {
+          std::vector<int64_t> sums(static_cast<size_t>(end - begin), 0);
+          std::vector<int8_t> row(static_cast<size_t>(end - begin));
+          for (int64_t r = 0; r < k; ++r) {
+            if (!trans_b) {
+              quantize_int8_with(values + r * n + begin, end - begin, row.data(),
+                                 ScalePerValue{weight_scales.data() + begin});
+              for (int64_t c = begin; c < end; ++c)
+                sums[static_cast<size_t>(c - begin)] += row[static_cast<size_t>(c - begin)];
+              continue;
+            }
+            for (int64_t c = begin; c < end; ++c)
+              sums[static_cast<size_t>(c - begin)] +=
+                  int8_of(values[c * k + r] / weight_scales[static_cast<size_t>(c)]);
           }
           for (int64_t c = begin; c < end; ++c)
-            sums[static_cast<size_t>(c - begin)] += int8_of(values[c * k + r] / weight_scales[static_cast<size_t>(c)]);
-        }
-        for (int64_t c = begin; c < end; ++c)
-          out[c] = -zero_point * static_cast<float>(sums[static_cast<size_t>(c - begin)]);
-      });
-    };
+            out[c] = -zero_point * static_cast<float>(sums[static_cast<size_t>(c - begin)]);
+        });
+      };
     args.push_back({DNNL_ARG_BIAS, b.add_weight(std::move(bias))});
   }
   const int dst_root = b.add_slot(plain_desc(dst_dims));

@@ -144,7 +144,8 @@ class DnnlSelector final : public partition::ContainOpSelector {
   using ContainOpSelector::ContainOpSelector;
   std::vector<const ir::Node*> Filter(std::vector<const ir::Node*> candidates) override {
     for (const ir::Node* n : candidates)
-      if (is_compute(*n)) return keep_weights_with_their_readers(keep_relu_masks_with_their_wheres(std::move(candidates)));
+      if (is_compute(*n))
+        return keep_weights_with_their_readers(keep_relu_masks_with_their_wheres(std::move(candidates)));
     return {};
   }
 

@@ -15,9 +15,9 @@
 #include <string_view>
 
 #include "graft/ir/graph_rebuilder.h"
-#include "graft/ops/type_inference.h"
 #include "graft/ops/op_context.h"
 #include "graft/ops/quantized_weight.h"
+#include "graft/ops/type_inference.h"
 #include "graft/passes/pass.h"
 
 namespace graft::passes {
