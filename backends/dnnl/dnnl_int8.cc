@@ -414,12 +414,6 @@ std::optional<std::vector<float>> stored_int8_weight_scales(const ir::Node& dq, 
   if (values.dtype() != DType::int8 || channel_axis >= values.shape().size() ||
       values.shape()[channel_axis] != channels)
     return std::nullopt;
-  if (dq.inputs.size() > 2 && dq.inputs[2]) {
-    const Tensor& zero_point = dq.inputs[2].node->constant_value;
-    if (zero_point.dtype() != DType::int8 || zero_point.numel() != scale.numel()) return std::nullopt;
-    for (int64_t i = 0; i < zero_point.numel(); ++i)
-      if (zero_point.data<int8_t>()[i] != 0) return std::nullopt;
-  }
   std::vector<float> scales(static_cast<size_t>(channels));
   if (scale.numel() == 1) {
     scales.assign(scales.size(), scale.data<float>()[0]);

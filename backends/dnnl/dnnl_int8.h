@@ -128,8 +128,8 @@ std::shared_ptr<QuantizedSource> requantized_output(const ir::IndexedGraph& grap
 std::optional<std::vector<float>> int8_weight_scales(const Tensor& weights, size_t axis = 0);
 
 /// The scale of each of `channels` output channels of quantized weight `dq`
-/// (ops::is_quantized_weight) when its product can read the int8 values as
-/// they are: int8 values, zero points absent or all zero, finite positive
+/// (ops::is_quantized_weight: int8 values, zero points absent or all zero)
+/// when its product can read the int8 values as they are: finite positive
 /// scales, one for the tensor or one per slice along `channel_axis` (the
 /// node's axis); nullopt otherwise.
 std::optional<std::vector<float>> stored_int8_weight_scales(const ir::Node& dq, size_t channel_axis, int64_t channels);

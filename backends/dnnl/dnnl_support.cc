@@ -564,7 +564,9 @@ constexpr size_t kDataOnly = 1;
 // with their reader, which reads the int8 values and the scales (an int8
 // product) or their float32 values, dequantized once at build time.
 SupportResult check_quantized_weight(const ir::Node& node) {
-  if (!ops::is_quantized_weight(node)) return SupportResult::no("not a DequantizeLinear of 8-bit constants");
+  if (!ops::is_quantized_weight(node))
+    return SupportResult::no(
+        "not a DequantizeLinear of int8 weights (int8 constants, float32 scales, zero points of zero)");
   return SupportResult::yes();
 }
 

@@ -14,8 +14,15 @@ bool is_quantized_weight(const ir::Node& node) {
   if (node.output_types.size() != 1 || node.output_types[0].dtype != DType::float32) return false;
   for (size_t i = 0; i < node.inputs.size(); ++i)
     if (!is_constant(node.inputs[i]) && !(i == 2 && !node.inputs[i])) return false;
-  const DType x = node.inputs[0].node->constant_value.dtype();
-  return (x == DType::int8 || x == DType::uint8) && node.inputs[1].node->constant_value.dtype() == DType::float32;
+  if (node.inputs[0].node->constant_value.dtype() != DType::int8 ||
+      node.inputs[1].node->constant_value.dtype() != DType::float32)
+    return false;
+  if (node.inputs.size() < 3 || !node.inputs[2]) return true;
+  const Tensor& zero_point = node.inputs[2].node->constant_value;
+  if (zero_point.dtype() != DType::int8) return false;
+  for (int64_t i = 0; i < zero_point.numel(); ++i)
+    if (zero_point.data<int8_t>()[i] != 0) return false;
+  return true;
 }
 
 bool reads_as_weight(const ir::Node& reader, size_t input) {

@@ -98,8 +98,9 @@ TEST(FoldConstants, EvaluatesConstantSubgraphs) {
 
 // With keep_quantized_weights, a DequantizeLinear of int8 constants that a
 // MatMul and a Conv read as their weights stays (the backend takes the int8
-// values); one that an Add reads, or one read as a MatMul's first operand,
-// is folded as without the option. Both graphs compute the same outputs.
+// values); one that an Add reads, one read as a MatMul's first operand, and
+// uint8 weights with a zero point are folded as without the option. Both
+// graphs compute the same outputs.
 TEST(FoldConstants, KeepsQuantizedWeightsOfProductsWhenAsked) {
   Graph g;
   g.opset_imports[""] = 17;
@@ -120,9 +121,20 @@ TEST(FoldConstants, KeepsQuantizedWeightsOfProductsWhenAsked) {
   Value shifted = g.add_node("Add", {product, dequantized("b", {3}, 2)}, 1, "add")->output(0);
   Value left = g.add_node("MatMul", {dequantized("a", {3, 2}, 3), x->output(0)}, 1, "left")->output(0);
   Value conv = g.add_node("Conv", {image->output(0), dequantized("k", {3, 2, 3, 3}, 4)}, 1, "conv")->output(0);
+  Tensor unsigned_weights(DType::uint8, {4, 2});
+  for (int64_t i = 0; i < unsigned_weights.numel(); ++i)
+    unsigned_weights.data<uint8_t>()[i] = static_cast<uint8_t>(100 + 7 * i);
+  Value unsigned_dq = g.add_node("DequantizeLinear",
+                                 {g.add_constant("u", std::move(unsigned_weights))->output(0),
+                                  g.add_constant("u.scale", Tensor::scalar<float>(0.02f))->output(0),
+                                  g.add_constant("u.zero", Tensor::scalar<uint8_t>(128))->output(0)},
+                                 1, "u.dq")
+                          ->output(0);
+  Value unsigned_product = g.add_node("MatMul", {x->output(0), unsigned_dq}, 1, "mm_u")->output(0);
   g.add_output(shifted, "y");
   g.add_output(left, "z");
   g.add_output(conv, "c");
+  g.add_output(unsigned_product, "u");
   for (bool keep : {false, true}) {
     auto out = g.clone();
     passes::PassContext ctx;
@@ -137,6 +149,7 @@ TEST(FoldConstants, KeepsQuantizedWeightsOfProductsWhenAsked) {
       }
     std::vector<Tensor> in = {random_tensor({2, 4}, 5), random_tensor({1, 2, 5, 5}, 6)};
     std::vector<Tensor> want = run_graph(g, in), got = run_graph(*out, in);
+    ASSERT_EQ(want.size(), 4u);
     ASSERT_EQ(got.size(), want.size());
     for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i], 0, 0);
   }

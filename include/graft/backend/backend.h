@@ -67,7 +67,7 @@ class Backend {
   /// compiler. Exactly one registered backend says so.
   virtual bool runs_the_rest() const { return false; }
   /// True when the backend takes int8 weights as stored: a DequantizeLinear
-  /// of 8-bit constants that a convolution or matrix product reads as its
+  /// of int8 constants that a convolution or matrix product reads as its
   /// weights (ops/quantized_weight.h), unevaluated, with the product. With
   /// such a backend in its order the compiler has fold-constants keep those
   /// nodes, and folds after partitioning the ones no backend took.

@@ -1,5 +1,5 @@
 /// \file
-/// Quantized weights: a DequantizeLinear of 8-bit constants that a
+/// Quantized weights: a DequantizeLinear of int8 constants that a
 /// convolution or matrix product reads as its weights, the way QDQ exports
 /// (ONNX Runtime's quantize_static, PyTorch's quantized models) store every
 /// int8 initializer. fold-constants keeps such a node unevaluated when a
@@ -15,9 +15,11 @@
 
 namespace graft::ops {
 
-/// Whether `node` is a DequantizeLinear of constants (x, its scale and its
-/// zero point when present) with 8-bit x (int8 or uint8) and a float32
-/// result: weights stored quantized.
+/// Whether `node` is a DequantizeLinear of constants with int8 x, float32
+/// scales (one, or one per slice along its axis), zero points absent or all
+/// zero (symmetric, as quantize_static stores weights) and a float32
+/// result: weights stored quantized, which an int8 product reads as they are.
+/// Other forms (uint8 weights with a zero point) are folded as any constant.
 bool is_quantized_weight(const ir::Node& node);
 
 /// Whether input `input` of `reader` is the weight operand of an int8
