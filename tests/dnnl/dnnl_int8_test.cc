@@ -559,6 +559,22 @@ TEST(DnnlInt8, StoredInt8WeightsReachDnnlUnfolded) {
   EXPECT_EQ(dnnl_backend::dnnl_module_stats(*loaded).int8_matmuls, expected_int8(1));
 }
 
+// Int8 weights as stored whose product cannot run in int8 (its source is
+// no fake quantization): the convolution runs in float32 on the weights
+// dequantized once when the module is built, as the folded graph computes.
+TEST(DnnlInt8, StoredInt8WeightsOfAFloatProductAreDequantizedOnce) {
+  QdqGraph q;
+  ConvCase c;
+  q.output(q.conv(q.input("x", {1, c.channels, c.size, c.size}), c, "conv", 221), "y");
+  ops::infer_types(q.graph());
+  std::unique_ptr<ir::Graph> kept = through_default_passes(q.graph(), true);
+  EXPECT_EQ(weight_nodes(*kept, {{16, 8, 3, 3}}).dequantize_of_int8, 1);
+  std::vector<Tensor> inputs = {random_tensor({1, c.channels, c.size, c.size}, 222)};
+  auto module = compile_dnnl(*kept);
+  EXPECT_EQ(dnnl_backend::dnnl_module_stats(*module).int8_convolutions, 0);
+  expect_close(run_module(*module, inputs)[0], run_graph(q.graph(), inputs)[0], 1e-4, 1e-4);
+}
+
 // The whole Session: with dnnl first, the weights' DequantizeLinear go to
 // dnnl with their products (nothing left to `ref`), and no float32 copy of
 // the weights is made where int8 runs; with `ref` alone, or with the
