@@ -11,6 +11,7 @@
 
 #include "graft/ir/graph.h"
 #include "graft/ops/conv_util.h"
+#include "graft/ops/quantized_weight.h"
 
 namespace graft::dnnl_backend {
 namespace {
@@ -559,6 +560,16 @@ SupportResult always(const ir::Node&) { return SupportResult::yes(); }
 // Shape, index and scale inputs (input 1 on) are constants of any dtype.
 constexpr size_t kDataOnly = 1;
 
+// The int8 weights of a product as stored (ops::is_quantized_weight): taken
+// with their reader, which reads the int8 values and the scales (an int8
+// product) or their float32 values, dequantized once at build time.
+SupportResult check_quantized_weight(const ir::Node& node) {
+  if (!ops::is_quantized_weight(node))
+    return SupportResult::no(
+        "not a DequantizeLinear of int8 weights (int8 constants, float32 scales, zero points of zero)");
+  return SupportResult::yes();
+}
+
 // What dnnl takes: every op it lowers, with its checker. docs/dnnl.md's
 // table says the same in prose.
 constexpr OpSupport kTable[] = {
@@ -623,6 +634,8 @@ constexpr OpSupport kTable[] = {
     {OpId::Slice, check_slice, kDataOnly},
     {OpId::Split, check_split, kDataOnly},
     {OpId::Gather, check_gather, kDataOnly},
+    // weights
+    {OpId::DequantizeLinear, check_quantized_weight, 0},
 };
 
 // kTable's row of each op, by ir::op_index.
