@@ -572,6 +572,7 @@ void fold_standalone_fake_quantizations(const ir::IndexedGraph& g, const std::ve
       source->identity = before && before->scale == f->scale && before->zero_point == f->zero_point;
     }
     for (uint32_t n : source->folded_nodes) plan.folded[n] = true;
+    if (f->x.index == 0) plan.folded_source_of[f->x.node_id] = source;
     plan.dequantized_at[mul] = std::move(source);
   }
 }
@@ -579,9 +580,13 @@ void fold_standalone_fake_quantizations(const ir::IndexedGraph& g, const std::ve
 std::shared_ptr<QuantizedSource> requantized_output(const ir::IndexedGraph& g, const Int8Plan& plan,
                                                     const Group& group) {
   const std::shared_ptr<QuantizedSource>& next = plan.folded_source_of[group.last];
-  if (!next || g.node(group.anchor).op() != OpId::Conv) return nullptr;
+  const OpId anchor = g.node(group.anchor).op();
+  if (!next || (anchor != OpId::Conv && anchor != OpId::MatMul && anchor != OpId::Gemm)) return nullptr;
   auto consumers = g.consumers(group.last);
   if (consumers.size() != 1 || consumers[0] != next->folded_nodes[0]) return nullptr;  // its Div only
+  // A product multiplies by the next scale's inverse and adds its zero
+  // point after all its post-ops (emit_int8_matmul): any chain.
+  if (anchor != OpId::Conv) return next;
   // relu(k x) = k relu(x) and clip(k x, lo, hi) = k clip(x, lo / k, hi / k)
   // for k > 0. Where oneDNN adds the destination zero point relative to
   // the post-ops is left open: with post-ops, only zero point 0.
@@ -887,6 +892,24 @@ int emit_int8_conv(Builder& b, const Group& g, const std::string& label, const C
   return apply_post_ops(b, g, fused, dst, label);
 }
 
+namespace {
+
+// A [1, 1] float32 operand holding `value`: a binary post-op's scalar.
+int scalar_operand(Builder& b, float value, const std::string& label) {
+  Tensor t(DType::float32, Shape{1, 1});
+  t.data<float>()[0] = value;
+  Weight w;
+  WeightSource source;
+  source.constant = std::move(t);
+  w.sources = {std::move(source)};
+  w.plain = w.desc = plain_desc({1, 1});
+  w.identity = true;
+  w.label = label;
+  return b.add_weight(std::move(w));
+}
+
+}  // namespace
+
 int emit_int8_matmul(Builder& b, const Group& g, const std::string& label) {
   const Int8Convolution& int8 = *g.int8;
   QuantizedSource& source = *int8.source;
@@ -925,6 +948,21 @@ int emit_int8_matmul(Builder& b, const Group& g, const std::string& label) {
     ops.append_binary(p.alg, operand);
     binary_descs.push_back(operand);
   }
+  // Requantizing (the result's only reader is the fake quantization of the
+  // next int8 product's source): multiplied by 1 / s' and its zero point z'
+  // added after the post-ops, then rounded and saturated to uint8 as the
+  // destination is written: saturate(round(y / s' + z')), which is
+  // saturate(round(y / s') + z') but where y / s' lies within an ulp of a
+  // half; the quantize reorder it replaces computes the same. Binary
+  // post-ops with scalar operands: oneDNN 2.6 computes every eltwise post-op
+  // of one algorithm with the first one's parameters, and the chain may
+  // hold a linear one already (a fake quantization before the bias).
+  QuantizedSource* requantize = g.requantize_to.get();
+  const bool requantize_zero_point = requantize && requantize->zero_point != 0;
+  if (requantize) {
+    ops.append_binary(dnnl::algorithm::binary_mul, plain_desc({1, 1}));
+    if (requantize_zero_point) ops.append_binary(dnnl::algorithm::binary_add, plain_desc({1, 1}));
+  }
   std::vector<float> output_scales(n);
   for (int64_t c = 0; c < n; ++c) output_scales[c] = source.scale * int8.weight_scales[c];
   dnnl::primitive_attr attr = Builder::new_attr();
@@ -940,7 +978,8 @@ int emit_int8_matmul(Builder& b, const Group& g, const std::string& label) {
   const bool zero_point_bias = source.zero_point != 0;
   const memory::desc src_md({rows, k}, memory::data_type::u8, memory::format_tag::ab);
   const memory::desc w_any({k, n}, memory::data_type::s8, memory::format_tag::any);
-  const memory::desc dst_md = plain_desc({rows, n});
+  const memory::data_type dst_type = requantize ? memory::data_type::u8 : memory::data_type::f32;
+  const memory::desc dst_md({rows, n}, dst_type, memory::format_tag::ab);
   const memory::desc bias_md = plain_desc({1, n});
   dnnl::matmul::primitive_desc pd;
   try {
@@ -968,6 +1007,13 @@ int emit_int8_matmul(Builder& b, const Group& g, const std::string& label) {
       args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(index) | DNNL_ARG_SRC_1, other});
     }
     ++index;
+  }
+  if (requantize) {
+    args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(index++) | DNNL_ARG_SRC_1,
+                    scalar_operand(b, 1.0f / requantize->scale, label + ".requantize.scale")});
+    if (requantize_zero_point)
+      args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(index++) | DNNL_ARG_SRC_1,
+                      scalar_operand(b, static_cast<float>(requantize->zero_point), label + ".requantize.zero_point")});
   }
   const std::vector<float> weight_scales = int8.weight_scales;
   const bool stored = int8.stored_int8.present();
@@ -1031,12 +1077,16 @@ int emit_int8_matmul(Builder& b, const Group& g, const std::string& label) {
       };
     args.push_back({DNNL_ARG_BIAS, b.add_weight(std::move(bias))});
   }
-  const int dst_root = b.add_slot(plain_desc(dst_dims));
+  const int dst_root = b.add_slot(memory::desc(dst_dims, dst_type, row_major_strides(dst_dims)));
   const int dst = b.view(dst_root, dst_md);
   args.push_back({DNNL_ARG_SRC, src});
   args.push_back({DNNL_ARG_WEIGHTS, w_slot});
   args.push_back({DNNL_ARG_DST, dst});
   b.add_step(dnnl::matmul(pd), pd, std::move(args), label);
+  if (requantize) {
+    requantize->slot = dst_root;
+    for (uint32_t folded : requantize->folded_nodes) b.mark_emitted(folded);
+  }
   return dst_root;
 }
 

@@ -116,8 +116,9 @@ void fold_standalone_fake_quantizations(const ir::IndexedGraph& graph, const std
 
 /// The folded source that int8 group `g` may write as uint8 (requantizing
 /// its result): the one that quantizes g's result when no one else reads
-/// that, and g's post-ops commute with a positive scale (Relu, Clip);
-/// nullptr otherwise.
+/// that, and, for a convolution, g's post-ops commute with a positive scale
+/// (Relu, Clip; a MatMul or Gemm applies it after any post-ops); nullptr
+/// otherwise.
 std::shared_ptr<QuantizedSource> requantized_output(const ir::IndexedGraph& graph, const Int8Plan& plan,
                                                     const Group& g);
 

@@ -390,6 +390,12 @@ TEST(DnnlInt8, QdqEncoderBlockIsOneDnnlSubgraph) {
   }
   dnnl_backend::DnnlModuleStats stats = expect_within_one_step(g, {random_tensor({1, 16, 32}, 107)}, 0.05f);
   EXPECT_EQ(stats.int8_matmuls, expected_int8(2));
+  // Both products requantize: the first writes the uint8 form of the
+  // Gelu's fake quantization, after its bias, the Gelu and a fake
+  // quantization before them (a linear post-op already in its chain); the
+  // second that of the bias Add's, which a dequantize reorder reads (the
+  // residual Add's operand), instead of a float result quantized by a reorder.
+  EXPECT_EQ(stats.requantizing_products, expected_int8(2));
 }
 
 // An int8 module saved and loaded (an artifact) runs the same: the float
