@@ -83,6 +83,78 @@ TEST(PoolingGradient, MaxAverageAndGlobalPools) {
                   });
 }
 
+// Resize is linear in X: its gradient (graft.ResizeGrad) is the transposed
+// interpolation, checked here for every mode, scales and sizes, non-integer
+// and downscaling factors, a resized batch axis (no independent planes),
+// tf_crop_and_resize's extrapolated points, and the older forms whose
+// inputs and defaults differ (Resize-10, Upsample-9).
+TEST(ResizeGradient, EveryModeScalesSizesAndOpset) {
+  auto floats = [](ir::Graph& g, const std::vector<float>& values) {
+    static int counter = 0;
+    return g.add_constant("resize" + std::to_string(counter++),
+                          Tensor::from_vector<float>(values, {static_cast<int64_t>(values.size())}))
+        ->output(0);
+  };
+  struct Case {
+    std::string name;
+    Shape x;
+    std::vector<float> roi, scales;
+    std::vector<int64_t> sizes;
+    std::vector<std::pair<std::string, ir::AttributeValue>> attributes;
+  };
+  const std::vector<Case> cases = {
+      {"nearest x2", {1, 2, 3, 3}, {}, {1, 1, 2, 2}, {}, {}},
+      {"nearest asymmetric floor x1.5",
+       {1, 1, 4, 3},
+       {},
+       {1, 1, 1.5f, 1.7f},
+       {},
+       {{"coordinate_transformation_mode", std::string("asymmetric")}, {"nearest_mode", std::string("floor")}}},
+      {"linear half_pixel x1.5 x2", {1, 2, 4, 3}, {}, {1, 1, 1.5f, 2}, {}, {{"mode", std::string("linear")}}},
+      {"linear align_corners to sizes",
+       {1, 2, 3, 4},
+       {},
+       {},
+       {1, 2, 7, 5},
+       {{"mode", std::string("linear")}, {"coordinate_transformation_mode", std::string("align_corners")}}},
+      {"linear pytorch_half_pixel downscale", {1, 1, 6, 5}, {}, {}, {1, 1, 3, 2},
+       {{"mode", std::string("linear")}, {"coordinate_transformation_mode", std::string("pytorch_half_pixel")}}},
+      {"cubic exclude_outside downscale and up",
+       {1, 1, 5, 4},
+       {},
+       {},
+       {1, 1, 3, 6},
+       {{"mode", std::string("cubic")}, {"exclude_outside", int64_t{1}}}},
+      {"linear over the batch axis too", {2, 2, 3, 3}, {}, {2, 1, 1.5f, 1}, {}, {{"mode", std::string("linear")}}},
+      {"tf_crop_and_resize with extrapolation",
+       {1, 1, 4, 4},
+       {0, 0, 0.2f, -0.3f, 1, 1, 0.9f, 0.8f},
+       {},
+       {1, 1, 5, 6},
+       {{"mode", std::string("linear")},
+        {"coordinate_transformation_mode", std::string("tf_crop_and_resize")},
+        {"extrapolation_value", 2.5f}}},
+  };
+  for (const Case& c : cases)
+    check_gradients("Resize " + c.name, {{c.x}}, [&](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+      std::vector<Value> inputs = {x[0], c.roi.empty() ? Value{} : floats(g, c.roi),
+                                   c.scales.empty() ? Value{} : floats(g, c.scales)};
+      if (!c.sizes.empty()) inputs.push_back(ints(g, c.sizes));
+      return {node(g, OpId::Resize, inputs, c.attributes)};
+    });
+  check_gradients("Resize-10 nearest", {{{1, 2, 3, 2}}},
+                  [&](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+                    g.opset_imports[""] = 10;
+                    return {node(g, OpId::Resize, {x[0], floats(g, {1, 1, 2, 1.5f})})};
+                  });
+  check_gradients("Upsample-9 linear", {{{1, 1, 3, 3}}},
+                  [&](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+                    g.opset_imports[""] = 9;
+                    return {node(g, OpId::Upsample, {x[0], floats(g, {1, 1, 2, 2})},
+                                 {{"mode", std::string("linear")}})};
+                  });
+}
+
 TEST(NormalizationGradient, LayerNormalizationOverTheLastAxes) {
   for (int64_t axis : {-1, 1}) {
     const Shape scale = axis == -1 ? Shape{4} : Shape{3, 4};
