@@ -155,6 +155,37 @@ TEST(ResizeGradient, EveryModeScalesSizesAndOpset) {
                   });
 }
 
+// graft.ResizeGrad read from a file may be malformed: a gradient of another
+// shape than the resize gives, or an opset no Resize has, is an error that
+// names it, not a read past d_y.
+TEST(ResizeGradient, MalformedGradientNodesAreErrorsNamingTheProblem) {
+  auto run = [](const Shape& dy_shape, int64_t opset) {
+    auto g = std::make_unique<ir::Graph>();
+    g->opset_imports[""] = 17;
+    Value dy = g->add_input("dy", ir::ValueType::of(DType::float32, dy_shape))->output(0);
+    Value x = g->add_input("x", ir::ValueType::of(DType::float32, {1, 1, 2, 2}))->output(0);
+    Value scales = g->add_constant("scales", Tensor::from_vector<float>({1, 1, 2, 2}, {4}))->output(0);
+    Value dx = node(*g, OpId::ResizeGrad, {dy, x, Value{}, scales}, {{"opset", opset}, {"mode", std::string("linear")}});
+    g->add_output(dx, "dx");
+    std::vector<Tensor> inputs = {Tensor(DType::float32, dy_shape), Tensor(DType::float32, {1, 1, 2, 2})};
+    reference_session(*g)->run(inputs);
+  };
+  EXPECT_NO_THROW(run({1, 1, 4, 4}, 17));
+  try {
+    run({1, 1, 3, 4}, 17);
+    ADD_FAILURE() << "a gradient of the wrong shape was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is not the shape [1,1,4,4]"), std::string::npos) << e.what();
+  }
+  try {
+    run({1, 1, 4, 4}, 3);
+    ADD_FAILURE() << "opset 3 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("opset 3 is not a forward Resize or Upsample opset"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(NormalizationGradient, LayerNormalizationOverTheLastAxes) {
   for (int64_t axis : {-1, 1}) {
     const Shape scale = axis == -1 ? Shape{4} : Shape{3, 4};
