@@ -129,7 +129,7 @@ class GroupFormer {
       const OpId op = c.op();
       if (op == OpId::BatchNormalization && is_training_batch_norm(c)) return;  // batch statistics: not foldable
       if (op == OpId::BatchNormalization && anchor.op() == OpId::Conv && !g.int8 && g.post_ops.empty() &&
-          all_sources(cid, 1, 5)) {
+          all_sources(cid, 1, 5) && one_per_channel(cid, 1, 5, cur_dims.size() > 1 ? cur_dims[1] : -1)) {
         g.post_ops.push_back(PostOp{PostOp::Kind::fold_batch_norm, &c, algorithm::undef, 0, 0, {}});
       } else if (std::vector<PostOp> ops = eltwise_post_ops(c); !ops.empty()) {
         for (const PostOp& p : ops)
@@ -185,6 +185,15 @@ class GroupFormer {
     for (size_t i = begin; i < end; ++i)
       if (i >= inputs.size() || !inputs[i].present() || !is_weight_source(indexed_.node(inputs[i].node_id)))
         return false;
+    return true;
+  }
+
+  // Whether inputs begin..end of node `id` are 1-D with `channels` values
+  // each (a BatchNormalization's parameters to fold into a convolution).
+  bool one_per_channel(uint32_t id, size_t begin, size_t end, int64_t channels) const {
+    auto inputs = indexed_.inputs(id);
+    for (size_t i = begin; i < end; ++i)
+      if (i >= inputs.size() || dims(inputs[i]) != Dims{channels}) return false;
     return true;
   }
 

@@ -80,7 +80,9 @@ SupportResult check_conv(const ir::Node& node) {
   if (group < 1 || x.dims[1].value % group != 0 || w.dims[0].value % group != 0 ||
       w.dims[1].value * group != x.dims[1].value)
     return SupportResult::no("channels do not match the group count");
-  if (has_input(node, 2) && rank_of(node, 2) != 1) return SupportResult::no("bias must be 1-D");
+  if (has_input(node, 2) && (rank_of(node, 2) != 1 || !input_type(node, 2).dims[0].is_known() ||
+                             input_type(node, 2).dims[0].value != w.dims[0].value))
+    return SupportResult::no("bias must be 1-D, one per output channel");
   std::vector<int64_t> kernel;
   for (size_t d = 2; d < rank; ++d) kernel.push_back(w.dims[d].value);
   return check_window(node, rank - 2, kernel, false);
@@ -105,7 +107,9 @@ SupportResult check_conv_transpose(const ir::Node& node) {
   if (pads.size() != 2 * spatial || output_padding.size() != spatial) return SupportResult::no("malformed pads");
   for (size_t d = 0; d < spatial; ++d)
     if (output_padding[d] > pads[spatial + d]) return SupportResult::no("output_padding larger than the end padding");
-  if (has_input(node, 2) && rank_of(node, 2) != 1) return SupportResult::no("bias must be 1-D");
+  if (has_input(node, 2) && (rank_of(node, 2) != 1 || !input_type(node, 2).dims[0].is_known() ||
+                             input_type(node, 2).dims[0].value != w.dims[1].value * group))
+    return SupportResult::no("bias must be 1-D, one per output channel");
   return SupportResult::yes();
 }
 

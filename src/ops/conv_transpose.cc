@@ -59,23 +59,36 @@ TransposeAttributes read_transpose_attributes(const ir::Node& node, size_t spati
   return a;
 }
 
-// Floor division (the padding split rounds toward minus infinity for negative totals).
-int64_t floor_half(int64_t v) { return v >= 0 ? v / 2 : -((-v + 1) / 2); }
+// Floor division (the padding split rounds toward minus infinity for
+// negative totals): an arithmetic shift, defined for every int64 in C++20.
+int64_t floor_half(int64_t v) { return v >> 1; }
 
-// Output extent and begin padding of spatial dimension d for input extent `in`.
+// Output extent and begin padding of spatial dimension d for input extent
+// `in`; every step is checked (a model's attributes may hold any int64).
 void transpose_dim(const ir::Node& node, const TransposeAttributes& a, size_t d, int64_t in, int64_t& out,
                    int64_t& pad_begin) {
   const conv::WindowAttributes& w = a.window;
   const size_t rank = w.kernel.size();
-  const int64_t window = (w.kernel[d] - 1) * w.dilations[d] + 1;
-  int64_t natural = 0;
-  if (__builtin_mul_overflow(w.strides[d], in - 1, &natural) ||
-      __builtin_add_overflow(natural, a.output_padding[d] + window, &natural))
+  auto overflow = [&] {
     graft::fail(ErrorKind::invalid_model, node.describe(), ": output extent overflows in spatial dimension ", d);
+  };
+  int64_t window = 0, natural = 0;
+  if (__builtin_mul_overflow(w.kernel[d] - 1, w.dilations[d], &window) || __builtin_add_overflow(window, 1, &window) ||
+      __builtin_mul_overflow(w.strides[d], in - 1, &natural) ||
+      __builtin_add_overflow(natural, a.output_padding[d], &natural) || __builtin_add_overflow(natural, window, &natural))
+    overflow();
   const bool same = w.auto_pad == conv::AutoPad::same_upper || w.auto_pad == conv::AutoPad::same_lower;
   if (!a.output_shape.empty() || same) {
-    out = !a.output_shape.empty() ? a.output_shape[d] : in * w.strides[d];
-    const int64_t total = natural - out;
+    if (!a.output_shape.empty()) {
+      out = a.output_shape[d];
+      if (out < 0)
+        graft::fail(ErrorKind::invalid_model, node.describe(), ": output_shape ", out, " in spatial dimension ", d,
+                    " is negative");
+    } else if (__builtin_mul_overflow(in, w.strides[d], &out)) {
+      overflow();
+    }
+    int64_t total = 0;
+    if (__builtin_sub_overflow(natural, out, &total)) overflow();
     if (w.auto_pad == conv::AutoPad::same_upper) {
       pad_begin = floor_half(total);
     } else if (w.auto_pad == conv::AutoPad::same_lower) {
@@ -89,7 +102,8 @@ void transpose_dim(const ir::Node& node, const TransposeAttributes& a, size_t d,
     out = natural;
     pad_begin = 0;
   } else {
-    out = natural - w.pads[d] - w.pads[d + rank];
+    if (__builtin_sub_overflow(natural, w.pads[d], &out) || __builtin_sub_overflow(out, w.pads[d + rank], &out))
+      overflow();
     pad_begin = w.pads[d];
   }
   if (out < 0)
