@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "graft/ir/graph.h"
+#include "graft/ir/updated_constant.h"
 #include "graft/ops/conv_util.h"
 
 namespace graft::dnnl_backend {
@@ -383,9 +384,50 @@ SupportResult check_clip(const ir::Node& node) {
   return SupportResult::yes();
 }
 
+// Pow(x, 1) and Pow(x, 2) (a squared error and its gradient): oneDNN's
+// eltwise pow with that exponent, which it computes as a copy or a square.
+// Other exponents stay on the reference kernels (oneDNN's general pow goes
+// through exp and log, which a negative x does not survive).
+SupportResult check_pow(const ir::Node& node) {
+  if (!is_constant_input(node, 1)) return SupportResult::no("the exponent is not a constant");
+  const Tensor& exponent = node.inputs[1].node->constant_value;
+  if (exponent.numel() != 1 || ir::is_updated_in_place(*node.inputs[1].node))
+    return SupportResult::no("the exponent is not one value");
+  const double e = exponent.value_as_double(0);
+  if (e != 1.0 && e != 2.0) return SupportResult::no("an exponent other than 1 or 2");
+  return SupportResult::yes();
+}
+
+// A ReduceMean to a few values (a training step's mean loss): graft's
+// reference kernel inside the program, so that the loss does not cut the
+// step into a forward and a backward subgraph.
+SupportResult check_mean_loss(const ir::Node& node) {
+  const ir::ValueType& out = node.output_types[0];
+  if (!out.has_rank || !all_known(out.dims)) return SupportResult::no("output shape unknown");
+  int64_t count = 1;
+  for (const ir::Dim& d : out.dims) count *= d.value;
+  if (count > 64) return SupportResult::no("a mean to more than 64 values (only a loss's mean runs inside dnnl)");
+  return SupportResult::yes();
+}
+
 SupportResult check_gelu(const ir::Node& node) {
   std::string approximate = node.attributes.get_string("approximate", "none");
   if (approximate != "none" && approximate != "tanh") return SupportResult::no("approximate=" + approximate);
+  return SupportResult::yes();
+}
+
+// Erf exists in oneDNN only inside GELU: an Erf of x * sqrt(1/2) may be a
+// step of GELU's gradient (dnnl_gelu_gradient.h), which the selector's
+// Filter keeps only with the rest of that expression.
+SupportResult check_gelu_gradient_erf(const ir::Node& node) {
+  const ir::Value& scaled = node.inputs[0];
+  bool by_root_half = false;
+  if (scaled && scaled.node->op() == OpId::Mul && scaled.node->inputs.size() == 2)
+    for (const ir::Value& operand : scaled.node->inputs)
+      by_root_half = by_root_half ||
+                     (operand && operand.node->op() == OpId::Constant && operand.node->constant_value.numel() == 1 &&
+                      std::abs(operand.node->constant_value.value_as_double(0) - std::sqrt(0.5)) < 1e-6);
+  if (!by_root_half) return SupportResult::no("an Erf outside GELU's gradient (oneDNN has no erf primitive)");
   return SupportResult::yes();
 }
 
@@ -596,6 +638,7 @@ constexpr OpSupport kTable[] = {
     {OpId::NegativeLogLikelihoodLoss, check_loss, 1, true},
     {OpId::SoftmaxCrossEntropyLossGrad, check_loss, 2, true},
     {OpId::NegativeLogLikelihoodLossGrad, check_loss, 2, true},
+    {OpId::ReduceMean, check_mean_loss, 1, true},
     // eltwise: post-ops or eltwise primitives
     {OpId::Relu, always},
     {OpId::LeakyRelu, always},
@@ -606,7 +649,9 @@ constexpr OpSupport kTable[] = {
     {OpId::HardSwish, always},
     {OpId::Elu, always},
     {OpId::Gelu, check_gelu},
+    {OpId::Erf, check_gelu_gradient_erf},  // a step of GELU's gradient (one eltwise backward)
     {OpId::Exp, always},
+    {OpId::Pow, check_pow, 1},
     {OpId::Abs, always},
     {OpId::Sqrt, always},
     {OpId::Round, always},
