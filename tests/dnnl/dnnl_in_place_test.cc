@@ -113,6 +113,19 @@ TEST(DnnlConcat, PlainProductsAlongRows) {
   EXPECT_EQ(stats.primitives, 3);  // two products, the Relu
 }
 
+// Inputs of different layouts (a transposed value beside plain ones, as a
+// transformer's Q, K and V gradients meet): oneDNN 2.6's concat runs them on
+// its reference code, so each is reordered into its part instead.
+TEST(DnnlConcat, MixedLayoutsAreCopiedByReorders) {
+  Case c;
+  Value a = c.input({4, 3, 5});
+  Value t = c.op("Transpose", {c.input({3, 5, 4})}, ints("perm", {2, 0, 1}));
+  Value d = c.input({4, 3, 2});
+  auto stats = c.check({c.op("Concat", {a, t, d}, one_int("axis", 2))});
+  EXPECT_EQ(stats.primitives, 3);  // one reorder per input, into the destination
+  EXPECT_EQ(stats.reference_primitives, 0);
+}
+
 // The same value twice: placed once, copied once.
 TEST(DnnlConcat, RepeatedInput) {
   Case c;
