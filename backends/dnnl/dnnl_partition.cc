@@ -46,6 +46,7 @@ bool is_pointwise(const ir::Node& node) {
 bool is_compute(const ir::Node& node) {
   ir::OpCategory c = node.schema().category;
   if (const OpSupport* row = dnnl_op_support(node.op()); row && row->reference_kernel) return false;
+  if (sums_leading_axes_only(node)) return false;  // a reference kernel in the program too
   return c == ir::OpCategory::opaque || c == ir::OpCategory::reduce;
 }
 bool is_single_output_movement(const ir::Node& node) {

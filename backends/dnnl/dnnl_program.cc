@@ -115,8 +115,8 @@ int emit_by_op(Builder& b, uint32_t id) {
       return emit_recurrent(b, id);
     case OpId::Resize:
       return emit_resize(b, node);
-    case OpId::ReduceSum:
-      return emit_reduce_sum(b, node);
+    case OpId::ReduceSum:  // a bias gradient's sum over leading axes streams once on the reference kernel
+      return sums_leading_axes_only(node) ? emit_on_reference_kernel(b, id) : emit_reduce_sum(b, node);
     case OpId::ConvInputGrad:
       return emit_conv_input_grad(b, node);
     case OpId::ConvWeightGrad:

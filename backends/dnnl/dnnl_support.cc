@@ -165,37 +165,38 @@ SupportResult check_pool(const ir::Node& node) {
   return check_window(node, rank - 2, {}, true, x_input);
 }
 
-// ReduceSum over constant axes (oneDNN's reduction: ranks 1 to 5); not
-// noop_with_empty_axes, nor a sum over leading axes only.
-SupportResult check_reduce_sum(const ir::Node& node) {
+// The reduced axes of a ReduceSum with constant axes (every axis when it
+// names none), per axis of its input; nothing when they are not constants,
+// out of range or repeated.
+std::optional<std::vector<bool>> reduce_sum_axes(const ir::Node& node) {
   const size_t rank = rank_of(node, 0);
-  if (rank < 1 || rank > 5) return SupportResult::no("rank must be 1 to 5");
-  if (node.attributes.get_int("noop_with_empty_axes", 0) != 0) return SupportResult::no("noop_with_empty_axes");
-  if (node.opset_version >= 13 && has_input(node, 1) && !is_constant_input(node, 1))
-    return SupportResult::no("axes must be a constant");
+  if (node.opset_version >= 13 && has_input(node, 1) && !is_constant_input(node, 1)) return std::nullopt;
   std::vector<int64_t> axes;
   if (node.opset_version >= 13) {
     if (has_input(node, 1)) axes = node.inputs[1].node->constant_value.to_int64_vector();
   } else {
     axes = node.attributes.get_ints("axes", {});
   }
-  std::vector<bool> seen(rank, false);
+  std::vector<bool> seen(rank, axes.empty());
   for (int64_t a : axes) {
     if (a < 0) a += static_cast<int64_t>(rank);
-    if (a < 0 || a >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(a)])
-      return SupportResult::no("axes out of range or repeated");
+    if (a < 0 || a >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(a)]) return std::nullopt;
     seen[static_cast<size_t>(a)] = true;
   }
+  return seen;
+}
+
+// ReduceSum over constant axes (oneDNN's reduction: ranks 1 to 5); not
+// noop_with_empty_axes. A sum over leading axes only runs on the reference
+// kernel inside the program (sums_leading_axes_only).
+SupportResult check_reduce_sum(const ir::Node& node) {
+  const size_t rank = rank_of(node, 0);
+  if (rank < 1 || rank > 5) return SupportResult::no("rank must be 1 to 5");
+  if (node.attributes.get_int("noop_with_empty_axes", 0) != 0) return SupportResult::no("noop_with_empty_axes");
+  if (node.opset_version >= 13 && has_input(node, 1) && !is_constant_input(node, 1))
+    return SupportResult::no("axes must be a constant");
+  if (!reduce_sum_axes(node)) return SupportResult::no("axes out of range or repeated");
   if (!all_known(input_type(node, 0).dims)) return SupportResult::no("shape unknown");
-  // Summing the leading axes of a row-major tensor streams it once on the
-  // reference kernel; oneDNN 2.6 would transpose it first (3x slower on
-  // BERT's bias gradients, [8, 128, 3072] -> [3072]).
-  size_t leading = 0;
-  while (leading < rank && seen[leading]) ++leading;
-  size_t reduced = 0;
-  for (bool s : seen) reduced += s;
-  if (leading > 0 && leading < rank && reduced == leading)
-    return SupportResult::no("a sum over leading axes only (faster on the reference kernel)");
   return SupportResult::yes();
 }
 
@@ -684,6 +685,17 @@ const std::array<const OpSupport*, ir::kNumOps>& rows_by_op() {
 }
 
 }  // namespace
+
+bool sums_leading_axes_only(const ir::Node& node) {
+  if (node.op() != OpId::ReduceSum || node.inputs.empty() || !node.inputs[0]) return false;
+  std::optional<std::vector<bool>> seen = reduce_sum_axes(node);
+  if (!seen) return false;
+  size_t leading = 0;
+  while (leading < seen->size() && (*seen)[leading]) ++leading;
+  size_t reduced = 0;
+  for (bool s : *seen) reduced += s;
+  return leading > 0 && leading < seen->size() && reduced == leading;
+}
 
 bool is_training_batch_norm(const ir::Node& node) {
   if (node.opset_version >= 14) return node.attributes.get_int("training_mode", 0) != 0;
