@@ -94,6 +94,11 @@ std::optional<GeluGradient> match_gelu_gradient(
       match.product = &product;
       match.x = *x;
       match.dy = product.inputs[static_cast<size_t>(1 - d)];
+      // One eltwise backward reads x and dy element by element: neither broadcasts.
+      const ir::ValueType& out = product.output_types[0];
+      if (!match.dy || match.x.node->output_types[static_cast<size_t>(match.x.index)] != out ||
+          match.dy.node->output_types[static_cast<size_t>(match.dy.index)] != out)
+        continue;
       bool inside = true;
       for (const ir::Node* step : match.steps) {
         if (is_output(*step)) inside = false;

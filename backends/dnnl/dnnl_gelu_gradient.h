@@ -28,7 +28,8 @@ struct GeluGradient {
 /// The GELU gradient whose final product is `product`, as the Gelu gradient
 /// builder writes it (exact form: the derivative 0.5 (1 + erf(x sqrt(1/2)))
 /// + x (exp(-x^2 / 2) / sqrt(2 pi)), operands of each Add and Mul in either
-/// order, the constants one-element), or nothing. `readers` gives the nodes
+/// order, the constants one-element; x, dy and the product of one type), or
+/// nothing. `readers` gives the nodes
 /// that read a node's outputs, `is_output` whether a node's output leaves the
 /// graph: every step must be read only by other steps or by `product`.
 std::optional<GeluGradient> match_gelu_gradient(

@@ -58,6 +58,21 @@ TEST(DnnlGeluGradient, AfterAProductAndOnlyWhole) {
   auto readers = [](const ir::Node&) { return std::vector<const ir::Node*>{}; };
   auto no_output = [](const ir::Node&) { return false; };
   EXPECT_FALSE(dnnl_backend::match_gelu_gradient(*erf, readers, no_output)) << "an Erf alone is no gradient";
+
+  // A dy that broadcasts (one row for every position) is no eltwise backward's.
+  Case b;
+  Value whole = gelu_gradient(b, b.input({2, 6, 16}), b.input({2, 6, 16}));
+  Value broadcast = gelu_gradient(b, b.input({2, 6, 16}), b.input({16}));
+  ops::infer_types(*b.graph);
+  auto readers_in = [&](const ir::Node& node) {
+    std::vector<const ir::Node*> out;
+    for (const auto& n : b.graph->nodes())
+      for (const Value& in : n->inputs)
+        if (in.node == &node) out.push_back(n.get());
+    return out;
+  };
+  EXPECT_TRUE(dnnl_backend::match_gelu_gradient(*whole.node, readers_in, no_output));
+  EXPECT_FALSE(dnnl_backend::match_gelu_gradient(*broadcast.node, readers_in, no_output));
 }
 
 // MSE as PyTorch exports it, and its gradient's Pow(d, 1): eltwise pow
