@@ -113,6 +113,20 @@ TEST(DnnlConcat, PlainProductsAlongRows) {
   EXPECT_EQ(stats.primitives, 3);  // two products, the Relu
 }
 
+// A training step's parameter is a module input, not a constant (it is
+// updated in place between steps): x [2, 4, 8] times W^T for W [16, 8] (a
+// linear layer as PyTorch exports it) runs as one 2-D product reading W
+// through the Transpose's strides, where the batched product copied it to
+// plain first.
+TEST(DnnlLayouts, AWeightInputReadTransposedIsNotCopied) {
+  Case c;
+  Value x = c.input({2, 4, 8});
+  Value w = c.input({16, 8});
+  auto stats = c.check({c.op("MatMul", {x, c.op("Transpose", {w}, ints("perm", {1, 0}))})});
+  EXPECT_EQ(stats.primitives, 1);
+  EXPECT_EQ(stats.activation_reorders, 0);
+}
+
 // Inputs of different layouts (a transposed value beside plain ones, as a
 // transformer's Q, K and V gradients meet): oneDNN 2.6's concat runs them on
 // its reference code, so each is reordered into its part instead.
