@@ -30,6 +30,7 @@
 #include "graft/frontend/load_model.h"
 #include "graft/runtime/core_availability.h"
 #include "graft/runtime/session.h"
+#include "graft/runtime/simulated_load.h"
 
 using namespace graft;
 using Clock = std::chrono::steady_clock;
@@ -39,22 +40,6 @@ namespace {
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0.0 : v[v.size() / 2];
-}
-
-// Samples saying that other processes keep `busy_elsewhere` cores busy and
-// that this process's threads wait for cores.
-std::shared_ptr<runtime::CoreAvailability> loaded_machine(int cores, double busy_elsewhere) {
-  auto clock = std::make_shared<double>(0.0);
-  return std::make_shared<runtime::CoreAvailability>(std::chrono::milliseconds(0), 0.1,
-                                                     [=]() -> std::optional<runtime::CpuTimes> {
-                                                       *clock += 1.0;
-                                                       runtime::CpuTimes t;
-                                                       t.wall = *clock;
-                                                       t.cores_busy = *clock * busy_elsewhere;
-                                                       t.own_waiting = *clock * 0.5;
-                                                       t.cores = cores;
-                                                       return t;
-                                                     });
 }
 
 std::vector<Tensor> random_inputs(const runtime::Session& session) {
@@ -104,7 +89,7 @@ int bench(int argc, char** argv) {
     full.adapt_threads = false;
     runtime::SessionOptions adapted = full;
     adapted.adapt_threads = true;
-    adapted.core_availability = loaded_machine(threads, threads - 1);
+    adapted.core_availability = runtime::simulated_load(threads, threads - 1);
     runtime::SessionOptions one = full;
     one.num_threads = 1;
     const char* names[] = {"full", "adapted", "one"};

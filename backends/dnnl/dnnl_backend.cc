@@ -7,11 +7,12 @@
 #include <istream>
 #include <string>
 
+#include "dnnl_int8.h"
 #include "dnnl_module.h"
 #include "dnnl_support.h"
-#include "graft/core/parallel.h"
 #include "graft/backend/backend.h"
 #include "graft/backend/module_stream.h"
+#include "graft/core/parallel.h"
 
 namespace graft::dnnl_backend {
 namespace {
@@ -38,6 +39,9 @@ class DnnlBackend final : public backend::Backend {
  public:
   std::string name() const override { return "dnnl"; }
   int default_rank() const override { return 10; }
+  // Only where its products run in int8: the float32 ones would dequantize
+  // the weights themselves, as fold-constants does.
+  bool takes_quantized_weights() const override { return int8_runs_without_saturation(); }
   std::shared_ptr<const partition::SubgraphProperty> property() const override {
     static const std::shared_ptr<const partition::SubgraphProperty> property = make_dnnl_property();
     return property;

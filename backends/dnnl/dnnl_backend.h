@@ -32,6 +32,7 @@ struct DnnlModuleStats {
   int deconvolutions = 0;          ///< deconvolution primitives (a ConvTranspose whose kernel equals its stride is a matmul)
   int int8_convolutions = 0;       ///< convolutions computing in int8 (u8 source, s8 weights: dnnl_int8.cc)
   int int8_matmuls = 0;            ///< matmuls computing in int8 (u8 source, s8 weights: dnnl_int8.cc)
+  int requantizing_products = 0;   ///< of those and the int8 convolutions, the ones writing uint8 (requantizing)
   int uint8_pools = 0;             ///< pools on uint8 values (a MaxPool between fake quantizations: dnnl_int8.cc)
   int uint8_concats = 0;           ///< concats of uint8 values (a Concat between fake quantizations: dnnl_int8.cc)
   int uint8_adds = 0;              ///< adds of uint8 values (a residual Add between fake quantizations: dnnl_int8.cc)

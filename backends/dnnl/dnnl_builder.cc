@@ -10,6 +10,7 @@
 
 #include "dnnl_threads.h"
 #include "graft/ir/updated_constant.h"
+#include "graft/ops/quantized_weight.h"
 
 namespace graft::dnnl_backend {
 
@@ -111,7 +112,7 @@ bool on_reference_code(const dnnl::primitive_desc_base& pd) {
 
 bool is_constant(const ir::Node& n) { return n.op() == OpId::Constant; }
 bool is_input(const ir::Node& n) { return n.op() == OpId::Input; }
-bool is_weight_source(const ir::Node& n) { return is_constant(n) || is_input(n); }
+bool is_weight_source(const ir::Node& n) { return is_constant(n) || is_input(n) || ops::is_quantized_weight(n); }
 bool is_scalar_constant(const ir::Node& n) {
   return is_constant(n) && n.constant_value.numel() == 1 && !ir::is_updated_in_place(n);
 }
@@ -149,7 +150,7 @@ int Builder::slot_of(Entry e) {
   uint32_t id = indexed_.entry_id(e);
   if (entry_slot_[id] >= 0) return entry_slot_[id];
   const ir::Node& n = indexed_.node(e.node_id);
-  if (!is_constant(n))
+  if (!is_constant(n) && !ops::is_quantized_weight(n))
     fail(ErrorKind::internal, "dnnl backend: value of ", n.describe(), " used before it is computed");
   Weight w;
   w.sources = {source_of(e)};

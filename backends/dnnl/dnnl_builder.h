@@ -59,7 +59,9 @@ bool on_reference_code(const dnnl::primitive_desc_base& pd);
 bool is_constant(const ir::Node& n);
 /// Whether `n` is a graph input.
 bool is_input(const ir::Node& n);
-/// Whether `n` may be a weight's source: a Constant or a graph input.
+/// Whether `n` may be a weight's source: a Constant, a graph input, or a
+/// quantized weight (ops::is_quantized_weight: int8 products read its int8
+/// values, anything else its float32 values, dequantized once at build time).
 bool is_weight_source(const ir::Node& n);
 /// Whether `n` is a one-element Constant whose value a primitive may hold as
 /// a literal (not one a training step updates in place: ir::is_updated_in_place).

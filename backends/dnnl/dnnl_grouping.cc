@@ -87,8 +87,12 @@ class GroupFormer {
       g.members = {id, g.last};
       add_group(std::move(g));
     }
-    // The fake quantizations left between the groups (dnnl_int8.h).
+    // The fake quantizations left between the groups (dnnl_int8.h); an int8
+    // group whose result only such a one reads may write its uint8 form.
     fold_standalone_fake_quantizations(indexed_, is_output_, result_.group_of, int8);
+    for (Group& g : result_.groups)
+      if (g.int8 && !g.requantize_to && !is_output_[indexed_.entry_id(g.last, 0)])
+        g.requantize_to = requantized_output(indexed_, int8, g);
     result_.folded_into_int8 = std::move(int8.folded);
     result_.dequantized_at = std::move(int8.dequantized_at);
     return std::move(result_);

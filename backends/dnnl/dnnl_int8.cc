@@ -54,6 +54,7 @@
 
 #include "dnnl_emitters.h"
 #include "graft/core/parallel.h"
+#include "graft/ops/quantized_weight.h"
 
 namespace graft::dnnl_backend {
 namespace {
@@ -100,6 +101,42 @@ void quantize_int8_with(const float* values, int64_t n, int8_t* out, ScaleAt sca
   }
 #endif
   for (; i < n; ++i) out[i] = int8_of(values[i] / scale_at(i));
+}
+
+// out[c] = factor * (the sum of column c of the int8 [k, n] matrix
+// `values`, stored [n, k] when `transposed`), for n columns. The sums are
+// kept in local arrays of a fixed width, which the compiler vectorizes
+// (through a pointer to int8, a store to a shared buffer could alias every
+// load, and the loops stayed scalar: 11% of a BERT's first inference).
+void column_sums_times(const int8_t* values, int64_t k, int64_t n, bool transposed, float factor, float* out) {
+  constexpr int64_t kWidth = 64;
+  parallel_for((n + kWidth - 1) / kWidth, 1, [&](int64_t first_block, int64_t end_block) {
+    for (int64_t block = first_block; block < end_block; ++block) {
+      const int64_t begin = block * kWidth, width = std::min(kWidth, n - begin);
+      int32_t sums[kWidth] = {};
+      if (transposed) {
+        for (int64_t c = 0; c < width; ++c) {
+          const int8_t* column = values + (begin + c) * k;
+          int32_t lanes[kWidth] = {};
+          int64_t r = 0;
+          for (; r + kWidth <= k; r += kWidth)
+            for (int64_t j = 0; j < kWidth; ++j) lanes[j] += column[r + j];
+          for (; r < k; ++r) lanes[0] += column[r];
+          for (int32_t lane : lanes) sums[c] += lane;
+        }
+      } else {
+        for (int64_t r = 0; r < k; ++r) {
+          const int8_t* row = values + r * n + begin;
+          if (width == kWidth) {
+            for (int64_t j = 0; j < kWidth; ++j) sums[j] += row[j];
+          } else {
+            for (int64_t j = 0; j < width; ++j) sums[j] += row[j];
+          }
+        }
+      }
+      for (int64_t c = 0; c < width; ++c) out[begin + c] = factor * static_cast<float>(sums[c]);
+    }
+  });
 }
 
 // One scale for all n values.
@@ -370,6 +407,28 @@ std::optional<std::vector<float>> int8_weight_scales(const Tensor& weights, size
   return scales;
 }
 
+std::optional<std::vector<float>> stored_int8_weight_scales(const ir::Node& dq, size_t channel_axis, int64_t channels) {
+  if (!ops::is_quantized_weight(dq)) return std::nullopt;
+  const Tensor& values = dq.inputs[0].node->constant_value;
+  const Tensor& scale = dq.inputs[1].node->constant_value;
+  if (values.dtype() != DType::int8 || channel_axis >= values.shape().size() ||
+      values.shape()[channel_axis] != channels)
+    return std::nullopt;
+  std::vector<float> scales(static_cast<size_t>(channels));
+  if (scale.numel() == 1) {
+    scales.assign(scales.size(), scale.data<float>()[0]);
+  } else {
+    int64_t axis = dq.attributes.get_int("axis", 1);
+    if (axis < 0) axis += static_cast<int64_t>(values.shape().size());
+    if (scale.rank() != 1 || axis != static_cast<int64_t>(channel_axis) || scale.numel() != channels)
+      return std::nullopt;
+    std::copy(scale.data<float>(), scale.data<float>() + channels, scales.begin());
+  }
+  for (float s : scales)
+    if (!(s > 0) || !std::isfinite(s)) return std::nullopt;
+  return scales;
+}
+
 bool int8_runs_without_saturation() {
   const auto isa = static_cast<unsigned>(dnnl::get_effective_cpu_isa());
   for (dnnl::cpu_isa vnni : {dnnl::cpu_isa::avx512_core_vnni, dnnl::cpu_isa::avx2_vnni}) {
@@ -404,9 +463,12 @@ Int8Plan find_int8_convolutions(const ir::IndexedGraph& g, const std::vector<boo
     const bool conv = anchor.op() == OpId::Conv, matmul = anchor.op() == OpId::MatMul, gemm = anchor.op() == OpId::Gemm;
     if ((!conv && !matmul && !gemm) || anchor.output_types[0].dtype != DType::float32) continue;
     auto in = g.inputs(id);
-    if (in.size() < 2 || !in[1].present() || !is_constant(g.node(in[1].node_id))) continue;
+    if (in.size() < 2 || !in[1].present()) continue;
+    const ir::Node& weight_node = g.node(in[1].node_id);
+    const bool stored_int8 = ops::is_quantized_weight(weight_node);
+    if (!is_constant(weight_node) && !stored_int8) continue;
     if (in.size() > 2 && in[2].present() && !is_weight_source(g.node(in[2].node_id))) continue;
-    const Tensor& weights = g.node(in[1].node_id).constant_value;
+    const Tensor& weights = stored_int8 ? weight_node.inputs[0].node->constant_value : weight_node.constant_value;
     if ((matmul || gemm) &&
         (weights.shape().size() != 2 || g.node(in[0].node_id).output_types[in[0].index].dims.size() < 2))
       continue;
@@ -419,11 +481,15 @@ Int8Plan find_int8_convolutions(const ir::IndexedGraph& g, const std::vector<boo
     if (!f) continue;
     // Per output channel: a Conv's dimension 0, a MatMul's columns (a
     // Gemm's rows of B when transB).
-    std::optional<std::vector<float>> scales = int8_weight_scales(weights, conv || trans_b ? 0 : 1);
+    const size_t channel_axis = conv || trans_b ? 0 : 1;
+    std::optional<std::vector<float>> scales =
+        stored_int8 ? stored_int8_weight_scales(weight_node, channel_axis, weights.shape()[channel_axis])
+                    : int8_weight_scales(weights, channel_axis);
     if (!scales) continue;
     auto int8 = std::make_shared<Int8Convolution>();
     int8->source = source_for(*f);
     int8->weight_scales = std::move(*scales);
+    if (stored_int8) int8->stored_int8 = g.inputs(in[1].node_id)[0];
     plan.convolution_of[id] = std::move(int8);
   }
   // MaxPools and Concats whose result a foldable fake quantization reads,
@@ -506,6 +572,7 @@ void fold_standalone_fake_quantizations(const ir::IndexedGraph& g, const std::ve
       source->identity = before && before->scale == f->scale && before->zero_point == f->zero_point;
     }
     for (uint32_t n : source->folded_nodes) plan.folded[n] = true;
+    if (f->x.index == 0) plan.folded_source_of[f->x.node_id] = source;
     plan.dequantized_at[mul] = std::move(source);
   }
 }
@@ -513,9 +580,13 @@ void fold_standalone_fake_quantizations(const ir::IndexedGraph& g, const std::ve
 std::shared_ptr<QuantizedSource> requantized_output(const ir::IndexedGraph& g, const Int8Plan& plan,
                                                     const Group& group) {
   const std::shared_ptr<QuantizedSource>& next = plan.folded_source_of[group.last];
-  if (!next || g.node(group.anchor).op() != OpId::Conv) return nullptr;
+  const OpId anchor = g.node(group.anchor).op();
+  if (!next || (anchor != OpId::Conv && anchor != OpId::MatMul && anchor != OpId::Gemm)) return nullptr;
   auto consumers = g.consumers(group.last);
   if (consumers.size() != 1 || consumers[0] != next->folded_nodes[0]) return nullptr;  // its Div only
+  // A product multiplies by the next scale's inverse and adds its zero
+  // point after all its post-ops (emit_int8_matmul): any chain.
+  if (anchor != OpId::Conv) return next;
   // relu(k x) = k relu(x) and clip(k x, lo, hi) = k clip(x, lo / k, hi / k)
   // for k > 0. Where oneDNN adds the destination zero point relative to
   // the post-ops is left open: with post-ops, only zero point 0.
@@ -775,19 +846,26 @@ int emit_int8_conv(Builder& b, const Group& g, const std::string& label, const C
   const int64_t per_channel = product(w_dims, 1, w_dims.size());
   std::vector<float> weight_scales = int8.weight_scales;
   Weight w;
-  w.sources = {b.source_of(b.input(conv, 1))};
   w.plain = memory::desc(shape.weights, memory::data_type::s8, row_major_strides(shape.weights));
   w.desc = pd.weights_desc();
   w.label = conv.name + ".int8";
-  w.builder_reads_sources = true;
-  w.fill = [weight_scales, per_channel](const std::vector<Tensor>& s, void* plain_out) {
-    int8_t* out = static_cast<int8_t*>(plain_out);
-    const float* src = s[0].data<float>();
-    parallel_for(static_cast<int64_t>(weight_scales.size()), 16, [&](int64_t begin, int64_t end) {
-      for (int64_t c = begin; c < end; ++c)
-        quantize_int8(src + c * per_channel, per_channel, weight_scales[static_cast<size_t>(c)], out + c * per_channel);
-    });
-  };
+  if (int8.stored_int8.present()) {
+    // The stored int8 values are the plain s8 weights: reordered as they are.
+    w.sources = {b.source_of(int8.stored_int8)};
+  } else {
+    w.sources = {b.source_of(b.input(conv, 1))};
+    w.builder_reads_sources = true;
+  }
+  if (!int8.stored_int8.present())
+    w.fill = [weight_scales, per_channel](const std::vector<Tensor>& s, void* plain_out) {
+      int8_t* out = static_cast<int8_t*>(plain_out);
+      const float* src = s[0].data<float>();
+      parallel_for(static_cast<int64_t>(weight_scales.size()), 16, [&](int64_t begin, int64_t end) {
+        for (int64_t c = begin; c < end; ++c)
+          quantize_int8(src + c * per_channel, per_channel, weight_scales[static_cast<size_t>(c)],
+                        out + c * per_channel);
+      });
+    };
   const size_t conv_step = b.program().steps.size() - 1;  // finish_anchor's last
   const int w_slot = b.add_weight(std::move(w));
   b.program().steps[conv_step].args.push_back({DNNL_ARG_WEIGHTS, w_slot});
@@ -813,6 +891,24 @@ int emit_int8_conv(Builder& b, const Group& g, const std::string& label, const C
   }
   return apply_post_ops(b, g, fused, dst, label);
 }
+
+namespace {
+
+// A [1, 1] float32 operand holding `value`: a binary post-op's scalar.
+int scalar_operand(Builder& b, float value, const std::string& label) {
+  Tensor t(DType::float32, Shape{1, 1});
+  t.data<float>()[0] = value;
+  Weight w;
+  WeightSource source;
+  source.constant = std::move(t);
+  w.sources = {std::move(source)};
+  w.plain = w.desc = plain_desc({1, 1});
+  w.identity = true;
+  w.label = label;
+  return b.add_weight(std::move(w));
+}
+
+}  // namespace
 
 int emit_int8_matmul(Builder& b, const Group& g, const std::string& label) {
   const Int8Convolution& int8 = *g.int8;
@@ -852,6 +948,21 @@ int emit_int8_matmul(Builder& b, const Group& g, const std::string& label) {
     ops.append_binary(p.alg, operand);
     binary_descs.push_back(operand);
   }
+  // Requantizing (the result's only reader is the fake quantization of the
+  // next int8 product's source): multiplied by 1 / s' and its zero point z'
+  // added after the post-ops, then rounded and saturated to uint8 as the
+  // destination is written: saturate(round(y / s' + z')), which is
+  // saturate(round(y / s') + z') but where y / s' lies within an ulp of a
+  // half; the quantize reorder it replaces computes the same. Binary
+  // post-ops with scalar operands: oneDNN 2.6 computes every eltwise post-op
+  // of one algorithm with the first one's parameters, and the chain may
+  // hold a linear one already (a fake quantization before the bias).
+  QuantizedSource* requantize = g.requantize_to.get();
+  const bool requantize_zero_point = requantize && requantize->zero_point != 0;
+  if (requantize) {
+    ops.append_binary(dnnl::algorithm::binary_mul, plain_desc({1, 1}));
+    if (requantize_zero_point) ops.append_binary(dnnl::algorithm::binary_add, plain_desc({1, 1}));
+  }
   std::vector<float> output_scales(n);
   for (int64_t c = 0; c < n; ++c) output_scales[c] = source.scale * int8.weight_scales[c];
   dnnl::primitive_attr attr = Builder::new_attr();
@@ -867,7 +978,8 @@ int emit_int8_matmul(Builder& b, const Group& g, const std::string& label) {
   const bool zero_point_bias = source.zero_point != 0;
   const memory::desc src_md({rows, k}, memory::data_type::u8, memory::format_tag::ab);
   const memory::desc w_any({k, n}, memory::data_type::s8, memory::format_tag::any);
-  const memory::desc dst_md = plain_desc({rows, n});
+  const memory::data_type dst_type = requantize ? memory::data_type::u8 : memory::data_type::f32;
+  const memory::desc dst_md({rows, n}, dst_type, memory::format_tag::ab);
   const memory::desc bias_md = plain_desc({1, n});
   dnnl::matmul::primitive_desc pd;
   try {
@@ -896,61 +1008,85 @@ int emit_int8_matmul(Builder& b, const Group& g, const std::string& label) {
     }
     ++index;
   }
+  if (requantize) {
+    args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(index++) | DNNL_ARG_SRC_1,
+                    scalar_operand(b, 1.0f / requantize->scale, label + ".requantize.scale")});
+    if (requantize_zero_point)
+      args.push_back({DNNL_ARG_ATTR_MULTIPLE_POST_OP(index++) | DNNL_ARG_SRC_1,
+                      scalar_operand(b, static_cast<float>(requantize->zero_point), label + ".requantize.zero_point")});
+  }
   const std::vector<float> weight_scales = int8.weight_scales;
+  const bool stored = int8.stored_int8.present();
   Weight w;
-  w.sources = {b.source_of(b.input(node, 1))};
-  w.plain = memory::desc({k, n}, memory::data_type::s8, memory::format_tag::ab);
+  w.sources = {b.source_of(stored ? int8.stored_int8 : b.input(node, 1))};
+  // Stored int8 values are the s8 weights as they are ([N, K] read
+  // transposed when transB); float32 ones are quantized by the fill.
+  w.plain =
+      memory::desc({k, n}, memory::data_type::s8, stored && trans_b ? memory::format_tag::ba : memory::format_tag::ab);
   w.desc = pd.weights_desc();
   w.label = node.name + ".int8";
-  w.builder_reads_sources = true;
-  w.fill = [weight_scales, k, n, trans_b](const std::vector<Tensor>& s, void* plain_out) {
-    int8_t* out = static_cast<int8_t*>(plain_out);
-    const float* values = s[0].data<float>();
-    parallel_for(k, 16, [&](int64_t begin, int64_t end) {
-      for (int64_t r = begin; r < end; ++r) {
-        if (!trans_b) {
-          quantize_int8_with(values + r * n, n, out + r * n, ScalePerValue{weight_scales.data()});
-          continue;
+  w.builder_reads_sources = !stored;
+  if (!stored)
+    w.fill = [weight_scales, k, n, trans_b](const std::vector<Tensor>& s, void* plain_out) {
+      int8_t* out = static_cast<int8_t*>(plain_out);
+      const float* values = s[0].data<float>();
+      parallel_for(k, 16, [&](int64_t begin, int64_t end) {
+        for (int64_t r = begin; r < end; ++r) {
+          if (!trans_b) {
+            quantize_int8_with(values + r * n, n, out + r * n, ScalePerValue{weight_scales.data()});
+            continue;
+          }
+          for (int64_t c = 0; c < n; ++c)
+            out[r * n + c] = int8_of(values[c * k + r] / weight_scales[static_cast<size_t>(c)]);
         }
-        for (int64_t c = 0; c < n; ++c) out[r * n + c] = int8_of(values[c * k + r] / weight_scales[static_cast<size_t>(c)]);
-      }
-    });
-  };
+      });
+    };
   const int w_slot = b.add_weight(std::move(w));
   if (zero_point_bias) {
     Weight bias;
-    bias.sources = {b.source_of(b.input(node, 1))};
+    bias.sources = {b.source_of(stored ? int8.stored_int8 : b.input(node, 1))};
     bias.plain = bias.desc = bias_md;
     bias.label = node.name + ".int8.zero_point";
     const float zero_point = static_cast<float>(source.zero_point);
-    bias.fill = [weight_scales, k, n, trans_b, zero_point](const std::vector<Tensor>& s, void* plain_out) {
-      float* out = static_cast<float*>(plain_out);
-      const float* values = s[0].data<float>();
-      parallel_for(n, 64, [&](int64_t begin, int64_t end) {
-        std::vector<int64_t> sums(static_cast<size_t>(end - begin), 0);
-        std::vector<int8_t> row(static_cast<size_t>(end - begin));
-        for (int64_t r = 0; r < k; ++r) {
-          if (!trans_b) {
-            quantize_int8_with(values + r * n + begin, end - begin, row.data(),
-                               ScalePerValue{weight_scales.data() + begin});
-            for (int64_t c = begin; c < end; ++c) sums[static_cast<size_t>(c - begin)] += row[static_cast<size_t>(c - begin)];
-            continue;
+    if (stored)
+      bias.fill = [k, n, trans_b, zero_point](const std::vector<Tensor>& s, void* plain_out) {
+        column_sums_times(s[0].data<int8_t>(), k, n, trans_b, -zero_point, static_cast<float*>(plain_out));
+      };
+    else
+      bias.fill = [weight_scales, k, n, trans_b, zero_point](const std::vector<Tensor>& s, void* plain_out) {
+        float* out = static_cast<float*>(plain_out);
+        const float* values = s[0].data<float>();
+        parallel_for(n, 64, [&](int64_t begin, int64_t end) {
+          std::vector<int64_t> sums(static_cast<size_t>(end - begin), 0);
+          std::vector<int8_t> row(static_cast<size_t>(end - begin));
+          for (int64_t r = 0; r < k; ++r) {
+            if (!trans_b) {
+              quantize_int8_with(values + r * n + begin, end - begin, row.data(),
+                                 ScalePerValue{weight_scales.data() + begin});
+              for (int64_t c = begin; c < end; ++c)
+                sums[static_cast<size_t>(c - begin)] += row[static_cast<size_t>(c - begin)];
+              continue;
+            }
+            for (int64_t c = begin; c < end; ++c)
+              sums[static_cast<size_t>(c - begin)] +=
+                  int8_of(values[c * k + r] / weight_scales[static_cast<size_t>(c)]);
           }
           for (int64_t c = begin; c < end; ++c)
-            sums[static_cast<size_t>(c - begin)] += int8_of(values[c * k + r] / weight_scales[static_cast<size_t>(c)]);
-        }
-        for (int64_t c = begin; c < end; ++c)
-          out[c] = -zero_point * static_cast<float>(sums[static_cast<size_t>(c - begin)]);
-      });
-    };
+            out[c] = -zero_point * static_cast<float>(sums[static_cast<size_t>(c - begin)]);
+        });
+      };
     args.push_back({DNNL_ARG_BIAS, b.add_weight(std::move(bias))});
   }
-  const int dst_root = b.add_slot(plain_desc(dst_dims));
+  const int dst_root = b.add_slot(memory::desc(dst_dims, dst_type, row_major_strides(dst_dims)));
   const int dst = b.view(dst_root, dst_md);
   args.push_back({DNNL_ARG_SRC, src});
   args.push_back({DNNL_ARG_WEIGHTS, w_slot});
   args.push_back({DNNL_ARG_DST, dst});
   b.add_step(dnnl::matmul(pd), pd, std::move(args), label);
+  if (requantize) {
+    requantize->slot = dst_root;
+    for (uint32_t folded : requantize->folded_nodes) b.mark_emitted(folded);
+  }
   return dst_root;
 }
 

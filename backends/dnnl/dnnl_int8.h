@@ -48,6 +48,12 @@ struct QuantizedSource {
 struct Int8Convolution {
   std::shared_ptr<QuantizedSource> source;
   std::vector<float> weight_scales;
+  /// The int8 constant of weights stored quantized (a DequantizeLinear that
+  /// fold-constants kept, ops::is_quantized_weight), read as they are: no
+  /// float32 copy, no scale search, no second quantization. Absent when
+  /// the weights are a float32 constant (then int8 values times
+  /// weight_scales, found by int8_weight_scales).
+  ir::Entry stored_int8;
 };
 
 /// A MaxPool, Concat or Add that runs on uint8 values: between fake
@@ -110,8 +116,9 @@ void fold_standalone_fake_quantizations(const ir::IndexedGraph& graph, const std
 
 /// The folded source that int8 group `g` may write as uint8 (requantizing
 /// its result): the one that quantizes g's result when no one else reads
-/// that, and g's post-ops commute with a positive scale (Relu, Clip);
-/// nullptr otherwise.
+/// that, and, for a convolution, g's post-ops commute with a positive scale
+/// (Relu, Clip; a MatMul or Gemm applies it after any post-ops); nullptr
+/// otherwise.
 std::shared_ptr<QuantizedSource> requantized_output(const ir::IndexedGraph& graph, const Int8Plan& plan,
                                                     const Group& g);
 
@@ -120,6 +127,13 @@ std::shared_ptr<QuantizedSource> requantized_output(const ir::IndexedGraph& grap
 /// 1e-3 of a step), as a symmetric quantization per tensor or per channel
 /// (max |w| / 127, or / 128) makes them; nullopt otherwise.
 std::optional<std::vector<float>> int8_weight_scales(const Tensor& weights, size_t axis = 0);
+
+/// The scale of each of `channels` output channels of quantized weight `dq`
+/// (ops::is_quantized_weight: int8 values, zero points absent or all zero)
+/// when its product can read the int8 values as they are: finite positive
+/// scales, one for the tensor or one per slice along `channel_axis` (the
+/// node's axis); nullopt otherwise.
+std::optional<std::vector<float>> stored_int8_weight_scales(const ir::Node& dq, size_t channel_axis, int64_t channels);
 
 /// A convolution's geometry in oneDNN's terms (dnnl_conv.cc computes it).
 struct ConvShape {

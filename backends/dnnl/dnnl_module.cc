@@ -78,6 +78,10 @@ DnnlModuleStats DnnlModule::stats() const {
         s.uint8_pools += kind == dnnl::primitive::kind::pooling_v2 || kind == dnnl::primitive::kind::pooling;
       }
     for (const auto& [arg, slot] : step.args)
+      s.requantizing_products +=
+          (kind == dnnl::primitive::kind::convolution || kind == dnnl::primitive::kind::matmul) &&
+          arg == DNNL_ARG_DST && program_.slots[slot].desc.data_type() == dnnl::memory::data_type::u8;
+    for (const auto& [arg, slot] : step.args)
       s.uint8_adds += kind == dnnl::primitive::kind::binary && arg == DNNL_ARG_SRC_0 &&
                       program_.slots[slot].desc.data_type() == dnnl::memory::data_type::u8;
     for (const auto& [arg, slot] : step.args)

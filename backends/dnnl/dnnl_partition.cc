@@ -44,6 +44,7 @@ bool is_pointwise(const ir::Node& node) {
 // reference kernel (a training step's loss), which it takes only to keep
 // the forward and the backward one region.
 bool is_compute(const ir::Node& node) {
+  if (node.op() == ir::OpId::DequantizeLinear) return false;  // weights (check_quantized_weight)
   ir::OpCategory c = node.schema().category;
   if (const OpSupport* row = dnnl_op_support(node.op()); row && row->reference_kernel) return false;
   if (sums_leading_axes_only(node)) return false;  // a reference kernel in the program too
@@ -149,7 +150,8 @@ class DnnlSelector final : public partition::ContainOpSelector {
   std::vector<const ir::Node*> Filter(std::vector<const ir::Node*> candidates) override {
     for (const ir::Node* n : candidates)
       if (is_compute(*n))
-        return keep_erfs_with_their_gelu_gradients(keep_relu_masks_with_their_wheres(std::move(candidates)));
+        return keep_erfs_with_their_gelu_gradients(
+            keep_weights_with_their_readers(keep_relu_masks_with_their_wheres(std::move(candidates))));
     return {};
   }
 
@@ -181,6 +183,26 @@ class DnnlSelector final : public partition::ContainOpSelector {
     }
     std::erase_if(candidates, [&](const ir::Node* n) { return n->op() == ir::OpId::Erf && !whole.count(n); });
     return candidates;
+  }
+
+  // A quantized weight goes with its readers: one read outside the
+  // candidates stays out (the compiler folds it to float32 there), so that
+  // the region never writes the weights dequantized for another.
+  static std::vector<const ir::Node*> keep_weights_with_their_readers(std::vector<const ir::Node*> candidates) {
+    bool any = false;
+    for (const ir::Node* n : candidates) any = any || n->op() == ir::OpId::DequantizeLinear;
+    if (!any) return candidates;
+    const std::unordered_set<const ir::Node*> taken(candidates.begin(), candidates.end());
+    std::unordered_set<const ir::Node*> read_outside;
+    for (const auto& n : candidates.front()->graph().nodes())
+      if (!taken.count(n.get()))
+        for (const ir::Value& input : n->inputs)
+          if (input && input.node->op() == ir::OpId::DequantizeLinear) read_outside.insert(input.node);
+    for (const ir::Value& output : candidates.front()->graph().outputs()) read_outside.insert(output.node);
+    std::vector<const ir::Node*> kept;
+    for (const ir::Node* n : candidates)
+      if (n->op() != ir::OpId::DequantizeLinear || !read_outside.count(n)) kept.push_back(n);
+    return kept;
   }
 
   static std::vector<const ir::Node*> keep_relu_masks_with_their_wheres(std::vector<const ir::Node*> candidates) {

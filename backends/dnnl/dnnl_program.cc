@@ -41,7 +41,7 @@ using ir::OpId;
 void check_support(const ir::IndexedGraph& graph) {
   for (uint32_t id = 0; id < graph.num_nodes(); ++id) {
     const ir::Node& node = graph.node(id);
-    if (is_input(node) || is_constant(node)) continue;
+    if (is_weight_source(node)) continue;
     SupportResult r = dnnl_supports(node);
     if (!r) fail(ErrorKind::unsupported, "dnnl backend: ", node.describe(), ": ", r.reason);
     for (const ir::ValueType& t : node.output_types)
@@ -189,7 +189,7 @@ DnnlProgram lower(const ir::Graph& subgraph) {
   for (const Group& g : grouping.groups) b.program().fused_nodes += static_cast<int>(g.members.size()) - 1;
   for (uint32_t id = 0; id < graph.num_nodes(); ++id) {
     const ir::Node& node = graph.node(id);
-    if (is_input(node) || is_constant(node)) continue;
+    if (is_weight_source(node)) continue;
     // A fake quantization int8 products read through their quantized source
     // (dnnl_int8.cc); float32 readers of its Mul get it dequantized here.
     if (grouping.folded_into_int8[id]) {

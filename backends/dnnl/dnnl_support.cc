@@ -12,6 +12,7 @@
 #include "graft/ir/graph.h"
 #include "graft/ir/updated_constant.h"
 #include "graft/ops/conv_util.h"
+#include "graft/ops/quantized_weight.h"
 
 namespace graft::dnnl_backend {
 namespace {
@@ -506,16 +507,25 @@ SupportResult check_recurrent(const ir::Node& node) {
   if (rank_of(node, 0) != 3 || !all_known(input_type(node, 0).dims)) return SupportResult::no("X must be 3-D, shape known");
   const ir::ValueType& w = input_type(node, 1);
   const ir::ValueType& r = input_type(node, 2);
-  if (w.dims.size() != 3 || r.dims.size() != 3 || w.dims[0].value != 1 || w.dims[1].value % gates != 0)
+  if (w.dims.size() != 3 || r.dims.size() != 3 || !all_known(w.dims) || !all_known(r.dims) || w.dims[0].value != 1 ||
+      r.dims[0].value != 1 || w.dims[1].value % gates != 0)
     return SupportResult::no("W and R must be [1, gates*hidden, ...]");
   int64_t hidden = w.dims[1].value / gates;
   if (node.attributes.get_int("hidden_size", hidden) != hidden || r.dims[1].value != gates * hidden ||
       r.dims[2].value != hidden || w.dims[2].value != input_type(node, 0).dims[2].value)
     return SupportResult::no("W and R do not match hidden_size and the input size");
-  if (has_input(node, 3) && (rank_of(node, 3) != 2 || input_type(node, 3).dims[1].value != 2 * gates * hidden))
+  if (has_input(node, 3) &&
+      (rank_of(node, 3) != 2 || !all_known(input_type(node, 3).dims) || input_type(node, 3).dims[0].value != 1 ||
+       input_type(node, 3).dims[1].value != 2 * gates * hidden))
     return SupportResult::no("B must be [1, 2*gates*hidden]");
-  for (size_t i : {size_t{5}, size_t{6}})
-    if (has_input(node, i) && rank_of(node, i) != 3) return SupportResult::no("initial states must be 3-D");
+  const int64_t batch = input_type(node, 0).dims[1].value;
+  for (size_t i : {size_t{5}, size_t{6}}) {
+    if (!has_input(node, i)) continue;
+    const std::vector<ir::Dim>& state = input_type(node, i).dims;
+    if (state.size() != 3 || !all_known(state) || state[0].value != 1 || state[1].value != batch ||
+        state[2].value != hidden)
+      return SupportResult::no("initial states must be [1, batch, hidden]");
+  }
   return SupportResult::yes();
 }
 
@@ -602,6 +612,16 @@ SupportResult always(const ir::Node&) { return SupportResult::yes(); }
 // Shape, index and scale inputs (input 1 on) are constants of any dtype.
 constexpr size_t kDataOnly = 1;
 
+// The int8 weights of a product as stored (ops::is_quantized_weight): taken
+// with their reader, which reads the int8 values and the scales (an int8
+// product) or their float32 values, dequantized once at build time.
+SupportResult check_quantized_weight(const ir::Node& node) {
+  if (!ops::is_quantized_weight(node))
+    return SupportResult::no(
+        "not a DequantizeLinear of int8 weights (int8 constants, float32 scales, zero points of zero)");
+  return SupportResult::yes();
+}
+
 // What dnnl takes: every op it lowers, with its checker. docs/dnnl.md's
 // table says the same in prose.
 constexpr OpSupport kTable[] = {
@@ -669,6 +689,8 @@ constexpr OpSupport kTable[] = {
     {OpId::Slice, check_slice, kDataOnly},
     {OpId::Split, check_split, kDataOnly},
     {OpId::Gather, check_gather, kDataOnly},
+    // weights
+    {OpId::DequantizeLinear, check_quantized_weight, 0},
 };
 
 // kTable's row of each op, by ir::op_index.

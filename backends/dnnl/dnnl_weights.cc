@@ -9,11 +9,41 @@
 
 #include "dnnl_emitters.h"
 #include "graft/ops/broadcast.h"
+#include "graft/ops/op_context.h"
+#include "graft/ops/quantized_weight.h"
 
 namespace graft::dnnl_backend {
 
 using dnnl::memory;
 using ir::Entry;
+
+namespace {
+
+class HeapAllocator : public ops::OutputAllocator {
+ public:
+  Tensor allocate(DType dtype, const Shape& shape) override { return Tensor::uninitialized(dtype, shape); }
+};
+
+// The float32 values of quantized weight `dq` (ops::is_quantized_weight),
+// by the reference DequantizeLinear kernel: for a product that runs in
+// float32 (an int8 one reads the int8 values instead, dnnl_int8.cc). The
+// int8 values are constants no training step updates, so the copy never
+// goes stale.
+Tensor dequantized_weight(const ir::Node& dq) {
+  std::vector<Tensor> inputs;
+  for (const ir::Value& v : dq.inputs) {
+    if (v && v.node->constant_value.storage() && v.node->constant_value.storage()->is_placeholder())
+      fail(ErrorKind::unsupported, "dnnl backend: ", dq.describe(),
+           " is needed in float32, but its int8 values were released once converted");
+    inputs.push_back(v ? v.node->constant_value : Tensor());
+  }
+  HeapAllocator allocator;
+  ops::KernelContext context(dq, std::move(inputs), {}, allocator, 1);
+  dq.schema().kernel(context);
+  return context.outputs().at(0);
+}
+
+}  // namespace
 
 int Builder::add_weight(Weight w) {
   if (!w.identity) {
@@ -30,6 +60,8 @@ WeightSource Builder::source_of(Entry e) {
   WeightSource s;
   if (is_constant(n)) {
     s.constant = n.constant_value;
+  } else if (ops::is_quantized_weight(n)) {
+    s.constant = dequantized_weight(n);
   } else if (is_input(n)) {
     // Every input of the subgraph has a slot (bind_inputs); an Input node that
     // is not one comes only from a corrupt artifact.

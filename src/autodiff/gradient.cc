@@ -1,8 +1,9 @@
 // Reverse-mode differentiation over the op table's gradient builders.
 //
-// The forward graph is cloned, its types inferred and its integer shape
+// The forward graph is cloned, its types inferred and its shape
 // computations folded into constants (exporters compute Reshape targets
-// from Shape at run time; builders need the shapes), and its RNN, LSTM and
+// from Shape at run time and Resize scales from Constants; builders need
+// the shapes; nothing that reads a `wrt` value), and its RNN, LSTM and
 // GRU nodes unrolled over time into standard ops (lower_recurrent.cc), and
 // log(sigmoid(x)) rewritten as -softplus(-x) (use_stable_forms). Two sweeps over the
 // topological order mark what matters: forward, the values that depend on a
@@ -125,9 +126,12 @@ Tensor shape_query(const ir::Node& n, const Shape& shape) {
 /// Folds the integer shape computations of an exported model (Shape of a
 /// value of known shape, then Gather, Unsqueeze, Concat, ... of constants)
 /// into constants, so that the Reshapes they feed, and every value after
-/// them, get known shapes, which builders need. Floating-point values are
-/// never folded: a weight stays the value the gradient is taken for.
-void fold_shape_computations(ir::Graph& g) {
+/// them, get known shapes, which builders need. Floating-point computations
+/// of constants are folded too (a Resize's scales, which PyTorch exports as
+/// a Concat of two Constants), but never one that reads a value in `wrt`: a
+/// weight stays the value the gradient is taken for.
+void fold_shape_computations(ir::Graph& g, const std::vector<std::string>& wrt) {
+  const std::unordered_set<std::string> differentiated(wrt.begin(), wrt.end());
   std::vector<ir::Node*> order;
   {
     ir::IndexedGraph indexed(g);
@@ -153,9 +157,10 @@ void fold_shape_computations(ir::Graph& g) {
       values.push_back(shape_query(*n, *shape));
     } else {
       bool foldable = !n->inputs.empty();
-      for (const ir::Value& v : n->inputs) foldable = foldable && (!v || v.node->op() == ir::OpId::Constant);
+      for (const ir::Value& v : n->inputs)
+        foldable = foldable && (!v || (v.node->op() == ir::OpId::Constant && !differentiated.count(g.value_name(v))));
       for (const ir::ValueType& t : n->output_types)
-        foldable = foldable && t.is_tensor() && t.dtype != DType::undefined && !dtype_is_float(t.dtype);
+        foldable = foldable && t.is_tensor() && t.dtype != DType::undefined;
       if (!foldable) continue;
       std::vector<Tensor> inputs;
       for (const ir::Value& v : n->inputs) inputs.push_back(v ? v.node->constant_value : Tensor());
@@ -237,7 +242,7 @@ std::unique_ptr<ir::Graph> gradient(const ir::Graph& graph, std::string loss, st
                                     const GradientOptions& options) {
   std::unique_ptr<ir::Graph> g = graph.clone();
   ops::infer_types(*g);
-  fold_shape_computations(*g);
+  fold_shape_computations(*g, wrt);
   lower_recurrent_nodes(*g);
   use_stable_forms(*g);
 

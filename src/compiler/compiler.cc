@@ -36,17 +36,41 @@ backend::CompileOptions module_options(const CompileOptions& options) {
 /// back to the reference kernels). `float16_in_float32`: the pipeline
 /// computes float16 in float32, so the nodes that unrolling or inlining
 /// brings out of control-flow bodies do too.
-void fold_shape_computations(std::unique_ptr<ir::Graph>& graph, bool float16_in_float32) {
+void fold_shape_computations(std::unique_ptr<ir::Graph>& graph, bool float16_in_float32, bool keep_quantized_weights) {
   bool has_shape_query = false;
   for (const auto& node : graph->nodes())
     if (node->op() == ir::OpId::Shape || node->op() == ir::OpId::Size) has_shape_query = true;
   if (!has_shape_query) return;
   passes::PassContext ctx;
+  ctx.keep_quantized_weights = keep_quantized_weights;
   // A Loop whose trip count, or an If whose condition, was a shape may now
   // unroll or inline.
   std::vector<std::string> pipeline = {"fold-constants", "simplify-control-flow", "eliminate-dead-code"};
   if (float16_in_float32) pipeline.insert(pipeline.end() - 1, "compute-float16-in-float32");
   passes::run_pipeline(graph, pipeline, ctx);
+}
+
+/// Whether fold-constants keeps int8 weights unevaluated: it runs, and a
+/// backend of the order `options` resolves to takes them so
+/// (Backend::takes_quantized_weights).
+bool keeps_quantized_weights(const CompileOptions& options) {
+  const std::vector<std::string> pipeline = pipeline_of(options);
+  if (std::find(pipeline.begin(), pipeline.end(), "fold-constants") == pipeline.end()) return false;
+  for (const std::string& name : backend::resolve_backend_order(options.backends))
+    if (backend::get_backend(name).takes_quantized_weights()) return true;
+  return false;
+}
+
+/// Folds the quantized weights that fold-constants kept for a backend and
+/// that no backend took (their product went to another backend or to
+/// `ref`): what is left outside the subgraphs is evaluated once here, as
+/// fold-constants would have, not at every run.
+void fold_quantized_weights_left_over(std::unique_ptr<ir::Graph>& graph) {
+  bool any = false;
+  for (const auto& node : graph->nodes()) any = any || node->op() == ir::OpId::DequantizeLinear;
+  if (!any) return;
+  passes::PassContext ctx;
+  passes::run_pipeline(graph, {"fold-constants", "eliminate-dead-code"}, ctx);
 }
 
 }  // namespace
@@ -64,6 +88,7 @@ partition::PartitionReport partition(std::unique_ptr<ir::Graph>& graph, const Co
     entries.push_back(std::move(entry));
   }
   partition::PartitionReport report = partition::partition_graph(graph, entries, fallback, options.annotations);
+  if (keeps_quantized_weights(options)) fold_quantized_weights_left_over(graph);
   // Backends claimed their subgraphs above; claims of their own (fusion) take what is left.
   if (fusion::fusion_enabled(options.fusion)) {
     for (const backend::Backend* b : backend::all_backends()) {
@@ -83,6 +108,7 @@ PreparedGraph prepare(std::unique_ptr<ir::Graph> graph, const CompileOptions& op
   passes::PassContext ctx;
   ctx.verify_after_each = options.verify_after_each_pass;
   ctx.num_threads = std::max(1, options.num_threads);
+  ctx.keep_quantized_weights = keeps_quantized_weights(options);
   passes::run_pipeline(graph, pipeline_of(options), ctx);
   PreparedGraph prepared;
   // Backends decline what they cannot size (a Conv output whose height is a
@@ -112,8 +138,9 @@ Plan specialize(const PreparedGraph& prepared, const std::vector<ir::ValueType>&
   }
   ops::infer_types(*planned);
   const std::vector<std::string> pipeline = pipeline_of(options);
-  fold_shape_computations(planned, std::find(pipeline.begin(), pipeline.end(), "compute-float16-in-float32") !=
-                                       pipeline.end());
+  fold_shape_computations(planned,
+                          std::find(pipeline.begin(), pipeline.end(), "compute-float16-in-float32") != pipeline.end(),
+                          keeps_quantized_weights(options));
   if (prepared.unpartitioned) plan.report = partition(planned, options);
   plan.modules = compile_modules(*planned, module_options(options), &plan.fallbacks);
   plan.graph = std::shared_ptr<ir::Graph>(std::move(planned));

@@ -20,10 +20,12 @@
 // (batch and channel, typically) cost nothing extra.
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 
 #include "data_movement.h"
 #include "graft/core/parallel.h"
+#include "graft/ops/gradient.h"
 #include "graft/ops/infer_util.h"
 #include "graft/ops/resize_taps.h"
 
@@ -267,11 +269,27 @@ std::vector<double> tensor_doubles(const KernelContext& ctx, size_t i, std::stri
   return out;
 }
 
-void resize_kernel_common(KernelContext& ctx, bool upsample) {
-  const Tensor& x = ctx.input(0);
-  const Settings s = read_settings(ctx, upsample);
+// The output extents, scales and roi of a Resize or Upsample node of
+// `opset` on input `x`, whose roi, scales and sizes inputs start at input
+// `first` (1 for the op itself, 2 for its gradient, which reads d_y first).
+struct Resizing {
+  Settings settings;
+  Geometry geometry;
+  std::vector<double> roi_start, roi_end;
+};
+
+Resizing resizing_of(const KernelContext& ctx, const Tensor& x, bool upsample, int opset, size_t first) {
+  Resizing r;
+  const Settings& s = r.settings = [&] {
+    Settings settings;
+    std::string why = read_resize_settings(ctx.attrs(), opset, upsample, &settings);
+    if (!why.empty()) ctx.fail(why);
+    return settings;
+  }();
   if (x.rank() == 0) ctx.fail("input must have rank >= 1");
-  const InputLayout layout = input_layout(upsample, ctx.opset());
+  InputLayout layout = input_layout(upsample, opset);
+  for (int* at : {&layout.roi, &layout.scales, &layout.sizes})
+    if (*at >= 0) *at += static_cast<int>(first) - 1;
   std::vector<double> scales, roi;
   std::vector<int64_t> sizes;
   if (layout.scales_attribute) {
@@ -283,10 +301,11 @@ void resize_kernel_common(KernelContext& ctx, bool upsample) {
   if (layout.sizes >= 0 && ctx.has_input(static_cast<size_t>(layout.sizes)))
     sizes = input_ints(ctx, static_cast<size_t>(layout.sizes), "sizes");
   if (scales.empty() && sizes.empty()) ctx.fail("one of scales and sizes must be given");
-  Geometry g = compute_geometry(ctx, s, x.shape(), scales, sizes);
+  r.geometry = compute_geometry(ctx, s, x.shape(), scales, sizes);
   const size_t rank = static_cast<size_t>(x.rank());
   // roi per dimension: [start..., end...] over `axes` (or all dims).
-  std::vector<double> roi_start(rank, 0.0), roi_end(rank, 1.0);
+  r.roi_start.assign(rank, 0.0);
+  r.roi_end.assign(rank, 1.0);
   if (s.coordinate == CoordinateMode::tf_crop_and_resize) {
     if (layout.roi < 0 || !ctx.has_input(static_cast<size_t>(layout.roi)))
       ctx.fail("tf_crop_and_resize needs the roi input");
@@ -297,10 +316,27 @@ void resize_kernel_common(KernelContext& ctx, bool upsample) {
     axes = checked_axes(ctx, axes, static_cast<int64_t>(rank));
     if (roi.size() != 2 * axes.size()) ctx.fail("roi has ", roi.size(), " entries, expected ", 2 * axes.size());
     for (size_t i = 0; i < axes.size(); ++i) {
-      roi_start[static_cast<size_t>(axes[i])] = roi[i];
-      roi_end[static_cast<size_t>(axes[i])] = roi[i + axes.size()];
+      r.roi_start[static_cast<size_t>(axes[i])] = roi[i];
+      r.roi_end[static_cast<size_t>(axes[i])] = roi[i + axes.size()];
     }
   }
+  return r;
+}
+
+std::vector<Taps> taps_of(const Resizing& r, const Shape& in) {
+  std::vector<Taps> taps;
+  for (size_t d = 0; d < in.size(); ++d)
+    taps.push_back(
+        compute_resize_taps(r.settings, in[d], r.geometry.out[d], r.geometry.scale[d], r.roi_start[d], r.roi_end[d]));
+  return taps;
+}
+
+void resize_kernel_common(KernelContext& ctx, bool upsample) {
+  const Tensor& x = ctx.input(0);
+  const Resizing r = resizing_of(ctx, x, upsample, ctx.opset(), 1);
+  const Settings& s = r.settings;
+  const Geometry& g = r.geometry;
+  const size_t rank = static_cast<size_t>(x.rank());
   // Scales such as 1e9 ask for more bytes than 64 bits count: say so (the
   // memory limit of allocate_output() judges every smaller request).
   double output_bytes = static_cast<double>(dtype_size(x.dtype()));
@@ -312,9 +348,7 @@ void resize_kernel_common(KernelContext& ctx, bool upsample) {
   if (y.numel() == 0) return;
   for (size_t d = 0; d < rank; ++d)
     if (x.shape()[d] == 0) ctx.fail("cannot resize an empty input ", x.type_string());
-  std::vector<Taps> taps;
-  for (size_t d = 0; d < rank; ++d)
-    taps.push_back(compute_resize_taps(s, x.shape()[d], g.out[d], g.scale[d], roi_start[d], roi_end[d]));
+  const std::vector<Taps> taps = taps_of(r, x.shape());
   visit_numeric_dtype(x.dtype(), upsample ? "Upsample" : "Resize",
                       [&]<typename T>() { interpolate<T>(x, y, taps, s.extrapolation); });
 }
@@ -322,9 +356,129 @@ void resize_kernel_common(KernelContext& ctx, bool upsample) {
 void resize_kernel(KernelContext& ctx) { resize_kernel_common(ctx, false); }
 void upsample_kernel(KernelContext& ctx) { resize_kernel_common(ctx, true); }
 
+// ---- gradient -----------------------------------------------------------------
+//
+// Resize is linear in X: y[o] = sum over the tap product of weight * x[i].
+// Its gradient is the transpose, graft.ResizeGrad(d_y, x, the forward's
+// other inputs) -> d_x with the forward's attributes plus `opset` (the
+// forward's, which decides its inputs and defaults) and `upsample` (1 for
+// Upsample): every d_y[o] added into the points it was interpolated from,
+// times their weights; outputs that took the extrapolation value add
+// nothing. Leading axes that the resize leaves as they are (batch,
+// channels) split the work into independent planes.
+
+void infer_resize_grad(InferContext& ctx) { ctx.set_output(0, ctx.input_type(1)); }
+
+template <typename T>
+void scatter_gradient(const Tensor& dy, Tensor& dx, const std::vector<Taps>& taps) {
+  using C = compute_t<T>;
+  const Shape& in_shape = dx.shape();
+  const Shape& out_shape = dy.shape();
+  const size_t rank = in_shape.size();
+  const std::vector<int64_t> strides = shape_strides(in_shape);
+  size_t lead = 0;
+  while (lead + 1 < rank && taps[lead].identity) ++lead;
+  int64_t planes = 1;
+  for (size_t d = 0; d < lead; ++d) planes *= in_shape[d];
+  const int64_t row = out_shape[rank - 1];
+  const int64_t rows_per_plane = planes == 0 ? 0 : dy.numel() / row / planes;
+  const int64_t plane_size = planes == 0 ? 0 : dx.numel() / planes;
+  const T* d_out = dy.data<T>();
+  T* d_in = dx.data<T>();
+  const Taps& last = taps[rank - 1];
+  parallel_for(planes, 1, [&](int64_t begin, int64_t end) {
+    std::vector<double> sums(static_cast<size_t>(plane_size));
+    std::vector<std::pair<int64_t, double>> combos, next;
+    std::vector<int64_t> coordinate(rank, 0);
+    for (int64_t p = begin; p < end; ++p) {
+      std::fill(sums.begin(), sums.end(), 0.0);
+      for (int64_t pr = 0; pr < rows_per_plane; ++pr) {
+        const int64_t r = p * rows_per_plane + pr;
+        int64_t rem = r;
+        for (size_t d = rank - 1; d-- > 0;) {
+          coordinate[d] = rem % out_shape[d];
+          rem /= out_shape[d];
+        }
+        // Taps of the outer dims past the planes' (input offset within the plane, weight).
+        combos.assign(1, {0, 1.0});
+        bool outside = false;
+        for (size_t d = lead; d + 1 < rank && !outside; ++d) {
+          const Taps& t = taps[d];
+          const size_t o = static_cast<size_t>(coordinate[d]);
+          if (t.outside[o]) {
+            outside = true;
+            break;
+          }
+          next.clear();
+          for (const auto& [offset, weight] : combos)
+            for (int64_t k = 0; k < t.n; ++k) {
+              const double w = t.weight[o * static_cast<size_t>(t.n) + static_cast<size_t>(k)];
+              if (w == 0) continue;
+              next.emplace_back(offset + t.index[o * static_cast<size_t>(t.n) + static_cast<size_t>(k)] * strides[d],
+                                weight * w);
+            }
+          combos.swap(next);
+        }
+        if (outside) continue;
+        const T* g = d_out + r * row;
+        for (int64_t c = 0; c < row; ++c) {
+          if (last.outside[static_cast<size_t>(c)]) continue;
+          const double gradient = static_cast<double>(static_cast<C>(g[c]));
+          for (int64_t k = 0; k < last.n; ++k) {
+            const size_t at = static_cast<size_t>(c * last.n + k);
+            if (last.weight[at] == 0) continue;
+            for (const auto& [offset, weight] : combos)
+              sums[static_cast<size_t>(offset + last.index[at])] += weight * last.weight[at] * gradient;
+          }
+        }
+      }
+      T* out = d_in + p * plane_size;
+      for (int64_t i = 0; i < plane_size; ++i) out[i] = static_cast<T>(static_cast<C>(sums[static_cast<size_t>(i)]));
+    }
+  });
+}
+
+void resize_grad_kernel(KernelContext& ctx) {
+  const Tensor& dy = ctx.input(0);
+  const Tensor& x = ctx.input(1);
+  const bool upsample = ctx.attrs().get_int("upsample", 0) != 0;
+  const int64_t opset = ctx.attrs().get_int("opset", 0);
+  if (opset < 7 || opset > 1000) ctx.fail("opset ", opset, " is not a forward Resize or Upsample opset");
+  const Resizing r = resizing_of(ctx, x, upsample, static_cast<int>(opset), 2);
+  if (dy.shape() != r.geometry.out)
+    ctx.fail("d_y ", dy.type_string(), " is not the shape ", shape_to_string(r.geometry.out), " that resizing ",
+             x.type_string(), " gives");
+  if (dy.dtype() != x.dtype()) ctx.fail("d_y ", dy.type_string(), " and x ", x.type_string(), " differ in type");
+  Tensor& dx = ctx.allocate_output(0, x.dtype(), x.shape());
+  if (dx.numel() == 0) return;
+  if (dy.numel() == 0) {
+    std::memset(dx.raw_data(), 0, dx.nbytes());
+    return;
+  }
+  const std::vector<Taps> taps = taps_of(r, x.shape());
+  visit_float_dtype(x.dtype(), ctx.node().describe(), [&]<typename T>() { scatter_gradient<T>(dy, dx, taps); });
+}
+
+void resize_gradient_common(GradientContext& g, bool upsample) {
+  if (!g.needs_input_gradient(0)) return;
+  std::vector<ir::Value> inputs = {g.output_gradient(0)};
+  for (size_t i = 0; i < g.num_inputs(); ++i) inputs.push_back(g.has_input(i) ? g.input(i) : ir::Value{});
+  std::vector<std::pair<std::string, ir::AttributeValue>> attributes;
+  for (const auto& [key, value] : g.attrs().all()) attributes.emplace_back(key, value);
+  attributes.emplace_back("opset", int64_t{g.node().opset_version});
+  attributes.emplace_back("upsample", int64_t{upsample ? 1 : 0});
+  g.set_input_gradient(0, g.add(ir::OpId::ResizeGrad, inputs, std::move(attributes)));
+}
+
+void resize_gradient(GradientContext& g) { resize_gradient_common(g, false); }
+void upsample_gradient(GradientContext& g) { resize_gradient_common(g, true); }
+
 }  // namespace
 
 GRAFT_REGISTER_OP("", "Resize", resize_infer, resize_kernel);
 GRAFT_REGISTER_OP("", "Upsample", upsample_infer, upsample_kernel);
+GRAFT_REGISTER_OP("graft", "ResizeGrad", infer_resize_grad, resize_grad_kernel);
+GRAFT_REGISTER_GRADIENT(Resize, resize_gradient);
+GRAFT_REGISTER_GRADIENT(Upsample, upsample_gradient);
 
 }  // namespace graft::ops

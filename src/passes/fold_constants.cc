@@ -7,14 +7,17 @@
 // again after a round that changed something, and another round runs: a
 // Reshape whose shape just became constant gets a known output shape, which
 // a Shape further down can then fold (swin_t's window partitions chain
-// several such steps). Random ops and control flow are never folded.
+// several such steps). Random ops and control flow are never folded, nor,
+// with PassContext::keep_quantized_weights, the int8 weights' DequantizeLinear
+// that only products read as their weights (ops/quantized_weight.h).
 #include <algorithm>
 #include <new>
 #include <string_view>
 
 #include "graft/ir/graph_rebuilder.h"
-#include "graft/ops/type_inference.h"
 #include "graft/ops/op_context.h"
+#include "graft/ops/quantized_weight.h"
+#include "graft/ops/type_inference.h"
 #include "graft/passes/pass.h"
 
 namespace graft::passes {
@@ -127,6 +130,22 @@ Tensor fold_shape_query(const ir::Node& n, const ir::ValueType& input_type) {
   return Tensor::from_vector(dims, {static_cast<int64_t>(dims.size())});
 }
 
+/// Whether node `id` is a quantized weight that only int8 products read, as
+/// their weights (and no graph output is).
+bool quantized_weight_of_products(const ir::IndexedGraph& g, uint32_t id) {
+  if (!ops::is_quantized_weight(g.node(id))) return false;
+  for (const ir::Entry& e : g.outputs())
+    if (e.present() && e.node_id == id) return false;
+  auto readers = g.consumers(id);
+  if (readers.empty()) return false;
+  for (uint32_t reader : readers) {
+    auto inputs = g.inputs(reader);
+    for (size_t i = 0; i < inputs.size(); ++i)
+      if (inputs[i].present() && inputs[i].node_id == id && !ops::reads_as_weight(g.node(reader), i)) return false;
+  }
+  return true;
+}
+
 /// One round; true when anything was folded.
 bool fold_once(std::unique_ptr<ir::Graph>& graph, PassContext& ctx) {
   ir::IndexedGraph indexed(*graph);
@@ -142,7 +161,8 @@ bool fold_once(std::unique_ptr<ir::Graph>& graph, PassContext& ctx) {
       Tensor t = fold_shape_query(n, inputs[0].node->graph().type_of(inputs[0]));
       if (t.is_defined()) outputs.push_back(std::move(t));
     }
-    if (outputs.empty() && may_fold(n)) {
+    const bool kept = ctx.keep_quantized_weights && quantized_weight_of_products(indexed, id);
+    if (outputs.empty() && may_fold(n) && !kept) {
       bool all_constant = !inputs.empty();
       for (const ir::Value& v : inputs)
         if (v && !is_constant(v)) all_constant = false;

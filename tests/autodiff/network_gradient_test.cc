@@ -83,6 +83,114 @@ TEST(PoolingGradient, MaxAverageAndGlobalPools) {
                   });
 }
 
+// Resize is linear in X: its gradient (graft.ResizeGrad) is the transposed
+// interpolation, checked here for every mode, scales and sizes, non-integer
+// and downscaling factors, a resized batch axis (no independent planes),
+// tf_crop_and_resize's extrapolated points, and the older forms whose
+// inputs and defaults differ (Resize-10, Upsample-9).
+TEST(ResizeGradient, EveryModeScalesSizesAndOpset) {
+  auto floats = [](ir::Graph& g, const std::vector<float>& values) {
+    static int counter = 0;
+    return g
+        .add_constant("resize" + std::to_string(counter++),
+                      Tensor::from_vector<float>(values, {static_cast<int64_t>(values.size())}))
+        ->output(0);
+  };
+  struct Case {
+    std::string name;
+    Shape x;
+    std::vector<float> roi, scales;
+    std::vector<int64_t> sizes;
+    std::vector<std::pair<std::string, ir::AttributeValue>> attributes;
+  };
+  const std::vector<Case> cases = {
+      {"nearest x2", {1, 2, 3, 3}, {}, {1, 1, 2, 2}, {}, {}},
+      {"nearest asymmetric floor x1.5",
+       {1, 1, 4, 3},
+       {},
+       {1, 1, 1.5f, 1.7f},
+       {},
+       {{"coordinate_transformation_mode", std::string("asymmetric")}, {"nearest_mode", std::string("floor")}}},
+      {"linear half_pixel x1.5 x2", {1, 2, 4, 3}, {}, {1, 1, 1.5f, 2}, {}, {{"mode", std::string("linear")}}},
+      {"linear align_corners to sizes",
+       {1, 2, 3, 4},
+       {},
+       {},
+       {1, 2, 7, 5},
+       {{"mode", std::string("linear")}, {"coordinate_transformation_mode", std::string("align_corners")}}},
+      {"linear pytorch_half_pixel downscale",
+       {1, 1, 6, 5},
+       {},
+       {},
+       {1, 1, 3, 2},
+       {{"mode", std::string("linear")}, {"coordinate_transformation_mode", std::string("pytorch_half_pixel")}}},
+      {"cubic exclude_outside downscale and up",
+       {1, 1, 5, 4},
+       {},
+       {},
+       {1, 1, 3, 6},
+       {{"mode", std::string("cubic")}, {"exclude_outside", int64_t{1}}}},
+      {"linear over the batch axis too", {2, 2, 3, 3}, {}, {2, 1, 1.5f, 1}, {}, {{"mode", std::string("linear")}}},
+      {"tf_crop_and_resize with extrapolation",
+       {1, 1, 4, 4},
+       {0, 0, 0.2f, -0.3f, 1, 1, 0.9f, 0.8f},
+       {},
+       {1, 1, 5, 6},
+       {{"mode", std::string("linear")},
+        {"coordinate_transformation_mode", std::string("tf_crop_and_resize")},
+        {"extrapolation_value", 2.5f}}},
+  };
+  for (const Case& c : cases)
+    check_gradients("Resize " + c.name, {{c.x}}, [&](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+      std::vector<Value> inputs = {x[0], c.roi.empty() ? Value{} : floats(g, c.roi),
+                                   c.scales.empty() ? Value{} : floats(g, c.scales)};
+      if (!c.sizes.empty()) inputs.push_back(ints(g, c.sizes));
+      return {node(g, OpId::Resize, inputs, c.attributes)};
+    });
+  check_gradients("Resize-10 nearest", {{{1, 2, 3, 2}}},
+                  [&](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+                    g.opset_imports[""] = 10;
+                    return {node(g, OpId::Resize, {x[0], floats(g, {1, 1, 2, 1.5f})})};
+                  });
+  check_gradients(
+      "Upsample-9 linear", {{{1, 1, 3, 3}}}, [&](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+        g.opset_imports[""] = 9;
+        return {node(g, OpId::Upsample, {x[0], floats(g, {1, 1, 2, 2})}, {{"mode", std::string("linear")}})};
+      });
+}
+
+// graft.ResizeGrad read from a file may be malformed: a gradient of another
+// shape than the resize gives, or an opset no Resize has, is an error that
+// names it, not a read past d_y.
+TEST(ResizeGradient, MalformedGradientNodesAreErrorsNamingTheProblem) {
+  auto run = [](const Shape& dy_shape, int64_t opset) {
+    auto g = std::make_unique<ir::Graph>();
+    g->opset_imports[""] = 17;
+    Value dy = g->add_input("dy", ir::ValueType::of(DType::float32, dy_shape))->output(0);
+    Value x = g->add_input("x", ir::ValueType::of(DType::float32, {1, 1, 2, 2}))->output(0);
+    Value scales = g->add_constant("scales", Tensor::from_vector<float>({1, 1, 2, 2}, {4}))->output(0);
+    Value dx =
+        node(*g, OpId::ResizeGrad, {dy, x, Value{}, scales}, {{"opset", opset}, {"mode", std::string("linear")}});
+    g->add_output(dx, "dx");
+    std::vector<Tensor> inputs = {Tensor(DType::float32, dy_shape), Tensor(DType::float32, {1, 1, 2, 2})};
+    reference_session(*g)->run(inputs);
+  };
+  EXPECT_NO_THROW(run({1, 1, 4, 4}, 17));
+  try {
+    run({1, 1, 3, 4}, 17);
+    ADD_FAILURE() << "a gradient of the wrong shape was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("is not the shape [1,1,4,4]"), std::string::npos) << e.what();
+  }
+  try {
+    run({1, 1, 4, 4}, 3);
+    ADD_FAILURE() << "opset 3 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("opset 3 is not a forward Resize or Upsample opset"), std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(NormalizationGradient, LayerNormalizationOverTheLastAxes) {
   for (int64_t axis : {-1, 1}) {
     const Shape scale = axis == -1 ? Shape{4} : Shape{3, 4};

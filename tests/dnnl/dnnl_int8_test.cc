@@ -39,10 +39,13 @@ std::vector<int8_t> random_int8(int64_t count, uint64_t seed) {
 }
 
 // A clone of `graph` through the default passes (which fold or expand the
-// quantization pairs), as a Session would hand it to dnnl.
-std::unique_ptr<ir::Graph> through_default_passes(const ir::Graph& graph) {
+// quantization pairs), as a Session would hand it to dnnl: with
+// `keep_int8_weights`, the weights' DequantizeLinear stays (as the compiler
+// asks where dnnl runs int8 products), else it is folded to float32.
+std::unique_ptr<ir::Graph> through_default_passes(const ir::Graph& graph, bool keep_int8_weights = false) {
   std::unique_ptr<ir::Graph> lowered = graph.clone();
   passes::PassContext ctx;
+  ctx.keep_quantized_weights = keep_int8_weights;
   passes::run_pipeline(lowered, passes::default_pipeline(), ctx);
   return lowered;
 }
@@ -126,10 +129,11 @@ class QdqGraph {
 // the reference kernels; expects output 0 within one step `step` of the
 // reference's everywhere and a step away at under 1% of its values.
 // Returns the dnnl module's statistics.
-dnnl_backend::DnnlModuleStats expect_within_one_step(ir::Graph& graph, const std::vector<Tensor>& inputs, float step) {
+dnnl_backend::DnnlModuleStats expect_within_one_step(ir::Graph& graph, const std::vector<Tensor>& inputs, float step,
+                                                     bool keep_int8_weights = false) {
   ops::infer_types(graph);
   std::vector<Tensor> want = run_graph(graph, inputs);
-  auto module = compile_dnnl(*through_default_passes(graph));
+  auto module = compile_dnnl(*through_default_passes(graph, keep_int8_weights));
   std::vector<Tensor> got = run_module(*module, inputs);
   EXPECT_EQ(got.size(), want.size());
   if (got.empty() || want.empty() || got[0].shape() != want[0].shape()) {
@@ -386,6 +390,12 @@ TEST(DnnlInt8, QdqEncoderBlockIsOneDnnlSubgraph) {
   }
   dnnl_backend::DnnlModuleStats stats = expect_within_one_step(g, {random_tensor({1, 16, 32}, 107)}, 0.05f);
   EXPECT_EQ(stats.int8_matmuls, expected_int8(2));
+  // Both products requantize: the first writes the uint8 form of the
+  // Gelu's fake quantization, after its bias, the Gelu and a fake
+  // quantization before them (a linear post-op already in its chain); the
+  // second that of the bias Add's, which a dequantize reorder reads (the
+  // residual Add's operand), instead of a float result quantized by a reorder.
+  EXPECT_EQ(stats.requantizing_products, expected_int8(2));
 }
 
 // An int8 module saved and loaded (an artifact) runs the same: the float
@@ -469,6 +479,144 @@ TEST(DnnlInt8, QLinearConvRunsAsAnInt8Convolution) {
   EXPECT_EQ(stats.int8_convolutions, expected_int8(1));
   std::unique_ptr<ir::Graph> lowered = through_default_passes(g);
   for (const auto& node : lowered->nodes()) EXPECT_NE(node->op(), ir::OpId::QLinearConv) << "expanded";
+}
+
+// The weights' DequantizeLinear of graph `g` that read an int8 constant,
+// and the float32 constants of extents `weight_shapes`.
+struct WeightNodes {
+  int dequantize_of_int8 = 0;
+  int float_weights = 0;
+};
+WeightNodes weight_nodes(const ir::Graph& g, const std::vector<Shape>& weight_shapes) {
+  WeightNodes found;
+  for (const auto& node : g.nodes()) {
+    if (node->op() == ir::OpId::DequantizeLinear && node->inputs[0].node->op() == ir::OpId::Constant &&
+        node->inputs[0].node->constant_value.dtype() == DType::int8)
+      ++found.dequantize_of_int8;
+    if (node->op() == ir::OpId::Constant && node->constant_value.dtype() == DType::float32)
+      for (const Shape& shape : weight_shapes) found.float_weights += node->constant_value.shape() == shape;
+    if (node->subgraph) {
+      WeightNodes inner = weight_nodes(*node->subgraph, weight_shapes);
+      found.dequantize_of_int8 += inner.dequantize_of_int8;
+      found.float_weights += inner.float_weights;
+    }
+  }
+  return found;
+}
+
+// A convolution (int8 weights per channel, a zero point of zeros) and a
+// Gemm (transB, per tensor) after it, both on fake-quantized sources with
+// zero points, as quantize_static writes them.
+std::unique_ptr<ir::Graph> conv_then_gemm(uint64_t seed) {
+  QdqGraph q;
+  ConvCase c;
+  c.input_zero_point = 100;
+  ir::Graph& g = q.graph();
+  ir::Value x = q.input("x", {1, c.channels, c.size, c.size});
+  ir::Value h = q.fake_quantize(q.conv(q.fake_quantize(x, 0.01f, 100, "in"), c, "conv", seed), 0.02f, 0, "conv.out");
+  ir::Node* flat = g.add_node("Flatten", {h}, 1, "flat");
+  const int64_t k = c.out_channels * c.size * c.size;
+  std::vector<int8_t> w = random_int8(24 * k, seed + 1);
+  w[3] = 127;
+  ir::Node* gemm = g.add_node("Gemm",
+                              {q.fake_quantize(flat->output(0), 0.02f, 120, "flat.out"),
+                               q.dequantized_int8("fc", w, {24, k}, Tensor::scalar<float>(0.0007f), std::nullopt, true),
+                               q.constant("fc.c", random_tensor({24}, seed + 2))},
+                              1, "gemm");
+  gemm->attributes.set("transB", int64_t{1});
+  q.output(q.fake_quantize(gemm->output(0), 0.05f, 128, "fc.out"), "y");
+  ops::infer_types(g);
+  return g.clone();
+}
+
+const std::vector<Shape> kConvThenGemmWeights = {{16, 8, 3, 3}, {24, 16 * 12 * 12}};
+
+// Where dnnl runs int8 products, the compiler has fold-constants keep the
+// weights' DequantizeLinear: dnnl gets the int8 values and their scales as
+// stored (no float32 copy, no scale search, no second quantization), and
+// computes what it computes from the folded float32 weights, within one
+// step of the reference kernels.
+TEST(DnnlInt8, StoredInt8WeightsReachDnnlUnfolded) {
+  std::unique_ptr<ir::Graph> g = conv_then_gemm(201);
+  std::unique_ptr<ir::Graph> kept = through_default_passes(*g, true);
+  WeightNodes nodes = weight_nodes(*kept, kConvThenGemmWeights);
+  EXPECT_EQ(nodes.dequantize_of_int8, 2);
+  EXPECT_EQ(nodes.float_weights, 0);
+  std::vector<Tensor> inputs = {random_tensor({1, 8, 12, 12}, 202)};
+  dnnl_backend::DnnlModuleStats stats = expect_within_one_step(*g, inputs, 0.05f, true);
+  EXPECT_EQ(stats.int8_convolutions, expected_int8(1));
+  EXPECT_EQ(stats.int8_matmuls, expected_int8(1));
+  EXPECT_EQ(stats.reference_primitives, 0);
+  // The folded path's module: the same values, a step apart at most (its
+  // scales are found again from the float32 weights, to a float rounding).
+  auto module = compile_dnnl(*kept);
+  std::vector<Tensor> unfolded = run_module(*module, inputs);
+  std::vector<Tensor> folded = run_module(*compile_dnnl(*through_default_passes(*g, false)), inputs);
+  ASSERT_EQ(unfolded.size(), 1u);
+  ASSERT_EQ(folded.size(), 1u);
+  expect_close(unfolded[0], folded[0], 0, 0.05 * 1.001);
+  // Saved and loaded (an artifact): the int8 values stored converted, the
+  // scales read again from their constants; the same outputs.
+  std::stringstream saved;
+  module->save(saved);
+  std::stringstream in(saved.str());
+  auto loaded = backend::load_module("dnnl", in, *kept, module->saved_tensors());
+  expect_close(run_module(*loaded, inputs)[0], unfolded[0], 0, 0);
+  EXPECT_EQ(dnnl_backend::dnnl_module_stats(*loaded).int8_matmuls, expected_int8(1));
+}
+
+// Int8 weights as stored whose product cannot run in int8 (its source is
+// no fake quantization): the convolution runs in float32 on the weights
+// dequantized once when the module is built, as the folded graph computes.
+TEST(DnnlInt8, StoredInt8WeightsOfAFloatProductAreDequantizedOnce) {
+  QdqGraph q;
+  ConvCase c;
+  q.output(q.conv(q.input("x", {1, c.channels, c.size, c.size}), c, "conv", 221), "y");
+  ops::infer_types(q.graph());
+  std::unique_ptr<ir::Graph> kept = through_default_passes(q.graph(), true);
+  EXPECT_EQ(weight_nodes(*kept, {{16, 8, 3, 3}}).dequantize_of_int8, 1);
+  std::vector<Tensor> inputs = {random_tensor({1, c.channels, c.size, c.size}, 222)};
+  auto module = compile_dnnl(*kept);
+  EXPECT_EQ(dnnl_backend::dnnl_module_stats(*module).int8_convolutions, 0);
+  expect_close(run_module(*module, inputs)[0], run_graph(q.graph(), inputs)[0], 1e-4, 1e-4);
+}
+
+// The whole Session: with dnnl first, the weights' DequantizeLinear go to
+// dnnl with their products (nothing left to `ref`), and no float32 copy of
+// the weights is made where int8 runs; with `ref` alone, or with the
+// product pinned to `ref`, the compiler folds them as before and the
+// reference kernels compute the same outputs as on the original graph.
+TEST(DnnlInt8, SessionHandsInt8WeightsToDnnlAndFoldsThemForRef) {
+  // A graph of its own for each session: a session releases the int8
+  // values it converted, whose storage a clone shares.
+  std::vector<Tensor> inputs = {random_tensor({1, 8, 12, 12}, 212)};
+  std::vector<Tensor> want = run_graph(*conv_then_gemm(211), inputs);
+  {
+    runtime::Session session(conv_then_gemm(211), dnnl_session_options());
+    auto counts = session.partition_report().nodes_per_backend();
+    if (dnnl_backend::int8_runs_without_saturation())  // else float arithmetic, partitioned as any
+      EXPECT_EQ(counts["ref"], 0u) << session.partition_report().to_text();
+    WeightNodes nodes = weight_nodes(session.graph(), kConvThenGemmWeights);
+    EXPECT_EQ(nodes.dequantize_of_int8, expected_int8(2));
+    EXPECT_EQ(nodes.float_weights, 2 - expected_int8(2));
+    Tensor got = session.run(inputs)[0];
+    expect_close(got, want[0], 0, 0.05 * 1.001);
+  }
+  runtime::SessionOptions ref_only;
+  ref_only.backends = {"ref"};
+  runtime::SessionOptions conv_on_ref = dnnl_session_options();
+  conv_on_ref.annotations.pinned["conv"] = "ref";
+  conv_on_ref.annotations.pinned["gemm"] = "ref";
+  for (const runtime::SessionOptions& options : {ref_only, conv_on_ref}) {
+    runtime::Session session(conv_then_gemm(211), options);
+    WeightNodes nodes = weight_nodes(session.graph(), kConvThenGemmWeights);
+    EXPECT_EQ(nodes.dequantize_of_int8, 0) << "folded after partitioning\n" << session.partition_report().to_text();
+    EXPECT_EQ(nodes.float_weights, 2);
+    // The reference kernels alone compute exactly what they compute on the
+    // original graph; with dnnl and fuse around the products, one step.
+    const double step = options.backends.size() == 1 ? 0 : 0.05 * 1.001;
+    expect_close(session.run(inputs)[0], want[0], 0, step);
+  }
 }
 
 // Float weights that are not int8 values times a scale per channel keep the

@@ -2,6 +2,8 @@
 // kernels on the same graph and inputs (max relative error 1e-4).
 #include <functional>
 
+#include "../../backends/dnnl/dnnl_builder.h"
+#include "../../backends/dnnl/dnnl_program.h"
 #include "../../backends/dnnl/dnnl_support.h"
 #include "dnnl_case.h"
 #include "dnnl_test_util.h"
@@ -452,6 +454,41 @@ TEST(DnnlLayouts, AttentionProductsOfTransposedHeadsUseBrgemm) {
   EXPECT_EQ(stats.reference_primitives, 0);
   if (!onednn_runs_avx512_core()) GTEST_SKIP() << "oneDNN 2.6 has brgemm matmuls only on AVX-512";
   EXPECT_EQ(stats.jit_gemm_matmuls, 0);
+}
+
+// A constant weight whose plain rows lie a multiple of 1 KiB apart is
+// stored transposed where oneDNN's jit gemm runs the product (AVX2 and older
+// ISAs; `ctest -R dnnl_avx2` runs this test there): packing the plain form
+// at that stride ran BERT's FFN products at half speed. Other strides and
+// single rows keep the plain layout; brgemm (AVX-512) packs its own blocked
+// one. Every form computes the reference's results.
+TEST(DnnlLayouts, JitGemmStoresWeightsWithAliasingRowsTransposed) {
+  struct Product {
+    int64_t rows, columns;
+    bool transposed_on_jit_gemm;
+  };
+  for (const Product& p : {Product{16, 256, true}, Product{16, 250, false}, Product{1, 256, false}}) {
+    SCOPED_TRACE(std::to_string(p.rows) + " x 64 x " + std::to_string(p.columns));
+    Case c;
+    Value product = c.op("MatMul", {c.input({1, p.rows, 64}), c.constant({64, p.columns})});
+    Value out = c.op("Relu", {c.op("Add", {product, c.constant({p.columns})})});
+    c.check({out});
+    const dnnl_backend::DnnlProgram program = dnnl_backend::build_program(*c.graph);
+    const dnnl_backend::Step* matmul = nullptr;
+    for (const dnnl_backend::Step& step : program.steps)
+      if (step.primitive && step.primitive.get_kind() == dnnl::primitive::kind::matmul) matmul = &step;
+    ASSERT_NE(matmul, nullptr);
+    const dnnl_backend::Weight* weight = nullptr;
+    for (const dnnl_backend::Weight& w : program.weights)
+      if (w.plain.dims() == dnnl::memory::dims{64, p.columns}) weight = &w;
+    ASSERT_NE(weight, nullptr);
+    if (matmul->implementation.rfind("gemm:jit", 0) != 0) {
+      EXPECT_FALSE(dnnl_backend::is_unblocked(weight->desc)) << matmul->implementation << " packs its own layout";
+      continue;
+    }
+    const dnnl::memory::dims transposed = {1, 64}, plain = {p.columns, 1};
+    EXPECT_EQ(dnnl_backend::strides_of(weight->desc), p.transposed_on_jit_gemm ? transposed : plain);
+  }
 }
 
 // Stride-1 3x3 convolutions with a large output run on Winograd where

@@ -4,6 +4,7 @@
 #include "dnnl_test_util.h"
 #include "graft/frontend/onnx_import.h"
 #include "graft/compiler/shape_specialized_module.h"
+#include "graft/runtime/simulated_load.h"
 #include "graft/zoo/zoo.h"
 
 namespace graft::testing {
@@ -454,23 +455,6 @@ TEST(DnnlSession, FakeQuantizedConvolutionsAreOneSubgraph) {
 namespace graft::testing {
 namespace {
 
-/// A CoreAvailability whose samples say that other processes keep
-/// `busy_elsewhere` of `cores` cores busy while this one runs (its threads
-/// then wait for cores half the time).
-std::shared_ptr<runtime::CoreAvailability> machine_with(int cores, double busy_elsewhere) {
-  auto clock = std::make_shared<double>(0.0);
-  return std::make_shared<runtime::CoreAvailability>(
-      std::chrono::milliseconds(0), 0.1, [=]() -> std::optional<runtime::CpuTimes> {
-        *clock += 1.0;
-        runtime::CpuTimes t;
-        t.wall = *clock;
-        t.cores_busy = *clock * busy_elsewhere;
-        t.own_waiting = busy_elsewhere >= 0.5 ? *clock * 0.5 : 0.0;
-        t.cores = cores;
-        return t;
-      });
-}
-
 TEST(DnnlSession, WithACoreTakenByAnotherProcessRunsOnOneThreadWithPrimitivesMadeForIt) {
   std::string model = zoo::build_zoo_model("resnet18", 1);
   std::vector<Tensor> inputs = {random_tensor({1, 3, 224, 224}, 7)};
@@ -478,9 +462,9 @@ TEST(DnnlSession, WithACoreTakenByAnotherProcessRunsOnOneThreadWithPrimitivesMad
   quiet.backends = {"dnnl"};
   quiet.num_threads = 2;
   quiet.adapt_threads = true;
-  quiet.core_availability = machine_with(2, 0.1);
+  quiet.core_availability = runtime::simulated_load(2, 0.1);
   runtime::SessionOptions loaded = quiet;
-  loaded.core_availability = machine_with(2, 1.0);
+  loaded.core_availability = runtime::simulated_load(2, 1.0);
   runtime::Session quiet_session(frontend::load_onnx_from_memory(model), quiet);
   runtime::Session loaded_session(frontend::load_onnx_from_memory(model), loaded);
   std::vector<Tensor> want;
@@ -513,7 +497,7 @@ TEST(DnnlSession, AdaptingToLoadCanBeTurnedOff) {
   options.backends = {"dnnl"};
   options.num_threads = 2;
   options.adapt_threads = false;
-  options.core_availability = machine_with(2, 1.5);
+  options.core_availability = runtime::simulated_load(2, 1.5);
   runtime::Session session(frontend::load_onnx_from_memory(model), options);
   for (int run = 0; run < 3; ++run) {
     backend::RunStats stats;

@@ -118,6 +118,27 @@ class Recurrent(nn.Module):
         return F.cross_entropy(self.classifier(h[-1]), target)
 
 
+class Segmenter(nn.Module):
+    """A segmentation head's upsampling (Resize): a stride-2 convolution brought back to the input's size by
+    nearest (scale 2, with a skip) and bilinear interpolation (sizes; align_corners off and on, one of them to
+    an odd size), then a 1x1 convolution per pixel; MSE against a target map."""
+
+    def __init__(self):
+        super().__init__()
+        self.down = nn.Conv2d(2, 4, 3, stride=2, padding=1)
+        self.mid = nn.Conv2d(4, 4, 3, padding=1)
+        self.skip = nn.Conv2d(2, 4, 1)
+        self.head = nn.Conv2d(4, 3, 1)
+
+    def forward(self, x, target):
+        h = torch.relu(self.down(x))
+        u = F.interpolate(torch.tanh(self.mid(h)), scale_factor=2, mode="nearest")
+        v = F.interpolate(h, size=(8, 8), mode="bilinear", align_corners=False)
+        w = F.interpolate(h, size=(7, 9), mode="bilinear", align_corners=True)
+        y = self.head(u + v + self.skip(x))
+        return (y - target).square().mean() + w.square().mean()
+
+
 def make_mlp():
     return Mlp(), torch.randn(8, 10), torch.randint(0, 5, (8,))
 
@@ -140,6 +161,10 @@ def make_gru():
 
 def make_lstm():
     return Recurrent(nn.LSTM), torch.randn(7, 3, 5), torch.randint(0, 4, (3,))
+
+
+def make_segmenter():
+    return Segmenter(), torch.randn(2, 2, 8, 8), torch.randn(2, 3, 8, 8)
 
 
 def make_resnet18():
@@ -173,7 +198,7 @@ def with_loss(make):
 
 
 MODELS = {"mlp": make_mlp, "cnn": make_cnn, "transformer": make_transformer, "bert": make_bert,
-          "gru": make_gru, "lstm": make_lstm,
+          "gru": make_gru, "lstm": make_lstm, "segmenter": make_segmenter,
           "resnet18": with_loss(make_resnet18), "mobilenet_v2": with_loss(make_mobilenet_v2)}
 
 

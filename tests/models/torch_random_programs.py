@@ -24,8 +24,8 @@ value one ulp below an integer legitimately floors differently.
 With --gradient, each model's loss is the sum of its floating-point outputs
 times fixed random weights; `graft grad` differentiates it with respect to
 every floating-point input, and graft's gradients are compared with PyTorch
-autograd's. Ops without a gradient in graft (Resize, Pad in reflect or
-replicate mode) are left out, and so is any step whose operand sits on a
+autograd's. Ops without a gradient in graft (Pad in reflect or replicate
+mode) are left out, and so is any step whose operand sits on a
 kink of its op (an exact 0 into relu or abs, a clamp bound, ties into max,
 min and max pooling), where the two sides may rightly pick different
 one-sided derivatives or split a tie differently (docs/training.md).
@@ -91,6 +91,19 @@ class Op:
         return self.make(rng, gen, *operands) if self.make else self.fn
 
 
+def _gelu(x, approximate="none"):
+    """F.gelu; with --gradient written out with erf (or tanh), whose backward
+    autograd composes: Debian's PyTorch 1.13 returns garbage from its float32
+    gelu backward when the incoming gradient is not contiguous (a Transpose
+    after the GELU: gradients of -1.8e3 and 4.6e-41 where float64 and finite
+    differences give 0.14 and -0.24). The export is the same ops either way."""
+    if not gradient:
+        return F.gelu(x, approximate=approximate)
+    if approximate == "tanh":
+        return 0.5 * x * (1 + torch.tanh(0.7978845608028654 * (x + 0.044715 * x * x * x)))
+    return 0.5 * x * (1 + torch.erf(x * 0.7071067811865476))
+
+
 def _ops():
     f, i, num, b = FLOATS, INTS, FLOATS + INTS, (torch.bool,)
     ops = [
@@ -110,8 +123,8 @@ def _ops():
         Op("leaky_relu", 1, f, lambda x: F.leaky_relu(x, 0.1), approx=True),
         Op("hardsigmoid", 1, f, F.hardsigmoid, approx=True),
         Op("hardswish", 1, f, F.hardswish, approx=True),
-        Op("gelu", 1, f, F.gelu, approx=True),
-        Op("gelu_tanh", 1, f, lambda x: F.gelu(x, approximate="tanh"), approx=True),
+        Op("gelu", 1, f, _gelu, approx=True),
+        Op("gelu_tanh", 1, f, lambda x: _gelu(x, approximate="tanh"), approx=True),
         Op("softplus", 1, f, F.softplus, approx=True),
         Op("elu", 1, f, F.elu, approx=True),
         Op("selu", 1, f, F.selu, approx=True),
@@ -458,8 +471,8 @@ OPS = _ops()
 
 
 # --gradient: layer ops whose ONNX form has no gradient builder in graft
-# (Resize; Pad in reflect and replicate modes).
-NO_GRADIENT = {"interpolate", "pad"}
+# (Pad in reflect and replicate modes).
+NO_GRADIENT = {"pad"}
 # Ops with a kink or a tie: one-sided derivatives that graft and PyTorch may
 # pick differently at these points. A step is not drawn when an operand holds
 # one of the op family's breakpoints exactly (random inputs never do; relu's

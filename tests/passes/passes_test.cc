@@ -96,6 +96,65 @@ TEST(FoldConstants, EvaluatesConstantSubgraphs) {
   expect_close(run_graph(*out, in)[0], run_graph(g, in)[0]);
 }
 
+// With keep_quantized_weights, a DequantizeLinear of int8 constants that a
+// MatMul and a Conv read as their weights stays (the backend takes the int8
+// values); one that an Add reads, one read as a MatMul's first operand, and
+// uint8 weights with a zero point are folded as without the option. Both
+// graphs compute the same outputs.
+TEST(FoldConstants, KeepsQuantizedWeightsOfProductsWhenAsked) {
+  Graph g;
+  g.opset_imports[""] = 17;
+  auto int8_constant = [&](const std::string& name, const Shape& shape, uint64_t seed) {
+    Tensor t(DType::int8, shape);
+    Tensor r = random_tensor(shape, seed);
+    for (int64_t i = 0; i < t.numel(); ++i) t.data<int8_t>()[i] = static_cast<int8_t>(r.data<float>()[i] * 100.0f);
+    return g.add_constant(name, std::move(t))->output(0);
+  };
+  auto dequantized = [&](const std::string& name, const Shape& shape, uint64_t seed) {
+    Value scale = g.add_constant(name + ".scale", Tensor::scalar<float>(0.01f))->output(0);
+    Value zero = g.add_constant(name + ".zero", Tensor::scalar<int8_t>(0))->output(0);
+    return g.add_node("DequantizeLinear", {int8_constant(name, shape, seed), scale, zero}, 1, name + ".dq")->output(0);
+  };
+  Node* x = g.add_input("x", ValueType::of(DType::float32, {2, 4}));
+  Node* image = g.add_input("image", ValueType::of(DType::float32, {1, 2, 5, 5}));
+  Value product = g.add_node("MatMul", {x->output(0), dequantized("w", {4, 3}, 1)}, 1, "mm")->output(0);
+  Value shifted = g.add_node("Add", {product, dequantized("b", {3}, 2)}, 1, "add")->output(0);
+  Value left = g.add_node("MatMul", {dequantized("a", {3, 2}, 3), x->output(0)}, 1, "left")->output(0);
+  Value conv = g.add_node("Conv", {image->output(0), dequantized("k", {3, 2, 3, 3}, 4)}, 1, "conv")->output(0);
+  Tensor unsigned_weights(DType::uint8, {4, 2});
+  for (int64_t i = 0; i < unsigned_weights.numel(); ++i)
+    unsigned_weights.data<uint8_t>()[i] = static_cast<uint8_t>(100 + 7 * i);
+  Value unsigned_dq = g.add_node("DequantizeLinear",
+                                 {g.add_constant("u", std::move(unsigned_weights))->output(0),
+                                  g.add_constant("u.scale", Tensor::scalar<float>(0.02f))->output(0),
+                                  g.add_constant("u.zero", Tensor::scalar<uint8_t>(128))->output(0)},
+                                 1, "u.dq")
+                          ->output(0);
+  Value unsigned_product = g.add_node("MatMul", {x->output(0), unsigned_dq}, 1, "mm_u")->output(0);
+  g.add_output(shifted, "y");
+  g.add_output(left, "z");
+  g.add_output(conv, "c");
+  g.add_output(unsigned_product, "u");
+  for (bool keep : {false, true}) {
+    auto out = g.clone();
+    passes::PassContext ctx;
+    ctx.verify_after_each = true;
+    ctx.keep_quantized_weights = keep;
+    passes::run_pipeline(out, {"infer", "fold-constants", "eliminate-dead-code"}, ctx);
+    EXPECT_EQ(count_ops(*out, "DequantizeLinear"), keep ? 2u : 0u) << "keep " << keep;
+    for (const auto& node : out->nodes())
+      if (node->op() == OpId::DequantizeLinear) {
+        EXPECT_TRUE(node->name == "w.dq" || node->name == "k.dq") << node->name;
+        EXPECT_EQ(node->inputs[0].node->constant_value.dtype(), DType::int8);
+      }
+    std::vector<Tensor> in = {random_tensor({2, 4}, 5), random_tensor({1, 2, 5, 5}, 6)};
+    std::vector<Tensor> want = run_graph(g, in), got = run_graph(*out, in);
+    ASSERT_EQ(want.size(), 4u);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) expect_close(got[i], want[i], 0, 0);
+  }
+}
+
 TEST(FoldConstants, FoldsShapeOfKnownShapes) {
   Graph g;
   g.opset_imports[""] = 17;

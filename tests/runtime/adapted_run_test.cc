@@ -12,28 +12,12 @@
 #include "graft/frontend/onnx_import.h"
 #include "graft/runtime/core_availability.h"
 #include "graft/runtime/session.h"
+#include "graft/runtime/simulated_load.h"
 #include "graft/zoo/zoo.h"
 #include "support/graph_runner.h"
 
 namespace graft::testing {
 namespace {
-
-/// Counters that say, at every read (a decision at every run's end), that another second passed in which
-/// other processes kept `busy_elsewhere` of 2 cores busy and, when that is
-/// at least half a core, our threads waited for cores half the time.
-std::shared_ptr<runtime::CoreAvailability> machine_with(double busy_elsewhere) {
-  auto clock = std::make_shared<double>(0.0);
-  return std::make_shared<runtime::CoreAvailability>(std::chrono::milliseconds(0), 0.1,
-                                                     [=]() -> std::optional<runtime::CpuTimes> {
-                                                       *clock += 1.0;
-                                                       runtime::CpuTimes t;
-                                                       t.wall = *clock;
-                                                       t.cores_busy = *clock * busy_elsewhere;
-                                                       t.own_waiting = busy_elsewhere >= 0.5 ? *clock * 0.5 : 0.0;
-                                                       t.cores = 2;
-                                                       return t;
-                                                     });
-}
 
 std::vector<Tensor> inputs_for(const runtime::Session& session) {
   std::vector<Tensor> inputs;
@@ -55,7 +39,7 @@ TEST_P(AdaptedRun, OnOneThreadComputesWhatTheFullThreadRunComputes) {
   full.adapt_threads = false;
   runtime::SessionOptions adapted = full;
   adapted.adapt_threads = true;
-  adapted.core_availability = machine_with(1.0);
+  adapted.core_availability = runtime::simulated_load(2, 1.0);
   runtime::Session full_session(frontend::load_onnx_from_memory(model), full);
   runtime::Session adapted_session(frontend::load_onnx_from_memory(model), adapted);
   std::vector<Tensor> inputs = inputs_for(full_session);
@@ -75,7 +59,7 @@ TEST_P(AdaptedRun, OnAQuietMachineKeepsEveryThread) {
   runtime::SessionOptions options;
   options.num_threads = 2;
   options.adapt_threads = true;
-  options.core_availability = machine_with(0.2);
+  options.core_availability = runtime::simulated_load(2, 0.2);
   runtime::Session session(frontend::load_onnx_from_memory(zoo::build_zoo_model(GetParam(), 3)), options);
   std::vector<Tensor> inputs = inputs_for(session);
   for (int run = 0; run < 4; ++run) {

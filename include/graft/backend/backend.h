@@ -66,6 +66,12 @@ class Backend {
   /// takes nothing through the partitioner and is the last resort of the
   /// compiler. Exactly one registered backend says so.
   virtual bool runs_the_rest() const { return false; }
+  /// True when the backend takes int8 weights as stored: a DequantizeLinear
+  /// of int8 constants that a convolution or matrix product reads as its
+  /// weights (ops/quantized_weight.h), unevaluated, with the product. With
+  /// such a backend in its order the compiler has fold-constants keep those
+  /// nodes, and folds after partitioning the ones no backend took.
+  virtual bool takes_quantized_weights() const { return false; }
   /// What the backend takes from a graph through the partitioner (MXNet's
   /// SubgraphProperty). The default: the property made from the op support
   /// checkers registered under name() (partition/op_support.h), or nullptr

@@ -22,6 +22,13 @@ struct PassContext {
   /// bring in an op newer than the imported opset (Gelu, opset 20, into an
   /// opset-17 model) is left out. Off for Session, which runs such ops itself.
   bool keep_opset = false;
+  /// fold-constants leaves a DequantizeLinear of int8 constants unevaluated
+  /// when every reader reads it as its weights (ops::is_quantized_weight,
+  /// ops::reads_as_weight): a backend that takes int8 weights with their
+  /// scales gets them so, with no float32 copy. Set by the compiler when a
+  /// backend in its order takes them (Backend::takes_quantized_weights); it
+  /// folds those no such backend took after partitioning.
+  bool keep_quantized_weights = false;
 };
 
 /// Whether a pass may add ops of ONNX opset `version` (default domain) to
