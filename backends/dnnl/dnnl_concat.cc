@@ -26,10 +26,13 @@
 // destination is read from that copy. Inputs that are not placed are copied
 // into their part of the destination (a reorder each); when no input can be
 // placed, or a copy would leave the destination's block padding unwritten,
-// the concat primitive runs as before. A placed buffer is no longer a root
+// the concat primitive runs as before, unless oneDNN would run it on its
+// reference code (inputs of different layouts): then each input is
+// reordered into its part of a plain destination. A placed buffer is no longer a root
 // slot, so no in-place sum overwrites it later (can_write_in_place).
 #include <algorithm>
 #include <map>
+#include <string>
 
 #include "dnnl_emitters.h"
 
@@ -194,6 +197,20 @@ int emit_concat(Builder& b, const ir::Node& node) {
     descs.push_back(b.desc(s));
   }
   dnnl::concat::primitive_desc pd(static_cast<int>(axis), descs, b.engine(), Builder::new_attr());
+  // Inputs in different layouts (a transposed product's result beside plain
+  // ones: a transformer's Q, K and V gradients) send oneDNN 2.6's concat to
+  // its reference code; a jit reorder of each input into its part of a plain
+  // destination does the same copy several times faster.
+  if (std::string(pd.impl_info_str()).rfind("ref", 0) == 0) {
+    const memory::desc plain = plain_desc(dims_of(node.output_types[0]));
+    const int dst = b.add_slot(plain);
+    Dims offsets(plain.dims().size(), 0);
+    for (size_t i = 0; i < srcs.size(); ++i) {
+      b.add_reorder(srcs[i], b.view(dst, plain.submemory_desc(descs[i].dims(), offsets)), node.name);
+      offsets[static_cast<size_t>(axis)] += descs[i].dims()[static_cast<size_t>(axis)];
+    }
+    return dst;
+  }
   int dst = b.add_slot(pd.dst_desc());
   std::vector<std::pair<int, int>> args = {{DNNL_ARG_DST, dst}};
   for (size_t i = 0; i < srcs.size(); ++i) args.push_back({DNNL_ARG_MULTIPLE_SRC + static_cast<int>(i), srcs[i]});

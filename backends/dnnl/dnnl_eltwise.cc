@@ -9,7 +9,9 @@
 // oneDNN's eltwise backward (relu) on x and d_y in x's layout (a
 // convolution's blocked one in a training step), or d_y's when x is plain
 // and d_y blocked (x came from the forward's subgraph); the boolean mask is
-// never written. A Sum of two gradient contributions is a binary add.
+// never written. GELU's gradient, dy * (Phi(x) + x phi(x)) as the gradient
+// builder writes it, is the eltwise backward (gelu_erf) on x and dy
+// (dnnl_gelu_gradient.h). A Sum of two gradient contributions is a binary add.
 #include <cmath>
 #include <optional>
 
@@ -50,6 +52,9 @@ std::vector<PostOp> eltwise_post_ops(const ir::Node& node) {
       return one(algorithm::eltwise_sqrt);
     case OpId::Round:
       return one(algorithm::eltwise_round);  // half to even, as ONNX's Round
+    case OpId::Pow:                          // exponent 1 or 2, a constant (check_pow)
+      return one(algorithm::eltwise_pow, 1.0f,
+                 static_cast<float>(node.inputs[1].node->constant_value.value_as_double(0)));
     case OpId::Gelu:
       return one(a.get_string("approximate", "none") == "tanh" ? algorithm::eltwise_gelu_tanh
                                                                : algorithm::eltwise_gelu_erf);
@@ -251,24 +256,37 @@ int emit_relu_mask(Builder& b, uint32_t id) {
   return -1;  // never written: each Where reads x (emit_relu_gradient)
 }
 
+namespace {
+
+// oneDNN's eltwise backward of `alg`: the gradient of x from d_y, both in
+// x's layout (or d_y's, in_blocked_layout_of).
+int eltwise_gradient(Builder& b, algorithm alg, Entry x, Entry d_y, const std::string& label) {
+  const int gradient = b.dense(b.slot_of(d_y), label);
+  const int src = in_blocked_layout_of(b, b.dense(b.slot_of(x), label), gradient, label);
+  const memory::desc data = b.desc(src);
+  const int dy = b.as_desc(gradient, data, label);
+  dnnl::eltwise_forward::primitive_desc hint(
+      dnnl::eltwise_forward::desc(prop_kind::forward_training, alg, data, 0.0f, 0.0f), Builder::new_attr(), b.engine());
+  dnnl::eltwise_backward::primitive_desc pd(dnnl::eltwise_backward::desc(alg, data, data, 0.0f, 0.0f),
+                                            Builder::new_attr(), b.engine(), hint);
+  const int dx = b.add_slot(pd.diff_src_desc());
+  b.add_step(dnnl::eltwise_backward(pd), pd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_SRC, dx}},
+             label);
+  return dx;
+}
+
+}  // namespace
+
 int emit_relu_gradient(Builder& b, const ir::Node& node) {
   const ir::Node& mask = b.graph().node(b.input(node, 0).node_id);
   if (mask.op() != OpId::Greater)
     fail(ErrorKind::unsupported, "dnnl backend: ", node.describe(), ": its condition is not a Greater in the subgraph");
-  const int gradient = b.dense(b.slot_of(b.input(node, 1)), node.name);
-  const int src = in_blocked_layout_of(b, b.dense(b.slot_of(b.input(mask, 0)), node.name), gradient, node.name);
-  const memory::desc data = b.desc(src);
-  const int dy = b.as_desc(gradient, data, node.name);
-  dnnl::eltwise_forward::primitive_desc hint(
-      dnnl::eltwise_forward::desc(prop_kind::forward_training, algorithm::eltwise_relu, data, 0.0f, 0.0f),
-      Builder::new_attr(), b.engine());
-  dnnl::eltwise_backward::primitive_desc pd(
-      dnnl::eltwise_backward::desc(algorithm::eltwise_relu, data, data, 0.0f, 0.0f), Builder::new_attr(), b.engine(),
-      hint);
-  const int dx = b.add_slot(pd.diff_src_desc());
-  b.add_step(dnnl::eltwise_backward(pd), pd, {{DNNL_ARG_SRC, src}, {DNNL_ARG_DIFF_DST, dy}, {DNNL_ARG_DIFF_SRC, dx}},
-             node.name);
-  return dx;
+  return eltwise_gradient(b, algorithm::eltwise_relu, b.input(mask, 0), b.input(node, 1), node.name);
+}
+
+int emit_gelu_gradient(Builder& b, const GeluGradient& gradient) {
+  return eltwise_gradient(b, algorithm::eltwise_gelu_erf, b.graph().entry_of(gradient.x),
+                          b.graph().entry_of(gradient.dy), gradient.product->name);
 }
 
 int emit_sum(Builder& b, const ir::Node& node) {

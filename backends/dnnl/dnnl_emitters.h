@@ -55,6 +55,8 @@ int emit_binary(Builder& b, const ir::Node& node);
 // Where(mask, d_y, 0) that reads it is oneDNN's relu backward on x and d_y.
 int emit_relu_mask(Builder& b, uint32_t id);
 int emit_relu_gradient(Builder& b, const ir::Node& node);
+// GELU's gradient (the final product of `gradient`): oneDNN's eltwise backward, gelu_erf.
+int emit_gelu_gradient(Builder& b, const GeluGradient& gradient);
 // Sum of two values of one shape: a binary add.
 int emit_sum(Builder& b, const ir::Node& node);
 

@@ -18,7 +18,9 @@
 // (dnnl_int8.cc, found first) anchors a group the same way, without a
 // BatchNormalization (its weights are int8 as they are); the fake
 // quantization it folds belongs to no group, and a chain ends before it. A
-// training-mode BatchNormalization (batch statistics) joins no group.
+// training-mode BatchNormalization (batch statistics) joins no group, nor
+// does a node of a GELU gradient (one eltwise backward at its final product,
+// dnnl_gelu_gradient.h).
 #include <algorithm>
 
 #include "dnnl_int8.h"
@@ -58,6 +60,7 @@ class GroupFormer {
   }
 
   Grouping run() {
+    find_gelu_gradients();
     Int8Plan int8 = find_int8_convolutions(indexed_, is_output_);
     result_.folded_into_int8 = int8.folded;
     result_.uint8_nodes = int8.uint8_node_of;
@@ -126,6 +129,7 @@ class GroupFormer {
       uint32_t cid = static_cast<uint32_t>(next);
       const ir::Node& c = indexed_.node(cid);
       if (result_.group_of[cid] >= 0 || result_.folded_into_int8[cid]) return;
+      if (result_.gelu_gradients[cid] || result_.gelu_gradient_steps[cid]) return;
       const OpId op = c.op();
       if (op == OpId::BatchNormalization && is_training_batch_norm(c)) return;  // batch statistics: not foldable
       if (op == OpId::BatchNormalization && anchor.op() == OpId::Conv && !g.int8 && g.post_ops.empty() &&
@@ -177,6 +181,30 @@ class GroupFormer {
       }
       g.members.push_back(cid);
       g.last = cid;
+    }
+  }
+
+  void find_gelu_gradients() {
+    const size_t n = indexed_.num_nodes();
+    result_.gelu_gradients.assign(n, nullptr);
+    result_.gelu_gradient_steps.assign(n, false);
+    auto readers = [&](const ir::Node& node) {
+      std::vector<const ir::Node*> out;
+      for (uint32_t c : indexed_.consumers(indexed_.id_of(node))) out.push_back(&indexed_.node(c));
+      return out;
+    };
+    auto is_output = [&](const ir::Node& node) {
+      const uint32_t id = indexed_.id_of(node);
+      for (int k = 0; k < node.num_outputs(); ++k)
+        if (is_output_[indexed_.entry_id(id, static_cast<uint32_t>(k))]) return true;
+      return false;
+    };
+    for (uint32_t id = 0; id < n; ++id) {
+      if (indexed_.node(id).op() != OpId::Mul) continue;
+      std::optional<GeluGradient> match = match_gelu_gradient(indexed_.node(id), readers, is_output);
+      if (!match) continue;
+      for (const ir::Node* step : match->steps) result_.gelu_gradient_steps[indexed_.id_of(*step)] = true;
+      result_.gelu_gradients[id] = std::make_shared<const GeluGradient>(std::move(*match));
     }
   }
 

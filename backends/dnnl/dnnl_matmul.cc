@@ -142,17 +142,22 @@ int emit_matmul(Builder& b, const Group& g, const std::string& label) {
   memory::desc a_md = operand(b.input(node, 0), trans_a, a_slot);
   Entry b_entry = b.input(node, 1);
   memory::desc b_md = operand(b_entry, trans_b, b_slot);
-  bool b_packed = b.is_source(b_entry) && product(b_md.dims(), 0, rank - 2) == 1;
+  const bool b_one_matrix = product(b_md.dims(), 0, rank - 2) == 1;
+  bool b_packed = b.is_source(b_entry) && b_one_matrix;
 
-  // x[..., M, K] times a constant [K, N]: one 2-D product of (batch * M) rows,
-  // so that oneDNN packs the weight once into its blocked layout.
+  // x[..., M, K] times one [K, N]: one 2-D product of (batch * M) rows, so
+  // that oneDNN packs a constant weight once into its blocked layout, and
+  // reads a weight that is an input (a training step's parameter, updated
+  // in place: W^T through a Transpose's strides) as it lies, where the
+  // batched product would copy it to plain first.
   int dst_root = -1;
-  if (b_packed && rank > 2 && !gemm && is_plain(a_md) && collapsible_post_ops(b, g, dst_dims)) {
+  if (b_one_matrix && rank > 2 && !gemm && is_plain(a_md) && collapsible_post_ops(b, g, dst_dims)) {
     int64_t rows = product(dst_dims, 0, rank - 1);
     int64_t k = a_md.dims()[rank - 1], n = dst_dims[rank - 1];
     a_slot = b.view(a_slot, plain_desc({rows, k}));
     const auto* st = b_md.data.format_desc.blocking.strides;
     b_md = memory::desc({k, n}, memory::data_type::f32, {st[rank - 2], st[rank - 1]});
+    if (!b_packed) b_slot = b.view(b_slot, b_md);
     a_md = b.desc(a_slot);
     dst_root = b.add_slot(plain_desc(dst_dims));
     dst_dims = {rows, n};

@@ -16,8 +16,10 @@
 // compiles the whole chain into one kernel; the checker declines them with
 // that reason.
 #include <set>
+#include <unordered_map>
 #include <unordered_set>
 
+#include "dnnl_gelu_gradient.h"
 #include "dnnl_int8.h"
 #include "dnnl_support.h"
 #include "graft/ir/graph.h"
@@ -45,6 +47,7 @@ bool is_compute(const ir::Node& node) {
   if (node.op() == ir::OpId::DequantizeLinear) return false;  // weights (check_quantized_weight)
   ir::OpCategory c = node.schema().category;
   if (const OpSupport* row = dnnl_op_support(node.op()); row && row->reference_kernel) return false;
+  if (sums_leading_axes_only(node)) return false;  // a reference kernel in the program too
   return c == ir::OpCategory::opaque || c == ir::OpCategory::reduce;
 }
 bool is_single_output_movement(const ir::Node& node) {
@@ -138,18 +141,50 @@ partition::Support check(const ir::Node& node) {
 // A Relu gradient's mask, Greater(x, 0), and the Where(mask, d_y, 0) that
 // reads it are kept only together: dnnl runs the pair as one eltwise
 // backward on x and never writes the boolean mask, which a dnnl module can
-// neither take nor give.
+// neither take nor give. Likewise the Erf of a GELU gradient stays only with
+// the whole expression (dnnl_gelu_gradient.h): dnnl runs it as one eltwise
+// backward at its final product and has no primitive for an Erf alone.
 class DnnlSelector final : public partition::ContainOpSelector {
  public:
   using ContainOpSelector::ContainOpSelector;
   std::vector<const ir::Node*> Filter(std::vector<const ir::Node*> candidates) override {
     for (const ir::Node* n : candidates)
       if (is_compute(*n))
-        return keep_weights_with_their_readers(keep_relu_masks_with_their_wheres(std::move(candidates)));
+        return keep_erfs_with_their_gelu_gradients(
+            keep_weights_with_their_readers(keep_relu_masks_with_their_wheres(std::move(candidates))));
     return {};
   }
 
  private:
+  static std::vector<const ir::Node*> keep_erfs_with_their_gelu_gradients(std::vector<const ir::Node*> candidates) {
+    bool any_erf = false;
+    for (const ir::Node* n : candidates) any_erf = any_erf || n->op() == ir::OpId::Erf;
+    if (!any_erf) return candidates;
+    const ir::Graph& graph = candidates.front()->graph();
+    std::unordered_map<const ir::Node*, std::vector<const ir::Node*>> readers;
+    for (const auto& n : graph.nodes())
+      for (const ir::Value& input : n->inputs)
+        if (input) readers[input.node].push_back(n.get());
+    std::unordered_set<const ir::Node*> outputs;
+    for (const ir::Value& output : graph.outputs()) outputs.insert(output.node);
+    const std::unordered_set<const ir::Node*> taken(candidates.begin(), candidates.end());
+    std::unordered_set<const ir::Node*> whole;  // Erfs whose whole gradient expression is taken
+    for (const ir::Node* n : candidates) {
+      if (n->op() != ir::OpId::Mul) continue;
+      std::optional<GeluGradient> match = match_gelu_gradient(
+          *n, [&](const ir::Node& node) { return readers[&node]; },
+          [&](const ir::Node& node) { return outputs.count(&node) > 0; });
+      if (!match) continue;
+      bool all_taken = true;
+      for (const ir::Node* step : match->steps) all_taken = all_taken && taken.count(step);
+      if (!all_taken) continue;
+      for (const ir::Node* step : match->steps)
+        if (step->op() == ir::OpId::Erf) whole.insert(step);
+    }
+    std::erase_if(candidates, [&](const ir::Node* n) { return n->op() == ir::OpId::Erf && !whole.count(n); });
+    return candidates;
+  }
+
   // A quantized weight goes with its readers: one read outside the
   // candidates stays out (the compiler folds it to float32 there), so that
   // the region never writes the weights dequantized for another.

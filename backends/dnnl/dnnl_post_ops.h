@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "dnnl_builder.h"
+#include "dnnl_gelu_gradient.h"
 
 namespace graft::dnnl_backend {
 
@@ -60,6 +61,12 @@ struct Grouping {
   std::vector<std::shared_ptr<QuantizedSource>> dequantized_at;
   /// Per node: the MaxPool, Concat or Add that runs on uint8 values (dnnl_int8.h), or nullptr.
   std::vector<std::shared_ptr<Uint8Node>> uint8_nodes;
+  /// Per node: the GELU gradient whose final product it is (one eltwise
+  /// backward, dnnl_gelu_gradient.h), or nullptr.
+  std::vector<std::shared_ptr<const GeluGradient>> gelu_gradients;
+  /// Per node: a step of a GELU gradient's derivative (not emitted: the
+  /// eltwise backward at its product computes it).
+  std::vector<bool> gelu_gradient_steps;
 };
 
 /// Groups the nodes of `graph` (dnnl_grouping.cc): every Conv,

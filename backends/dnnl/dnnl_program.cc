@@ -115,8 +115,8 @@ int emit_by_op(Builder& b, uint32_t id) {
       return emit_recurrent(b, id);
     case OpId::Resize:
       return emit_resize(b, node);
-    case OpId::ReduceSum:
-      return emit_reduce_sum(b, node);
+    case OpId::ReduceSum:  // a bias gradient's sum over leading axes streams once on the reference kernel
+      return sums_leading_axes_only(node) ? emit_on_reference_kernel(b, id) : emit_reduce_sum(b, node);
     case OpId::ConvInputGrad:
       return emit_conv_input_grad(b, node);
     case OpId::ConvWeightGrad:
@@ -149,7 +149,12 @@ int emit_by_op(Builder& b, uint32_t id) {
 void emit_node(Builder& b, uint32_t id) { b.set_slot(id, 0, emit_by_op(b, id)); }
 
 // Module outputs are plain: a value already in a plain buffer of its own
-// becomes the output; any other is reordered into one.
+// becomes the output; any other is reordered into one. A buffer that other
+// steps read through views (a MatMul's result that the backward reads
+// reshaped, a LayerNorm's input read flattened) becomes the output too:
+// views resolve their bytes through their root at run time, so they read
+// the output tensor, and a copy of it (a same-layout reorder per output,
+// about 25 ms of a BERT training step) is saved.
 void write_outputs(Builder& b) {
   DnnlProgram& program = b.program();
   const auto& outputs = b.graph().outputs();
@@ -160,8 +165,7 @@ void write_outputs(Builder& b) {
         b.graph().node(outputs[k].node_id).output_types[outputs[k].index].concrete_shape().value());
     int slot = b.slot_of(outputs[k]);
     Slot& s = program.slots[slot];
-    if (s.kind == SlotKind::arena && s.root < 0 && !s.has_views && is_plain(s.desc) && s.desc.dims() == d &&
-        claimed[slot] == 0) {
+    if (s.kind == SlotKind::arena && s.root < 0 && is_plain(s.desc) && s.desc.dims() == d && claimed[slot] == 0) {
       s.kind = SlotKind::output;
       s.index = static_cast<int>(k);
       claimed[slot] = 1;
@@ -192,6 +196,15 @@ DnnlProgram lower(const ir::Graph& subgraph) {
       if (const std::shared_ptr<QuantizedSource>& source = grouping.dequantized_at[id])
         b.with_threads_for(node_microseconds(graph, node),
                            [&] { b.set_slot(id, 0, dequantized_source(b, *source, node.name)); });
+      continue;
+    }
+    if (grouping.gelu_gradient_steps[id]) {  // computed by the eltwise backward at the product
+      b.mark_emitted(id);
+      continue;
+    }
+    if (const std::shared_ptr<const GeluGradient>& gelu = grouping.gelu_gradients[id]) {
+      b.with_threads_for(node_microseconds(graph, node), [&] { b.set_slot(id, 0, emit_gelu_gradient(b, *gelu)); });
+      b.mark_emitted(id);
       continue;
     }
     if (const std::shared_ptr<Uint8Node>& u = grouping.uint8_nodes[id]) {  // dnnl_int8.cc

@@ -7,8 +7,9 @@
 // ones inner (one reorder, skipped when they are already innermost), and
 // the reduction sums the inner block. Its output, the kept axes in their
 // order, is the node's output viewed with or without the reduced ones.
-// dnnl_support.cc takes constant axes only, and leaves a sum over leading
-// axes only to the reference kernel, which streams the tensor once.
+// dnnl_support.cc takes constant axes only; a sum over leading axes only
+// runs on the reference kernel inside the program instead, which streams
+// the tensor once (sums_leading_axes_only).
 #include "dnnl_emitters.h"
 
 namespace graft::dnnl_backend {

@@ -10,6 +10,7 @@
 #include <optional>
 
 #include "graft/ir/graph.h"
+#include "graft/ir/updated_constant.h"
 #include "graft/ops/conv_util.h"
 #include "graft/ops/quantized_weight.h"
 
@@ -169,37 +170,38 @@ SupportResult check_pool(const ir::Node& node) {
   return check_window(node, rank - 2, {}, true, x_input);
 }
 
-// ReduceSum over constant axes (oneDNN's reduction: ranks 1 to 5); not
-// noop_with_empty_axes, nor a sum over leading axes only.
-SupportResult check_reduce_sum(const ir::Node& node) {
+// The reduced axes of a ReduceSum with constant axes (every axis when it
+// names none), per axis of its input; nothing when they are not constants,
+// out of range or repeated.
+std::optional<std::vector<bool>> reduce_sum_axes(const ir::Node& node) {
   const size_t rank = rank_of(node, 0);
-  if (rank < 1 || rank > 5) return SupportResult::no("rank must be 1 to 5");
-  if (node.attributes.get_int("noop_with_empty_axes", 0) != 0) return SupportResult::no("noop_with_empty_axes");
-  if (node.opset_version >= 13 && has_input(node, 1) && !is_constant_input(node, 1))
-    return SupportResult::no("axes must be a constant");
+  if (node.opset_version >= 13 && has_input(node, 1) && !is_constant_input(node, 1)) return std::nullopt;
   std::vector<int64_t> axes;
   if (node.opset_version >= 13) {
     if (has_input(node, 1)) axes = node.inputs[1].node->constant_value.to_int64_vector();
   } else {
     axes = node.attributes.get_ints("axes", {});
   }
-  std::vector<bool> seen(rank, false);
+  std::vector<bool> seen(rank, axes.empty());
   for (int64_t a : axes) {
     if (a < 0) a += static_cast<int64_t>(rank);
-    if (a < 0 || a >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(a)])
-      return SupportResult::no("axes out of range or repeated");
+    if (a < 0 || a >= static_cast<int64_t>(rank) || seen[static_cast<size_t>(a)]) return std::nullopt;
     seen[static_cast<size_t>(a)] = true;
   }
+  return seen;
+}
+
+// ReduceSum over constant axes (oneDNN's reduction: ranks 1 to 5); not
+// noop_with_empty_axes. A sum over leading axes only runs on the reference
+// kernel inside the program (sums_leading_axes_only).
+SupportResult check_reduce_sum(const ir::Node& node) {
+  const size_t rank = rank_of(node, 0);
+  if (rank < 1 || rank > 5) return SupportResult::no("rank must be 1 to 5");
+  if (node.attributes.get_int("noop_with_empty_axes", 0) != 0) return SupportResult::no("noop_with_empty_axes");
+  if (node.opset_version >= 13 && has_input(node, 1) && !is_constant_input(node, 1))
+    return SupportResult::no("axes must be a constant");
+  if (!reduce_sum_axes(node)) return SupportResult::no("axes out of range or repeated");
   if (!all_known(input_type(node, 0).dims)) return SupportResult::no("shape unknown");
-  // Summing the leading axes of a row-major tensor streams it once on the
-  // reference kernel; oneDNN 2.6 would transpose it first (3x slower on
-  // BERT's bias gradients, [8, 128, 3072] -> [3072]).
-  size_t leading = 0;
-  while (leading < rank && seen[leading]) ++leading;
-  size_t reduced = 0;
-  for (bool s : seen) reduced += s;
-  if (leading > 0 && leading < rank && reduced == leading)
-    return SupportResult::no("a sum over leading axes only (faster on the reference kernel)");
   return SupportResult::yes();
 }
 
@@ -388,9 +390,50 @@ SupportResult check_clip(const ir::Node& node) {
   return SupportResult::yes();
 }
 
+// Pow(x, 1) and Pow(x, 2) (a squared error and its gradient): oneDNN's
+// eltwise pow with that exponent, which it computes as a copy or a square.
+// Other exponents stay on the reference kernels (oneDNN's general pow goes
+// through exp and log, which a negative x does not survive).
+SupportResult check_pow(const ir::Node& node) {
+  if (!is_constant_input(node, 1)) return SupportResult::no("the exponent is not a constant");
+  const Tensor& exponent = node.inputs[1].node->constant_value;
+  if (exponent.numel() != 1 || ir::is_updated_in_place(*node.inputs[1].node))
+    return SupportResult::no("the exponent is not one value");
+  const double e = exponent.value_as_double(0);
+  if (e != 1.0 && e != 2.0) return SupportResult::no("an exponent other than 1 or 2");
+  return SupportResult::yes();
+}
+
+// A ReduceMean to a few values (a training step's mean loss): graft's
+// reference kernel inside the program, so that the loss does not cut the
+// step into a forward and a backward subgraph.
+SupportResult check_mean_loss(const ir::Node& node) {
+  const ir::ValueType& out = node.output_types[0];
+  if (!out.has_rank || !all_known(out.dims)) return SupportResult::no("output shape unknown");
+  int64_t count = 1;
+  for (const ir::Dim& d : out.dims) count *= d.value;
+  if (count > 64) return SupportResult::no("a mean to more than 64 values (only a loss's mean runs inside dnnl)");
+  return SupportResult::yes();
+}
+
 SupportResult check_gelu(const ir::Node& node) {
   std::string approximate = node.attributes.get_string("approximate", "none");
   if (approximate != "none" && approximate != "tanh") return SupportResult::no("approximate=" + approximate);
+  return SupportResult::yes();
+}
+
+// Erf exists in oneDNN only inside GELU: an Erf of x * sqrt(1/2) may be a
+// step of GELU's gradient (dnnl_gelu_gradient.h), which the selector's
+// Filter keeps only with the rest of that expression.
+SupportResult check_gelu_gradient_erf(const ir::Node& node) {
+  const ir::Value& scaled = node.inputs[0];
+  bool by_root_half = false;
+  if (scaled && scaled.node->op() == OpId::Mul && scaled.node->inputs.size() == 2)
+    for (const ir::Value& operand : scaled.node->inputs)
+      by_root_half = by_root_half ||
+                     (operand && operand.node->op() == OpId::Constant && operand.node->constant_value.numel() == 1 &&
+                      std::abs(operand.node->constant_value.value_as_double(0) - std::sqrt(0.5)) < 1e-6);
+  if (!by_root_half) return SupportResult::no("an Erf outside GELU's gradient (oneDNN has no erf primitive)");
   return SupportResult::yes();
 }
 
@@ -475,9 +518,9 @@ SupportResult check_recurrent(const ir::Node& node) {
   if (node.attributes.get_int("hidden_size", hidden) != hidden || r.dims[1].value != gates * hidden ||
       r.dims[2].value != hidden || w.dims[2].value != input_type(node, 0).dims[2].value)
     return SupportResult::no("W and R do not match hidden_size and the input size");
-  if (has_input(node, 3) && (rank_of(node, 3) != 2 || !all_known(input_type(node, 3).dims) ||
-                             input_type(node, 3).dims[0].value != 1 ||
-                             input_type(node, 3).dims[1].value != 2 * gates * hidden))
+  if (has_input(node, 3) &&
+      (rank_of(node, 3) != 2 || !all_known(input_type(node, 3).dims) || input_type(node, 3).dims[0].value != 1 ||
+       input_type(node, 3).dims[1].value != 2 * gates * hidden))
     return SupportResult::no("B must be [1, 2*gates*hidden]");
   const int64_t batch = input_type(node, 0).dims[1].value;
   for (size_t i : {size_t{5}, size_t{6}}) {
@@ -620,6 +663,7 @@ constexpr OpSupport kTable[] = {
     {OpId::NegativeLogLikelihoodLoss, check_loss, 1, true},
     {OpId::SoftmaxCrossEntropyLossGrad, check_loss, 2, true},
     {OpId::NegativeLogLikelihoodLossGrad, check_loss, 2, true},
+    {OpId::ReduceMean, check_mean_loss, 1, true},
     // eltwise: post-ops or eltwise primitives
     {OpId::Relu, always},
     {OpId::LeakyRelu, always},
@@ -630,7 +674,9 @@ constexpr OpSupport kTable[] = {
     {OpId::HardSwish, always},
     {OpId::Elu, always},
     {OpId::Gelu, check_gelu},
+    {OpId::Erf, check_gelu_gradient_erf},  // a step of GELU's gradient (one eltwise backward)
     {OpId::Exp, always},
+    {OpId::Pow, check_pow, 1},
     {OpId::Abs, always},
     {OpId::Sqrt, always},
     {OpId::Round, always},
@@ -665,6 +711,17 @@ const std::array<const OpSupport*, ir::kNumOps>& rows_by_op() {
 }
 
 }  // namespace
+
+bool sums_leading_axes_only(const ir::Node& node) {
+  if (node.op() != OpId::ReduceSum || node.inputs.empty() || !node.inputs[0]) return false;
+  std::optional<std::vector<bool>> seen = reduce_sum_axes(node);
+  if (!seen) return false;
+  size_t leading = 0;
+  while (leading < seen->size() && (*seen)[leading]) ++leading;
+  size_t reduced = 0;
+  for (bool s : *seen) reduced += s;
+  return leading > 0 && leading < seen->size() && reduced == leading;
+}
 
 bool is_training_batch_norm(const ir::Node& node) {
   if (node.opset_version >= 14) return node.attributes.get_int("training_mode", 0) != 0;

@@ -60,6 +60,13 @@ std::shared_ptr<const partition::SubgraphProperty> make_dnnl_property();
 /// asks for the running statistics as outputs).
 bool is_training_batch_norm(const ir::Node& node);
 
+/// Whether a ReduceSum node (constant axes) sums over leading axes only, as
+/// a linear layer's bias gradient sums d_y over the batch and sequence.
+/// dnnl runs it on graft's reference kernel inside the program (it streams
+/// the tensor once; oneDNN 2.6 would transpose it first), and it is not
+/// dnnl compute: a region of such sums alone stays off dnnl.
+bool sums_leading_axes_only(const ir::Node& node);
+
 /// Whether the dnnl backend can run `node`: its op has a row in the table,
 /// its data is float32 with known ranks up to oneDNN's, and the row's checker
 /// accepts it.

@@ -300,9 +300,20 @@ void pow_gradient(GradientContext& g) {
   const DType dtype = g.output_type(0).dtype;
   if (g.needs_input_gradient(0)) {
     ir::Value b = g.input(1);
-    if (g.input_type(1).dtype != dtype) b = g.add(Cast, {b}, {{"to", static_cast<int64_t>(dtype)}});
-    ir::Value a_pow = g.add(Pow, {g.input(0), g.add(Sub, {b, g.scalar(1, dtype)})});
-    g.set_input_gradient(0, g.add(Mul, {dy, g.add(Mul, {b, a_pow})}));
+    const ir::Node& exponent = *b.node;
+    if (!g.needs_input_gradient(1) && exponent.op() == Constant && exponent.constant_value.numel() == 1) {
+      // A constant exponent e (a squared error's 2): x^(e - 1) with e - 1 a
+      // constant too, so that the gradient needs no constant folding to be
+      // a Pow by a constant (which the dnnl backend runs) in a training
+      // step, whose Session does not fold constants.
+      const double e = exponent.constant_value.value_as_double(0);
+      ir::Value a_pow = g.add(Pow, {g.input(0), g.scalar(e - 1, dtype)});
+      g.set_input_gradient(0, g.add(Mul, {dy, g.add(Mul, {g.scalar(e, dtype), a_pow})}));
+    } else {
+      if (g.input_type(1).dtype != dtype) b = g.add(Cast, {b}, {{"to", static_cast<int64_t>(dtype)}});
+      ir::Value a_pow = g.add(Pow, {g.input(0), g.add(Sub, {b, g.scalar(1, dtype)})});
+      g.set_input_gradient(0, g.add(Mul, {dy, g.add(Mul, {b, a_pow})}));
+    }
   }
   if (g.needs_input_gradient(1))
     g.set_input_gradient(1, g.add(Mul, {g.add(Mul, {dy, g.output(0)}), g.add(Log, {g.input(0)})}));

@@ -326,8 +326,8 @@ Resizing resizing_of(const KernelContext& ctx, const Tensor& x, bool upsample, i
 std::vector<Taps> taps_of(const Resizing& r, const Shape& in) {
   std::vector<Taps> taps;
   for (size_t d = 0; d < in.size(); ++d)
-    taps.push_back(compute_resize_taps(r.settings, in[d], r.geometry.out[d], r.geometry.scale[d], r.roi_start[d],
-                                       r.roi_end[d]));
+    taps.push_back(
+        compute_resize_taps(r.settings, in[d], r.geometry.out[d], r.geometry.scale[d], r.roi_start[d], r.roi_end[d]));
   return taps;
 }
 

@@ -31,6 +31,7 @@
 #include "graft/backend/executor.h"
 #include "graft/core/error.h"
 #include "graft/ops/type_inference.h"
+#include "graft/passes/pass.h"
 
 namespace graft::training {
 
@@ -94,6 +95,13 @@ ir::Value find_constant(ir::Graph& graph, const std::string& name) {
 
 }  // namespace
 
+std::unique_ptr<ir::Graph> forward_for_gradient(const ir::Graph& forward) {
+  std::unique_ptr<ir::Graph> graph = forward.clone();
+  passes::PassContext context;
+  passes::run_pipeline(graph, {"infer", "fuse-gelu"}, context);
+  return graph;
+}
+
 TrainingGraph build_training_graph(const ir::Graph& forward, const std::string& loss,
                                    std::vector<std::string> parameters, const OptimizerOptions& optimizer,
                                    const autodiff::GradientOptions& gradient) {
@@ -102,7 +110,7 @@ TrainingGraph build_training_graph(const ir::Graph& forward, const std::string& 
   if (parameters.empty())
     fail(ErrorKind::invalid_argument, "training: the loss '", loss, "' reads no floating-point initializer to train");
   TrainingGraph result;
-  result.graph = autodiff::gradient(forward, loss, parameters, gradient);
+  result.graph = autodiff::gradient(*forward_for_gradient(forward), loss, parameters, gradient);
   ir::Graph& g = *result.graph;
   result.parameters = parameters;
 

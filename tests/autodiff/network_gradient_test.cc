@@ -91,8 +91,9 @@ TEST(PoolingGradient, MaxAverageAndGlobalPools) {
 TEST(ResizeGradient, EveryModeScalesSizesAndOpset) {
   auto floats = [](ir::Graph& g, const std::vector<float>& values) {
     static int counter = 0;
-    return g.add_constant("resize" + std::to_string(counter++),
-                          Tensor::from_vector<float>(values, {static_cast<int64_t>(values.size())}))
+    return g
+        .add_constant("resize" + std::to_string(counter++),
+                      Tensor::from_vector<float>(values, {static_cast<int64_t>(values.size())}))
         ->output(0);
   };
   struct Case {
@@ -117,7 +118,11 @@ TEST(ResizeGradient, EveryModeScalesSizesAndOpset) {
        {},
        {1, 2, 7, 5},
        {{"mode", std::string("linear")}, {"coordinate_transformation_mode", std::string("align_corners")}}},
-      {"linear pytorch_half_pixel downscale", {1, 1, 6, 5}, {}, {}, {1, 1, 3, 2},
+      {"linear pytorch_half_pixel downscale",
+       {1, 1, 6, 5},
+       {},
+       {},
+       {1, 1, 3, 2},
        {{"mode", std::string("linear")}, {"coordinate_transformation_mode", std::string("pytorch_half_pixel")}}},
       {"cubic exclude_outside downscale and up",
        {1, 1, 5, 4},
@@ -147,12 +152,11 @@ TEST(ResizeGradient, EveryModeScalesSizesAndOpset) {
                     g.opset_imports[""] = 10;
                     return {node(g, OpId::Resize, {x[0], floats(g, {1, 1, 2, 1.5f})})};
                   });
-  check_gradients("Upsample-9 linear", {{{1, 1, 3, 3}}},
-                  [&](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
-                    g.opset_imports[""] = 9;
-                    return {node(g, OpId::Upsample, {x[0], floats(g, {1, 1, 2, 2})},
-                                 {{"mode", std::string("linear")}})};
-                  });
+  check_gradients(
+      "Upsample-9 linear", {{{1, 1, 3, 3}}}, [&](ir::Graph& g, const std::vector<Value>& x) -> std::vector<Value> {
+        g.opset_imports[""] = 9;
+        return {node(g, OpId::Upsample, {x[0], floats(g, {1, 1, 2, 2})}, {{"mode", std::string("linear")}})};
+      });
 }
 
 // graft.ResizeGrad read from a file may be malformed: a gradient of another
@@ -165,7 +169,8 @@ TEST(ResizeGradient, MalformedGradientNodesAreErrorsNamingTheProblem) {
     Value dy = g->add_input("dy", ir::ValueType::of(DType::float32, dy_shape))->output(0);
     Value x = g->add_input("x", ir::ValueType::of(DType::float32, {1, 1, 2, 2}))->output(0);
     Value scales = g->add_constant("scales", Tensor::from_vector<float>({1, 1, 2, 2}, {4}))->output(0);
-    Value dx = node(*g, OpId::ResizeGrad, {dy, x, Value{}, scales}, {{"opset", opset}, {"mode", std::string("linear")}});
+    Value dx =
+        node(*g, OpId::ResizeGrad, {dy, x, Value{}, scales}, {{"opset", opset}, {"mode", std::string("linear")}});
     g->add_output(dx, "dx");
     std::vector<Tensor> inputs = {Tensor(DType::float32, dy_shape), Tensor(DType::float32, {1, 1, 2, 2})};
     reference_session(*g)->run(inputs);

@@ -92,6 +92,40 @@ TEST(PointwiseGradient, PowWithAConstantIntegerExponent) {
   });
 }
 
+// A constant exponent e gives x^(e - 1) with e - 1 a constant: no Sub to
+// fold, so a training step's Session (which folds no constants) still has
+// a Pow by a constant, which the dnnl backend runs (a squared error).
+TEST(PointwiseGradient, PowByAConstantHasAConstantExponentInItsGradient) {
+  ir::Graph g;
+  Value x = g.add_input("x", ir::ValueType::of(DType::float32, {2, 3}))->output(0);
+  Value w = g.add_constant("w", Tensor::from_vector<float>({1, -2, 3, 0.5f, -1, 2}, {2, 3}))->output(0);
+  Value two = g.add_constant("two", Tensor::scalar(2.0f))->output(0);
+  ir::Node* sum = g.add_node(OpId::ReduceSum, {node(g, OpId::Pow, {node(g, OpId::Mul, {x, w}), two})});
+  sum->attributes.set("keepdims", int64_t{0});
+  g.add_output(sum->output(0), "loss");
+  ops::infer_types(g);
+  auto step = autodiff::gradient(g, "loss", {"w"});
+  int backward_pows = 0;
+  for (const auto& n : step->nodes()) {
+    if (!n->is_backward) continue;
+    EXPECT_NE(n->op(), OpId::Sub) << n->describe();
+    if (n->op() != OpId::Pow) continue;
+    ++backward_pows;
+    ASSERT_EQ(n->inputs[1].node->op(), OpId::Constant) << n->describe();
+    EXPECT_EQ(n->inputs[1].node->constant_value.value_as_double(0), 1.0);
+  }
+  EXPECT_EQ(backward_pows, 1);
+  // d/dw sum((x w)^2) = 2 x^2 w
+  Tensor xs = Tensor::from_vector<float>({0.5f, 1, -1, 2, 0.25f, -3}, {2, 3});
+  auto out = runtime::Session(step->clone()).run({xs});
+  ASSERT_EQ(out.size(), 2u);
+  const std::vector<float> wv = {1, -2, 3, 0.5f, -1, 2};
+  for (int64_t i = 0; i < 6; ++i) {
+    const float xi = xs.data<float>()[i];
+    EXPECT_NEAR(out[1].data<float>()[i], 2 * xi * xi * wv[static_cast<size_t>(i)], 1e-5) << i;
+  }
+}
+
 TEST(PointwiseGradient, VariadicOps) {
   for (OpId op : {OpId::Sum, OpId::Mean, OpId::Max, OpId::Min}) {
     check_gradients(std::string(ir::op_name(op)), {{{2, 3}}, {{3}}, {{2, 1}}},

@@ -126,6 +126,49 @@ TEST_F(GradCliTest, ShapeFixesASymbolicBatch) {
   EXPECT_NE(r.err.find("dimension 1 is 3 in the model"), std::string::npos) << r.err;
 }
 
+// GELU as exporters write it (x * 0.5 * (1 + erf(x / sqrt 2))) in an
+// opset-17 model: graft grad differentiates one Gelu node where the file
+// holds graft's backward ops anyway (a LayerNormalization's gradient), and
+// the written-out form where the gradient graph is standard ONNX, which an
+// opset-17 file must stay for other runtimes (Gelu is an opset-20 op). Both
+// files compute the gradients of the model.
+TEST_F(GradCliTest, GeluIsOneNodeWhereTheFileIsGraftsAnyway) {
+  for (bool layer_norm : {false, true}) {
+    SCOPED_TRACE(layer_norm ? "with LayerNormalization" : "standard ONNX only");
+    graft::ir::Graph g;
+    g.opset_imports[""] = 17;
+    Value x = g.add_input("x", graft::ir::ValueType::of(DType::float32, {4, 6}))->output(0);
+    auto scalar = [&](float v, const char* name) { return g.add_constant(name, Tensor::scalar(v))->output(0); };
+    Value h = g.add_node(OpId::MatMul, {x, g.add_constant("w", graft::testing::random_tensor({6, 6}, 1))->output(0)})
+                  ->output(0);
+    if (layer_norm)
+      h = g.add_node(OpId::LayerNormalization,
+                     {h, g.add_constant("gamma", graft::testing::random_tensor({6}, 2))->output(0),
+                      g.add_constant("beta", graft::testing::random_tensor({6}, 3))->output(0)})
+              ->output(0);
+    Value erf = g.add_node(OpId::Erf, {g.add_node(OpId::Div, {h, scalar(1.41421354f, "sqrt2")})->output(0)})->output(0);
+    Value gelu = g.add_node(OpId::Mul, {g.add_node(OpId::Mul, {h, scalar(0.5f, "half")})->output(0),
+                                        g.add_node(OpId::Add, {erf, scalar(1.0f, "one")})->output(0)})
+                     ->output(0);
+    graft::ir::Node* mean = g.add_node(OpId::ReduceMean, {g.add_node(OpId::Mul, {gelu, gelu})->output(0)});
+    mean->attributes.set("keepdims", int64_t{0});
+    g.add_output(mean->output(0), "loss");
+    const std::string model = (dir_ / "gelu.onnx").string(), train = (dir_ / "gelu_train.onnx").string();
+    graft::frontend::save_onnx(g, model);
+    Result r = graft("grad '" + model + "' --loss loss --wrt w -o '" + train + "'");
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    auto written = graft::frontend::load_onnx(train);
+    int gelus = 0;
+    for (const auto& n : written->nodes()) gelus += n->op() == OpId::Gelu;
+    EXPECT_EQ(gelus, layer_norm ? 1 : 0);
+    std::vector<Tensor> inputs{graft::testing::random_tensor({4, 6}, 4)};
+    auto want = graft::testing::run_graph(*graft::autodiff::gradient(g, "loss", {"w"}), inputs);
+    auto got = graft::testing::run_graph(*written, inputs);
+    ASSERT_EQ(got.size(), want.size());
+    for (size_t i = 0; i < got.size(); ++i) graft::testing::expect_close(got[i], want[i], 1e-5, 1e-6);
+  }
+}
+
 TEST_F(GradCliTest, NamedValuesAndErrors) {
   const std::string model = write_classifier();
   const std::string train = (dir_ / "train.onnx").string();

@@ -14,6 +14,7 @@
 #include "graft/autodiff/recompute.h"
 #include "graft/core/error.h"
 #include "graft/frontend/onnx_import.h"
+#include "graft/training/training_graph.h"
 
 namespace graft::cli {
 
@@ -48,6 +49,12 @@ void set_input_shapes(ir::Graph& graph, const std::vector<std::string>& texts) {
   }
 }
 
+bool holds_graft_ops(const ir::Graph& graph) {
+  for (const auto& n : graph.nodes())
+    if (!n->schema().domain.empty()) return true;
+  return false;
+}
+
 int write_gradient(const GradOptions& options) {
   if (options.model.empty()) fail(ErrorKind::invalid_argument, "grad: give a model");
   if (options.output.empty()) fail(ErrorKind::invalid_argument, "grad: give the output file with -o OUT.onnx");
@@ -74,7 +81,14 @@ int write_gradient(const GradOptions& options) {
          "': the loss reads no floating-point initializer)");
   autodiff::GradientOptions gradient_options;
   gradient_options.recompute_pointwise_activations = options.recompute;
-  std::unique_ptr<ir::Graph> result = autodiff::gradient(*graph, options.loss, wrt, gradient_options);
+  // GELU as one Gelu node (training::forward_for_gradient) where the file is
+  // graft's alone anyway: Gelu is an opset-20 op, and a gradient graph of
+  // standard ops in an older opset stays a model that other runtimes load.
+  std::unique_ptr<ir::Graph> result =
+      autodiff::gradient(*training::forward_for_gradient(*graph), options.loss, wrt, gradient_options);
+  const bool gelu_in_opset = onnx_opset == graph->opset_imports.end() || onnx_opset->second >= 20;
+  if (!gelu_in_opset && !holds_graft_ops(*result))
+    result = autodiff::gradient(*graph, options.loss, wrt, gradient_options);
   std::vector<ir::Value> kept = autodiff::activations_kept_for_backward(*result);
   size_t backward = 0, graft_ops = 0;
   for (const auto& n : result->nodes()) {

@@ -44,6 +44,15 @@ struct TrainingGraph {
   std::vector<std::string> shared_scalar_nodes;
 };
 
+/// `forward` as the gradient is best taken of it: a copy in which GELU
+/// written with Erf, as exporters write it (PyTorch's nn.GELU, BERT's
+/// feed-forward layers), is one Gelu node (the `fuse-gelu` pass). Its
+/// gradient is then one expression of x and dy, which dnnl runs as one
+/// eltwise backward, and the forward keeps x alone for it, where the
+/// gradients of the Erf, Div, Add and Mul nodes kept four values of x's
+/// size. `graft grad` and build_training_graph differentiate this copy.
+std::unique_ptr<ir::Graph> forward_for_gradient(const ir::Graph& forward);
+
 /// Builds the training graph of `forward` for the scalar value named `loss`
 /// and the float32 initializers `parameters` (empty: every floating-point
 /// initializer the loss reads). The model's inputs must have known shapes
@@ -51,7 +60,8 @@ struct TrainingGraph {
 /// invalid_argument for an unknown or non-float32 parameter, a loss that is
 /// not a scalar, out-of-range hyperparameters, or a name the optimizer's
 /// state would take twice; unsupported when an op on the way has no gradient.
-/// `gradient` is passed to autodiff::gradient (recomputing activations).
+/// `gradient` is passed to autodiff::gradient (recomputing activations),
+/// which differentiates forward_for_gradient(forward).
 TrainingGraph build_training_graph(const ir::Graph& forward, const std::string& loss,
                                    std::vector<std::string> parameters, const OptimizerOptions& optimizer,
                                    const autodiff::GradientOptions& gradient = {});
