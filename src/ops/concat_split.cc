@@ -88,10 +88,10 @@ void concat_infer(InferContext& ctx) {
     if (!t.has_rank) continue;
     for (size_t d = 0; d < t.dims.size(); ++d)
       if (d != axis) out[d] = merge_equal_dims(ctx, out[d], t.dims[d], d);
-    if (t.dims[axis].is_known())
-      axis_sum += t.dims[axis].value;
-    else
+    if (!t.dims[axis].is_known())
       axis_known = false;
+    else if (__builtin_add_overflow(axis_sum, t.dims[axis].value, &axis_sum))
+      ctx.fail("the inputs' extents along axis ", axis, " sum past 2^63");
   }
   out[axis] = axis_known ? ir::Dim::known(axis_sum) : (ctx.num_inputs() == 1 ? out[axis] : ir::Dim{});
   ctx.set_output(0, ranked_type(dtype, std::move(out)));
