@@ -189,6 +189,36 @@ T to_output(double v) {
   }
 }
 
+// The taps of output row `row` (every dimension but the last) combined from
+// dimension `first` on: (input offset, weight) pairs in `combos`, with
+// `coordinate` set to the row's output coordinates and `next` as scratch.
+// False where a coordinate lies outside tf_crop_and_resize's roi.
+bool outer_taps(const std::vector<Taps>& taps, const Shape& out_shape, const std::vector<int64_t>& strides,
+                size_t first, int64_t row, std::vector<int64_t>& coordinate,
+                std::vector<std::pair<int64_t, double>>& combos, std::vector<std::pair<int64_t, double>>& next) {
+  const size_t rank = out_shape.size();
+  for (size_t d = rank - 1; d-- > 0;) {
+    coordinate[d] = row % out_shape[d];
+    row /= out_shape[d];
+  }
+  combos.assign(1, {0, 1.0});
+  for (size_t d = first; d + 1 < rank; ++d) {
+    const Taps& t = taps[d];
+    const size_t o = static_cast<size_t>(coordinate[d]);
+    if (t.outside[o]) return false;
+    next.clear();
+    for (const auto& [offset, weight] : combos)
+      for (int64_t k = 0; k < t.n; ++k) {
+        const double w = t.weight[o * static_cast<size_t>(t.n) + static_cast<size_t>(k)];
+        if (w == 0 && t.n > 1) continue;
+        next.emplace_back(offset + t.index[o * static_cast<size_t>(t.n) + static_cast<size_t>(k)] * strides[d],
+                          weight * w);
+      }
+    combos.swap(next);
+  }
+  return true;
+}
+
 template <typename T>
 void interpolate(const Tensor& x, Tensor& y, const std::vector<Taps>& taps, double extrapolation) {
   using C = compute_t<T>;
@@ -206,31 +236,7 @@ void interpolate(const Tensor& x, Tensor& y, const std::vector<Taps>& taps, doub
     std::vector<std::pair<int64_t, double>> combos, next;
     std::vector<int64_t> coordinate(rank, 0);
     for (int64_t r = begin; r < end; ++r) {
-      // Taps of the outer dims combined: (input offset, weight) pairs.
-      combos.assign(1, {0, 1.0});
-      bool outside = false;
-      int64_t rem = r;
-      for (size_t d = rank - 1; d-- > 0;) {
-        coordinate[d] = rem % out_shape[d];
-        rem /= out_shape[d];
-      }
-      for (size_t d = 0; d + 1 < rank && !outside; ++d) {
-        const Taps& t = taps[d];
-        const size_t o = static_cast<size_t>(coordinate[d]);
-        if (t.outside[o]) {
-          outside = true;
-          break;
-        }
-        next.clear();
-        for (const auto& [offset, weight] : combos)
-          for (int64_t k = 0; k < t.n; ++k) {
-            const double w = t.weight[o * static_cast<size_t>(t.n) + static_cast<size_t>(k)];
-            if (w == 0 && t.n > 1) continue;
-            next.emplace_back(offset + t.index[o * static_cast<size_t>(t.n) + static_cast<size_t>(k)] * strides[d],
-                              weight * w);
-          }
-        combos.swap(next);
-      }
+      const bool outside = !outer_taps(taps, out_shape, strides, 0, r, coordinate, combos, next);
       T* o = out + r * row;
       if (outside) {
         std::fill(o, o + row, to_output<T>(extrapolation));
@@ -394,32 +400,8 @@ void scatter_gradient(const Tensor& dy, Tensor& dx, const std::vector<Taps>& tap
       std::fill(sums.begin(), sums.end(), 0.0);
       for (int64_t pr = 0; pr < rows_per_plane; ++pr) {
         const int64_t r = p * rows_per_plane + pr;
-        int64_t rem = r;
-        for (size_t d = rank - 1; d-- > 0;) {
-          coordinate[d] = rem % out_shape[d];
-          rem /= out_shape[d];
-        }
-        // Taps of the outer dims past the planes' (input offset within the plane, weight).
-        combos.assign(1, {0, 1.0});
-        bool outside = false;
-        for (size_t d = lead; d + 1 < rank && !outside; ++d) {
-          const Taps& t = taps[d];
-          const size_t o = static_cast<size_t>(coordinate[d]);
-          if (t.outside[o]) {
-            outside = true;
-            break;
-          }
-          next.clear();
-          for (const auto& [offset, weight] : combos)
-            for (int64_t k = 0; k < t.n; ++k) {
-              const double w = t.weight[o * static_cast<size_t>(t.n) + static_cast<size_t>(k)];
-              if (w == 0) continue;
-              next.emplace_back(offset + t.index[o * static_cast<size_t>(t.n) + static_cast<size_t>(k)] * strides[d],
-                                weight * w);
-            }
-          combos.swap(next);
-        }
-        if (outside) continue;
+        // Offsets within the plane: the dims before `lead` are the plane's.
+        if (!outer_taps(taps, out_shape, strides, lead, r, coordinate, combos, next)) continue;
         const T* g = d_out + r * row;
         for (int64_t c = 0; c < row; ++c) {
           if (last.outside[static_cast<size_t>(c)]) continue;
