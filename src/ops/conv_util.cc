@@ -73,24 +73,33 @@ WindowAttributes read_window_attributes(const ir::Node& node, size_t spatial_ran
 }
 
 ResolvedDim resolve_dim(const ir::Node& node, const WindowAttributes& attrs, size_t d, int64_t input) {
+  // In 128 bits: a model's attributes may hold any int64 (a fuzzed pad of
+  // INT64_MAX overflowed the padded extent); a result past int64 is an error.
+  using Wide = __int128;
+  auto narrow = [&](Wide v) {
+    if (v > INT64_MAX || v < INT64_MIN)
+      fail_node(node, "the window's extents overflow 64 bits in spatial dimension ", d);
+    return static_cast<int64_t>(v);
+  };
   const size_t rank = attrs.strides.size();
   const int64_t stride = attrs.strides[d];
-  const int64_t window = (attrs.kernel[d] - 1) * attrs.dilations[d] + 1;
+  const int64_t window = narrow((Wide{attrs.kernel[d]} - 1) * attrs.dilations[d] + 1);
   ResolvedDim r;
   switch (attrs.auto_pad) {
     case AutoPad::notset: {
       r.pad_begin = attrs.pads[d];
       r.pad_end = attrs.pads[d + rank];
-      int64_t span = input + r.pad_begin + r.pad_end - window;
+      const int64_t padded = narrow(Wide{input} + r.pad_begin + r.pad_end);
+      const int64_t span = narrow(Wide{padded} - window);
       // With ceil_mode a window may reach past the padded input by less than
       // a stride (ONNX's ceil((span) / stride) + 1 outputs, as ONNX Runtime
       // and PyTorch compute; the taps past the end take no part).
-      if (span < 0 && !(attrs.ceil_mode && -span < stride))
-        fail_node(node, "the window (", window, ") is larger than the padded input (", input + r.pad_begin + r.pad_end,
+      if (span < 0 && !(attrs.ceil_mode && -Wide{span} < stride))
+        fail_node(node, "the window (", window, ") is larger than the padded input (", padded,
                   ") in spatial dimension ", d);
       if (attrs.ceil_mode) {
-        r.output = span < 0 ? 1 : (span + stride - 1) / stride + 1;
-        if ((r.output - 1) * stride >= input + r.pad_begin) --r.output;
+        r.output = span < 0 ? 1 : narrow((Wide{span} + stride - 1) / stride + 1);
+        if (Wide{r.output - 1} * stride >= Wide{input} + r.pad_begin) --r.output;
       } else {
         r.output = span / stride + 1;
       }
@@ -103,8 +112,8 @@ ResolvedDim resolve_dim(const ir::Node& node, const WindowAttributes& attrs, siz
       break;
     case AutoPad::same_upper:
     case AutoPad::same_lower: {
-      r.output = (input + stride - 1) / stride;
-      int64_t total = std::max<int64_t>(0, (r.output - 1) * stride + window - input);
+      r.output = narrow((Wide{input} + stride - 1) / stride);
+      const int64_t total = narrow(std::max<Wide>(0, Wide{r.output - 1} * stride + window - input));
       r.pad_begin = attrs.auto_pad == AutoPad::same_upper ? total / 2 : total - total / 2;
       r.pad_end = total - r.pad_begin;
       break;
