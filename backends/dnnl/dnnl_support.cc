@@ -70,6 +70,14 @@ SupportResult check_window(const ir::Node& node, size_t spatial, const std::vect
   return SupportResult::yes();
 }
 
+// Whether a Conv's or ConvTranspose's bias (input 2), where it has one,
+// holds one value per output channel: its fill reads that many.
+bool bias_per_output_channel(const ir::Node& node, int64_t channels) {
+  if (!has_input(node, 2)) return true;
+  const ir::ValueType& bias = input_type(node, 2);
+  return bias.dims.size() == 1 && bias.dims[0].is_known() && bias.dims[0].value == channels;
+}
+
 SupportResult check_conv(const ir::Node& node) {
   if (!has_input(node, 1)) return SupportResult::no("no weight input");
   size_t rank = rank_of(node, 0);
@@ -81,8 +89,7 @@ SupportResult check_conv(const ir::Node& node) {
   if (group < 1 || x.dims[1].value % group != 0 || w.dims[0].value % group != 0 ||
       w.dims[1].value * group != x.dims[1].value)
     return SupportResult::no("channels do not match the group count");
-  if (has_input(node, 2) && (rank_of(node, 2) != 1 || !input_type(node, 2).dims[0].is_known() ||
-                             input_type(node, 2).dims[0].value != w.dims[0].value))
+  if (!bias_per_output_channel(node, w.dims[0].value))
     return SupportResult::no("bias must be 1-D, one per output channel");
   std::vector<int64_t> kernel;
   for (size_t d = 2; d < rank; ++d) kernel.push_back(w.dims[d].value);
@@ -108,8 +115,7 @@ SupportResult check_conv_transpose(const ir::Node& node) {
   if (pads.size() != 2 * spatial || output_padding.size() != spatial) return SupportResult::no("malformed pads");
   for (size_t d = 0; d < spatial; ++d)
     if (output_padding[d] > pads[spatial + d]) return SupportResult::no("output_padding larger than the end padding");
-  if (has_input(node, 2) && (rank_of(node, 2) != 1 || !input_type(node, 2).dims[0].is_known() ||
-                             input_type(node, 2).dims[0].value != w.dims[1].value * group))
+  if (!bias_per_output_channel(node, w.dims[1].value * group))
     return SupportResult::no("bias must be 1-D, one per output channel");
   return SupportResult::yes();
 }
