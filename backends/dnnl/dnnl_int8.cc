@@ -853,10 +853,9 @@ int emit_int8_conv(Builder& b, const Group& g, const std::string& label, const C
     // The stored int8 values are the plain s8 weights: reordered as they are.
     w.sources = {b.source_of(int8.stored_int8)};
   } else {
+    // float32 weights (folded): quantized by the fill.
     w.sources = {b.source_of(b.input(conv, 1))};
     w.builder_reads_sources = true;
-  }
-  if (!int8.stored_int8.present())
     w.fill = [weight_scales, per_channel](const std::vector<Tensor>& s, void* plain_out) {
       int8_t* out = static_cast<int8_t*>(plain_out);
       const float* src = s[0].data<float>();
@@ -866,6 +865,7 @@ int emit_int8_conv(Builder& b, const Group& g, const std::string& label, const C
                         out + c * per_channel);
       });
     };
+  }
   const size_t conv_step = b.program().steps.size() - 1;  // finish_anchor's last
   const int w_slot = b.add_weight(std::move(w));
   b.program().steps[conv_step].args.push_back({DNNL_ARG_WEIGHTS, w_slot});
