@@ -9,7 +9,7 @@
 
 #include "dnnl_emitters.h"
 #include "graft/ops/broadcast.h"
-#include "graft/ops/op_context.h"
+#include "graft/ops/evaluate_node.h"
 #include "graft/ops/quantized_weight.h"
 
 namespace graft::dnnl_backend {
@@ -18,11 +18,6 @@ using dnnl::memory;
 using ir::Entry;
 
 namespace {
-
-class HeapAllocator : public ops::OutputAllocator {
- public:
-  Tensor allocate(DType dtype, const Shape& shape) override { return Tensor::uninitialized(dtype, shape); }
-};
 
 // The float32 values of quantized weight `dq` (ops::is_quantized_weight),
 // by the reference DequantizeLinear kernel: for a product that runs in
@@ -37,10 +32,7 @@ Tensor dequantized_weight(const ir::Node& dq) {
            " is needed in float32, but its int8 values were released once converted");
     inputs.push_back(v ? v.node->constant_value : Tensor());
   }
-  HeapAllocator allocator;
-  ops::KernelContext context(dq, std::move(inputs), {}, allocator, 1);
-  dq.schema().kernel(context);
-  return context.outputs().at(0);
+  return ops::evaluate_node(dq, std::move(inputs)).at(0);
 }
 
 }  // namespace

@@ -32,6 +32,7 @@
 #include "graft/autodiff/recompute.h"
 #include "graft/ir/indexed_graph.h"
 #include "graft/ops/gradient.h"
+#include "graft/ops/evaluate_node.h"
 #include "graft/ops/op_context.h"
 #include "graft/ops/type_inference.h"
 #include "join_slice_gradients.h"
@@ -107,11 +108,6 @@ ir::Value sum_to_input_shape(ops::GradientContext& ctx, ir::Value grad, ir::Valu
   return reduced;
 }
 
-class HeapAllocator : public ops::OutputAllocator {
- public:
-  Tensor allocate(DType dtype, const Shape& shape) override { return Tensor(dtype, shape); }
-};
-
 /// Shape/Size of a value of known shape.
 Tensor shape_query(const ir::Node& n, const Shape& shape) {
   if (n.op() == ir::OpId::Size) return Tensor::scalar<int64_t>(shape_numel(shape));
@@ -142,7 +138,6 @@ void fold_shape_computations(ir::Graph& g, const std::vector<std::string>& wrt) 
     auto it = replaced.find(v);
     if (it != replaced.end()) v = it->second;
   };
-  HeapAllocator allocator;
   for (ir::Node* n : order) {
     for (ir::Value& v : n->inputs) remap(v);
     const ir::OpSchema& s = n->schema();
@@ -165,9 +160,7 @@ void fold_shape_computations(ir::Graph& g, const std::vector<std::string>& wrt) 
       std::vector<Tensor> inputs;
       for (const ir::Value& v : n->inputs) inputs.push_back(v ? v.node->constant_value : Tensor());
       try {
-        ops::KernelContext context(*n, std::move(inputs), {}, allocator, 1);
-        s.kernel(context);
-        values = context.outputs();
+        values = ops::evaluate_node(*n, std::move(inputs));
       } catch (const std::exception&) {
         continue;  // left for the run to report
       }

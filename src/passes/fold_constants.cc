@@ -15,6 +15,7 @@
 #include <string_view>
 
 #include "graft/ir/graph_rebuilder.h"
+#include "graft/ops/evaluate_node.h"
 #include "graft/ops/op_context.h"
 #include "graft/ops/quantized_weight.h"
 #include "graft/ops/type_inference.h"
@@ -23,14 +24,6 @@
 namespace graft::passes {
 
 namespace {
-
-/// Not zero-filled: kernels write every element of their outputs (the
-/// runtime's BufferPool hands them reused blocks too), and a folded
-/// weight's dequantization would otherwise write it twice.
-class HeapAllocator : public ops::OutputAllocator {
- public:
-  Tensor allocate(DType dtype, const Shape& shape) override { return Tensor::uninitialized(dtype, shape); }
-};
 
 bool is_constant(ir::Value v) { return v.node && v.node->op() == ir::OpId::Constant; }
 
@@ -89,9 +82,7 @@ std::vector<Tensor> evaluate_fused_body(const ir::Node& fused, std::vector<Tenso
 std::vector<Tensor> evaluate(const ir::Node& n, std::vector<Tensor> inputs, ops::OutputAllocator& allocator,
                              int num_threads) {
   if (is_fused_pointwise(n)) return evaluate_fused_body(n, std::move(inputs), allocator, num_threads);
-  ops::KernelContext kctx(n, std::move(inputs), {}, allocator, num_threads);
-  n.schema().kernel(kctx);
-  return kctx.outputs();
+  return ops::evaluate_node(n, std::move(inputs), allocator, num_threads);
 }
 
 /// Folding never makes a constant much larger than what it is made from: an
@@ -150,7 +141,7 @@ bool quantized_weight_of_products(const ir::IndexedGraph& g, uint32_t id) {
 bool fold_once(std::unique_ptr<ir::Graph>& graph, PassContext& ctx) {
   ir::IndexedGraph indexed(*graph);
   ir::GraphRebuilder rebuilder(indexed);
-  HeapAllocator allocator;
+  ops::HeapAllocator allocator;
   bool changed = false;
   for (uint32_t id = 0; id < indexed.num_nodes(); ++id) {
     const ir::Node& n = indexed.node(id);
